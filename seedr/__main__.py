@@ -1,0 +1,3 @@
+from seedr.cli import app
+
+app(prog_name="seedr")

@@ -1,0 +1,35 @@
+"""The ``seedr`` command: one sub-command per pipeline stage, in data-flow order."""
+
+from __future__ import annotations
+
+import importlib
+
+import typer
+
+from seedr import __version__
+from seedr.stages import STAGES
+
+app = typer.Typer(
+    name="seedr",
+    help="Better seeds for dense retrievers: pre-train, fine-tune, encode, index, search, evaluate, report.",
+    no_args_is_help=True,
+    add_completion=False,
+    rich_markup_mode="rich",
+)
+
+
+def _version(value: bool) -> None:
+    if value:
+        typer.echo(f"seedr {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def main(version: bool = typer.Option(False, "--version", callback=_version, is_eager=True,
+                                      help="Print the version and exit.")) -> None:
+    """Better seeds for dense retrievers."""
+
+
+for _stage in STAGES:
+    _module = importlib.import_module(f"seedr.stages.{_stage}")
+    app.command(name=_stage)(_module.command)

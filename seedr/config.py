@@ -1,0 +1,125 @@
+"""Typed configuration: dataclasses filled from a YAML recipe, then ``key=value`` overrides from the
+command line; every run folder records the resolved config, library versions and seed."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import platform
+import sys
+import types
+import typing
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, TypeVar
+
+import yaml
+
+from seedr.data.io import DataError, atomic_write
+
+C = TypeVar("C")
+
+
+def _coerce(value: Any, annotation: Any, where: str) -> Any:
+    """Convert a YAML/CLI value to the field's declared type (nested dataclasses included)."""
+    origin = typing.get_origin(annotation)
+    if origin in (typing.Union, types.UnionType):
+        options = [a for a in typing.get_args(annotation) if a is not type(None)]
+        if value is None or (isinstance(value, str) and value.lower() in ("none", "null")):
+            return None
+        for option in options:
+            try:
+                return _coerce(value, option, where)
+            except (TypeError, ValueError):
+                continue
+        raise ValueError(f"{where}: {value!r} fits none of {options}")
+    if origin is typing.Literal:
+        if value not in typing.get_args(annotation):
+            raise ValueError(f"{where}: {value!r} is not one of {typing.get_args(annotation)}")
+        return value
+    if dataclasses.is_dataclass(annotation):
+        if not isinstance(value, dict):
+            raise ValueError(f"{where}: expected a mapping")
+        return from_dict(annotation, value, where)
+    if origin in (list, tuple):
+        (item,) = typing.get_args(annotation)[:1] or (Any,)
+        if isinstance(value, str):
+            value = [v for v in value.split(",") if v]
+        return origin(_coerce(v, item, where) for v in value)
+    if annotation is bool:
+        if isinstance(value, str):
+            if value.lower() in ("true", "yes", "1", "on"):
+                return True
+            if value.lower() in ("false", "no", "0", "off"):
+                return False
+            raise ValueError(f"{where}: {value!r} is not a boolean")
+        return bool(value)
+    if annotation in (int, float, str):
+        if annotation is int and isinstance(value, float) and not value.is_integer():
+            raise ValueError(f"{where}: {value!r} is not an integer")
+        return annotation(value)
+    return value
+
+
+def from_dict(cls: type[C], data: dict[str, Any], where: str = "config") -> C:
+    """Build dataclass ``cls`` from a mapping; unknown keys are an error listing the valid ones."""
+    hints = typing.get_type_hints(cls)
+    names = {f.name for f in dataclasses.fields(cls)}
+    unknown = set(data) - names
+    if unknown:
+        raise ValueError(f"{where}: unknown option(s) {sorted(unknown)}; valid: {sorted(names)}")
+    return cls(**{k: _coerce(v, hints[k], f"{where}.{k}") for k, v in data.items()})
+
+
+def load_config(cls: type[C], recipe: str | Path | None = None, overrides: list[str] | None = None) -> C:
+    """``cls`` from its defaults, then the YAML ``recipe``, then ``key=value`` / ``a.b=value`` overrides."""
+    data: dict[str, Any] = {}
+    if recipe is not None:
+        try:
+            loaded = yaml.safe_load(Path(recipe).read_text(encoding="utf-8")) or {}
+        except yaml.YAMLError as error:
+            mark = getattr(error, "problem_mark", None)
+            raise DataError(recipe, f"malformed YAML: {error}", line=mark.line + 1 if mark else None) from None
+        if not isinstance(loaded, dict):
+            raise DataError(recipe, "expected a mapping of options at the top level")
+        data.update(loaded)
+    for override in overrides or []:
+        key, sep, value = override.partition("=")
+        if not sep:
+            raise ValueError(f"override {override!r} is not of the form key=value")
+        target = data
+        *parents, leaf = key.strip().split(".")
+        for parent in parents:
+            target = target.setdefault(parent, {})
+        target[leaf] = yaml.safe_load(value) if value.strip() else value
+    return from_dict(cls, data)
+
+
+def to_dict(config: Any) -> dict[str, Any]:
+    return dataclasses.asdict(config)
+
+
+def environment() -> dict[str, str]:
+    """Versions of Python and of the libraries a result depends on."""
+    import importlib.metadata as metadata
+
+    versions = {"python": sys.version.split()[0], "platform": platform.platform()}
+    for package in ("seedr", "torch", "transformers", "tokenizers", "accelerate", "sentence-transformers",
+                    "faiss-cpu", "bm25s", "ir-measures", "numpy"):
+        try:
+            versions[package] = metadata.version(package)
+        except metadata.PackageNotFoundError:
+            continue
+    return versions
+
+
+def record_run(out_dir: str | Path, config: Any, seed: int | None, command: str | None = None) -> None:
+    """Write ``config.yaml`` (resolved) and ``run.json`` (seed, versions, command, start time) into a run folder."""
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    with atomic_write(out_dir / "config.yaml") as stream:
+        yaml.safe_dump(to_dict(config) if dataclasses.is_dataclass(config) else config, stream, sort_keys=False)
+    info = {"seed": seed, "command": command or " ".join(sys.argv), "versions": environment(),
+            "started": datetime.now(timezone.utc).isoformat(timespec="seconds")}
+    with atomic_write(out_dir / "run.json") as stream:
+        json.dump(info, stream, indent=2)

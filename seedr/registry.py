@@ -1,0 +1,49 @@
+"""Name → factory registries (``OBJECTIVES``, ``NEGATIVES``, ``LOSSES``, ...), instead of if/elif dispatch."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from typing import Generic, TypeVar
+
+T = TypeVar("T")
+
+
+class Registry(Generic[T]):
+    """A named collection of factories; an unknown name is an error that lists the valid ones.
+
+    Example:
+        >>> LOSSES = Registry("loss")
+        >>> @LOSSES.register("triplet")
+        ... class TripletLoss: ...
+        >>> LOSSES.get("triplet") is TripletLoss
+        True
+    """
+
+    def __init__(self, kind: str) -> None:
+        self.kind = kind
+        self._entries: dict[str, T] = {}
+
+    def register(self, name: str) -> Callable[[T], T]:
+        def decorator(entry: T) -> T:
+            if name in self._entries:
+                raise ValueError(f"{self.kind} {name!r} is registered twice")
+            self._entries[name] = entry
+            return entry
+
+        return decorator
+
+    def get(self, name: str) -> T:
+        try:
+            return self._entries[name]
+        except KeyError:
+            valid = ", ".join(sorted(self._entries)) or "(none registered)"
+            raise KeyError(f"unknown {self.kind} {name!r}; valid names: {valid}") from None
+
+    def names(self) -> list[str]:
+        return sorted(self._entries)
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._entries
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.names())

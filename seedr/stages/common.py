@@ -1,0 +1,35 @@
+"""Helpers shared by the stage commands: turning library errors into clear, non-zero exits."""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from typing import Any
+
+import typer
+from rich.console import Console
+
+from seedr.data.io import DataError
+
+console = Console(stderr=True)
+
+
+def not_built(stage: str) -> None:
+    """Say plainly that a stage is not implemented yet, and exit non-zero."""
+    console.print(f"[bold red]seedr {stage}[/]: this stage is not built yet.")
+    raise typer.Exit(code=2)
+
+
+def clear_errors(function: Callable[..., Any]) -> Callable[..., Any]:
+    """Report bad input (file, line, field) and missing files as one red line and exit 1."""
+
+    @functools.wraps(function)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return function(*args, **kwargs)
+        except (DataError, FileNotFoundError, KeyError, ValueError) as error:
+            message = error.args[0] if isinstance(error, KeyError) and error.args else error
+            console.print(f"[bold red]error[/]: {message}")
+            raise typer.Exit(code=1) from None
+
+    return wrapper
