@@ -1,8 +1,24 @@
-"""`seedr report`: not built yet."""
+"""`seedr report`: a Markdown report with tables and plots, generated from run folders."""
 
-from seedr.stages.common import not_built
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+
+from seedr.reporting.report import render_report
+from seedr.stages.common import clear_errors, console
 
 
-def command() -> None:
-    """Not built yet."""
-    not_built("report")
+@clear_errors
+def command(
+    runs: list[Path] = typer.Argument(..., help="Run folders (pretrain, finetune, evaluate outputs)."),
+    out: Path = typer.Option(Path("report"), "--out", help="Folder for report.md and plots/."),
+    title: str = typer.Option("seedr report", "--title", help="Report title."),
+) -> None:
+    """Render tables (evaluation JSONs) and training curves (metrics.jsonl) of run folders into Markdown.
+
+    Example: seedr report runs/pretrain-seed runs/finetune-seed --out runs/report
+    """
+    target = render_report(runs, out, title=title)
+    console.print(f"report written to [bold]{target}[/]")

@@ -1,0 +1,1 @@
+"""Tables and plots generated from run folders — never typed by hand."""

@@ -1,0 +1,143 @@
+"""Render a report (Markdown + PNG plots) from run folders.
+
+A run folder is whatever a seedr stage wrote: ``config.yaml`` and ``run.json`` (``record_run``),
+``metrics.jsonl`` (one JSON object per logged training step: ``step``, ``loss``, the objective's
+named parts, ``lr``, dev metrics), and evaluation results (``*.json`` files holding a flat
+``{metric: value}`` mapping, or ``{"metrics": {...}}``). The report reads only those files, so a
+result can be re-rendered at any time from the folders alone.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from seedr.data.io import DataError, atomic_write, iter_jsonl
+
+#: Files in a run folder that are not evaluation results.
+_NOT_RESULTS = {"run.json", "index.json", "manifest.json", "provenance.json", "trainer_state.json"}
+
+
+@dataclass
+class RunSummary:
+    """What a report needs to know about one run folder."""
+
+    name: str
+    path: Path
+    config: dict[str, Any] = field(default_factory=dict)
+    info: dict[str, Any] = field(default_factory=dict)
+    history: list[dict[str, Any]] = field(default_factory=list)
+    results: dict[str, dict[str, float]] = field(default_factory=dict)
+
+
+def _flat_metrics(data: Any) -> dict[str, float] | None:
+    """``{metric: number}`` from an evaluation JSON, or None if the file is something else."""
+    if isinstance(data, dict) and isinstance(data.get("metrics"), dict):
+        data = data["metrics"]
+    if not isinstance(data, dict) or not data:
+        return None
+    numbers = {k: float(v) for k, v in data.items() if isinstance(v, int | float) and not isinstance(v, bool)}
+    return numbers if len(numbers) == len(data) else None
+
+
+def load_run(path: str | Path, name: str | None = None) -> RunSummary:
+    """Read a run folder (see module docstring); missing pieces are simply absent."""
+    path = Path(path)
+    if not path.is_dir():
+        raise DataError(path, "not a run folder (no such directory)")
+    summary = RunSummary(name=name or path.name, path=path)
+    if (path / "config.yaml").exists():
+        summary.config = yaml.safe_load((path / "config.yaml").read_text(encoding="utf-8")) or {}
+    if (path / "run.json").exists():
+        summary.info = json.loads((path / "run.json").read_text(encoding="utf-8"))
+    if (path / "metrics.jsonl").exists():
+        summary.history = [record for _, record in iter_jsonl(path / "metrics.jsonl")]
+    for result in sorted(path.glob("*.json")):
+        if result.name in _NOT_RESULTS:
+            continue
+        metrics = _flat_metrics(json.loads(result.read_text(encoding="utf-8")))
+        if metrics:
+            summary.results[result.stem] = metrics
+    return summary
+
+
+def _format(value: float) -> str:
+    return "–" if value is None or (isinstance(value, float) and math.isnan(value)) else f"{value:.4f}"
+
+
+def results_table(runs: list[RunSummary]) -> str:
+    """One Markdown table per evaluation (file stem), runs as rows and metrics as columns."""
+    evaluations = sorted({stem for run in runs for stem in run.results})
+    blocks = []
+    for evaluation in evaluations:
+        rows = [(run.name, run.results[evaluation]) for run in runs if evaluation in run.results]
+        metrics = sorted({metric for _, values in rows for metric in values})
+        lines = [f"### {evaluation}", "", "| run | " + " | ".join(metrics) + " |",
+                 "|---|" + "---:|" * len(metrics)]
+        for name, values in rows:
+            lines.append(f"| {name} | " + " | ".join(_format(values.get(m)) for m in metrics) + " |")
+        blocks.append("\n".join(lines))
+    return "\n\n".join(blocks)
+
+
+def plot_history(runs: list[RunSummary], out_dir: Path) -> list[Path]:
+    """One PNG per logged quantity (loss, each named part, lr, dev metrics) over steps, all runs overlaid."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    keys = sorted({key for run in runs for record in run.history for key, value in record.items()
+                   if key != "step" and isinstance(value, int | float) and not isinstance(value, bool)})
+    written = []
+    for key in keys:
+        figure, axis = plt.subplots(figsize=(6, 3.5))
+        for run in runs:
+            points = [(r["step"], r[key]) for r in run.history if "step" in r and isinstance(r.get(key), int | float)]
+            if points:
+                steps, values = zip(*points)
+                axis.plot(steps, values, label=run.name, marker="." if len(points) < 30 else None)
+        axis.set_xlabel("step")
+        axis.set_ylabel(key)
+        axis.grid(alpha=0.3)
+        axis.legend(fontsize="small")
+        figure.tight_layout()
+        target = out_dir / f"{key.replace('/', '_')}.png"
+        figure.savefig(target, dpi=110)
+        plt.close(figure)
+        written.append(target)
+    return written
+
+
+def render_report(run_dirs: list[str | Path], out_dir: str | Path, title: str = "seedr report") -> Path:
+    """Write ``out_dir/report.md`` (+ ``plots/*.png``) from run folders; returns the Markdown path."""
+    out_dir = Path(out_dir)
+    runs = [load_run(path) for path in run_dirs]
+    names = [run.name for run in runs]
+    for index, run in enumerate(runs):  # disambiguate folders of the same name
+        if names.count(run.name) > 1:
+            run.name = f"{run.path.parent.name}/{run.name}#{index}"
+    plots_dir = out_dir / "plots"
+    plots_dir.mkdir(parents=True, exist_ok=True)
+    plots = plot_history(runs, plots_dir)
+    sections = [f"# {title}", "", "Generated by `seedr report` from run folders; do not edit by hand.", "",
+                "## Runs", "", "| run | folder | seed | started | seedr |", "|---|---|---|---|---|"]
+    for run in runs:
+        versions = run.info.get("versions", {})
+        sections.append(f"| {run.name} | `{run.path}` | {run.info.get('seed', '–')} | "
+                        f"{run.info.get('started', '–')} | {versions.get('seedr', '–')} |")
+    table = results_table(runs)
+    if table:
+        sections += ["", "## Results", "", table]
+    if plots:
+        sections += ["", "## Training curves", ""]
+        sections += [f"![{plot.stem}](plots/{plot.name})" for plot in plots]
+    target = out_dir / "report.md"
+    with atomic_write(target) as stream:
+        stream.write("\n".join(sections) + "\n")
+    return target
