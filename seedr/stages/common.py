@@ -29,7 +29,7 @@ def clear_errors(function: Callable[..., Any]) -> Callable[..., Any]:
             return function(*args, **kwargs)
         except (DataError, FileNotFoundError, KeyError, ValueError) as error:
             message = error.args[0] if isinstance(error, KeyError) and error.args else error
-            console.print(f"[bold red]error[/]: {message}")
+            console.print(f"[bold red]error[/]: {message}", soft_wrap=True, highlight=False)
             raise typer.Exit(code=1) from None
 
     return wrapper
