@@ -8,6 +8,7 @@ from typing import Any
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 
 from seedr.data.io import DataError
 
@@ -29,7 +30,7 @@ def clear_errors(function: Callable[..., Any]) -> Callable[..., Any]:
             return function(*args, **kwargs)
         except (DataError, FileNotFoundError, KeyError, ValueError) as error:
             message = error.args[0] if isinstance(error, KeyError) and error.args else error
-            console.print(f"[bold red]error[/]: {message}", soft_wrap=True, highlight=False)
+            console.print(f"[bold red]error[/]: {escape(str(message))}", soft_wrap=True, highlight=False)
             raise typer.Exit(code=1) from None
 
     return wrapper
