@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
-from typing import Generic, TypeVar
+import inspect
+from collections.abc import Callable, Iterator, Mapping
+from typing import Any, Generic, TypeVar
 
 T = TypeVar("T")
 
@@ -38,6 +39,16 @@ class Registry(Generic[T]):
         except KeyError:
             valid = ", ".join(sorted(self._entries)) or "(none registered)"
             raise KeyError(f"unknown {self.kind} {name!r}; valid names: {valid}") from None
+
+    def build(self, name: str, options: Mapping[str, Any] | None = None) -> Any:
+        """Call the factory ``name`` with keyword ``options`` (a recipe's ``*_options`` mapping); an
+        option the factory does not take is an error listing the ones it does."""
+        factory: Any = self.get(name)
+        accepted = [p for p in inspect.signature(factory).parameters if p not in ("self", "args", "kwargs")]
+        unknown = sorted(set(options or {}) - set(accepted))
+        if unknown:
+            raise ValueError(f"unknown option(s) {unknown} for {self.kind} {name!r}; valid: {accepted}")
+        return factory(**dict(options or {}))
 
     def names(self) -> list[str]:
         return sorted(self._entries)

@@ -3,6 +3,7 @@
 Importing this package registers every objective.
 """
 
+from seedr.objectives import mlm  # noqa: F401 (registers "mlm")
 from seedr.objectives.base import OBJECTIVES, Objective, ObjectiveOutput
 
 __all__ = ["OBJECTIVES", "Objective", "ObjectiveOutput"]

@@ -1,0 +1,285 @@
+"""Queries and relevance labels in the formats of the field, and few-shot query samples.
+
+Queries: BEIR ``queries.jsonl`` (``{"_id", "text", ...}``) and MS MARCO / TREC DL topics (``qid<TAB>text``).
+Qrels: BEIR ``qrels/*.tsv`` (``query-id<TAB>corpus-id<TAB>score`` after a header line) and TREC qrels
+(``qid iteration docid relevance``, whitespace separated). Every reader names the file, line and field of
+bad input; every writer is atomic.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
+from collections.abc import Set as AbstractSet
+from typing import Literal
+
+from seedr.data.io import DataError, atomic_write, iter_jsonl, iter_lines, require, write_jsonl
+from seedr.data.records import Qrels
+from seedr.registry import Registry
+
+PathLike = str | os.PathLike
+
+# A reader yields (line, qid, text) for queries, (line, qid, docid, relevance text) for qrels.
+QueryLines = Iterator[tuple[int, str, str]]
+QrelLines = Iterator[tuple[int, str, str, str]]
+
+QUERY_FORMATS: Registry[Callable[[PathLike], QueryLines]] = Registry("query format")
+QRELS_FORMATS: Registry[Callable[[PathLike], QrelLines]] = Registry("qrels format")
+QRELS_WRITERS: Registry[Callable[[Qrels], Iterator[str]]] = Registry("qrels format")
+
+# Column names used in error messages: BEIR's own header, and trec_eval's names for TREC qrels.
+QREL_FIELDS = {"beir": ("query-id", "corpus-id", "score"), "trec": ("qid", "docid", "relevance")}
+BEIR_QRELS_HEADER = "\t".join(QREL_FIELDS["beir"])
+
+
+def _first_line(path: PathLike) -> tuple[int, str]:
+    """The first non-blank line (number, text), for sniffing a file's format."""
+    for number, text in iter_lines(path):
+        if text.strip():
+            return number, text
+    raise DataError(path, "the file is empty")
+
+
+def _resolve_format(path: PathLike, format: str, registry: Registry, sniff: Callable[[PathLike], str]) -> str:
+    name = sniff(path) if format == "auto" else format
+    registry.get(name)  # an unknown name is an error listing the valid ones
+    return name
+
+
+# ----------------------------------------------------------------------------------------------- queries
+
+
+@QUERY_FORMATS.register("beir")
+def _beir_query_lines(path: PathLike) -> QueryLines:
+    for number, record in iter_jsonl(path):
+        yield number, require(record, "_id", path, number), require(record, "text", path, number)
+
+
+@QUERY_FORMATS.register("tsv")
+def _tsv_query_lines(path: PathLike) -> QueryLines:
+    for number, line in iter_lines(path):
+        if not line.strip():
+            continue
+        columns = line.split("\t")
+        if len(columns) != 2:
+            raise DataError(path, f"expected 2 tab-separated columns (qid, text), found {len(columns)}",
+                            line=number)
+        qid, text = (column.strip() for column in columns)
+        if not qid:
+            raise DataError(path, "empty", line=number, field="qid")
+        if not text:
+            raise DataError(path, "empty", line=number, field="text")
+        yield number, qid, text
+
+
+def _sniff_query_format(path: PathLike) -> str:
+    # JSON lines open with an object; a TSV line never does (query ids are not JSON).
+    return "beir" if _first_line(path)[1].lstrip().startswith("{") else "tsv"
+
+
+def read_queries(path: PathLike, format: Literal["auto", "beir", "tsv"] = "auto") -> dict[str, str]:
+    """Read queries as ``{qid: text}``, in file order.
+
+    ``format``: ``"beir"`` (``queries.jsonl``: ``_id``, ``text``; other keys such as ``metadata`` are
+    ignored), ``"tsv"`` (MS MARCO ``queries.*.tsv``, TREC DL topics: ``qid<TAB>text``) or ``"auto"``
+    (a first line opening a JSON object means BEIR). A missing id, an empty text, a duplicate id or a
+    wrong column count raises a ``DataError`` naming the file, line and field.
+
+    Example:
+        >>> queries = read_queries("../shared/data/scifact/queries.jsonl")  # doctest: +SKIP
+        >>> queries["0"]  # doctest: +SKIP
+        '0-dimensional biomaterials lack inductive properties.'
+    """
+    name = _resolve_format(path, format, QUERY_FORMATS, _sniff_query_format)
+    id_field = "_id" if name == "beir" else "qid"
+    queries: dict[str, str] = {}
+    first_seen: dict[str, int] = {}
+    for number, qid, text in QUERY_FORMATS.get(name)(path):
+        if qid in first_seen:
+            raise DataError(path, f"duplicate query id {qid!r} (first on line {first_seen[qid]})",
+                            line=number, field=id_field)
+        first_seen[qid] = number
+        queries[qid] = text
+    return queries
+
+
+def write_queries(path: PathLike, queries: Mapping[str, str]) -> int:
+    """Atomically write ``{qid: text}`` as BEIR ``queries.jsonl``; returns how many were written."""
+    return write_jsonl(path, ({"_id": qid, "text": text} for qid, text in queries.items()))
+
+
+# ------------------------------------------------------------------------------------------------- qrels
+
+
+@QRELS_FORMATS.register("beir")
+def _beir_qrel_lines(path: PathLike) -> QrelLines:
+    header_seen = False
+    for number, line in iter_lines(path):
+        if not line.strip():
+            continue
+        columns = line.split("\t")
+        if len(columns) != 3:
+            raise DataError(path, f"expected 3 tab-separated columns (query-id, corpus-id, score), "
+                            f"found {len(columns)}", line=number)
+        if not header_seen:
+            header_seen = True
+            # BEIR files open with "query-id corpus-id score"; a header is any first row whose score
+            # column is not a number, so a header-less file loses no judgement.
+            if not _is_integer(columns[2]):
+                continue
+        yield number, columns[0].strip(), columns[1].strip(), columns[2].strip()
+
+
+@QRELS_FORMATS.register("trec")
+def _trec_qrel_lines(path: PathLike) -> QrelLines:
+    for number, line in iter_lines(path):
+        columns = line.split()
+        if not columns:
+            continue
+        if len(columns) != 4:
+            raise DataError(path, f"expected 4 whitespace-separated columns (qid, iteration, docid, "
+                            f"relevance), found {len(columns)}", line=number)
+        qid, _iteration, docid, relevance = columns
+        yield number, qid, docid, relevance
+
+
+def _is_integer(text: str) -> bool:
+    try:
+        int(text)
+    except ValueError:
+        return False
+    return True
+
+
+def _sniff_qrels_format(path: PathLike) -> str:
+    number, line = _first_line(path)
+    if len(line.split("\t")) == 3:
+        return "beir"
+    if len(line.split()) == 4:
+        return "trec"
+    raise DataError(path, "cannot tell the qrels format: expected BEIR (query-id, corpus-id, score; "
+                    "tab-separated) or TREC (qid, iteration, docid, relevance) columns", line=number)
+
+
+def _as_lookup(ids: Collection[str] | None) -> Collection[str] | None:
+    """Membership in O(1): sets and mappings (a corpus dict) as they are, anything else as a set."""
+    return ids if ids is None or isinstance(ids, AbstractSet | Mapping) else set(ids)
+
+
+def read_qrels(path: PathLike, format: Literal["auto", "beir", "trec"] = "auto",
+               queries: Collection[str] | None = None, documents: Collection[str] | None = None) -> Qrels:
+    """Read relevance judgements as ``{qid: {docid: relevance}}``.
+
+    ``format``: ``"beir"`` (``query-id<TAB>corpus-id<TAB>score`` after a header line), ``"trec"``
+    (``qid iteration docid relevance``, the iteration column is ignored as trec_eval does) or ``"auto"``
+    (3 tab-separated columns mean BEIR, 4 columns TREC). Judgements of 0 (and negative TREC grades) are
+    kept: they mark judged non-relevant documents. When ``queries`` / ``documents`` are given, a
+    judgement naming an unknown query or document is an error, as are a non-integer relevance and one
+    (qid, docid) pair judged twice with different labels.
+
+    Example:
+        >>> qrels = read_qrels("../shared/data/scifact/qrels/test.tsv")  # doctest: +SKIP
+        >>> qrels["1"]  # doctest: +SKIP
+        {'31715818': 1}
+    """
+    name = _resolve_format(path, format, QRELS_FORMATS, _sniff_qrels_format)
+    qid_field, docid_field, relevance_field = QREL_FIELDS[name]
+    known_queries, known_documents = _as_lookup(queries), _as_lookup(documents)
+    qrels: Qrels = {}
+    for number, qid, docid, relevance_text in QRELS_FORMATS.get(name)(path):
+        if not qid:
+            raise DataError(path, "empty", line=number, field=qid_field)
+        if not docid:
+            raise DataError(path, "empty", line=number, field=docid_field)
+        if not _is_integer(relevance_text):
+            raise DataError(path, f"relevance must be an integer, got {relevance_text!r}", line=number,
+                            field=relevance_field)
+        if known_queries is not None and qid not in known_queries:
+            raise DataError(path, f"unknown query {qid!r}", line=number, field=qid_field)
+        if known_documents is not None and docid not in known_documents:
+            raise DataError(path, f"unknown document {docid!r}", line=number, field=docid_field)
+        relevance = int(relevance_text)
+        judged = qrels.setdefault(qid, {})
+        if judged.get(docid, relevance) != relevance:
+            raise DataError(path, f"({qid!r}, {docid!r}) is judged {judged[docid]} earlier and {relevance} "
+                            "here", line=number, field=relevance_field)
+        judged[docid] = relevance
+    return qrels
+
+
+def _check_ids(qrels: Qrels, forbidden: Callable[[str], bool], what: str) -> None:
+    for qid, judged in qrels.items():
+        for identifier in (qid, *judged):
+            if not identifier or forbidden(identifier):
+                raise ValueError(f"id {identifier!r} cannot be written to {what}")
+
+
+@QRELS_WRITERS.register("trec")
+def _trec_qrels_text(qrels: Qrels) -> Iterator[str]:
+    _check_ids(qrels, lambda identifier: any(c.isspace() for c in identifier), "TREC qrels (whitespace)")
+    for qid, judged in qrels.items():
+        for docid, relevance in judged.items():
+            yield f"{qid} 0 {docid} {relevance}\n"
+
+
+@QRELS_WRITERS.register("beir")
+def _beir_qrels_text(qrels: Qrels) -> Iterator[str]:
+    _check_ids(qrels, lambda identifier: "\t" in identifier or "\n" in identifier, "BEIR qrels (tab/newline)")
+    yield BEIR_QRELS_HEADER + "\n"
+    for qid, judged in qrels.items():
+        for docid, relevance in judged.items():
+            yield f"{qid}\t{docid}\t{relevance}\n"
+
+
+def write_qrels(path: PathLike, qrels: Qrels, format: Literal["trec", "beir"] = "trec") -> None:
+    """Atomically write qrels as TREC (``qid 0 docid relevance``) or BEIR (tab-separated, with header).
+
+    An id that the format cannot hold (whitespace in TREC, a tab in BEIR) is a ``ValueError`` and
+    nothing is written.
+    """
+    lines = list(QRELS_WRITERS.get(format)(qrels))  # validate every id before touching the file
+    with atomic_write(path) as stream:
+        stream.writelines(lines)
+
+
+# ------------------------------------------------------------------------------------- few-shot samples
+
+
+def sample_queries(qids: Iterable[str], fraction: float | None = None, count: int | None = None,
+                   seed: int = 0) -> list[str]:
+    """A seeded few-shot sample of query ids, by ``fraction`` or by ``count`` (exactly one of them).
+
+    The few-shot settings of the papers: CPDAE fine-tunes on 0.1k / 1k / 10k MS MARCO training queries
+    (Ma et al., CIKM 2022, sec. 4.4, Table 3, averaged over three seeds); Chang et al. (ICLR 2020,
+    sec. 4.1) fine-tune on 1% / 5% / 80% of the question set. The ids are sorted, shuffled with ``seed`` and a prefix is taken, so the sample
+    does not depend on the order the ids come in, and for one seed the samples are nested: the 1k
+    queries contain the 0.1k ones, as a learning curve needs. A fraction keeps at least one query.
+    Returned in sample order.
+    """
+    ordered = sorted(qids)
+    if len(set(ordered)) != len(ordered):
+        raise ValueError("sample_queries: the query ids contain duplicates")
+    if (fraction is None) == (count is None):
+        raise ValueError("sample_queries: give exactly one of fraction= or count=")
+    if fraction is not None:
+        if not 0 < fraction <= 1:
+            raise ValueError(f"sample_queries: fraction must be in (0, 1], got {fraction}")
+        count = max(1, round(fraction * len(ordered)))
+    if not 0 <= count <= len(ordered):
+        raise ValueError(f"sample_queries: cannot draw {count} of {len(ordered)} queries")
+    random.Random(seed).shuffle(ordered)
+    return ordered[:count]
+
+
+__all__ = [
+    "BEIR_QRELS_HEADER",
+    "QRELS_FORMATS",
+    "QRELS_WRITERS",
+    "QUERY_FORMATS",
+    "read_qrels",
+    "read_queries",
+    "sample_queries",
+    "write_qrels",
+    "write_queries",
+]

@@ -1,0 +1,89 @@
+"""Top-k answer coverage for open-domain QA retrieval — DPR's retrieval accuracy (Karpukhin et al. 2020, sec. 5.1).
+
+A question is covered at k when one of its top-k passages contains one of its answer strings.
+"Contains" is DPR's ``has_answer(..., match_type="string")`` (``dpr/data/qa_validation.py``): passage
+and answer are Unicode-NFD normalised, split by DrQA's ``SimpleTokenizer`` (``dpr/utils/tokenizers.py``),
+lower-cased, and the answer's tokens must appear as a contiguous token sequence of the passage. So
+case never matters, and precomposed "é" matches "e" + combining accent (both are NFD "e\u0301"), but
+accents do: "beyonce" does not match "Beyoncé" (exactly as in DPR). Words match whole: "cat" is not
+in "concatenate". Each punctuation mark is a token: "U.S." is ``u . s .``, matching "U.S." but not "US".
+
+As in DPR's evaluation, only the passage text is searched, not its title (``include_title=True``
+prepends the title, as DPR's ``use_title`` option does with ``title + " . " + text``).
+"""
+
+from __future__ import annotations
+
+import unicodedata
+from collections.abc import Iterable, Sequence
+from functools import lru_cache
+
+import numpy as np
+import regex
+
+from seedr.data.records import Document, Run
+from seedr.retrieval.runs import rank_documents
+
+# DrQA's SimpleTokenizer: runs of letters, digits and combining marks are one token; any other
+# character that is not a separator (\p{Z}) or control/other (\p{C}) is a token on its own.
+_ALPHA_NUM = r"[\p{L}\p{N}\p{M}]+"
+_NON_WS = r"[^\p{Z}\p{C}]"
+_TOKEN = regex.compile(f"({_ALPHA_NUM})|({_NON_WS})", flags=regex.IGNORECASE | regex.UNICODE | regex.MULTILINE)
+
+
+def dpr_tokens(text: str) -> list[str]:
+    """DPR's normalised, uncased tokens of ``text`` (NFD, then SimpleTokenizer, then lower-case)."""
+    return [match.group().lower() for match in _TOKEN.finditer(unicodedata.normalize("NFD", text))]
+
+
+@lru_cache(maxsize=65_536)
+def _answer_tokens(answer: str) -> tuple[str, ...]:
+    return tuple(dpr_tokens(answer))
+
+
+def has_answer(answers: Iterable[str], text: str) -> bool:
+    """DPR's string match: does ``text`` contain one of ``answers`` as a contiguous token sequence?"""
+    tokens = dpr_tokens(text)
+    for answer in answers:
+        needle = list(_answer_tokens(answer))
+        width = len(needle)
+        if width == 0:
+            continue  # DPR would match an answer with no tokens everywhere; such an answer is an error upstream
+        for start in range(len(tokens) - width + 1):
+            if tokens[start:start + width] == needle:
+                return True
+    return False
+
+
+def first_hit_ranks(run: Run, passages: dict[str, Document], answers: dict[str, Sequence[str]],
+                    depth: int = 100, include_title: bool = False) -> dict[str, int | None]:
+    """For each question of ``answers``: the rank (1-based) of its first answer-bearing passage within
+    the top ``depth``, or ``None``. Questions the run does not answer get ``None``."""
+    ranks: dict[str, int | None] = {}
+    for qid, question_answers in answers.items():
+        ranks[qid] = None
+        for rank, (doc_id, _) in enumerate(rank_documents(run.get(qid, {}))[:depth], start=1):
+            passage = passages.get(doc_id)
+            if passage is None:
+                raise KeyError(f"passage {doc_id!r} of the run (question {qid!r}) is not in the passage collection")
+            text = f"{passage.title} . {passage.text}" if include_title else passage.text
+            if has_answer(question_answers, text):
+                ranks[qid] = rank
+                break
+    return ranks
+
+
+def coverage_per_question(first_hits: dict[str, int | None], ks: Sequence[int] = (1, 5, 20, 100)
+                          ) -> dict[str, dict[str, float]]:
+    """``{"Top-k": {qid: 1.0 or 0.0}}``: per-question hits, for significance tests."""
+    return {f"Top-{k}": {qid: float(rank is not None and rank <= k) for qid, rank in first_hits.items()}
+            for k in ks}
+
+
+def answer_coverage(run: Run, passages: dict[str, Document], answers: dict[str, Sequence[str]],
+                    ks: Sequence[int] = (1, 5, 20, 100), include_title: bool = False) -> dict[str, float]:
+    """Fraction of questions with an answer in their top k passages, ``{"Top-k": value}``, over all
+    questions of ``answers`` (DPR's "top-k retrieval accuracy", Table 2)."""
+    first_hits = first_hit_ranks(run, passages, answers, depth=max(ks), include_title=include_title)
+    return {name: float(np.mean(list(hits.values()))) if hits else 0.0
+            for name, hits in coverage_per_question(first_hits, ks).items()}

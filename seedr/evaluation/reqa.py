@@ -1,0 +1,32 @@
+"""ReQA evaluation (Ahmad et al. 2019, "ReQA: An Evaluation for End-to-End Answer Retrieval Models";
+Chang et al., ICLR 2020, sec. 4.1 and Tables 3–4).
+
+Each question is matched against every (sentence, paragraph) candidate of the collection; the gold
+candidates are the sentence(s) containing its answer span, inside its own paragraph — a different
+paragraph holding the same sentence text does not count (ICLR 2020, footnote 3). Recall@k is the
+fraction of questions with a gold candidate in the top k (ReQA's definition; ``Success@k`` in
+``ir_measures`` terms — identical to recall of the gold pair when a question has one), reported at
+k = 1, 5, 10, 50, 100 as in Table 3, with MRR (mean reciprocal rank of the first gold candidate, no
+cut-off; ReQA's other metric). Questions the run does not answer count as misses.
+"""
+
+from __future__ import annotations
+
+from seedr.data.records import Qrels, Run
+from seedr.evaluation.metrics import evaluate_run, per_query
+
+RECALL_KS = (1, 5, 10, 50, 100)
+#: Report name → ``ir_measures`` name.
+REQA_METRICS = {**{f"R@{k}": f"Success@{k}" for k in RECALL_KS}, "MRR": "RR"}
+
+
+def reqa_per_query(run: Run, qrels: Qrels) -> dict[str, dict[str, float]]:
+    """``{metric: {qid: value}}`` of the ReQA metrics, for significance tests."""
+    values = per_query(run, qrels, list(REQA_METRICS.values()))
+    return {name: values[measure] for name, measure in REQA_METRICS.items()}
+
+
+def evaluate_reqa(run: Run, qrels: Qrels) -> dict[str, float]:
+    """ReQA Recall@1/5/10/50/100 and MRR of a question → candidate run, as fractions (not %)."""
+    means = evaluate_run(run, qrels, list(REQA_METRICS.values()))
+    return {name: means[measure] for name, measure in REQA_METRICS.items()}

@@ -1,0 +1,212 @@
+"""The dual encoder fine-tuned for dense retrieval: queries and documents embedded apart, scored by a
+similarity of their sequence embeddings (SEED-Encoder's "Siamese" set-up, DPR, ANCE, CPDAE).
+
+By default one encoder serves both sides (Siamese: SEED-Encoder §4.2, CPDAE §4.1, ANCE); separate
+query and document towers (DPR, the ICLR 2020 two-tower models) are an option. The product is the
+query encoder, saved in Hugging Face + sentence-transformers form, with the document tower in
+``doc_encoder/`` beside it when the towers are separate.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import os
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+import numpy as np
+import torch
+from torch import nn
+from transformers import PreTrainedModel, PreTrainedTokenizerBase
+
+from seedr.data.records import Document, Run
+from seedr.losses.base import RetrievalLoss, Similarity
+from seedr.modeling.encoder import Pooling, load_encoder, load_tokenizer, pool, resolve_model_path, save_encoder
+from seedr.objectives.base import ObjectiveOutput
+from seedr.retrieval.encode import encode_texts
+from seedr.retrieval.faiss_index import DenseIndex
+from seedr.retrieval.runs import run_from_topk
+
+#: Written beside the saved encoder so a fine-tuned model reloads with its towers, pooling and similarity.
+SETTINGS_FILE = "seedr_dual_encoder.json"
+DOCUMENT_TOWER = "doc_encoder"
+
+
+def saved_settings(model: str | os.PathLike) -> dict[str, object]:
+    """Pooling, similarity (and towers, scale) recorded in a model folder, where it records them.
+
+    Reads seedr's own settings file, else the sentence-transformers files (a model such as all-MiniLM
+    was trained with mean pooling and cosine: fine-tuning it with [CLS] would throw that away).
+    """
+    path = resolve_model_path(model)
+    if (path / SETTINGS_FILE).exists():
+        return json.loads((path / SETTINGS_FILE).read_text())
+    settings: dict[str, object] = {}
+    pooling_file = path / "1_Pooling" / "config.json"
+    if pooling_file.exists():
+        pooling_config = json.loads(pooling_file.read_text())
+        if pooling_config.get("pooling_mode_cls_token"):
+            settings["pooling"] = "cls"
+        elif pooling_config.get("pooling_mode_mean_tokens"):
+            settings["pooling"] = "mean"
+    st_file = path / "config_sentence_transformers.json"
+    if st_file.exists():
+        name = json.loads(st_file.read_text()).get("similarity_fn_name")
+        if name in ("dot", "cosine"):
+            settings["similarity"] = name
+    if (path / "modules.json").exists() and any(
+            module.get("type", "").endswith("Normalize") for module in json.loads((path / "modules.json").read_text())):
+        settings["similarity"] = "cosine"
+    return settings
+
+
+def document_segments(document: Document) -> tuple[str, str | None]:
+    """The text pair a document is encoded as: ``(title, text)``, or ``(text, None)`` without a title —
+    the same input as ``seedr.retrieval.encode.TextEncoder.encode_documents`` (DPR/ANCE), so a model is
+    fine-tuned on what it will be searched with."""
+    return (document.title, document.text) if document.title else (document.text, None)
+
+
+class DualEncoder(nn.Module):
+    """Query and document encoders + a similarity + a fine-tuning loss.
+
+    ``forward(**batch)`` takes the keys the fine-tuning collator emits (``query_input_ids`` (B, Tq),
+    ``query_attention_mask``, ``document_input_ids`` (B·(1+N), Td) — the B positives first, then the
+    N hard negatives of each query in query order —, ``document_attention_mask``, optional
+    ``*_token_type_ids`` and ``false_negatives`` (B, B + B·N)) and returns ``ObjectiveOutput(loss,
+    {loss name: loss})``, so the shared ``seedr.training.trainer.Trainer`` runs it.
+
+    Args:
+        query_encoder: a ``transformers`` encoder; also the document encoder unless one is given.
+        tokenizer: its tokenizer (saved with the product).
+        loss: a ``seedr.losses`` loss (``None`` for a model that only encodes, e.g. to mine negatives).
+        document_encoder: a separate document tower, or ``None`` for the Siamese (shared) set-up.
+        pooling: ``"cls"`` (the papers' [CLS] embedding) or ``"mean"``.
+        similarity: dot product (the papers) or scaled cosine.
+        query_max_length, document_max_length: tokens kept per query / document (512 for documents is
+            ANCE's FirstP: the first 512 tokens, the rest cut off).
+    """
+
+    def __init__(self, query_encoder: PreTrainedModel, tokenizer: PreTrainedTokenizerBase,
+                 loss: RetrievalLoss | None = None, document_encoder: PreTrainedModel | None = None,
+                 pooling: Pooling = "cls", similarity: Similarity = Similarity(), query_max_length: int = 64,
+                 document_max_length: int = 512) -> None:
+        super().__init__()
+        self.query_encoder = query_encoder
+        self.document_encoder = document_encoder
+        self.tokenizer = tokenizer
+        self.loss = loss
+        self.pooling = pooling
+        self.similarity = similarity
+        self.query_max_length = query_max_length
+        self.document_max_length = document_max_length
+
+    @classmethod
+    def from_pretrained(cls, model: str | os.PathLike, loss: RetrievalLoss | None = None, shared: bool | None = None,
+                        pooling: Pooling | None = None, similarity: str | None = None,
+                        scale: float | None = None, query_max_length: int = 64,
+                        document_max_length: int = 512) -> DualEncoder:
+        """Start from a local model folder (or ``minilm``, or a seedr run folder).
+
+        ``shared``/``pooling``/``similarity``/``scale`` default to what the folder records (see
+        ``saved_settings``), else one shared encoder, [CLS] and dot product. With ``shared=False`` the
+        document tower is the folder's ``doc_encoder/`` if it has one, else a copy of the query encoder
+        (DPR initialises both towers from the same BERT).
+        """
+        path = resolve_model_path(model)
+        settings = saved_settings(path)
+        shared = bool(settings.get("shared", True)) if shared is None else shared
+        query_encoder = load_encoder(path)
+        document_encoder = None
+        if not shared:
+            document_encoder = (load_encoder(path / DOCUMENT_TOWER) if (path / DOCUMENT_TOWER).is_dir()
+                                else copy.deepcopy(query_encoder))
+        similarity_name = similarity or str(settings.get("similarity", "dot"))
+        default_scale = 20.0 if similarity_name == "cosine" else 1.0  # sentence-transformers' MNRL default
+        return cls(query_encoder, load_tokenizer(path), loss, document_encoder,
+                   pooling=pooling or settings.get("pooling", "cls"),  # type: ignore[arg-type]
+                   similarity=Similarity(similarity_name,  # type: ignore[arg-type]
+                                         scale if scale is not None else float(settings.get("scale", default_scale))),
+                   query_max_length=query_max_length, document_max_length=document_max_length)
+
+    @property
+    def shared(self) -> bool:
+        return self.document_encoder is None
+
+    def _embed(self, encoder: PreTrainedModel, input_ids: torch.Tensor, attention_mask: torch.Tensor,
+               token_type_ids: torch.Tensor | None) -> torch.Tensor:
+        inputs = {"input_ids": input_ids, "attention_mask": attention_mask}
+        if token_type_ids is not None:
+            inputs["token_type_ids"] = token_type_ids
+        hidden = encoder(**inputs).last_hidden_state  # (B, T, H)
+        return pool(hidden, attention_mask, self.pooling)  # (B, H)
+
+    def encode_queries(self, input_ids: torch.Tensor, attention_mask: torch.Tensor,
+                       token_type_ids: torch.Tensor | None = None) -> torch.Tensor:
+        """Query embeddings (B, H)."""
+        return self._embed(self.query_encoder, input_ids, attention_mask, token_type_ids)
+
+    def encode_documents(self, input_ids: torch.Tensor, attention_mask: torch.Tensor,
+                         token_type_ids: torch.Tensor | None = None) -> torch.Tensor:
+        """Document embeddings (D, H), from the document tower (the shared encoder when Siamese)."""
+        encoder = self.query_encoder if self.document_encoder is None else self.document_encoder
+        return self._embed(encoder, input_ids, attention_mask, token_type_ids)
+
+    def forward(self, query_input_ids: torch.Tensor, query_attention_mask: torch.Tensor,
+                document_input_ids: torch.Tensor, document_attention_mask: torch.Tensor,
+                query_token_type_ids: torch.Tensor | None = None,
+                document_token_type_ids: torch.Tensor | None = None,
+                false_negatives: torch.Tensor | None = None) -> ObjectiveOutput:
+        queries = self.encode_queries(query_input_ids, query_attention_mask, query_token_type_ids)  # (B, H)
+        documents = self.encode_documents(document_input_ids, document_attention_mask,
+                                          document_token_type_ids)  # (B·(1+N), H)
+        batch = queries.shape[0]
+        positives = documents[:batch]  # (B, H)
+        negatives = documents[batch:].reshape(batch, -1, documents.shape[-1])  # (B, N, H)
+        if self.loss is None:
+            raise ValueError("this DualEncoder was built without a loss: it can encode, not train")
+        loss = self.loss(queries, positives, negatives, self.similarity, false_negatives)
+        return ObjectiveOutput(loss, {self.loss.name: loss.detach()})
+
+    def save(self, directory: str | os.PathLike) -> Path:
+        """Write the product: the query (= shared) encoder in ``directory``, the document tower in
+        ``directory/doc_encoder`` when separate; both load with ``AutoModel`` and ``SentenceTransformer``.
+        The caller makes it atomic (``seedr.data.io.atomic_directory``)."""
+        directory = Path(directory)
+        save_encoder(self.query_encoder, self.tokenizer, directory, pooling=self.pooling,
+                     max_seq_length=self.document_max_length, similarity=self.similarity.name)
+        if self.document_encoder is not None:
+            save_encoder(self.document_encoder, self.tokenizer, directory / DOCUMENT_TOWER, pooling=self.pooling,
+                         max_seq_length=self.document_max_length, similarity=self.similarity.name)
+        settings = {"shared": self.shared, "pooling": self.pooling, "similarity": self.similarity.name,
+                    "scale": self.similarity.scale}
+        (directory / SETTINGS_FILE).write_text(json.dumps(settings, indent=2))
+        return directory
+
+    # ------------------------------------------------------------------ inference with the in-memory model
+
+    def embed_queries(self, texts: Sequence[str], batch_size: int = 64, show_progress: bool = False) -> np.ndarray:
+        """Query embeddings (Q, H) as numpy, L2-normalised under cosine so an inner-product index ranks right."""
+        return encode_texts(self.query_encoder, self.tokenizer, list(texts), self.pooling, self.query_max_length,
+                            batch_size, normalize=self.similarity.name == "cosine", show_progress=show_progress)
+
+    def embed_documents(self, documents: Sequence[Document], batch_size: int = 64,
+                        show_progress: bool = False) -> np.ndarray:
+        """Document embeddings (D, H) as numpy, from the document tower."""
+        encoder = self.query_encoder if self.document_encoder is None else self.document_encoder
+        firsts, seconds = zip(*(document_segments(document) for document in documents)) if documents else ((), ())
+        return encode_texts(encoder, self.tokenizer, list(firsts), self.pooling, self.document_max_length,
+                            batch_size, text_pairs=list(seconds), normalize=self.similarity.name == "cosine",
+                            show_progress=show_progress)
+
+    def rank(self, documents: Mapping[str, Document], queries: Mapping[str, str], k: int,
+             batch_size: int = 64, show_progress: bool = False) -> Run:
+        """Retrieve the top ``k`` of ``documents`` for each query with the current weights (exact search,
+        faiss Flat): what dev evaluation during training and dense negative mining (ANCE) need."""
+        index = DenseIndex.build(self.embed_documents(list(documents.values()), batch_size, show_progress),
+                                 list(documents), factory="Flat")
+        query_ids = list(queries)
+        scores, ids = index.search(self.embed_queries([queries[q] for q in query_ids], batch_size, show_progress),
+                                   min(k, len(documents)))
+        return run_from_topk(query_ids, scores, ids)

@@ -1,0 +1,78 @@
+"""Static hard negatives: mined once from a given retrieval run or model, then fixed for training
+(optionally repeated in rounds: mine → fine-tune → mine with the new model → ..., as CPDAE)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from seedr.data.io import DataError
+from seedr.data.records import Document, Qrels
+from seedr.negatives.base import NEGATIVES, NegativeStrategy, NegativeTable, dense_negatives
+from seedr.retrieval.runs import read_trec_run
+
+if TYPE_CHECKING:
+    from seedr.modeling.dual_encoder import DualEncoder
+
+
+@NEGATIVES.register("static")
+class StaticNegatives(NegativeStrategy):
+    """Negatives from the top ``depth`` of a fixed ranking, positives removed.
+
+    CPDAE (Ma et al., CIKM 2022, §4.1 "Fine-tuning details") trains "with static hard negatives using
+    the BM25 warm-up model following [STAR, Zhan et al. SIGIR 2021]", then "iteratively mine[s] the static
+    hard negatives using the current model twice and fine-tune[s] the model for 1 epoch in each
+    iteration". STAR samples them from the top 200 of the warm-up model.
+
+    The ranking comes from, in order of precedence: ``run``, a TREC run file (e.g. made by
+    ``seedr search`` with any model, or BM25); ``model``, a model folder to mine with (encode the
+    corpus, exact search); otherwise the model being fine-tuned, as it is when mining starts.
+    ``rounds`` > 1 repeats mine → train: rounds after the first mine with the model the previous round
+    produced (``seedr.training.finetune`` runs the rounds).
+
+    Args:
+        run: TREC run file over the training queries.
+        model: model folder to mine with (``run`` wins when both are given).
+        depth: ranks per query the negatives are taken from (STAR: 200).
+        rounds: mine/fine-tune rounds (CPDAE on MS MARCO documents: 1 warm-up + 2 re-mined).
+        batch_size: encoding batch size when mining with a model.
+    """
+
+    name = "static"
+
+    def __init__(self, run: str | None = None, model: str | None = None, depth: int = 200, rounds: int = 1,
+                 batch_size: int = 64) -> None:
+        if depth < 1 or rounds < 1:
+            raise ValueError(f"static negatives: depth and rounds must be at least 1, got {depth} and {rounds}")
+        self.run, self.model, self.depth, self.rounds, self.batch_size = run, model, depth, rounds, batch_size
+
+    def options(self) -> dict[str, Any]:
+        return {"run": self.run, "model": self.model, "depth": self.depth, "rounds": self.rounds}
+
+    def mine(self, corpus: Mapping[str, Document], queries: Mapping[str, str], qrels: Qrels,
+             model: DualEncoder, model_source: str) -> NegativeTable:
+        if self.run is not None:
+            return self._from_run_file(Path(self.run), corpus, queries, qrels)
+        if self.model is not None:
+            from seedr.modeling.dual_encoder import DualEncoder
+
+            model_source = str(self.model)
+            model = DualEncoder.from_pretrained(self.model, query_max_length=model.query_max_length,
+                                                document_max_length=model.document_max_length)
+        return dense_negatives(model, corpus, queries, qrels, self.depth, {
+            "strategy": self.name, "source": f"dense retrieval with {model_source}",
+            "checkpoint": model_source, "step": 0}, batch_size=self.batch_size)
+
+    def _from_run_file(self, path: Path, corpus: Mapping[str, Document], queries: Mapping[str, str],
+                       qrels: Qrels) -> NegativeTable:
+        run = {qid: scores for qid, scores in read_trec_run(path).items() if qid in queries}
+        if not run:
+            raise DataError(path, "the run ranks none of the training queries")
+        for qid, scores in run.items():
+            unknown = next((doc for doc in scores if doc not in corpus), None)
+            if unknown is not None:
+                raise DataError(path, f"document {unknown!r} (query {qid!r}) is not in the training corpus: "
+                                      "was the run made on another corpus?", field="docid")
+        return NegativeTable.from_run(run, qrels, self.depth, {
+            "strategy": self.name, "source": f"TREC run {path}", "run": str(path), "checkpoint": None, "step": 0})

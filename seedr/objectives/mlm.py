@@ -1,0 +1,108 @@
+"""Masked language modelling (Devlin et al., 2019), the base of every single-text objective here.
+
+SEED-Encoder (Lu et al., 2021, eq. 11: L = L_MLM + L_dec) and CPDAE (Ma et al., 2022, eq. 6) both add
+their auxiliary loss to this one, so both subclass ``MaskedLanguageModel``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+from torch.nn import functional as F
+from transformers import PreTrainedModel, PreTrainedTokenizerBase
+
+from seedr.data.io import DataError
+from seedr.modeling.mlm_head import MaskedLMHead
+from seedr.objectives.base import OBJECTIVES, Objective, ObjectiveOutput
+from seedr.objectives.masking import IGNORE_INDEX, mask_tokens, pad_token_ids, special_tokens_mask
+
+
+@dataclass
+class MLMConfig:
+    """Options of masked language modelling.
+
+    Attributes:
+        mask_probability: share of each sequence's non-special tokens chosen as targets (BERT: 0.15;
+            80% of them become [MASK], 10% a random token, 10% stay unchanged).
+        mlm_head_from: a Hugging Face checkpoint folder whose safetensors hold an MLM head
+            (``cls.predictions.*``, as ``BertForMaskedLM`` saves). Default: the folder the encoder was
+            loaded from, when it has one; otherwise the head is freshly initialised (MiniLM has none).
+    """
+
+    mask_probability: float = 0.15
+    mlm_head_from: str | None = None
+
+
+@OBJECTIVES.register("mlm")
+class MaskedLanguageModel(Objective):
+    """BERT's MLM: predict the chosen tokens of a BERT-masked input from the encoder's states.
+
+    Logits are computed only at the chosen positions (gather the hidden states, then the head): the
+    head's V-wide projection dominates the cost otherwise (about 2.5× faster on CPU).
+
+    Example:
+        >>> objective = OBJECTIVES.get("mlm")(encoder, tokenizer, MLMConfig())
+        >>> batch = objective.collate([[101, 7592, 2088, 102], [101, 2088, 102]])
+        >>> objective(**batch).parts["mlm"]
+    """
+
+    name = "mlm"
+    config_class = MLMConfig
+
+    def __init__(self, encoder: PreTrainedModel, tokenizer: PreTrainedTokenizerBase,
+                 config: MLMConfig | None = None) -> None:
+        super().__init__(encoder, tokenizer, config or self.config_class())
+        if tokenizer.mask_token_id is None or tokenizer.pad_token_id is None:
+            raise ValueError(f"{type(self).__name__} needs a tokenizer with [MASK] and [PAD] tokens")
+        self.mlm_head = MaskedLMHead(encoder.config)
+        self._load_mlm_head(self.config.mlm_head_from, encoder)
+
+    def _load_mlm_head(self, explicit: str | None, encoder: PreTrainedModel) -> None:
+        if explicit is not None:
+            if not self.mlm_head.load_from_checkpoint(explicit):
+                raise DataError(explicit, "no MLM head (cls.predictions.*) in this folder's safetensors",
+                                field="mlm_head_from")
+            return
+        loaded_from = getattr(encoder, "name_or_path", "")
+        if loaded_from and Path(loaded_from).is_dir():
+            self.mlm_head.load_from_checkpoint(loaded_from)
+
+    # ----- batches ---------------------------------------------------------------------------------
+
+    def pad(self, examples: Sequence[Sequence[int]]) -> tuple[torch.Tensor, torch.Tensor]:
+        """``(input_ids, attention_mask)``, both ``(B, T)``, from ``[CLS] … [SEP]`` token-id lists."""
+        return pad_token_ids(examples, self.tokenizer.pad_token_id)
+
+    def mask(self, input_ids: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """BERT-mask a padded batch (specials and padding never chosen): ``(masked_input_ids, labels)``."""
+        specials = special_tokens_mask(input_ids, self.tokenizer.all_special_ids)  # (B, T)
+        return mask_tokens(input_ids, specials, self.tokenizer.mask_token_id, len(self.tokenizer),
+                           self.config.mask_probability)
+
+    def collate(self, examples: Sequence[Sequence[int]]) -> dict[str, torch.Tensor]:
+        input_ids, attention_mask = self.pad(examples)
+        masked_input_ids, labels = self.mask(input_ids)
+        return {"input_ids": masked_input_ids, "attention_mask": attention_mask, "labels": labels}
+
+    # ----- losses ----------------------------------------------------------------------------------
+
+    def mlm_logits(self, sequence_output: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
+        """Logits ``(N, V)`` at the N target positions (``labels != IGNORE_INDEX``), in row-major order."""
+        targets = labels != IGNORE_INDEX  # (B, T)
+        word_embeddings = self.encoder.get_input_embeddings().weight  # (V, H)
+        return self.mlm_head(sequence_output[targets], word_embeddings)  # (N, V)
+
+    def mlm_loss(self, sequence_output: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
+        """Mean cross-entropy over the target positions (BERT's L_MLM)."""
+        logits = self.mlm_logits(sequence_output, labels)  # (N, V)
+        return F.cross_entropy(logits, labels[labels != IGNORE_INDEX])
+
+    def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor,
+                labels: torch.Tensor) -> ObjectiveOutput:
+        """``input_ids`` is the masked text (B, T); ``labels`` the originals at targets, else -100."""
+        sequence_output = self.encoder(input_ids=input_ids, attention_mask=attention_mask).last_hidden_state
+        loss = self.mlm_loss(sequence_output, labels)
+        return ObjectiveOutput(loss=loss, parts={"mlm": loss})

@@ -1,0 +1,127 @@
+"""BM25 (Robertson & Zaragoza 2009) with ``bm25s`` — the lexical baseline of all three papers.
+
+Defaults, and why: ``k1=0.9, b=0.4`` with Lucene's BM25 variant (``method="lucene"``: idf
+``log(1 + (N - df + 0.5) / (df + 0.5))``, no ``(k1 + 1)`` factor) are Anserini/Pyserini's defaults,
+used for the MS MARCO and BEIR baselines those toolkits publish. BEIR's own BM25 ran on Elasticsearch
+(``k1=1.2, b=0.75``, title and text as two fields); its SciFact nDCG@10 is 0.665, Pyserini's
+"flat" index (title and text concatenated, k1=0.9, b=0.4) reports 0.679 and its "multifield" 0.665.
+seedr indexes title and text concatenated (``include_title=True``), tokenised by bm25s's
+scikit-learn-style splitter (``\\b\\w\\w+\\b`` on lower-cased text), English stop words removed and
+words reduced by the Snowball English stemmer (PyStemmer) — close to, not identical with, Lucene's
+English analyzer (Porter stemmer, possessive filter, its own stop list), so figures differ from
+Lucene's by about a point.
+
+Rankings are deterministic: all documents are scored, and the top k are chosen and ordered by
+(−score, document id).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterable
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import bm25s
+import numpy as np
+import Stemmer
+from bm25s.tokenization import Tokenizer
+from tqdm.auto import tqdm
+
+from seedr.data.io import DataError, atomic_directory
+from seedr.data.records import Document, Run
+
+SETTINGS = "seedr_bm25.json"
+
+
+@dataclass(frozen=True)
+class BM25Settings:
+    k1: float = 0.9
+    b: float = 0.4
+    method: str = "lucene"
+    stemmer: str | None = "english"
+    stopwords: str | None = "en"
+    include_title: bool = True
+
+
+def _tokenizer(settings: BM25Settings) -> Tokenizer:
+    stemmer = Stemmer.Stemmer(settings.stemmer) if settings.stemmer else None
+    return Tokenizer(lower=True, stopwords=settings.stopwords, stemmer=stemmer)
+
+
+def top_k_positions(scores: np.ndarray, k: int, id_rank: np.ndarray) -> np.ndarray:
+    """Positions of the ``k`` best ``scores`` ordered by (−score, ``id_rank``), exact under ties."""
+    k = min(k, len(scores))
+    if k == 0:
+        return np.zeros(0, dtype=np.int64)
+    threshold = np.partition(scores, len(scores) - k)[len(scores) - k]
+    candidates = np.flatnonzero(scores >= threshold)  # every document tied with the k-th is a candidate
+    return candidates[np.lexsort((id_rank[candidates], -scores[candidates]))[:k]]
+
+
+class BM25Index:
+    """A BM25 index over a corpus, searched with query text; see the module docstring for defaults.
+
+    Example:
+        >>> index = BM25Index.build(read_corpus("scifact/corpus.jsonl"))
+        >>> run = index.search({"1": "0-dimensional biomaterials show inductive properties."}, k=100)
+    """
+
+    def __init__(self, retriever: bm25s.BM25, tokenizer: Tokenizer, ids: list[str], settings: BM25Settings) -> None:
+        self.retriever, self.tokenizer, self.ids, self.settings = retriever, tokenizer, ids, settings
+        self._id_rank = np.argsort(np.argsort(np.asarray(ids, dtype=object), kind="stable"))
+
+    @classmethod
+    def build(cls, documents: Iterable[Document], k1: float = 0.9, b: float = 0.4, method: str = "lucene",
+              stemmer: str | None = "english", stopwords: str | None = "en", include_title: bool = True,
+              show_progress: bool = False) -> BM25Index:
+        """Index ``documents``; ``method`` is a bm25s variant (lucene, robertson, atire, bm25l, bm25+)."""
+        settings = BM25Settings(k1, b, method, stemmer, stopwords, include_title)
+        ids, texts = [], []
+        for document in documents:
+            ids.append(document.id)
+            texts.append(f"{document.title} {document.text}" if include_title and document.title else document.text)
+        if len(set(ids)) != len(ids):
+            raise ValueError("document ids are not unique")
+        tokenizer = _tokenizer(settings)
+        tokens = tokenizer.tokenize(texts, update_vocab=True, return_as="tuple", show_progress=show_progress)
+        retriever = bm25s.BM25(k1=k1, b=b, method=method)
+        retriever.index(tokens, show_progress=show_progress)
+        return cls(retriever, tokenizer, ids, settings)
+
+    def search(self, queries: dict[str, str], k: int = 1000, show_progress: bool = False) -> Run:
+        """Top ``k`` documents of each query by BM25 score, ties by document id."""
+        qids = list(queries)
+        # update_vocab=False: query words absent from the corpus are dropped, never added
+        tokens = self.tokenizer.tokenize([queries[qid] for qid in qids], update_vocab=False, return_as="ids",
+                                         show_progress=False)
+        run: Run = {}
+        for qid, token_ids in tqdm(zip(qids, tokens), total=len(qids), desc="bm25", unit="query",
+                                   disable=not show_progress):
+            scores = self.retriever.get_scores_from_ids(token_ids)  # (N,)
+            positions = top_k_positions(scores, k, self._id_rank)
+            run[qid] = {self.ids[p]: float(scores[p]) for p in positions}
+        return run
+
+    def save(self, directory: str | os.PathLike) -> Path:
+        """Write the index folder atomically: bm25s's index and vocabulary, ``ids.txt``, the settings."""
+        directory = Path(directory)
+        with atomic_directory(directory) as temporary:
+            self.retriever.save(str(temporary), show_progress=False)
+            self.tokenizer.save_vocab(str(temporary))
+            (temporary / "ids.txt").write_text("".join(f"{doc_id}\n" for doc_id in self.ids), encoding="utf-8")
+            (temporary / SETTINGS).write_text(json.dumps(asdict(self.settings), indent=2), encoding="utf-8")
+        return directory
+
+    @classmethod
+    def load(cls, directory: str | os.PathLike) -> BM25Index:
+        directory = Path(directory)
+        if not (directory / SETTINGS).exists():
+            raise DataError(directory, f"not a seedr BM25 index folder: {SETTINGS} is missing")
+        settings = BM25Settings(**json.loads((directory / SETTINGS).read_text(encoding="utf-8")))
+        retriever = bm25s.BM25.load(str(directory), show_progress=False)
+        tokenizer = _tokenizer(settings)
+        tokenizer.load_vocab(str(directory))
+        ids = (directory / "ids.txt").read_text(encoding="utf-8").splitlines()
+        return cls(retriever, tokenizer, ids, settings)

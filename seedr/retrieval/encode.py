@@ -1,0 +1,287 @@
+"""Encode queries and documents into dense vectors, and whole corpora into resumable embedding shards.
+
+Documents are encoded as the text pair ``title [SEP] text`` — the input of DPR's passage encoder
+(Karpukhin et al., 2020, sec. 3; ``title`` as the first segment, ``token_type_ids`` 1 on the text)
+and of ANCE and SEED-Encoder's MS MARCO document runs (Xiong et al. 2021; Lu et al. 2021 sec. 4 build
+on them); documents without a title, or ``use_title=False``, are encoded as the text alone. The
+sequence embedding is the [CLS] vector (``pooling="cls"``, SEED-Encoder/CPDAE and the two-tower
+models of Chang et al. 2020) or the masked mean of token states (``"mean"``, sentence-transformers
+models such as MiniLM).
+
+Inference is batched by token length: texts are tokenised once, sorted longest first, padded per
+batch and put back in their original order, so little compute is spent on padding (and an
+out-of-memory error, if any, happens on the first batch).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import asdict, dataclass
+from itertools import islice
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+from tqdm.auto import tqdm
+from transformers import PreTrainedModel, PreTrainedTokenizerBase
+
+from seedr.data.io import DataError, atomic_write
+from seedr.data.records import Document
+from seedr.modeling.encoder import Pooling, load_encoder, load_tokenizer, pool, resolve_model_path
+
+_DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
+
+
+def _autocast_dtype(dtype: str | torch.dtype | None) -> torch.dtype | None:
+    """``None``/``float32`` mean full precision; ``bfloat16``/``float16`` mean autocast to that type."""
+    if dtype is None:
+        return None
+    if isinstance(dtype, str):
+        if dtype not in _DTYPES:
+            raise ValueError(f"unknown dtype {dtype!r}; valid: {', '.join(_DTYPES)}")
+        dtype = _DTYPES[dtype]
+    return None if dtype == torch.float32 else dtype
+
+
+def _tokenize(tokenizer: PreTrainedTokenizerBase, texts: Sequence[str], text_pairs: Sequence[str | None] | None,
+              max_length: int) -> list[dict[str, list[int]]]:
+    """Per-text token ids (no padding). Items whose pair is ``None``/empty are encoded alone."""
+    encoded: list[dict[str, list[int]]] = [{} for _ in texts]
+    has_pair = [bool(text_pairs and text_pairs[i]) for i in range(len(texts))]
+    single = [i for i, paired in enumerate(has_pair) if not paired]
+    paired = [i for i, paired in enumerate(has_pair) if paired]
+    for indices, pairs in ((single, None), (paired, [text_pairs[i] for i in paired] if paired else None)):
+        if not indices:
+            continue
+        # truncation=True is "longest_first": with a pair, the longer segment (the text) is cut first.
+        batch = tokenizer([texts[i] for i in indices], pairs, truncation=True, max_length=max_length)
+        for position, index in enumerate(indices):
+            encoded[index] = {key: values[position] for key, values in batch.items()}
+    return encoded
+
+
+def encode_texts(model: PreTrainedModel, tokenizer: PreTrainedTokenizerBase, texts: Sequence[str],
+                 pooling: Pooling = "cls", max_length: int = 512, batch_size: int = 64, *,
+                 text_pairs: Sequence[str | None] | None = None, normalize: bool = False,
+                 autocast_dtype: str | torch.dtype | None = None, show_progress: bool = False) -> np.ndarray:
+    """Embed ``texts`` (optionally paired with ``text_pairs``) with an in-memory model; (N, H) float32.
+
+    This is the function form used on a model being trained (e.g. to validate or mine negatives
+    mid-training); ``TextEncoder`` wraps it for a saved model. The model's train/eval mode is
+    restored afterwards. ``normalize`` L2-normalises the vectors (cosine similarity as a dot product).
+    """
+    if text_pairs is not None and len(text_pairs) != len(texts):
+        raise ValueError(f"{len(texts)} texts but {len(text_pairs)} text pairs")
+    hidden = model.config.hidden_size
+    if len(texts) == 0:
+        return np.zeros((0, hidden), dtype=np.float32)
+    encoded = _tokenize(tokenizer, texts, text_pairs, max_length)
+    lengths = np.array([len(item["input_ids"]) for item in encoded])
+    order = np.argsort(-lengths, kind="stable")  # longest first
+    device = next(model.parameters()).device
+    cast = _autocast_dtype(autocast_dtype)
+    output = np.empty((len(texts), hidden), dtype=np.float32)
+    was_training = model.training
+    model.eval()
+    try:
+        with torch.inference_mode(), torch.autocast(device.type, dtype=cast or torch.float32,
+                                                    enabled=cast is not None):
+            starts = range(0, len(texts), batch_size)
+            for start in tqdm(starts, desc="encode", unit="batch", disable=not show_progress):
+                indices = order[start:start + batch_size]
+                batch = tokenizer.pad([encoded[i] for i in indices], return_tensors="pt")
+                batch = {key: value.to(device) for key, value in batch.items()}
+                states = model(**batch).last_hidden_state  # (B, T, H)
+                vectors = pool(states, batch["attention_mask"], pooling).float()  # (B, H)
+                if normalize:
+                    vectors = torch.nn.functional.normalize(vectors, dim=-1)
+                output[indices] = vectors.cpu().numpy()
+    finally:
+        model.train(was_training)
+    return output
+
+
+class TextEncoder:
+    """A saved encoder (a local Hugging Face folder, a seedr run folder, or ``minilm``) ready to embed text.
+
+    Args:
+        model_path: anything ``seedr.modeling.encoder.resolve_model_path`` accepts.
+        pooling: ``"cls"`` ([CLS] vector, the papers' choice) or ``"mean"``.
+        normalize: L2-normalise embeddings (use with cosine-trained models such as MiniLM).
+        max_length: tokens per input, truncating longer ones.
+        device: ``"cpu"``, ``"cuda"``...; default CUDA when available.
+        dtype: ``None``/``"float32"``, or ``"bfloat16"``/``"float16"`` to run under autocast.
+        query_prefix, document_prefix: text put before every query / document (E5-style instructions).
+
+    Example:
+        >>> encoder = TextEncoder("minilm", pooling="mean", normalize=True)
+        >>> encoder.encode(["what causes tides?"]).shape
+        (1, 384)
+    """
+
+    def __init__(self, model_path: str | os.PathLike, pooling: Pooling = "cls", normalize: bool = False,
+                 max_length: int = 512, device: str | torch.device | None = None,
+                 dtype: str | torch.dtype | None = None, query_prefix: str = "", document_prefix: str = "") -> None:
+        if pooling not in ("cls", "mean"):
+            raise ValueError(f"unknown pooling {pooling!r}; valid: cls, mean")
+        self.model_path = resolve_model_path(model_path)
+        self.tokenizer = load_tokenizer(self.model_path)
+        self.device = torch.device(device or ("cuda" if torch.cuda.is_available() else "cpu"))
+        self.model = load_encoder(self.model_path).to(self.device).eval()
+        self.pooling, self.normalize, self.max_length = pooling, normalize, max_length
+        self.autocast_dtype = _autocast_dtype(dtype)
+        self.query_prefix, self.document_prefix = query_prefix, document_prefix
+
+    @property
+    def dim(self) -> int:
+        return int(self.model.config.hidden_size)
+
+    def settings(self) -> dict[str, Any]:
+        """What determines the vectors: recorded beside embeddings and indexes."""
+        return {"model": str(self.model_path), "pooling": self.pooling, "normalize": self.normalize,
+                "max_length": self.max_length, "query_prefix": self.query_prefix,
+                "document_prefix": self.document_prefix, "dim": self.dim}
+
+    def encode(self, texts: Sequence[str], batch_size: int = 64, show_progress: bool = False,
+               text_pairs: Sequence[str | None] | None = None) -> np.ndarray:
+        """Embed raw ``texts`` (no prefix added); (N, H) float32."""
+        return encode_texts(self.model, self.tokenizer, texts, self.pooling, self.max_length, batch_size,
+                            text_pairs=text_pairs, normalize=self.normalize, autocast_dtype=self.autocast_dtype,
+                            show_progress=show_progress)
+
+    def encode_queries(self, queries: Sequence[str], batch_size: int = 64, show_progress: bool = False) -> np.ndarray:
+        """Embed queries, each preceded by ``query_prefix``."""
+        return self.encode([self.query_prefix + query for query in queries], batch_size, show_progress)
+
+    def encode_documents(self, documents: Sequence[Document], batch_size: int = 64, show_progress: bool = False,
+                         use_title: bool = True) -> np.ndarray:
+        """Embed documents as the pair ``title [SEP] text`` (DPR/ANCE), or the text alone without a title.
+
+        ``document_prefix`` goes before the first segment. ``use_title=False`` ignores titles.
+        """
+        firsts, seconds = [], []
+        for document in documents:
+            if use_title and document.title:
+                firsts.append(self.document_prefix + document.title)
+                seconds.append(document.text)
+            else:
+                firsts.append(self.document_prefix + document.text)
+                seconds.append(None)
+        return self.encode(firsts, batch_size, show_progress, text_pairs=seconds)
+
+
+# ------------------------------------------------------------------ corpus shards
+
+MANIFEST = "manifest.json"
+SETTINGS = "settings.json"
+
+
+def _shard_paths(out_dir: Path, shard: int) -> tuple[Path, Path]:
+    return out_dir / f"embeddings-{shard:05d}.npy", out_dir / f"ids-{shard:05d}.txt"
+
+
+@dataclass(frozen=True)
+class ShardSettings:
+    """How the shards of a folder were made; a resumed run must use the same."""
+
+    encoder: dict[str, Any]
+    shard_size: int
+    dtype: str
+    use_title: bool
+
+
+def _batched(items: Iterable[Document], size: int) -> Iterator[list[Document]]:
+    iterator = iter(items)
+    while chunk := list(islice(iterator, size)):
+        yield chunk
+
+
+def encode_corpus_to_shards(encoder: TextEncoder, documents: Iterable[Document], out_dir: str | os.PathLike,
+                            shard_size: int = 50_000, dtype: str = "float32", batch_size: int = 64,
+                            use_title: bool = True, show_progress: bool = True) -> Path:
+    """Encode a corpus into ``out_dir``: ``embeddings-00000.npy`` + ``ids-00000.txt`` per shard of
+    ``shard_size`` documents, then ``manifest.json`` (written last: its presence means complete).
+
+    Each shard file is written atomically. Run again after an interruption and complete shards are
+    skipped (their ids are checked against the corpus, so a changed corpus is an error rather than
+    silently mixed vectors); ``settings.json`` guards against resuming with another encoder or
+    options. ``dtype="float16"`` halves the disk size (vectors are rounded to half precision).
+    """
+    if dtype not in ("float32", "float16"):
+        raise ValueError(f"unknown embedding dtype {dtype!r}; valid: float32, float16")
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    settings = asdict(ShardSettings(encoder.settings(), shard_size, dtype, use_title))
+    settings_path = out_dir / SETTINGS
+    if settings_path.exists():
+        previous = json.loads(settings_path.read_text(encoding="utf-8"))
+        if previous != settings:
+            changed = sorted(key for key in settings if previous.get(key) != settings[key])
+            raise DataError(settings_path, f"this folder holds embeddings made with other settings ({', '.join(changed)});"
+                            " use a new output folder or the same settings")
+    else:
+        with atomic_write(settings_path) as stream:
+            json.dump(settings, stream, indent=2)
+
+    shards, count = [], 0
+    total = len(documents) if isinstance(documents, Sequence) else None
+    progress = tqdm(total=total, desc="encode corpus", unit="doc", disable=not show_progress)
+    for shard, chunk in enumerate(_batched(documents, shard_size)):
+        embeddings_path, ids_path = _shard_paths(out_dir, shard)
+        ids = [document.id for document in chunk]
+        for doc_id in ids:
+            if not doc_id or any(c.isspace() for c in doc_id):
+                raise ValueError(f"document id {doc_id!r} is empty or contains whitespace")
+        if embeddings_path.exists() and ids_path.exists():
+            done = ids_path.read_text(encoding="utf-8").splitlines()
+            if done != ids:
+                raise DataError(ids_path, "the corpus differs from the one these shards were made from "
+                                          "(document ids do not match); use a new output folder")
+        else:
+            vectors = encoder.encode_documents(chunk, batch_size=batch_size, use_title=use_title)
+            with atomic_write(embeddings_path, "wb") as stream:
+                np.save(stream, vectors.astype(dtype))
+            with atomic_write(ids_path) as stream:
+                stream.write("".join(f"{doc_id}\n" for doc_id in ids))
+        shards.append({"embeddings": embeddings_path.name, "ids": ids_path.name, "count": len(ids)})
+        count += len(ids)
+        progress.update(len(ids))
+    progress.close()
+    manifest = {**settings, "dim": encoder.dim, "count": count, "shards": shards}
+    with atomic_write(out_dir / MANIFEST) as stream:
+        json.dump(manifest, stream, indent=2)
+    return out_dir
+
+
+def read_manifest(directory: str | os.PathLike) -> dict[str, Any]:
+    """The manifest of a complete embeddings folder (``DataError`` when the encoding did not finish)."""
+    path = Path(directory) / MANIFEST
+    if not path.exists():
+        raise DataError(directory, f"no {MANIFEST}: not an embeddings folder, or its encoding did not finish "
+                                   "(run `seedr encode` again to resume it)")
+    return json.loads(path.read_text(encoding="utf-8"))
+
+
+def load_embeddings(directory: str | os.PathLike) -> tuple[list[str], np.ndarray]:
+    """``(ids, embeddings)`` of a complete embeddings folder, embeddings (N, H) in the stored dtype.
+
+    A single shard is memory-mapped (nothing read until used); several are concatenated.
+    """
+    directory = Path(directory)
+    manifest = read_manifest(directory)
+    ids: list[str] = []
+    arrays = []
+    for shard in manifest["shards"]:
+        shard_ids = (directory / shard["ids"]).read_text(encoding="utf-8").splitlines()
+        array = np.load(directory / shard["embeddings"], mmap_mode="r")
+        if len(shard_ids) != len(array) or len(shard_ids) != shard["count"]:
+            raise DataError(directory / shard["ids"], f"{len(shard_ids)} ids but {len(array)} embeddings "
+                                                      f"(manifest: {shard['count']})")
+        ids.extend(shard_ids)
+        arrays.append(array)
+    if not arrays:
+        return ids, np.zeros((0, manifest["dim"]), dtype=manifest["dtype"])
+    return ids, arrays[0] if len(arrays) == 1 else np.concatenate(arrays)

@@ -1,0 +1,194 @@
+"""Dense vector index over document embeddings (faiss), saved as a self-describing folder.
+
+An index folder (Pyserini's layout, plus the config that made it) holds::
+
+    index.faiss   the faiss index (``faiss.write_index``)
+    ids.txt       the document id of each vector, in insertion order
+    index.json    factory, metric, dim, count, encoder settings, creation time
+
+Any ``faiss.index_factory`` string is accepted: ``"Flat"`` (exact, the papers' setting for MS MARCO
+and NQ), ``"HNSW32"`` (graph, DPR's fast option), ``"IVF4096,PQ64"`` (inverted lists + product
+quantisation; trained on a sample of the vectors). Metrics: ``ip`` (inner product, the dot-product
+similarity of DPR/ANCE/SEED-Encoder), ``l2``, and ``cosine`` (vectors, and queries at search time,
+are L2-normalised, then inner product).
+
+Scores are "higher is better": for ``l2`` the score is the negated squared distance. Results are
+sorted by (−score, document id), so tied documents always come out in the same order.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+import faiss
+import numpy as np
+from tqdm.auto import tqdm
+
+from seedr.data.io import DataError, atomic_directory
+
+METRICS = {"ip": faiss.METRIC_INNER_PRODUCT, "cosine": faiss.METRIC_INNER_PRODUCT, "l2": faiss.METRIC_L2}
+
+#: Extra candidates fetched beyond k so that documents tied with the k-th are ordered by id before the cut.
+TIE_MARGIN = 16
+_ADD_CHUNK = 65_536
+
+
+def _as_float32(vectors: np.ndarray, normalize: bool) -> np.ndarray:
+    """Contiguous float32 for faiss; normalised in a copy, never in the caller's array."""
+    if not normalize:
+        return np.ascontiguousarray(vectors, dtype=np.float32)
+    vectors = np.array(vectors, dtype=np.float32, order="C", copy=True)
+    faiss.normalize_L2(vectors)
+    return vectors
+
+
+def _order_by_score_then_id(scores: np.ndarray, id_rank: np.ndarray) -> np.ndarray:
+    """Positions of ``scores`` sorted by score descending, then by ``id_rank`` ascending."""
+    return np.lexsort((id_rank, -scores))
+
+
+def brute_force_topk(queries: np.ndarray, documents: np.ndarray, k: int, metric: str = "ip",
+                     ids: list[str] | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """Exact top-k in numpy: ``(scores (Q, k), document positions (Q, k))``, the reference for tests.
+
+    Same conventions as ``DenseIndex.search``: higher score first (negated squared L2 distance for
+    ``l2``), ties by document id when ``ids`` are given, else by position.
+    """
+    if metric not in METRICS:
+        raise ValueError(f"unknown metric {metric!r}; valid: {', '.join(METRICS)}")
+    queries = np.asarray(queries, dtype=np.float64)
+    documents = np.asarray(documents, dtype=np.float64)
+    if metric == "cosine":
+        queries = queries / np.linalg.norm(queries, axis=1, keepdims=True)
+        documents = documents / np.linalg.norm(documents, axis=1, keepdims=True)
+    if metric == "l2":
+        scores = (2 * queries @ documents.T - (queries ** 2).sum(1, keepdims=True)
+                  - (documents ** 2).sum(1)[None, :])  # (Q, N) = -||q - d||²
+    else:
+        scores = queries @ documents.T  # (Q, N)
+    id_rank = np.argsort(np.argsort(np.asarray(ids), kind="stable")) if ids is not None else np.arange(len(documents))
+    k = min(k, len(documents))
+    positions = np.stack([_order_by_score_then_id(row, id_rank)[:k] for row in scores])  # (Q, k)
+    return np.take_along_axis(scores, positions, axis=1), positions
+
+
+@dataclass
+class DenseIndex:
+    """A faiss index with the document id of every vector and the config that built it."""
+
+    index: faiss.Index
+    ids: list[str]
+    config: dict[str, Any]
+    _id_rank: np.ndarray = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        if self.index.ntotal != len(self.ids):
+            raise ValueError(f"the faiss index holds {self.index.ntotal} vectors but {len(self.ids)} ids were given")
+        # rank of each document id in sorted order: the tie-breaker, as an integer per vector
+        self._id_rank = np.argsort(np.argsort(np.asarray(self.ids, dtype=object), kind="stable")).astype(np.int64)
+
+    @property
+    def metric(self) -> str:
+        return self.config["metric"]
+
+    @classmethod
+    def build(cls, embeddings: np.ndarray, ids: list[str], factory: str = "Flat", metric: str = "ip",
+              train_sample: int | None = None, seed: int = 0, encoder: dict[str, Any] | None = None,
+              show_progress: bool = False) -> DenseIndex:
+        """Index ``embeddings`` (N, H) under ``ids`` with ``faiss.index_factory(H, factory, metric)``.
+
+        Indexes that need training (IVF, PQ) are trained on ``train_sample`` vectors drawn with
+        ``seed`` (all vectors when ``None``). Vectors are added in chunks, so memory-mapped float16
+        shards are converted a chunk at a time. ``encoder`` (the encoder's settings) is recorded.
+        """
+        if metric not in METRICS:
+            raise ValueError(f"unknown metric {metric!r}; valid: {', '.join(METRICS)}")
+        if len(embeddings) != len(ids):
+            raise ValueError(f"{len(embeddings)} embeddings but {len(ids)} ids")
+        if len(set(ids)) != len(ids):
+            raise ValueError("document ids are not unique")
+        count, dim = embeddings.shape
+        normalize = metric == "cosine"
+        try:
+            index = faiss.index_factory(dim, factory, METRICS[metric])
+        except RuntimeError as error:
+            raise ValueError(f"faiss cannot build {factory!r}: {str(error).splitlines()[-1]}") from None
+        if not index.is_trained:
+            sample = np.arange(count)
+            if train_sample is not None and train_sample < count:
+                sample = np.sort(np.random.default_rng(seed).choice(count, size=train_sample, replace=False))
+            index.train(_as_float32(embeddings[sample], normalize))
+        for start in tqdm(range(0, count, _ADD_CHUNK), desc="index", unit="chunk", disable=not show_progress):
+            index.add(_as_float32(embeddings[start:start + _ADD_CHUNK], normalize))
+        config = {"factory": factory, "metric": metric, "dim": int(dim), "count": int(count),
+                  "train_sample": train_sample, "seed": seed, "encoder": encoder,
+                  "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+                  "faiss": faiss.__version__}
+        return cls(index, list(ids), config)
+
+    def set_search_parameters(self, **parameters: float) -> None:
+        """Set faiss search-time parameters, e.g. ``nprobe=64`` (IVF) or ``efSearch=128`` (HNSW)."""
+        space = faiss.ParameterSpace()
+        for name, value in parameters.items():
+            try:
+                space.set_index_parameter(self.index, name, value)
+            except RuntimeError:
+                raise ValueError(f"parameter {name!r} does not apply to a {self.config['factory']!r} index") from None
+
+    def search(self, query_embeddings: np.ndarray, k: int, batch_size: int = 4096,
+               show_progress: bool = False) -> tuple[np.ndarray, list[list[str]]]:
+        """Top ``k`` documents of each query: ``(scores (Q, k'), ids Q×k')``, k' = min(k, count).
+
+        Sorted by (−score, document id); ``TIE_MARGIN`` extra candidates are fetched so that ties
+        at the cut are resolved by id too (for approximate indexes, among the candidates found).
+        """
+        queries = _as_float32(query_embeddings, self.metric == "cosine")
+        if queries.ndim != 2 or queries.shape[1] != self.config["dim"]:
+            raise ValueError(f"query embeddings of shape {queries.shape} do not match the index dimension "
+                             f"{self.config['dim']}")
+        k = min(k, len(self.ids))
+        fetch = min(k + TIE_MARGIN, len(self.ids))
+        all_scores = np.empty((len(queries), k), dtype=np.float32)
+        all_ids: list[list[str]] = []
+        for start in tqdm(range(0, len(queries), batch_size), desc="search", unit="batch", disable=not show_progress):
+            scores, positions = self.index.search(queries[start:start + batch_size], fetch)  # (B, fetch) each
+            if self.metric == "l2":
+                scores = -scores
+            for row, (row_scores, row_positions) in enumerate(zip(scores, positions), start=start):
+                found = row_positions >= 0  # faiss pads with -1 when it finds fewer than asked
+                row_scores, row_positions = row_scores[found], row_positions[found]
+                order = _order_by_score_then_id(row_scores, self._id_rank[row_positions])[:k]
+                kept = len(order)
+                all_scores[row, :kept] = row_scores[order]
+                all_scores[row, kept:] = -np.inf
+                all_ids.append([self.ids[p] for p in row_positions[order]] + [""] * (k - kept))
+        return all_scores, all_ids
+
+    def save(self, directory: str | os.PathLike) -> Path:
+        """Write the index folder atomically (``index.faiss``, ``ids.txt``, ``index.json``)."""
+        directory = Path(directory)
+        with atomic_directory(directory) as temporary:
+            faiss.write_index(self.index, str(temporary / "index.faiss"))
+            (temporary / "ids.txt").write_text("".join(f"{doc_id}\n" for doc_id in self.ids), encoding="utf-8")
+            (temporary / "index.json").write_text(json.dumps(self.config, indent=2), encoding="utf-8")
+        return directory
+
+    @classmethod
+    def load(cls, directory: str | os.PathLike, mmap: bool = False) -> DenseIndex:
+        """Read an index folder; ``mmap=True`` memory-maps the faiss file instead of reading it."""
+        directory = Path(directory)
+        for name in ("index.faiss", "ids.txt", "index.json"):
+            if not (directory / name).exists():
+                raise DataError(directory, f"not an index folder: {name} is missing")
+        flags = faiss.IO_FLAG_MMAP | faiss.IO_FLAG_READ_ONLY if mmap else 0
+        index = faiss.read_index(str(directory / "index.faiss"), flags)
+        ids = (directory / "ids.txt").read_text(encoding="utf-8").splitlines()
+        config = json.loads((directory / "index.json").read_text(encoding="utf-8"))
+        if index.ntotal != len(ids):
+            raise DataError(directory / "ids.txt", f"{len(ids)} ids for {index.ntotal} vectors in index.faiss")
+        return cls(index, ids, config)
