@@ -11,7 +11,8 @@ import pytest
 from seedr.data.io import DataError
 from seedr.data.queries import read_qrels, read_queries, sample_queries, write_qrels, write_queries
 
-MSMARCO_QUERIES = "1048585\twhat is paula deen's brother\n2\tAndrogen receptor define\n524332\ttreasure of the sierra madre\n"
+MSMARCO_QUERIES = ("1048585\twhat is paula deen's brother\n2\tAndrogen receptor define\n"
+                   "524332\ttreasure of the sierra madre\n")
 TREC_DL_QRELS = "19335 0 1017759 0\n19335 0 1082489 0\n19335 0 109063 3\n1037798 0 1034183 2\n"
 
 
@@ -20,7 +21,8 @@ def write(path: Path, text: str | bytes) -> Path:
     return path
 
 
-def check_error(info: pytest.ExceptionInfo[DataError], path: Path, line: int | None, field: str | None) -> None:
+def check_error(info: pytest.ExceptionInfo[DataError], path: Path, line: int | None,
+                field: str | None) -> None:
     """The error names the file, the line and the field, in its attributes and in its message."""
     error = info.value
     assert (error.path, error.line, error.field) == (str(path), line, field)
@@ -115,7 +117,8 @@ def test_queries_round_trip(scifact: Path, tmp_path: Path) -> None:
     queries = read_queries(scifact / "queries.jsonl")
     write_queries(tmp_path / "queries.jsonl", queries)
     assert read_queries(tmp_path / "queries.jsonl") == queries
-    assert json.loads((tmp_path / "queries.jsonl").read_text().splitlines()[0]) == {"_id": "0", "text": queries["0"]}
+    first = json.loads((tmp_path / "queries.jsonl").read_text().splitlines()[0])
+    assert first == {"_id": "0", "text": queries["0"]}
 
 
 @pytest.mark.parametrize("format", ["trec", "beir"])
@@ -150,17 +153,19 @@ def test_unknown_format_lists_the_valid_ones(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize(("name", "text", "line", "field", "reason"), [
-    ("queries.jsonl", '{"_id": "1", "text": "a claim"}\n{"_id": "2", "text": "a claim\n', 2, None, "malformed JSON"),
+    ("queries.jsonl", '{"_id": "1", "text": "a claim"}\n{"_id": "2", "text": "a claim\n', 2, None,
+     "malformed JSON"),
     ("queries.jsonl", '{"_id": "1", "text": "a claim"}\n{"text": "no id"}\n', 2, "_id", "missing"),
     ("queries.jsonl", '{"_id": "1", "text": "a claim"}\n{"_id": "2", "text": "  "}\n', 2, "text", "empty"),
-    ("queries.jsonl", '{"_id": "1", "text": "a"}\n{"_id": "7", "text": "b"}\n{"_id": "1", "text": "c"}\n', 3, "_id",
-     "duplicate query id '1' (first on line 1)"),
-    ("queries.tsv", "1\twhat is a\n1\twhat is b\n", 2, "qid", "duplicate query id '1'"),
+    ("queries.jsonl", '{"_id": "1", "text": "a"}\n{"_id": "7", "text": "b"}\n{"_id": "1", "text": "c"}\n', 3,
+     "_id", "duplicate _id '1' (first on line 1)"),
+    ("queries.tsv", "1\twhat is a\n1\twhat is b\n", 2, "qid", "duplicate qid '1' (first on line 1)"),
     ("queries.tsv", "1\twhat is a\n2\twhat\tis b\n", 2, None, "expected 2 tab-separated columns"),
     ("queries.tsv", "1\twhat is a\n2\t\n", 2, "text", "empty"),
     ("queries.tsv", b"1\twhat is a\n2\twhat is \xff\n", 2, None, "not UTF-8"),
 ])
-def test_bad_queries(tmp_path: Path, name: str, text: str | bytes, line: int, field: str | None, reason: str) -> None:
+def test_bad_queries(tmp_path: Path, name: str, text: str | bytes, line: int, field: str | None,
+                     reason: str) -> None:
     path = write(tmp_path / name, text)
     with pytest.raises(DataError) as info:
         read_queries(path)
@@ -172,7 +177,8 @@ BEIR_HEADER = "query-id\tcorpus-id\tscore\n"
 
 
 @pytest.mark.parametrize(("name", "text", "line", "field", "reason"), [
-    ("test.tsv", BEIR_HEADER + "1\t31715818\t1\n3\t14717500\tyes\n", 3, "score", "must be an integer, got 'yes'"),
+    ("test.tsv", BEIR_HEADER + "1\t31715818\t1\n3\t14717500\tyes\n", 3, "score",
+     "must be an integer, got 'yes'"),
     ("test.tsv", BEIR_HEADER + "1\t31715818\t1\n3\t14717500\t1.5\n", 3, "score", "must be an integer"),
     ("test.tsv", BEIR_HEADER + "1\t31715818\t1\n3\t14717500\n", 3, None, "expected 3 tab-separated columns"),
     ("test.tsv", BEIR_HEADER + "1\t31715818\t1\n1\t31715818\t0\n", 3, "score", "judged 1 earlier and 0 here"),
@@ -182,7 +188,8 @@ BEIR_HEADER = "query-id\tcorpus-id\tscore\n"
     ("qrels.txt", b"1 0 d1 1\n1 0 d\xe92 1\n", 2, None, "not UTF-8"),
     ("qrels.txt", "1 0 d1\n", 1, None, "cannot tell the qrels format"),
 ])
-def test_bad_qrels(tmp_path: Path, name: str, text: str | bytes, line: int, field: str | None, reason: str) -> None:
+def test_bad_qrels(tmp_path: Path, name: str, text: str | bytes, line: int, field: str | None,
+                   reason: str) -> None:
     path = write(tmp_path / name, text)
     with pytest.raises(DataError) as info:
         read_qrels(path)
@@ -194,8 +201,9 @@ def test_bad_qrels(tmp_path: Path, name: str, text: str | bytes, line: int, fiel
     (BEIR_HEADER + "1\t31715818\t1\n99999\t31715818\t1\n", 3, "query-id", "unknown query '99999'"),
     (BEIR_HEADER + "1\t31715818\t1\n1\t1\t1\n", 3, "corpus-id", "unknown document '1'"),
 ])
-def test_qrels_naming_unknown_queries_or_documents(scifact: Path, scifact_corpus_ids: set[str], tmp_path: Path,
-                                                   text: str, line: int, field: str, unknown: str) -> None:
+def test_qrels_naming_unknown_queries_or_documents(scifact: Path, scifact_corpus_ids: set[str],
+                                                   tmp_path: Path, text: str, line: int, field: str,
+                                                   unknown: str) -> None:
     path = write(tmp_path / "test.tsv", text)
     queries = read_queries(scifact / "queries.jsonl")
     with pytest.raises(DataError) as info:
@@ -237,7 +245,7 @@ def test_samples_are_nested_across_sizes(scifact: Path) -> None:
         assert sample_queries(qids, count=40, seed=seed) == medium
 
 
-def test_sampling_arguments(scifact: Path) -> None:
+def test_sampling_arguments() -> None:
     qids = ["q1", "q2", "q3"]
     assert len(sample_queries(qids, fraction=0.01)) == 1  # a fraction keeps at least one query
     assert sorted(sample_queries(qids, fraction=1.0)) == qids

@@ -11,7 +11,7 @@ import re
 from collections.abc import Iterator
 from urllib.parse import unquote
 
-from seedr.data.io import DataError, iter_jsonl, iter_lines, require
+from seedr.data.io import DataError, iter_jsonl, iter_lines, require, unique_id
 from seedr.data.records import Article, Section
 
 
@@ -56,7 +56,7 @@ def read_articles(path: str | os.PathLike) -> Iterator[Article]:
         DataError: malformed JSON, a missing id or title, a field of the wrong type, an article with
             no text at all (no lead and no section paragraph), or an id seen earlier in the file.
     """
-    first_line: dict[str, int] = {}
+    seen: dict[str, int] = {}
     for line, record in iter_jsonl(path):
         article_id = require(record, "id", path, line)
         title = require(record, "title", path, line)
@@ -65,10 +65,7 @@ def read_articles(path: str | os.PathLike) -> Iterator[Article]:
         if not any(p.strip() for p in lead) and not any(p.strip() for s in sections for p in s.paragraphs):
             raise DataError(path, "empty: the article has no lead and no section paragraph", line=line,
                             field="lead")
-        if article_id in first_line:
-            raise DataError(path, f"duplicate id {article_id!r} (first on line {first_line[article_id]})",
-                            line=line, field="id")
-        first_line[article_id] = line
+        unique_id(seen, article_id, path, line)
         yield Article(id=article_id, title=title, lead=lead, sections=sections)
 
 
@@ -220,17 +217,14 @@ def read_wikiextractor(path: str | os.PathLike, skip_empty: bool = True) -> Iter
     """
     first_text = next((text for _, text in iter_lines(path) if text.strip()), "")
     pages = _json_pages(path) if first_text.lstrip().startswith("{") else _doc_pages(path)
-    first_line: dict[str, int] = {}
+    seen: dict[str, int] = {}
     for line, page_id, title, lines in pages:
         article = _page(page_id, title, lines)
         if not article.paragraphs:
             if skip_empty:
                 continue
             raise DataError(path, "empty: the page has no text", line=line, field="text")
-        if page_id in first_line:
-            raise DataError(path, f"duplicate id {page_id!r} (first on line {first_line[page_id]})",
-                            line=line, field="id")
-        first_line[page_id] = line
+        unique_id(seen, page_id, path, line)
         yield article
 
 

@@ -133,7 +133,7 @@ def _dictd_entries(index_path: Path) -> list[_Entry]:
     if dictionary is None:
         raise DataError(index_path, f"no {stem.name}.dict.dz or {stem.name}.dict beside the index")
     # dictzip files are gzip files with random-access data in a header field: gzip reads them whole.
-    data = gzip.open(dictionary).read() if dictionary.suffix == ".dz" else dictionary.read_bytes()
+    data = gzip.decompress(dictionary.read_bytes()) if dictionary.suffix == ".dz" else dictionary.read_bytes()
     spans: dict[tuple[int, int], _Entry] = {}
     for line, text in iter_lines(index_path):
         if not text.strip():
@@ -143,7 +143,7 @@ def _dictd_entries(index_path: Path) -> list[_Entry]:
             raise DataError(index_path, f"expected 3 tab-separated columns (headword, offset, length), "
                             f"found {len(columns)}", line=line, field="offset" if len(columns) < 3 else None)
         headword, offset, length = columns
-        if headword.startswith("00-database") or headword.startswith("00database"):
+        if headword.startswith(("00-database", "00database")):
             continue  # dictfmt's metadata entries (info, url, short name), not definitions
         span = (_dictd_number(offset, index_path, line, "offset"), _dictd_number(length, index_path, line, "length"))
         if span[0] + span[1] > len(data):

@@ -96,6 +96,17 @@ def require(record: dict[str, Any], field: str, path: str | os.PathLike, line: i
     return value
 
 
+def unique_id(seen: dict[str, int], value: str, path: str | os.PathLike, line: int | None,
+              field: str = "id") -> str:
+    """Remember that ``value`` was read on ``line``; a value seen before raises a ``DataError`` naming
+    both lines (``seen`` maps each id to its line, and is kept by the caller for the whole file)."""
+    if value in seen:
+        first = f" (first on line {seen[value]})" if seen[value] else ""
+        raise DataError(path, f"duplicate {field} {value!r}{first}", line=line, field=field)
+    seen[value] = line or 0
+    return value
+
+
 @contextmanager
 def atomic_write(path: str | os.PathLike, mode: str = "w", encoding: str | None = "utf-8") -> Iterator[IO]:
     """Write to a temporary file beside ``path`` and move it into place only on success.
@@ -153,5 +164,5 @@ def write_jsonl(path: str | os.PathLike, records: "Iterator[dict[str, Any]] | li
     return count
 
 
-__all__ = ["DataError", "open_binary", "iter_lines", "iter_jsonl", "read_json", "require", "atomic_write",
+__all__ = ["DataError", "open_binary", "iter_lines", "iter_jsonl", "read_json", "require", "unique_id", "atomic_write",
            "atomic_directory", "write_jsonl"]

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from seedr.data.io import DataError, iter_lines
+from seedr.data.io import DataError, iter_lines, unique_id
 from seedr.data.records import Document
 
 PathLike = str | os.PathLike
@@ -93,7 +93,7 @@ def read_news(path: PathLike) -> dict[str, NewsItem]:
         'lifestyle'
     """
     news: dict[str, NewsItem] = {}
-    first_seen: dict[str, int] = {}
+    lines_of_ids: dict[str, int] = {}
     for number, line in iter_lines(path):
         if not line.strip():
             continue
@@ -102,10 +102,7 @@ def read_news(path: PathLike) -> dict[str, NewsItem]:
         news_id = news_id.strip()
         if not news_id:
             raise DataError(path, "empty", line=number, field="news_id")
-        if news_id in first_seen:
-            raise DataError(path, f"duplicate news id {news_id!r} (first on line {first_seen[news_id]})",
-                            line=number, field="news_id")
-        first_seen[news_id] = number
+        unique_id(lines_of_ids, news_id, path, number, field="news_id")
         news[news_id] = NewsItem(news_id, category, subcategory, title, abstract, url,
                                  _entities(path, number, "title_entities", title_entities),
                                  _entities(path, number, "abstract_entities", abstract_entities))
@@ -120,8 +117,8 @@ def _parse_impressions(path: PathLike, number: int, text: str) -> tuple[list[str
             candidates.append(token)
             continue
         if label not in ("0", "1") or not news_id:
-            raise DataError(path, f"{token!r} is not a news id with a click label 0 or 1 (N123-1)", line=number,
-                            field="impressions")
+            raise DataError(path, f"{token!r} is not a news id with a click label 0 or 1 (N123-1)",
+                            line=number, field="impressions")
         candidates.append(news_id)
         labels.append(int(label))
     if not candidates:

@@ -14,7 +14,7 @@ from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
 from collections.abc import Set as AbstractSet
 from typing import Literal
 
-from seedr.data.io import DataError, atomic_write, iter_jsonl, iter_lines, require, write_jsonl
+from seedr.data.io import DataError, atomic_write, iter_jsonl, iter_lines, require, unique_id, write_jsonl
 from seedr.data.records import Qrels
 from seedr.registry import Registry
 
@@ -94,13 +94,9 @@ def read_queries(path: PathLike, format: Literal["auto", "beir", "tsv"] = "auto"
     name = _resolve_format(path, format, QUERY_FORMATS, _sniff_query_format)
     id_field = "_id" if name == "beir" else "qid"
     queries: dict[str, str] = {}
-    first_seen: dict[str, int] = {}
+    lines_of_ids: dict[str, int] = {}
     for number, qid, text in QUERY_FORMATS.get(name)(path):
-        if qid in first_seen:
-            raise DataError(path, f"duplicate query id {qid!r} (first on line {first_seen[qid]})",
-                            line=number, field=id_field)
-        first_seen[qid] = number
-        queries[qid] = text
+        queries[unique_id(lines_of_ids, qid, path, number, field=id_field)] = text
     return queries
 
 
@@ -124,9 +120,9 @@ def _beir_qrel_lines(path: PathLike) -> QrelLines:
                             f"found {len(columns)}", line=number)
         if not header_seen:
             header_seen = True
-            # BEIR files open with "query-id corpus-id score"; a header is any first row whose score
-            # column is not a number, so a header-less file loses no judgement.
-            if not _is_integer(columns[2]):
+            # BEIR files open with "query-id corpus-id score"; a header is a first row whose score column
+            # is not a number at all, so a header-less file loses no judgement (and "1.5" is an error).
+            if not _is_number(columns[2]):
                 continue
         yield number, columns[0].strip(), columns[1].strip(), columns[2].strip()
 
@@ -147,6 +143,14 @@ def _trec_qrel_lines(path: PathLike) -> QrelLines:
 def _is_integer(text: str) -> bool:
     try:
         int(text)
+    except ValueError:
+        return False
+    return True
+
+
+def _is_number(text: str) -> bool:
+    try:
+        float(text)
     except ValueError:
         return False
     return True
@@ -252,10 +256,10 @@ def sample_queries(qids: Iterable[str], fraction: float | None = None, count: in
 
     The few-shot settings of the papers: CPDAE fine-tunes on 0.1k / 1k / 10k MS MARCO training queries
     (Ma et al., CIKM 2022, sec. 4.4, Table 3, averaged over three seeds); Chang et al. (ICLR 2020,
-    sec. 4.1) fine-tune on 1% / 5% / 80% of the question set. The ids are sorted, shuffled with ``seed`` and a prefix is taken, so the sample
-    does not depend on the order the ids come in, and for one seed the samples are nested: the 1k
-    queries contain the 0.1k ones, as a learning curve needs. A fraction keeps at least one query.
-    Returned in sample order.
+    sec. 4.1) fine-tune on 1% / 5% / 80% of the question set. The ids are sorted, shuffled with ``seed``
+    and a prefix is taken, so the sample does not depend on the order the ids come in, and for one seed
+    the samples are nested: the 1k queries contain the 0.1k ones, as a learning curve needs. A fraction
+    keeps at least one query (``round(fraction * n)`` otherwise). Returned in sample order.
     """
     ordered = sorted(qids)
     if len(set(ordered)) != len(ordered):

@@ -85,7 +85,7 @@ def candidate_scores(queries: torch.Tensor, positives: torch.Tensor, negatives: 
         negative[:, 0] = False
         target = torch.zeros(batch, dtype=torch.long, device=scores.device)
         return CandidateScores(scores, target, negative)
-    documents = torch.cat([positives, negatives.reshape(batch * count, -1)], dim=0)  # (B + B·N, H)
+    documents = torch.cat([positives, negatives.reshape(batch * count, positives.shape[-1])], dim=0)  # (B + B·N, H)
     scores = similarity.matrix(queries, documents)  # (B, B + B·N)
     negative = ~torch.eye(batch, scores.shape[1], dtype=torch.bool, device=scores.device)
     if false_negatives is not None:

@@ -11,8 +11,8 @@ so the baseline and the Transformer see the same inputs, and we leave out the sp
 127.4M parameters over the 30,522-token BERT vocabulary: the paper's "128M".
 
 The model is a ``transformers.PreTrainedModel`` registered with ``AutoModel`` (model type
-``seedr_bow_mlp``), so ``save_pretrained`` / ``seedr.modeling.encoder.load_encoder`` work once this
-module is imported. sentence-transformers cannot load it (its modules expect token states to pool).
+``seedr_bow_mlp``): once this module is imported, ``seedr.modeling.encoder.save_encoder`` /
+``load_encoder`` and ``sentence_transformers.SentenceTransformer`` save and load it like a BERT.
 """
 
 from __future__ import annotations
@@ -45,14 +45,15 @@ class BowMlpConfig(PretrainedConfig):
 class BowMlpModel(PreTrainedModel):
     """Average of unigram embeddings → ``Linear → tanh → Linear`` (ICLR 2020, sec. 4.2).
 
-    ``forward`` returns the averaged bag in ``last_hidden_state`` (B, 1, E) and the final embedding in
-    ``pooler_output`` (B, D); ``sentence_embedding`` returns the latter alone, and is what the
-    two-tower objective calls instead of [CLS] pooling.
+    ``forward`` returns the embedding (B, D) as ``pooler_output`` and as the single state of
+    ``last_hidden_state`` (B, 1, D), so [CLS] or mean pooling anywhere in seedr (the two-tower
+    objective, ``DualEncoder``, ``encode_texts``, sentence-transformers' ``Pooling``) returns it
+    unchanged: the baseline drops in wherever a BERT encoder goes.
 
     Example:
         >>> model = BowMlpModel(BowMlpConfig(vocab_size=100, embedding_dim=16, hidden_dim=8, output_dim=4))
-        >>> model.sentence_embedding(torch.tensor([[5, 6, 7]]), torch.ones(1, 3)).shape
-        torch.Size([1, 4])
+        >>> model(torch.tensor([[5, 6, 7]]), torch.ones(1, 3)).last_hidden_state.shape
+        torch.Size([1, 1, 4])
     """
 
     config_class = BowMlpConfig
@@ -77,10 +78,8 @@ class BowMlpModel(PreTrainedModel):
         weights = in_bag.unsqueeze(-1).to(self.embeddings.weight.dtype)  # (B, T, 1)
         summed = (self.embeddings(input_ids) * weights).sum(dim=1)  # (B, E)
         average = summed / weights.sum(dim=1).clamp_min(1.0)  # (B, E); an empty bag stays the zero vector
-        return BaseModelOutputWithPooling(last_hidden_state=average.unsqueeze(1), pooler_output=self.mlp(average))
-
-    def sentence_embedding(self, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
-        return self.forward(input_ids, attention_mask).pooler_output  # (B, D)
+        embedding = self.mlp(average)  # (B, D)
+        return BaseModelOutputWithPooling(last_hidden_state=embedding.unsqueeze(1), pooler_output=embedding)
 
 
 def build_bow_mlp(vocab_size: int, embedding_dim: int = 4096, hidden_dim: int = 512, output_dim: int = 512,

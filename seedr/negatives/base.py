@@ -20,7 +20,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
 from seedr.data.io import DataError, atomic_directory, iter_jsonl, read_json, require
 from seedr.data.records import Document, Qrels, Run
@@ -29,6 +29,7 @@ from seedr.retrieval.runs import rank_documents
 
 if TYPE_CHECKING:
     from seedr.modeling.dual_encoder import DualEncoder
+    from seedr.training.trainer import Callback
 
 NEGATIVES_FILE = "negatives.jsonl"
 PROVENANCE_FILE = "provenance.json"
@@ -134,23 +135,39 @@ def _now() -> str:
 class NegativeStrategy:
     """Base class of negative strategies; subclasses set ``name`` and implement ``mine``.
 
-    ``mine(corpus, queries, qrels, model, model_source)`` returns the ``NegativeTable`` for the
-    training queries; ``model`` is the dual encoder about to be fine-tuned (strategies that mine with
-    "the current model" use it) and ``model_source`` says where its weights came from, for the
-    provenance. ``hard_negatives`` is ``False`` for strategies that add none (in-batch training).
-    Strategies that change the negatives during training (ANCE) also return trainer callbacks.
+    ``mine(corpus, queries, qrels, model, model_source, given=None)`` returns the ``NegativeTable`` for
+    the training queries. ``model`` is the dual encoder about to be fine-tuned (strategies that mine
+    with "the current model" use it), ``model_source`` says where its weights came from (for the
+    provenance), ``given`` are negatives that came with the training data (DPR's
+    ``hard_negative_ctxs``). ``hard_negatives`` is ``False`` for strategies that add none (in-batch).
+    Strategies that change the negatives during training (ANCE) serve the data in episodes of
+    ``episode_steps`` optimizer steps and return the trainer callbacks that refresh them.
     """
 
     name: ClassVar[str] = ""
     hard_negatives: ClassVar[bool] = True
+    #: where, in a run folder, the initial table is written
+    negatives_folder: ClassVar[str] = "negatives"
+    episode_steps: int | None = None
 
     def mine(self, corpus: Mapping[str, Document], queries: Mapping[str, str], qrels: Qrels,
-             model: DualEncoder, model_source: str) -> NegativeTable:
+             model: DualEncoder, model_source: str, given: NegativeTable | None = None) -> NegativeTable:
         raise NotImplementedError(f"{type(self).__name__} does not define mine")
 
     def options(self) -> dict[str, Any]:
         """The strategy's effective options (recorded in the provenance)."""
         return {}
+
+    def callbacks(self, data: RefreshableData, corpus: Mapping[str, Document], queries: Mapping[str, str],
+                  qrels: Qrels, run_dir: Path) -> list[Callback]:
+        """Trainer callbacks that change the negatives during training (none by default)."""
+        return []
+
+
+class RefreshableData(Protocol):
+    """Training data whose negatives can be replaced between epochs (``FinetuneData``)."""
+
+    def use_negatives(self, table: NegativeTable, directory: Path) -> None: ...
 
 
 def dense_negatives(model: DualEncoder, corpus: Mapping[str, Document], queries: Mapping[str, str], qrels: Qrels,

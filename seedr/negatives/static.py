@@ -27,7 +27,8 @@ class StaticNegatives(NegativeStrategy):
 
     The ranking comes from, in order of precedence: ``run``, a TREC run file (e.g. made by
     ``seedr search`` with any model, or BM25); ``model``, a model folder to mine with (encode the
-    corpus, exact search); otherwise the model being fine-tuned, as it is when mining starts.
+    corpus, exact search); the hard negatives that came with the training data (a DPR file's
+    ``hard_negative_ctxs``); otherwise the model being fine-tuned, as it is when mining starts.
     ``rounds`` > 1 repeats mine → train: rounds after the first mine with the model the previous round
     produced (``seedr.training.finetune`` runs the rounds).
 
@@ -51,9 +52,11 @@ class StaticNegatives(NegativeStrategy):
         return {"run": self.run, "model": self.model, "depth": self.depth, "rounds": self.rounds}
 
     def mine(self, corpus: Mapping[str, Document], queries: Mapping[str, str], qrels: Qrels,
-             model: DualEncoder, model_source: str) -> NegativeTable:
+             model: DualEncoder, model_source: str, given: NegativeTable | None = None) -> NegativeTable:
         if self.run is not None:
             return self._from_run_file(Path(self.run), corpus, queries, qrels)
+        if self.model is None and given is not None:
+            return given
         if self.model is not None:
             from seedr.modeling.dual_encoder import DualEncoder
 

@@ -19,10 +19,12 @@ from seedr.registry import Registry
 @dataclass
 class ObjectiveOutput:
     """``loss`` is what is back-propagated; ``parts`` are its named components (already weighted as
-    they enter ``loss``), each logged by the trainer, e.g. ``{"mlm": ..., "weak_decoder": ...}``."""
+    they enter ``loss``), each logged by the trainer, e.g. ``{"mlm": ..., "weak_decoder": ...}``;
+    ``metrics`` are other numbers worth logging that are not part of the loss (e.g. in-batch accuracy)."""
 
     loss: torch.Tensor
     parts: dict[str, torch.Tensor] = field(default_factory=dict)
+    metrics: dict[str, torch.Tensor] = field(default_factory=dict)
 
 
 class Objective(nn.Module):

@@ -1,8 +1,54 @@
-"""`seedr pretrain`: not built yet."""
+"""`seedr pretrain`: pre-train an encoder with one objective (mlm, seed, cpdae, ict, bfs, wlp, ...)."""
 
-from seedr.stages.common import not_built
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import typer
+
+from seedr.config import load_config
+from seedr.stages.common import clear_errors, console
 
 
-def command() -> None:
-    """Not built yet."""
-    not_built("pretrain")
+@clear_errors
+def command(
+    objective: str | None = typer.Option(
+        None, "--objective", help="Objective name (mlm, seed, cpdae, ict, bfs, wlp, ict_bfs_wlp, ...); "
+                                  "default: the recipe's objective_name."),
+    corpus: list[Path] | None = typer.Option(
+        None, "--corpus", help="Corpus file or folder (repeatable); default: the recipe's, else the embedded "
+                               "Wikipedia leads (token objectives)."),
+    out: Path = typer.Option(..., "--out", help="Run folder: encoder/, checkpoints/, metrics.jsonl, config.yaml."),
+    config: Path | None = typer.Option(None, "--config", help="Recipe YAML, e.g. recipes/pretrain/seed.yaml."),
+    overrides: list[str] | None = typer.Option(
+        None, "--set", help="Override a recipe option: key=value, e.g. train.max_steps=200 or "
+                            "objective.attention_span=all (repeatable)."),
+    model: str | None = typer.Option(
+        None, "--model", help="Continue from a local HF folder, a seedr run folder, or 'minilm'."),
+    size: str | None = typer.Option(None, "--size", help="From scratch: tiny, mini, small, medium or base."),
+    tokenizer: str | None = typer.Option(
+        None, "--tokenizer", help="Tokenizer folder (from `seedr prepare`) for from-scratch pre-training."),
+    resume: bool = typer.Option(False, "--resume", help="Continue from the newest checkpoint in --out."),
+) -> None:
+    """Pre-train an encoder; writes a Hugging Face + sentence-transformers encoder to OUT/encoder.
+
+    Single-text objectives tokenise the corpus once into memory-mapped shards (cached beside OUT);
+    two-tower objectives draw pairs from structured articles. Runs on one process as is; under
+    `accelerate launch` (DDP, FSDP, DeepSpeed, bf16) with the same arguments.
+
+    Example: seedr pretrain --config recipes/pretrain/seed.yaml --corpus ../shared/data/wiki --model minilm --out runs/seed --set train.max_steps=200
+    """
+    from seedr.training.pretrain import PretrainConfig, pretrain
+
+    if model is not None and size is not None:
+        raise ValueError("--model (continue from a checkpoint) and --size (from scratch) exclude each other")
+    flags = {"objective_name": objective, "model.init": model, "model.size": size, "model.tokenizer": tokenizer,
+             "data.corpus": [str(path) for path in corpus] if corpus else None}
+    # Flags first, so that an explicit --set of the same key wins.
+    given = [f"{key}={json.dumps(value)}" for key, value in flags.items() if value is not None]
+    settings = load_config(PretrainConfig, config, given + list(overrides or []))
+    console.print(f"pre-training [bold]{settings.objective_name}[/] → {out}")
+    metrics = pretrain(settings, out, resume=resume)
+    shown = {key: round(value, 4) if isinstance(value, float) else value for key, value in metrics.items()}
+    console.print(f"done: {shown}\nencoder: [bold]{out / 'encoder'}[/]")

@@ -30,9 +30,9 @@ import hashlib
 import itertools
 import json
 import os
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -231,7 +231,7 @@ def write_token_shards(documents: Iterable[Document], tokenizer: PreTrainedToken
             "max_seq_length": max_seq_length, "packing": packing, "dtype": np.dtype(dtype).name,
             "documents": document_count, "examples": sum(s["examples"] for s in writer.shards),
             "tokens": sum(s["tokens"] for s in writer.shards), "shards": writer.shards,
-            "sources": list(sources), "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+            "sources": list(sources), "created": datetime.now(UTC).isoformat(timespec="seconds"),
         }
         (temporary / MANIFEST).write_text(json.dumps(manifest, indent=2), encoding="utf-8")
     return manifest
@@ -341,18 +341,26 @@ def shard_key(sources: Any, tokenizer: PreTrainedTokenizerBase, max_seq_length: 
     return hashlib.sha256(description.encode("utf-8")).hexdigest()[:16]
 
 
-def ensure_token_shards(documents: Iterable[Document] | Any, tokenizer: PreTrainedTokenizerBase,
-                        cache_root: str | os.PathLike, *, sources: Any, max_seq_length: int = 512,
-                        packing: str = "full_sentences", max_documents: int | None = None,
-                        progress: bool = True) -> Path:
-    """The shard folder for this corpus and tokenizer under ``cache_root``, tokenising only if absent.
+def ensure_token_shards(documents: Iterable[Document] | Callable[[], Iterable[Document]],
+                        tokenizer: PreTrainedTokenizerBase, directory: str | os.PathLike, *, sources: Sequence[Any],
+                        max_seq_length: int = 512, packing: str = "full_sentences",
+                        max_documents: int | None = None, progress: bool = True) -> Path:
+    """The shard folder ``directory``, tokenising ``documents`` into it only if it does not exist yet.
 
-    ``documents`` is an iterable or a zero-argument callable returning one (not called on a cache hit).
-    ``sources`` describes the corpus (e.g. :func:`source_fingerprint`); a changed file means new shards.
+    ``documents`` is an iterable or a zero-argument callable returning one (not called when the shards
+    exist). Existing shards must have been made with the same tokenizer, length and packing.
     """
-    directory = Path(cache_root) / shard_key(sources, tokenizer, max_seq_length, packing, max_documents)
+    directory = Path(directory)
     if (directory / MANIFEST).exists():
-        read_manifest(directory)
+        manifest = read_manifest(directory)
+        expected = {"tokenizer": tokenizer_fingerprint(tokenizer), "max_seq_length": max_seq_length,
+                    "packing": packing}
+        found = {"tokenizer": manifest["tokenizer"]["sha256"], "max_seq_length": manifest["max_seq_length"],
+                 "packing": manifest["packing"]}
+        for key, wanted in expected.items():
+            if wanted != found[key]:
+                raise DataError(directory / MANIFEST, f"these shards were made with another {key} "
+                                f"({found[key]!r}, wanted {wanted!r})", field=key)
         return directory
     stream = documents() if callable(documents) else documents
     if max_documents is not None:
@@ -362,6 +370,18 @@ def ensure_token_shards(documents: Iterable[Document] | Any, tokenizer: PreTrain
     return directory
 
 
-__all__ = ["PACKINGS", "SentencePacker", "FirstBlockPacker", "write_token_shards", "read_manifest",
-           "TokenShards", "ShuffledExamples", "TokenShardData", "source_fingerprint", "shard_key",
-           "ensure_token_shards", "tokenizer_fingerprint", "plain_backend"]
+__all__ = [
+    "PACKINGS",
+    "FirstBlockPacker",
+    "SentencePacker",
+    "ShuffledExamples",
+    "TokenShardData",
+    "TokenShards",
+    "ensure_token_shards",
+    "plain_backend",
+    "read_manifest",
+    "shard_key",
+    "source_fingerprint",
+    "tokenizer_fingerprint",
+    "write_token_shards",
+]

@@ -1,0 +1,213 @@
+"""Corpora in every format the field uses, read as a stream of ``Document`` and written as seedr JSONL.
+
+Formats (``CORPUS_FORMATS``; ``format="auto"`` recognises each from its first line):
+
+==================  =====================================================================================
+``seedr``           JSON lines ``{"id", "title", "text"}`` — what seedr's stages write and read
+``beir``            BEIR ``corpus.jsonl``: ``{"_id", "title", "text"}``
+``msmarco-passage`` MS MARCO passage ``collection.tsv``: ``pid <TAB> passage``
+``msmarco-doc``     MS MARCO document ``msmarco-docs.tsv``: ``docid <TAB> url <TAB> title <TAB> body``
+``articles``        structured article JSONL (the ``wiki/`` bundle), one document per article
+``wikiextractor``   raw wikiextractor output (``<doc>`` files or ``--json``), one document per page
+``glossary``        FOLDOC / Jargon File (JSONL ``{"headword", "text"}`` or a dictd ``.index``)
+==================  =====================================================================================
+
+An article becomes one document: its title, and its paragraphs (lead first) joined by newlines.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+from seedr.data.articles import read_articles, read_wikiextractor
+from seedr.data.glossary import read_glossary
+from seedr.data.io import DataError, iter_jsonl, iter_lines, require, unique_id, write_jsonl
+from seedr.data.records import Article, Document
+from seedr.registry import Registry
+
+#: ``(line, document)``; the line is ``None`` for formats whose reader checks its records itself.
+NumberedDocuments = Iterator[tuple[int | None, Document]]
+
+
+@dataclass(frozen=True)
+class CorpusFormat:
+    """A corpus format: how to recognise a file of it, and how to read it.
+
+    ``read_articles`` is set for formats with article structure (paragraphs, sections, links), which
+    the pair builders (ICT, BFS, WLP) and link recovery use.
+    """
+
+    sniff: Callable[[Path, str], bool]  # (path, first non-blank line) -> is it this format?
+    read: Callable[[Path], NumberedDocuments]
+    read_articles: Callable[[Path], Iterator[Article]] | None = None
+
+
+CORPUS_FORMATS: Registry[CorpusFormat] = Registry("corpus format")
+
+
+def _first_json(first_line: str) -> dict:
+    try:
+        record = json.loads(first_line)
+    except json.JSONDecodeError:
+        return {}
+    return record if isinstance(record, dict) else {}
+
+
+def _read_jsonl(path: Path, id_field: str) -> NumberedDocuments:
+    for line, record in iter_jsonl(path):
+        doc_id = require(record, id_field, path, line)
+        title = require(record, "title", path, line, allow_empty=True) if record.get("title") is not None else ""
+        text = require(record, "text", path, line, allow_empty=True)
+        yield line, Document(id=doc_id, text=text, title=title)
+
+
+def _read_tsv(path: Path, columns: tuple[str, ...], build: Callable[[list[str]], Document]) -> NumberedDocuments:
+    for line, text in iter_lines(path):
+        if not text.strip():
+            continue
+        values = text.split("\t")
+        if len(values) != len(columns):
+            described = ", ".join(columns)
+            raise DataError(path, f"expected {len(columns)} tab-separated columns ({described}), found {len(values)}",
+                            line=line, field=columns[len(values)] if len(values) < len(columns) else columns[-1])
+        if not values[0].strip():
+            raise DataError(path, "missing", line=line, field=columns[0])
+        yield line, build(values)
+
+
+def article_document(article: Article) -> Document:
+    """An article as one document: its title, and its paragraphs (lead first) joined by newlines."""
+    return Document(id=article.id, text="\n".join(article.paragraphs), title=article.title)
+
+
+def _from_articles(reader: Callable[[Path], Iterator[Article]]) -> Callable[[Path], NumberedDocuments]:
+    def read(path: Path) -> NumberedDocuments:
+        for article in reader(path):
+            yield None, article_document(article)
+
+    return read
+
+
+CORPUS_FORMATS.register("seedr")(CorpusFormat(
+    sniff=lambda path, first: {"id", "text"} <= _first_json(first).keys() and "url" not in _first_json(first),
+    read=lambda path: _read_jsonl(path, "id"),
+))
+CORPUS_FORMATS.register("beir")(CorpusFormat(
+    sniff=lambda path, first: "_id" in _first_json(first),
+    read=lambda path: _read_jsonl(path, "_id"),
+))
+CORPUS_FORMATS.register("msmarco-passage")(CorpusFormat(
+    sniff=lambda path, first: first.count("\t") == 1,
+    read=lambda path: _read_tsv(path, ("pid", "passage"), lambda v: Document(id=v[0].strip(), text=v[1])),
+))
+CORPUS_FORMATS.register("msmarco-doc")(CorpusFormat(
+    sniff=lambda path, first: first.count("\t") == 3,
+    read=lambda path: _read_tsv(path, ("docid", "url", "title", "body"),
+                                lambda v: Document(id=v[0].strip(), text=v[3], title=v[2])),
+))
+CORPUS_FORMATS.register("articles")(CorpusFormat(
+    sniff=lambda path, first: bool({"lead", "sections"} & _first_json(first).keys()),
+    read=_from_articles(read_articles),
+    read_articles=read_articles,
+))
+CORPUS_FORMATS.register("wikiextractor")(CorpusFormat(
+    sniff=lambda path, first: first.lstrip().startswith("<doc") or {"url", "text"} <= _first_json(first).keys(),
+    read=_from_articles(read_wikiextractor),
+    read_articles=read_wikiextractor,
+))
+CORPUS_FORMATS.register("glossary")(CorpusFormat(
+    sniff=lambda path, first: path.suffix == ".index" or "headword" in _first_json(first),
+    read=_from_articles(read_glossary),
+    read_articles=read_glossary,
+))
+
+
+def detect_format(path: str | os.PathLike) -> str:
+    """The name of the corpus format of ``path``, recognised from its name and first non-blank line."""
+    path = Path(path)
+    line, first = (None, "") if path.suffix == ".index" else next(
+        ((number, text) for number, text in iter_lines(path) if text.strip()), (None, None))
+    if first is None:
+        raise DataError(path, "empty file: no corpus to read")
+    matches = [name for name in CORPUS_FORMATS if CORPUS_FORMATS.get(name).sniff(path, first)]
+    if len(matches) != 1:
+        found = f"it looks like {' or '.join(matches)}" if matches else "it fits none of them"
+        raise DataError(path, f"cannot tell the corpus format ({found}); name it: one of "
+                        f"{', '.join(CORPUS_FORMATS.names())}", line=line)
+    return matches[0]
+
+
+def _resolve_format(path: Path, format: str) -> str:
+    name = detect_format(path) if format == "auto" else format
+    CORPUS_FORMATS.get(name)  # an unknown name is a KeyError listing the valid ones
+    return name
+
+
+def read_corpus(path: str | os.PathLike, format: str = "auto", skip_empty: bool = False,
+                check_duplicates: bool = True) -> Iterator[Document]:
+    """Stream the documents of a corpus file in any format of ``CORPUS_FORMATS`` (compression transparent).
+
+    Args:
+        format: a name from ``CORPUS_FORMATS``, or ``"auto"`` to recognise it from the file.
+        skip_empty: skip documents with neither title nor text instead of raising.
+        check_duplicates: raise on an id seen earlier (keeps one string per document in memory).
+
+    Raises:
+        DataError: naming the file, line and field of malformed JSON, a missing id, an empty
+            document, a repeated id, a wrong number of TSV columns or bytes that are not UTF-8.
+
+    Example:
+        >>> docs = read_corpus("../shared/data/scifact/corpus.jsonl")   # BEIR, recognised
+        >>> next(docs).id
+        '4983'
+    """
+    path = Path(path)
+    corpus_format = CORPUS_FORMATS.get(_resolve_format(path, format))
+    seen: dict[str, int] = {}
+    for line, document in corpus_format.read(path):
+        if not document.text.strip() and not document.title.strip():
+            if skip_empty:
+                continue
+            raise DataError(path, "empty: the document has neither text nor title", line=line, field="text")
+        if check_duplicates:
+            unique_id(seen, document.id, path, line)
+        yield document
+
+
+def read_corpus_articles(path: str | os.PathLike, format: str = "auto") -> Iterator[Article]:
+    """Stream a corpus as articles: structured formats keep their sections and links; a flat document
+    becomes an article whose lead is its text (one paragraph)."""
+    path = Path(path)
+    name = _resolve_format(path, format)
+    reader = CORPUS_FORMATS.get(name).read_articles
+    if reader is not None:
+        yield from reader(path)
+        return
+    for document in read_corpus(path, name):
+        yield Article(id=document.id, title=document.title, lead=(document.text,) if document.text.strip() else ())
+
+
+def write_corpus(path: str | os.PathLike, documents: Iterable[Document]) -> int:
+    """Write documents as seedr corpus JSONL (``{"id", "title", "text"}``), atomically; returns the count."""
+    return write_jsonl(path, ({"id": d.id, "title": d.title, "text": d.text} for d in documents))
+
+
+def load_corpus(path: str | os.PathLike, format: str = "auto") -> dict[str, Document]:
+    """The whole corpus in memory, by id (duplicate ids are an error)."""
+    return {document.id: document for document in read_corpus(path, format)}
+
+
+__all__ = [
+    "CORPUS_FORMATS",
+    "CorpusFormat",
+    "article_document",
+    "detect_format",
+    "load_corpus",
+    "read_corpus",
+    "read_corpus_articles",
+    "write_corpus",
+]

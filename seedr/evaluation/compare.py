@@ -1,0 +1,81 @@
+"""A results table of several systems on the same queries × metrics, with significance marks vs a baseline.
+
+Marks follow the papers' tables: ``†`` = significantly higher than the baseline, ``‡`` =
+significantly lower (p < alpha, two-sided paired test of ``seedr.evaluation.significance``).
+Output as Markdown (for a report) and as a JSON-ready dict (for tools).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from seedr.evaluation.significance import Comparison, compare_runs
+
+BETTER, WORSE = "†", "‡"
+
+
+@dataclass(frozen=True)
+class ComparisonTable:
+    """``comparisons[metric]`` holds every system vs ``baseline`` on that metric."""
+
+    systems: list[str]
+    metrics: list[str]
+    baseline: str
+    test: str
+    alpha: float
+    comparisons: dict[str, Comparison]
+
+    def mark(self, system: str, metric: str) -> str:
+        result = self.comparisons[metric].systems[system]
+        if not result.significant:
+            return ""
+        return BETTER if result.delta > 0 else WORSE
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready: per system and metric the mean, the difference to the baseline and the p-value."""
+        return {
+            "baseline": self.baseline, "test": self.test, "alpha": self.alpha,
+            "queries": {metric: comparison.queries for metric, comparison in self.comparisons.items()},
+            "systems": {system: {metric: {"mean": self.comparisons[metric].systems[system].mean,
+                                          "delta": self.comparisons[metric].systems[system].delta,
+                                          "p_value": self.comparisons[metric].systems[system].p_value,
+                                          "significant": self.comparisons[metric].systems[system].significant}
+                                 for metric in self.metrics}
+                        for system in self.systems},
+        }
+
+    def to_markdown(self, digits: int = 4) -> str:
+        """A Markdown table (systems as rows), with a footnote naming the test and the marks."""
+        lines = ["| system | " + " | ".join(self.metrics) + " |", "|---|" + "---:|" * len(self.metrics)]
+        for system in self.systems:
+            name = f"{system} (baseline)" if system == self.baseline else system
+            cells = [f"{self.comparisons[metric].systems[system].mean:.{digits}f}{self.mark(system, metric)}"
+                     for metric in self.metrics]
+            lines.append(f"| {name} | " + " | ".join(cells) + " |")
+        test = "paired randomisation test" if self.test == "permutation" else "paired t-test"
+        lines.append("")
+        lines.append(f"{BETTER}/{WORSE}: significantly higher/lower than {self.baseline} "
+                     f"({test}, two-sided, p < {self.alpha}).")
+        return "\n".join(lines) + "\n"
+
+
+def comparison_table(per_query_by_system: dict[str, dict[str, dict[str, float]]], baseline: str,
+                     metrics: Sequence[str] | None = None, test: str = "permutation", alpha: float = 0.05,
+                     n_resamples: int = 10_000, seed: int = 0) -> ComparisonTable:
+    """Compare systems given ``{system: {metric: {qid: value}}}`` (e.g. from ``metrics.per_query``).
+
+    ``metrics`` defaults to those of the baseline, in its order; every system must have them all.
+    """
+    if baseline not in per_query_by_system:
+        raise KeyError(f"baseline {baseline!r} is not among the systems: {', '.join(per_query_by_system)}")
+    metrics = list(metrics or per_query_by_system[baseline])
+    for system, by_metric in per_query_by_system.items():
+        missing = [metric for metric in metrics if metric not in by_metric]
+        if missing:
+            raise KeyError(f"system {system!r} has no per-query values for {', '.join(missing)}")
+    comparisons = {metric: compare_runs({system: by_metric[metric] for system, by_metric in per_query_by_system.items()},
+                                        baseline, test, alpha, n_resamples, seed)
+                   for metric in metrics}
+    return ComparisonTable(list(per_query_by_system), metrics, baseline, test, alpha, comparisons)

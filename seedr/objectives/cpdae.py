@@ -1,0 +1,275 @@
+"""CPDAE (Ma et al., CIKM 2022, "A Contrastive Pre-training Approach to Learn Discriminative
+Autoencoder for Dense Retrieval", arXiv:2208.09846): MLM, a
+bag-of-words reconstruction of the text from [CLS] by an MLP decoder, and a contrastive loss between
+the decoded word distributions of two masked views of each text.
+
+    h = Encoder(x_i) for both BERT-masked views x_i', x_i''                                  (eq. 1)
+    z = Decoder(h) ∈ R^|V|,  ẑ_j = sigmoid(z_j)                                              (eq. 2, 3)
+    L_REC = −Σ_j [y_j log ẑ_j + (1 − y_j) log(1 − ẑ_j)],  y_j = 1 iff word j occurs in x_i   (eq. 4)
+    L_CL = −Σ_i log exp(−JS(z̃_i', z̃_i'')) / Σ_{k≠i} exp(−JS(z̃_i, z̃_k)),  z̃ = ẑ / Σ_j ẑ_j    (eq. 5)
+    L = L_REC + L_MLM + λ L_CL,  λ = 0.1                                                     (eq. 6)
+
+Reading of the paper where it leaves details open:
+
+- Both masked views go through the encoder (eq. 1 defines ``x_i = {x_i', x_i''}``), so L_MLM and
+  L_REC are computed on all 2m views: L_MLM is BERT's mean over masked tokens, L_REC is eq. 4's sum
+  over the vocabulary averaged over the 2m views. Targets ``y`` are the token ids of the original
+  (unmasked) text minus special tokens. Eq. 4 sums over the whole vocabulary, so L_REC starts
+  near |V|·log 2 (≈ 21,000 for BERT's vocabulary) and outweighs L_MLM; ``reconstruction_reduction=
+  "mean"`` averages over the vocabulary instead (what ``torch.nn.BCEWithLogitsLoss()`` does by
+  default), for readers who believe the authors' code did.
+- Eq. 5 has no temperature: similarities are ``−JS`` (natural log, so ``0 ≤ JS ≤ log 2``). Every
+  one of the 2m views serves as an anchor whose positive is its twin and whose negatives are the
+  other 2m − 2 views (eq. 5 applied to z_i' and to z_i''), averaged over anchors (NT-Xent, Chen et
+  al. 2020) so that λ does not depend on the batch size.
+- CPDAE′ ("directly contrasts the dense representations h") gives no similarity either: it uses the
+  cosine of the [CLS] vectors over a temperature of 0.05, as SimCSE (Gao et al., 2021), the
+  contrastive baseline of the paper.
+- IDF-REC weights each word's term of eq. 4 by its IDF ``log((N + 1) / (df + 1))`` over the
+  training corpus (``compute_idf``); in the paper's ablation (Table 2) it replaces the contrastive
+  loss, i.e. ``idf_rec=true contrastive_weight=0``. "w/o CL" is ``contrastive_weight=0``, and then
+  each text is masked once (a second view would only repeat MLM and REC).
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Literal
+
+import numpy as np
+import torch
+from torch.nn import functional as F
+from torch.utils.checkpoint import checkpoint
+from transformers import PreTrainedModel, PreTrainedTokenizerBase
+
+from seedr.data.io import DataError, atomic_write
+from seedr.modeling.bow_decoder import BagOfWordsDecoder
+from seedr.objectives.base import OBJECTIVES, ObjectiveOutput
+from seedr.objectives.mlm import MaskedLanguageModel, MLMConfig
+
+
+@dataclass
+class CpdaeConfig(MLMConfig):
+    """Options of CPDAE pre-training (paper defaults).
+
+    Attributes:
+        contrast: ``"words"`` contrasts the decoded word distributions with −JS (CPDAE);
+            ``"cls"`` contrasts the [CLS] vectors with cosine / temperature (CPDAE′).
+        contrastive_weight: λ of eq. 6 (paper: 0.1); 0 is the "w/o CL" ablation.
+        temperature: divides the similarities of eq. 5; None = the defaults above (1, i.e. none,
+            for word distributions as in eq. 5; 0.05 for CPDAE′ as SimCSE).
+        idf_rec: weight eq. 4's terms by IDF (the IDF-REC ablation); needs ``idf_path``.
+        idf_path: a ``.npy`` of |V| IDF values written by ``save_idf(path, compute_idf(...))``.
+        reconstruction_reduction: ``"sum"`` over the vocabulary as eq. 4 writes it, or ``"mean"``.
+    """
+
+    contrast: Literal["words", "cls"] = "words"
+    contrastive_weight: float = 0.1
+    temperature: float | None = None
+    idf_rec: bool = False
+    idf_path: str | None = None
+    reconstruction_reduction: Literal["sum", "mean"] = "sum"
+
+    def __post_init__(self) -> None:
+        if self.contrastive_weight < 0:
+            raise ValueError(f"contrastive_weight must be ≥ 0, got {self.contrastive_weight}")
+        if self.temperature is not None and self.temperature <= 0:
+            raise ValueError(f"temperature must be > 0, got {self.temperature}")
+        if self.idf_rec and not self.idf_path:
+            raise ValueError("idf_rec needs idf_path: a .npy written by "
+                             "seedr.objectives.cpdae.save_idf(path, compute_idf(token_id_lists, vocab_size))")
+
+    @property
+    def views(self) -> int:
+        """Masked views per text: two for the contrastive loss, one without it."""
+        return 2 if self.contrastive_weight > 0 else 1
+
+    @property
+    def effective_temperature(self) -> float:
+        if self.temperature is not None:
+            return self.temperature
+        return 1.0 if self.contrast == "words" else 0.05
+
+
+@dataclass
+class CpdaeClsConfig(CpdaeConfig):
+    """CPDAE′: as ``CpdaeConfig`` but contrasting the [CLS] vectors."""
+
+    contrast: Literal["words", "cls"] = "cls"
+
+
+# ----- Jensen–Shannon divergence ------------------------------------------------------------------
+
+
+def js_divergence(p: torch.Tensor, q: torch.Tensor) -> torch.Tensor:
+    """JS(P‖Q) = ½ KL(P‖M) + ½ KL(Q‖M), M = (P + Q) / 2, over the last dimension (natural log).
+
+    Symmetric, 0 iff P = Q, at most log 2. Zero probabilities are safe: ``0 · log 0`` counts as 0
+    and gradients stay finite (logs are taken of values clamped to the smallest normal number).
+    Broadcasts: ``(n, 1, V)`` against ``(1, m, V)`` gives ``(n, m)``.
+    """
+    tiny = torch.finfo(p.dtype).tiny
+    log_m = ((p + q) / 2).clamp_min(tiny).log()  # (..., V)
+    kl_p = (p * (p.clamp_min(tiny).log() - log_m)).sum(-1)
+    kl_q = (q * (q.clamp_min(tiny).log() - log_m)).sum(-1)
+    return ((kl_p + kl_q) / 2).clamp_min(0.0)  # rounding can dip just below 0
+
+
+def pairwise_js_divergence(p: torch.Tensor, q: torch.Tensor, block_elements: int = 2**24) -> torch.Tensor:
+    """``(n, V)`` and ``(m, V)`` distributions → ``(n, m)`` JS divergences.
+
+    JS does not factor into matrix products, so each pair needs a V-long pass; rows are processed in
+    blocks of about ``block_elements`` values and, under autograd, recomputed in the backward pass
+    (activation checkpointing), so memory stays O(block) instead of O(n · m · V).
+    """
+    rows = max(1, block_elements // max(1, q.shape[0] * q.shape[1]))
+    blocks = []
+    for start in range(0, p.shape[0], rows):
+        anchors = p[start:start + rows].unsqueeze(1)  # (r, 1, V)
+        if torch.is_grad_enabled() and (p.requires_grad or q.requires_grad):
+            blocks.append(checkpoint(js_divergence, anchors, q.unsqueeze(0), use_reentrant=False))  # (r, m)
+        else:
+            blocks.append(js_divergence(anchors, q.unsqueeze(0)))  # (r, m)
+    return torch.cat(blocks)  # (n, m)
+
+
+def word_distribution(word_logits: torch.Tensor) -> torch.Tensor:
+    """z̃ of eq. 5: the per-word sigmoid probabilities ẑ (eq. 3) normalised to sum to one."""
+    probabilities = torch.sigmoid(word_logits.float())  # (N, V); float32 for the JS sums
+    return probabilities / probabilities.sum(-1, keepdim=True)
+
+
+def twin_contrastive_loss(similarity: torch.Tensor) -> torch.Tensor:
+    """Eq. 5 over 2m views ordered ``[x_1' … x_m', x_1'' … x_m'']``: each view's positive is its twin,
+    the other 2m − 2 views are negatives, a view is never compared with itself; mean over views."""
+    count = similarity.shape[0]
+    logits = similarity.masked_fill(torch.eye(count, dtype=torch.bool, device=similarity.device),
+                                    float("-inf"))  # (2m, 2m)
+    twins = (torch.arange(count, device=similarity.device) + count // 2) % count  # (2m,)
+    return F.cross_entropy(logits, twins)
+
+
+# ----- IDF for IDF-REC ----------------------------------------------------------------------------
+
+
+def compute_idf(token_id_lists: Iterable[Sequence[int]], vocab_size: int) -> np.ndarray:
+    """IDF of every vocabulary id over texts given as token-id lists: ``log((N + 1) / (df + 1))``.
+
+    Smoothed so that ids never seen get the largest weight, log(N + 1), and ids in every text get 0.
+    """
+    document_frequency = np.zeros(vocab_size, dtype=np.int64)
+    texts = 0
+    for token_ids in token_id_lists:
+        document_frequency[np.unique(np.asarray(token_ids, dtype=np.int64))] += 1
+        texts += 1
+    if texts == 0:
+        raise ValueError("compute_idf needs at least one text")
+    return np.log((texts + 1) / (document_frequency + 1)).astype(np.float32)
+
+
+def save_idf(path: str | os.PathLike, idf: np.ndarray) -> None:
+    """Write an IDF table as ``.npy`` (atomically)."""
+    with atomic_write(path, "wb") as stream:
+        np.save(stream, np.asarray(idf, dtype=np.float32))
+
+
+def load_idf(path: str | os.PathLike, vocab_size: int) -> torch.Tensor:
+    """Read an IDF table saved by ``save_idf``; it must hold ``vocab_size`` finite values ≥ 0."""
+    try:
+        idf = np.load(path, allow_pickle=False)
+    except FileNotFoundError:
+        raise DataError(path, "no such file", field="idf_path") from None
+    except ValueError as error:
+        raise DataError(path, f"not a .npy array ({error})", field="idf_path") from None
+    if idf.shape != (vocab_size,):
+        raise DataError(path, f"expected {vocab_size} IDF values (the vocabulary), got shape {idf.shape}",
+                        field="idf_path")
+    if not np.isfinite(idf).all() or (idf < 0).any():
+        raise DataError(path, "IDF values must be finite and ≥ 0", field="idf_path")
+    return torch.from_numpy(idf.astype(np.float32))
+
+
+# ----- the objective -------------------------------------------------------------------------------
+
+
+@OBJECTIVES.register("cpdae")
+class Cpdae(MaskedLanguageModel):
+    """CPDAE: MLM + bag-of-words reconstruction from [CLS] + contrast of two masked views (eq. 6).
+
+    Parts (each as weighted in the loss): ``mlm``, ``bow_bce`` (L_REC) and, when λ > 0,
+    ``js_contrastive`` (λ·L_CL on word distributions) or ``cls_contrastive`` (CPDAE′).
+
+    Example:
+        >>> objective = OBJECTIVES.get("cpdae")(encoder, tokenizer, CpdaeConfig())
+        >>> output = objective(**objective.collate(token_id_lists))
+        >>> output.parts["js_contrastive"]
+    """
+
+    name = "cpdae"
+    config_class = CpdaeConfig
+
+    def __init__(self, encoder: PreTrainedModel, tokenizer: PreTrainedTokenizerBase,
+                 config: CpdaeConfig | None = None) -> None:
+        super().__init__(encoder, tokenizer, config)
+        self.bow_decoder = BagOfWordsDecoder(encoder.config)
+        idf = load_idf(self.config.idf_path, encoder.config.vocab_size) if self.config.idf_rec else None
+        # Not persistent: the table comes from idf_path (recorded in the run's config) on every start.
+        self.register_buffer("idf", idf, persistent=False)
+
+    def word_targets(self, input_ids: torch.Tensor) -> torch.Tensor:
+        """y of eq. 4: ``(B, V)`` bool, True for every id in the (clean, padded) text but specials."""
+        targets = torch.zeros(input_ids.shape[0], self.encoder.config.vocab_size, dtype=torch.bool)
+        targets.scatter_(1, input_ids, True)  # (B, V)
+        targets[:, self.tokenizer.all_special_ids] = False  # [CLS], [SEP], [PAD], [MASK], [UNK]
+        return targets
+
+    def collate(self, examples: Sequence[Sequence[int]]) -> dict[str, torch.Tensor]:
+        input_ids, attention_mask = self.pad(examples)  # (m, T)
+        views = [self.mask(input_ids) for _ in range(self.config.views)]
+        return {"input_ids": torch.cat([masked for masked, _ in views]),  # (views·m, T)
+                "attention_mask": attention_mask.repeat(self.config.views, 1),
+                "labels": torch.cat([labels for _, labels in views]),
+                "word_targets": self.word_targets(input_ids)}  # (m, V)
+
+    def reconstruction_loss(self, word_logits: torch.Tensor, word_targets: torch.Tensor) -> torch.Tensor:
+        """Eq. 4 (IDF-weighted for IDF-REC): BCE summed (or averaged) over the vocabulary, averaged
+        over texts."""
+        terms = F.binary_cross_entropy_with_logits(word_logits.float(), word_targets.float(), reduction="none")
+        if self.idf is not None:
+            terms = terms * self.idf  # (N, V)
+        per_text = terms.sum(-1) if self.config.reconstruction_reduction == "sum" else terms.mean(-1)  # (N,)
+        return per_text.mean()
+
+    def contrastive_loss(self, cls_vectors: torch.Tensor, word_logits: torch.Tensor) -> torch.Tensor:
+        """Eq. 5 on word distributions (−JS) or, for CPDAE′, on [CLS] vectors (cosine)."""
+        if self.config.contrast == "words":
+            distributions = word_distribution(word_logits)  # (2m, V)
+            similarity = -pairwise_js_divergence(distributions, distributions)  # (2m, 2m)
+        else:
+            normalised = F.normalize(cls_vectors.float(), dim=-1)  # (2m, H)
+            similarity = normalised @ normalised.T  # (2m, 2m)
+        return twin_contrastive_loss(similarity / self.config.effective_temperature)
+
+    def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor, labels: torch.Tensor,
+                word_targets: torch.Tensor) -> ObjectiveOutput:
+        """``input_ids``: the masked views stacked (views·m, T); ``word_targets``: y per text (m, V)."""
+        sequence_output = self.encoder(input_ids=input_ids, attention_mask=attention_mask).last_hidden_state
+        cls_vectors = sequence_output[:, 0]  # (views·m, H)
+        word_logits = self.bow_decoder(cls_vectors)  # (views·m, V)
+        parts = {"mlm": self.mlm_loss(sequence_output, labels),
+                 "bow_bce": self.reconstruction_loss(word_logits, word_targets.repeat(self.config.views, 1))}
+        if self.config.contrastive_weight > 0:
+            name = "js_contrastive" if self.config.contrast == "words" else "cls_contrastive"
+            parts[name] = self.config.contrastive_weight * self.contrastive_loss(cls_vectors, word_logits)
+        return ObjectiveOutput(loss=sum(parts.values()), parts=parts)
+
+
+@OBJECTIVES.register("cpdae_cls")
+class CpdaeCls(Cpdae):
+    """CPDAE′: the contrastive loss on the [CLS] vectors instead of the word distributions."""
+
+    name = "cpdae_cls"
+    config_class = CpdaeClsConfig

@@ -1,0 +1,118 @@
+"""SEED-Encoder (Lu et al., EMNLP 2021, "Less is More: Pretrain a Strong Siamese Encoder for Dense
+Text Retrieval Using a Weak Decoder"): MLM plus reconstruction of the input by a weak decoder that
+sees the encoder only through its [CLS] vector.
+
+    L(x) = L_MLM(x^M; θ_enc) + w · L_dec^weak(x; θ_dec)                                      (eq. 10)
+    L_dec^weak = −Σ_t log P(x_t | x_{t−k:t−1}, h_0; θ_dec^weak)                              (eq. 9)
+
+- One encoder pass on the BERT-masked text gives both the MLM states and ``h_0``: the authors'
+  released model runs ``encoder(src_tokens)`` once and feeds ``x_encoder[:, 0]`` to the decoder
+  (``SEEDEncoderModel.forward``), while the decoder reconstructs the original, unmasked tokens with
+  teacher forcing (preprint footnote 1). The paper writes ``w = 1``; ``decoder_weight`` exposes it.
+- Both losses are means over their predicted tokens (fairseq divides the summed loss by the number
+  of tokens); the decoder also predicts the closing [SEP], as a language model predicts its EOS.
+- Decoder defaults are the paper's: 3 layers, span 2, the encoder's width, dropout 0.1 (sec. 4.1,
+  Appendix A.1). ``attention_span="all"`` gives the strong decoder of the paper's analysis (full
+  causal attention, "5-layer … All" in Figure 3 with ``decoder_layers=5``).
+- Token embeddings are tied to the encoder's (authors' code passes ``embed_tokens`` of the encoder
+  to the decoder); the output projection is tied too: the released config does not say, and tying
+  keeps the decoder weak (no V × H matrix of its own), as BERT ties its MLM output.
+
+Only the encoder is the product; the decoder lives in the training state (for resuming) and is
+discarded after pre-training.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import torch
+from torch.nn import functional as F
+from transformers import PreTrainedModel, PreTrainedTokenizerBase
+
+from seedr.modeling.weak_decoder import WeakDecoder
+from seedr.objectives.base import OBJECTIVES, ObjectiveOutput
+from seedr.objectives.mlm import MaskedLanguageModel, MLMConfig
+
+
+@dataclass
+class SeedConfig(MLMConfig):
+    """Options of SEED-Encoder pre-training (paper defaults).
+
+    Attributes:
+        decoder_layers: depth of the weak decoder (paper: 3; Figure 3 also 1 and 5).
+        attention_span: how many most recent positions each decoder position attends to, besides
+            [CLS] (paper: 2); ``"all"`` = full causal attention, the strong-decoder baseline.
+        decoder_weight: weight ``w`` of the decoder loss in ``L_MLM + w · L_dec`` (paper: 1).
+        decoder_dropout: dropout inside the decoder (paper: 0.1, as the encoder).
+        tie_embeddings: decoder input embeddings and output projection shared with the encoder's
+            word embeddings (authors' code shares the input embeddings; default True).
+    """
+
+    decoder_layers: int = 3
+    attention_span: int | str = 2
+    decoder_weight: float = 1.0
+    decoder_dropout: float = 0.1
+    tie_embeddings: bool = True
+
+    def __post_init__(self) -> None:
+        if isinstance(self.attention_span, str) and self.attention_span != "all":
+            raise ValueError(f"attention_span must be a positive integer or 'all', got {self.attention_span!r}")
+        if isinstance(self.attention_span, int) and self.attention_span < 1:
+            raise ValueError(f"attention_span must be ≥ 1, got {self.attention_span}")
+        if self.decoder_layers < 1:
+            raise ValueError(f"decoder_layers must be ≥ 1, got {self.decoder_layers}")
+
+    @property
+    def span(self) -> int | None:
+        """The window as ``WeakDecoder`` takes it: None for full attention."""
+        return None if self.attention_span == "all" else int(self.attention_span)
+
+
+@OBJECTIVES.register("seed")
+class SeedEncoder(MaskedLanguageModel):
+    """MLM on the masked text + weak-decoder reconstruction of the clean text from [CLS].
+
+    Parts: ``mlm`` and ``weak_decoder`` (already multiplied by ``decoder_weight``).
+
+    Example:
+        >>> objective = OBJECTIVES.get("seed")(encoder, tokenizer, SeedConfig(attention_span=2))
+        >>> output = objective(**objective.collate(token_id_lists))
+        >>> output.parts["weak_decoder"]
+    """
+
+    name = "seed"
+    config_class = SeedConfig
+
+    def __init__(self, encoder: PreTrainedModel, tokenizer: PreTrainedTokenizerBase,
+                 config: SeedConfig | None = None) -> None:
+        super().__init__(encoder, tokenizer, config)
+        self.decoder = WeakDecoder(encoder.config, self.config.decoder_layers, self.config.span,
+                                   self.config.decoder_dropout, self.config.tie_embeddings)
+
+    def collate(self, examples: Sequence[Sequence[int]]) -> dict[str, torch.Tensor]:
+        input_ids, attention_mask = self.pad(examples)
+        masked_input_ids, labels = self.mask(input_ids)
+        return {"input_ids": masked_input_ids, "attention_mask": attention_mask, "labels": labels,
+                "decoder_input_ids": input_ids}
+
+    def decoder_loss(self, cls_vector: torch.Tensor, decoder_input_ids: torch.Tensor,
+                     attention_mask: torch.Tensor) -> torch.Tensor:
+        """Eq. 9 as a mean over tokens: teacher-forced reconstruction of the clean ``[CLS] … [SEP]``
+        (B, T) from ``cls_vector`` (B, H); position p reads ``x_p`` and predicts ``x_{p+1}``."""
+        shared = self.encoder.get_input_embeddings().weight if self.config.tie_embeddings else None  # (V, H)
+        states = self.decoder(decoder_input_ids[:, :-1], cls_vector, shared)  # (B, T−1, H)
+        targets = decoder_input_ids[:, 1:]  # (B, T−1)
+        real = attention_mask[:, 1:].bool()  # (B, T−1): padding is never a target
+        logits = self.decoder.logits(states[real], shared)  # (N, V): only at real targets
+        return F.cross_entropy(logits, targets[real])
+
+    def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor, labels: torch.Tensor,
+                decoder_input_ids: torch.Tensor) -> ObjectiveOutput:
+        """``input_ids``: masked text (B, T); ``labels``: MLM targets; ``decoder_input_ids``: clean text."""
+        sequence_output = self.encoder(input_ids=input_ids, attention_mask=attention_mask).last_hidden_state
+        mlm = self.mlm_loss(sequence_output, labels)
+        decoder = self.config.decoder_weight * self.decoder_loss(sequence_output[:, 0], decoder_input_ids,
+                                                                 attention_mask)
+        return ObjectiveOutput(loss=mlm + decoder, parts={"mlm": mlm, "weak_decoder": decoder})

@@ -1,0 +1,439 @@
+"""The two-tower contrastive kernel shared by ICT, BFS, WLP and their mix (Chang et al., ICLR 2020).
+
+The paper's model (sec. 2, 4.1): a query tower φ and a document tower ψ, each a BERT encoder whose
+embedding is a linear layer on the [CLS] state (dimension 512), scored by the inner product
+f(q, d) = ⟨φ(q), ψ(d)⟩ (Eq. 1) and trained by maximum likelihood of the positive document under a
+softmax over documents (Eq. 3), approximated by the sampled softmax over the documents of the batch.
+The tasks differ *only* in how the positive (query, document) pairs are made (sec. 3), so this module
+holds everything else:
+
+- ``Pair`` and ``PairTask``: a pair with its provenance, and the base class of the pair builders
+  (``ict.py``, ``bfs.py``, ``wlp.py``), registered in ``PAIR_TASKS``;
+- ``PairData``: the ``TrainData`` of two-tower objectives, a fresh draw of pairs each epoch,
+  deterministic in (seed, epoch), mixing several tasks uniformly (the paper's "ICT+BFS+WLP", sec. 4.1);
+- ``pair_data_for``: ``PairData`` for an objective name and corpus files (wiki shards or FOLDOC);
+- ``TwoTowerObjective``: collate + towers + ``in_batch_softmax``.
+
+Where the paper is silent we follow BERT and DPR (Karpukhin et al., 2020) and say so below.
+"""
+
+from __future__ import annotations
+
+import copy
+import itertools
+import json
+import os
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, ClassVar
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+from torch import nn
+from torch.utils.data import Dataset
+from tqdm.auto import tqdm
+from transformers import PreTrainedModel, PreTrainedTokenizerBase
+
+from seedr.data.articles import read_articles
+from seedr.data.glossary import read_glossary
+from seedr.data.io import DataError, iter_jsonl
+from seedr.data.links import recover_title_links
+from seedr.data.records import Article
+from seedr.data.sentences import sentence_spans
+from seedr.losses.base import Similarity, candidate_scores
+from seedr.modeling.dual_encoder import DOCUMENT_TOWER, SETTINGS_FILE
+from seedr.modeling.encoder import pool, save_encoder
+from seedr.objectives.base import OBJECTIVES, Objective, ObjectiveOutput
+from seedr.registry import Registry
+
+# ---------------------------------------------------------------------------------------------- pairs
+
+
+@dataclass(frozen=True, slots=True)
+class Pair:
+    """A positive (query, document) pair; the document is encoded as ``title [SEP] document``.
+
+    ``source`` says where it came from: always ``task``, ``article_id`` and ``title`` of the article
+    the query was drawn from, plus task-specific positions (paragraph indices, the linking article).
+    """
+
+    query: str
+    document: str
+    title: str
+    source: dict[str, Any]
+
+    @property
+    def task(self) -> str:
+        return self.source["task"]
+
+
+@dataclass
+class PairConfig:
+    """How pairs are drawn from a corpus.
+
+    Args:
+        keep_query_probability: ICT only: how often the query sentence is left in its document. The
+            ICLR 2020 paper always removes it (sec. 3, 0.0, the default); ORQA (Lee et al., 2019,
+            sec. 5) keeps it 10% of the time (0.1) so the encoder still learns word matching.
+        min_title_words: WLP on the wiki bundle, whose hyperlinks were stripped: links are recovered
+            from mentions of other articles' titles of at least this many words (one-word titles such
+            as "British" are too ambiguous).
+        max_articles: read only this many articles (all files together); ``None`` reads everything.
+        pairs_per_epoch: pairs in one epoch; ``None`` = one per unit of every task (each ICT passage,
+            each BFS article, each WLP target article once).
+    """
+
+    keep_query_probability: float = 0.0
+    min_title_words: int = 2
+    max_articles: int | None = None
+    pairs_per_epoch: int | None = None
+
+    def __post_init__(self) -> None:
+        if not 0.0 <= self.keep_query_probability <= 1.0:
+            raise ValueError(f"keep_query_probability must lie in [0, 1], got {self.keep_query_probability}")
+
+
+class PairTask:
+    """A pre-training task of the ICLR 2020 paper (sec. 3), as a builder of positive pairs.
+
+    A task has ``len(task)`` *units* (a passage for ICT, an article for BFS, a linked article for WLP)
+    and builds one pair from a unit with the random generator it is given, so a pair is a pure
+    function of (unit, generator): ``PairData`` makes that deterministic in (seed, epoch, position),
+    and draws different sentences and passages from the same unit in different epochs.
+
+    Subclasses set ``name``, take ``(articles, config: PairConfig)`` and register in ``PAIR_TASKS``.
+    """
+
+    name: ClassVar[str] = ""
+
+    def __len__(self) -> int:
+        raise NotImplementedError
+
+    def pair(self, unit: int, rng: np.random.Generator) -> Pair:
+        raise NotImplementedError
+
+
+PAIR_TASKS: Registry[type[PairTask]] = Registry("pair task")
+
+
+def lead_sentences(article: Article) -> list[tuple[int, str]]:
+    """``(lead paragraph index, sentence)`` of every sentence of the article's first section (its lead):
+    the query side of BFS and WLP, "often the description or summary of the whole page" (sec. 3)."""
+    return [(index, paragraph[start:end]) for index, paragraph in enumerate(article.lead)
+            for start, end in sentence_spans(paragraph)]
+
+
+class PairDataset(Dataset):
+    """One epoch of pairs: position ``i`` is a pair of task ``task_of[i]``.
+
+    With several tasks each position's task is drawn uniformly, as "each pair is uniformly sampled
+    from the three pre-training tasks" (sec. 4.1); within a task the units are visited in a random
+    order, each once before any repeats. Each pair is drawn with a generator seeded by
+    (seed, epoch, position), so ``dataset[i]`` is the same whenever and in whichever worker it is read.
+    """
+
+    def __init__(self, tasks: Sequence[PairTask], seed: int, epoch: int, size: int) -> None:
+        self.tasks, self.seed, self.epoch = list(tasks), seed, epoch
+        rng = np.random.default_rng([seed, epoch])
+        self.task_of = rng.integers(len(self.tasks), size=size) if len(self.tasks) > 1 else np.zeros(size, int)
+        self.rank = np.empty(size, dtype=np.int64)  # how many earlier positions drew the same task
+        for task_index in range(len(self.tasks)):
+            positions = np.flatnonzero(self.task_of == task_index)
+            self.rank[positions] = np.arange(len(positions))
+        self.orders = [rng.permutation(len(task)) for task in self.tasks]
+
+    def __len__(self) -> int:
+        return len(self.task_of)
+
+    def __getitem__(self, index: int) -> Pair:
+        if not 0 <= index < len(self):
+            raise IndexError(f"pair {index} of an epoch of {len(self)}")
+        task_index = int(self.task_of[index])
+        order = self.orders[task_index]
+        unit = int(order[self.rank[index] % len(order)])
+        return self.tasks[task_index].pair(unit, np.random.default_rng([self.seed, self.epoch, index]))
+
+
+class PairData:
+    """The training data of a two-tower objective: ``dataset(epoch)`` is a new draw of pairs per epoch.
+
+    Args:
+        tasks: the pair builders (one for ICT/BFS/WLP, three for their mix).
+        seed: with the epoch, determines every pair.
+        pairs_per_epoch: default one pair per unit of every task (``sum(len(task))``).
+
+    Example:
+        >>> data = PairData([ICTPairs(articles, PairConfig())], seed=13)  # doctest: +SKIP
+        >>> data.dataset(epoch=0)[0].query                                 # doctest: +SKIP
+    """
+
+    def __init__(self, tasks: Sequence[PairTask], seed: int, pairs_per_epoch: int | None = None) -> None:
+        empty = [task.name for task in tasks if len(task) == 0]
+        if not tasks or empty:
+            raise ValueError(f"no pairs for task(s) {empty or '(none given)'}")
+        self.tasks, self.seed = list(tasks), seed
+        self.pairs_per_epoch = pairs_per_epoch or sum(len(task) for task in tasks)
+
+    def __len__(self) -> int:
+        return self.pairs_per_epoch
+
+    def dataset(self, epoch: int) -> PairDataset:
+        return PairDataset(self.tasks, self.seed, epoch, self.pairs_per_epoch)
+
+
+def _corpus_kind(path: str | os.PathLike) -> str:
+    """``"glossary"`` for FOLDOC/Jargon entries (``headword``), ``"wiki"`` for structured articles."""
+    for _, record in iter_jsonl(path):
+        return "glossary" if "headword" in record else "wiki"
+    raise DataError(path, "empty: no article to build pairs from")
+
+
+def read_pair_corpus(paths: Iterable[str | os.PathLike], config: PairConfig, links: bool) -> list[Article]:
+    """Articles to draw pairs from: wiki bundle shards and/or FOLDOC/Jargon files, ``max_articles`` at most.
+
+    With ``links``, wiki articles get links recovered from title mentions (their hyperlinks were
+    stripped); glossary entries keep their real ``{cross-links}``.
+    """
+    wiki: list[Article] = []
+    glossary: list[Article] = []
+    remaining = config.max_articles
+    for path in paths:
+        if remaining is not None and remaining <= 0:
+            break
+        kind = _corpus_kind(path)
+        reader = read_glossary(path) if kind == "glossary" else read_articles(path)
+        articles = list(tqdm(itertools.islice(reader, remaining), desc=f"read {Path(path).name}",
+                             unit=" articles", disable=None, leave=False))
+        (glossary if kind == "glossary" else wiki).extend(articles)
+        remaining = None if remaining is None else remaining - len(articles)
+    if links and wiki:
+        wiki = recover_title_links(wiki, min_title_words=config.min_title_words)
+    return wiki + glossary
+
+
+def pair_data_for(objective_name: str, corpus_paths: Sequence[str | os.PathLike] | str | os.PathLike, seed: int,
+                  config: PairConfig | None = None) -> PairData:
+    """``PairData`` for a registered two-tower objective (``ict``, ``bfs``, ``wlp``, ``ict_bfs_wlp``).
+
+    Args:
+        objective_name: the objective; its ``tasks`` say which pair builders to use.
+        corpus_paths: wiki bundle shards (``{"id", "title", "lead", "sections"}`` JSONL) and/or FOLDOC
+            / Jargon files (``{"headword", "text", "links"}``), compressed or not.
+        seed: with the epoch, determines every pair.
+        config: see ``PairConfig``.
+
+    Raises:
+        ValueError: the objective does not train on pairs, or a task finds no pair in the corpus.
+    """
+    objective = OBJECTIVES.get(objective_name)
+    if objective.input_kind != "pairs":
+        pair_objectives = [name for name in OBJECTIVES if OBJECTIVES.get(name).input_kind == "pairs"]
+        raise ValueError(f"objective {objective_name!r} does not train on (query, document) pairs; "
+                         f"these do: {', '.join(pair_objectives)}")
+    config = config or PairConfig()
+    paths = [corpus_paths] if isinstance(corpus_paths, str | os.PathLike) else list(corpus_paths)
+    articles = read_pair_corpus(paths, config, links="wlp" in objective.tasks)
+    tasks = [PAIR_TASKS.get(name)(articles, config) for name in objective.tasks]
+    for task in tasks:
+        if len(task) == 0:
+            raise DataError(", ".join(map(str, paths)), f"no {task.name} pair can be built from these articles")
+    return PairData(tasks, seed, config.pairs_per_epoch)
+
+
+# ---------------------------------------------------------------------------------------------- loss
+
+
+def in_batch_softmax(queries: torch.Tensor, documents: torch.Tensor,
+                     false_negatives: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+    """Per-query loss and top-1 correctness of the sampled softmax over the documents of the batch.
+
+    −log p(d_i | q_i) with p(d | q) = exp⟨φ(q), ψ(d)⟩ / Σ_{d′ ∈ batch} exp⟨φ(q), ψ(d′)⟩ (ICLR 2020,
+    Eq. 1 and 3, D replaced by the batch's documents): the positive of row i is column i. Eq. 3's
+    sampled softmax subtracts log Q(d′) for the sampling probability Q of each negative (Bengio &
+    Senecal, 2008); in-batch negatives are the positives of pairs drawn uniformly, so Q is the same
+    for every document and the correction cancels in the softmax.
+
+    Args:
+        queries: (B, D) query embeddings φ(q).
+        documents: (B, D) document embeddings ψ(d); row i is the positive of query i.
+        false_negatives: optional (B, B) boolean, ``True`` where column j's document is identical to
+            row i's positive (the same passage drawn twice): left out of row i's denominator.
+
+    Returns:
+        ``(losses (B,), correct (B,))``.
+    """
+    empty = documents.new_zeros(documents.shape[0], 0, documents.shape[-1])  # (B, 0, D): no hard negatives
+    candidates = candidate_scores(queries, documents, empty, Similarity("dot"), in_batch=True,
+                                  false_negatives=false_negatives)
+    in_denominator = candidates.negative.clone()  # (B, B)
+    in_denominator.scatter_(1, candidates.target.unsqueeze(1), True)
+    logits = candidates.scores.masked_fill(~in_denominator, float("-inf"))  # (B, B)
+    losses = F.cross_entropy(logits, candidates.target, reduction="none")  # (B,)
+    return losses, logits.argmax(dim=-1) == candidates.target
+
+
+# ---------------------------------------------------------------------------------------------- objective
+
+
+@dataclass
+class TwoTowerConfig:
+    """Options of the two-tower objectives (ICLR 2020, sec. 4.1).
+
+    Args:
+        query_max_length: query tokens kept (paper: 64).
+        document_max_length: ``title [SEP] passage`` tokens kept (paper: 288).
+        projection_dim: the linear layer on [CLS] that makes the embedding (paper: 512); ``None``
+            (default) uses the [CLS] state itself, as SEED-Encoder and DPR, so the saved encoder's
+            embedding is what the rest of seedr fine-tunes.
+        separate_towers: a document tower with its own weights, initialised as a copy of the query
+            tower. The paper draws two towers (Fig. 1) without saying whether they share weights;
+            default shared (one encoder, the Siamese set-up of SEED-Encoder and CPDAE).
+        pairs: how pairs are drawn (used by ``pair_data_for``).
+    """
+
+    query_max_length: int = 64
+    document_max_length: int = 288
+    projection_dim: int | None = None
+    separate_towers: bool = False
+    pairs: PairConfig = field(default_factory=PairConfig)
+
+
+class TwoTowerObjective(Objective):
+    """Two-tower pre-training with the in-batch sampled softmax (ICLR 2020, Eq. 1 and 3).
+
+    Subclasses only name their tasks (``tasks``); ``collate`` turns their ``Pair``s into the
+    tokenised towers' inputs: the query alone (64 tokens) and the document as the text pair
+    ``title [SEP] passage`` (288 tokens, the paper's input for ICT, sec. 4.1; we use it for every
+    task, and DPR's convention: token type 1 on the passage, the passage alone when there is no title).
+
+    The embedding is the [CLS] state (``pool``), then the optional projection. ``forward`` returns
+    ``ObjectiveOutput(loss, parts, metrics)``: ``parts`` has one entry per task in the batch, the
+    sum over that task's rows divided by the batch size, so the parts add up to ``loss`` (for a
+    single task, the part is the loss); ``metrics`` has the in-batch top-1 ``accuracy`` (and per
+    task for a mix).
+
+    The product is the query tower (= the shared encoder): ``save_encoder`` writes it with the
+    projection, if any, as a sentence-transformers ``Dense`` module (``2_Dense/``), so
+    ``SentenceTransformer(dir)`` gives the projected embedding while ``AutoModel`` loads the backbone.
+    A separate document tower goes to ``doc_encoder/`` inside it, where
+    ``seedr.modeling.dual_encoder.DualEncoder.from_pretrained`` finds it for fine-tuning.
+
+    Any encoder whose output's first state is its sequence embedding works too, e.g. the BoW-MLP
+    baseline (``seedr.modeling.bow_mlp``).
+    """
+
+    config_class = TwoTowerConfig
+    input_kind = "pairs"
+    #: Names of the ``PAIR_TASKS`` whose pairs this objective trains on.
+    tasks: ClassVar[tuple[str, ...]] = ()
+
+    def __init__(self, encoder: PreTrainedModel, tokenizer: PreTrainedTokenizerBase,
+                 config: TwoTowerConfig | None = None) -> None:
+        super().__init__(encoder, tokenizer, config or TwoTowerConfig())
+        hidden = encoder.config.hidden_size
+        dim = self.config.projection_dim
+        self.projection = nn.Linear(hidden, dim) if dim is not None else None
+        # Separate towers are distinct modules (not two names for one), so checkpoints never hold shared tensors.
+        self.document_encoder = copy.deepcopy(encoder) if self.config.separate_towers else None
+        self.document_projection = (copy.deepcopy(self.projection)
+                                    if self.config.separate_towers and self.projection is not None else None)
+
+    @property
+    def embedding_dim(self) -> int:
+        return self.config.projection_dim or self.encoder.config.hidden_size
+
+    def collate(self, examples: list[Pair]) -> dict[str, torch.Tensor]:
+        unknown = sorted({pair.task for pair in examples} - set(self.tasks))
+        if unknown:
+            raise ValueError(f"the {self.name} objective got pairs of task(s) {unknown}; it trains on {list(self.tasks)}")
+        queries = self.tokenizer([pair.query for pair in examples], max_length=self.config.query_max_length,
+                                 truncation=True, padding=True, return_tensors="pt")
+        documents = self._tokenize_documents(examples)
+        first_row: dict[tuple[str, str], int] = {}
+        groups = torch.tensor([first_row.setdefault((pair.title, pair.document), row)
+                               for row, pair in enumerate(examples)])  # (B,): rows with one document share a group
+        same = groups.unsqueeze(0) == groups.unsqueeze(1)  # (B, B)
+        return {
+            "query_input_ids": queries["input_ids"],  # (B, Tq)
+            "query_attention_mask": queries["attention_mask"],
+            "document_input_ids": documents["input_ids"],  # (B, Td)
+            "document_attention_mask": documents["attention_mask"],
+            "document_token_type_ids": documents["token_type_ids"],
+            "false_negatives": same & ~torch.eye(len(examples), dtype=torch.bool),  # (B, B)
+            "task_ids": torch.tensor([self.tasks.index(pair.task) for pair in examples]),  # (B,)
+        }
+
+    def _tokenize_documents(self, examples: list[Pair]) -> dict[str, torch.Tensor]:
+        """``title [SEP] passage`` per pair (the passage alone without a title), padded to one length."""
+        limit = self.config.document_max_length
+        encoded = [self.tokenizer(pair.title, pair.document, max_length=limit, truncation=True) if pair.title
+                   else self.tokenizer(pair.document, max_length=limit, truncation=True) for pair in examples]
+        return self.tokenizer.pad(encoded, return_tensors="pt")
+
+    def _embed(self, encoder: PreTrainedModel, projection: nn.Linear | None, input_ids: torch.Tensor,
+               attention_mask: torch.Tensor, token_type_ids: torch.Tensor | None = None) -> torch.Tensor:
+        inputs = {"input_ids": input_ids, "attention_mask": attention_mask}
+        if token_type_ids is not None:
+            inputs["token_type_ids"] = token_type_ids
+        cls = pool(encoder(**inputs).last_hidden_state, attention_mask, "cls")  # (B, H)
+        return projection(cls) if projection is not None else cls  # (B, D)
+
+    def embed_queries(self, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
+        """φ(q): (B, D)."""
+        return self._embed(self.encoder, self.projection, input_ids, attention_mask)
+
+    def embed_documents(self, input_ids: torch.Tensor, attention_mask: torch.Tensor,
+                        token_type_ids: torch.Tensor | None = None) -> torch.Tensor:
+        """ψ(d): (B, D), from the document tower when separate."""
+        if self.document_encoder is None:
+            return self._embed(self.encoder, self.projection, input_ids, attention_mask, token_type_ids)
+        return self._embed(self.document_encoder, self.document_projection, input_ids, attention_mask, token_type_ids)
+
+    def forward(self, query_input_ids: torch.Tensor, query_attention_mask: torch.Tensor,
+                document_input_ids: torch.Tensor, document_attention_mask: torch.Tensor, task_ids: torch.Tensor,
+                document_token_type_ids: torch.Tensor | None = None,
+                false_negatives: torch.Tensor | None = None) -> ObjectiveOutput:
+        queries = self.embed_queries(query_input_ids, query_attention_mask)  # (B, D)
+        documents = self.embed_documents(document_input_ids, document_attention_mask,
+                                         document_token_type_ids)  # (B, D)
+        losses, correct = in_batch_softmax(queries, documents, false_negatives)  # (B,), (B,)
+        batch = losses.shape[0]
+        parts, metrics = {}, {"accuracy": correct.float().mean()}
+        for index, task in enumerate(self.tasks):
+            rows = task_ids == index  # (B,)
+            if len(self.tasks) == 1 or rows.any():
+                parts[task] = losses[rows].sum().detach() / batch
+                if len(self.tasks) > 1:
+                    metrics[f"{task}_accuracy"] = correct[rows].float().mean()
+        return ObjectiveOutput(losses.mean(), parts, metrics)
+
+    def save_encoder(self, directory: str | os.PathLike, max_seq_length: int = 512) -> Path:
+        directory = Path(directory)
+        _save_tower(self.encoder, self.projection, self.tokenizer, directory, max_seq_length)
+        if self.document_encoder is not None:
+            _save_tower(self.document_encoder, self.document_projection, self.tokenizer, directory / DOCUMENT_TOWER,
+                        max_seq_length)
+        # What DualEncoder.from_pretrained reads to fine-tune with the same towers, pooling and score.
+        settings = {"shared": self.document_encoder is None, "pooling": "cls", "similarity": "dot", "scale": 1.0}
+        (directory / SETTINGS_FILE).write_text(json.dumps(settings, indent=2))
+        return directory
+
+
+def _save_tower(encoder: PreTrainedModel, projection: nn.Linear | None, tokenizer: PreTrainedTokenizerBase,
+                directory: Path, max_seq_length: int) -> None:
+    """The encoder in Hugging Face + sentence-transformers form, the projection as module ``2_Dense``."""
+    save_encoder(encoder, tokenizer, directory, pooling="cls", max_seq_length=max_seq_length, similarity="dot")
+    if projection is None:
+        return
+    from sentence_transformers.sentence_transformer.modules import Dense
+
+    dense = Dense(projection.in_features, projection.out_features, bias=True, activation_function=None,
+                  init_weight=projection.weight.detach().clone(), init_bias=projection.bias.detach().clone())
+    (directory / "2_Dense").mkdir(exist_ok=True)
+    dense.save(str(directory / "2_Dense"))
+    modules = json.loads((directory / "modules.json").read_text())
+    modules.append({"idx": len(modules), "name": str(len(modules)), "path": "2_Dense",
+                    "type": "sentence_transformers.models.Dense"})
+    (directory / "modules.json").write_text(json.dumps(modules, indent=2))

@@ -1,0 +1,127 @@
+"""Documents longer than the encoder's input: FirstP and MaxP.
+
+- **FirstP** encodes a document by its first passage only (ANCE FirstP, Xiong et al. ICLR 2021 §5,
+  the setting of SEED-Encoder's MS MARCO document results, Lu et al. EMNLP 2021 §4.1: "the first 512
+  tokens of the long document", the rest cut off).
+- **MaxP** cuts a document into consecutive passages, indexes every passage, and scores a document by
+  its best passage (Dai & Callan, SIGIR 2019; ANCE MaxP: four 512-token passages, the first 2,048
+  tokens). Search fetches enough passages that the top-k documents are exact (``search_max_passage``).
+
+Passages are cut on the tokenizer's tokens and keep the original characters (token offsets), so the
+passage text is the document text verbatim; every passage keeps the document's title as its first
+segment (encoded ``title [SEP] passage`` like any document, see ``seedr.retrieval.encode``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+from transformers import PreTrainedTokenizerBase
+
+from seedr.data.records import Document, Run
+from seedr.registry import Registry
+from seedr.retrieval.faiss_index import DenseIndex
+from seedr.retrieval.runs import rank_documents, run_from_topk
+
+#: Passage ids are ``<document id>#<passage number from 0>``.
+PASSAGE_SEPARATOR = "#"
+
+
+@dataclass(frozen=True)
+class Passages:
+    """Passages cut from documents: ``passages`` (``Document``s with passage ids, the document's title)
+    and ``parent`` (passage id → document id)."""
+
+    passages: list[Document]
+    parent: dict[str, str]
+
+    @property
+    def max_per_document(self) -> int:
+        """The largest number of passages any one document has."""
+        counts: dict[str, int] = {}
+        for document_id in self.parent.values():
+            counts[document_id] = counts.get(document_id, 0) + 1
+        return max(counts.values(), default=0)
+
+
+def split_documents(documents: Iterable[Document], tokenizer: PreTrainedTokenizerBase, passage_length: int = 512,
+                    stride: int | None = None, max_passages: int | None = None) -> Passages:
+    """Cut each document into passages that fit ``passage_length`` tokens with its title and the
+    special tokens ([CLS] title [SEP] passage [SEP]).
+
+    Args:
+        passage_length: the encoder's input length (512 for BERT, as ANCE).
+        stride: tokens between passage starts; ``None`` = the passage's own length (no overlap, ANCE
+            MaxP); smaller values overlap passages (Dai & Callan use 150-word windows every 75 words).
+        max_passages: keep at most this many passages per document, from its start (ANCE MaxP: 4;
+            FirstP: 1); ``None`` keeps them all.
+    """
+    documents = list(documents)
+    texts = [document.text for document in documents]
+    # verbose=False: documents are longer than the model's maximum on purpose; no warning for that
+    encoded = tokenizer(texts, add_special_tokens=False, return_offsets_mapping=True, verbose=False)
+    titles = tokenizer([document.title for document in documents], add_special_tokens=False, verbose=False)
+    passages: list[Document] = []
+    parent: dict[str, str] = {}
+    for document, offsets, title_ids in zip(documents, encoded["offset_mapping"], titles["input_ids"]):
+        specials = 3 if document.title else 2  # [CLS] title [SEP] text [SEP] / [CLS] text [SEP]
+        # a very long title cannot starve the text: it is truncated at encoding time instead
+        window = max(passage_length - specials - len(title_ids), passage_length // 2)
+        step = stride or window
+        starts = range(0, max(len(offsets), 1), step)
+        for number, start in enumerate(starts):
+            if max_passages is not None and number >= max_passages:
+                break
+            piece = offsets[start:start + window]
+            text = document.text[piece[0][0]:piece[-1][1]] if piece else document.text
+            passage_id = f"{document.id}{PASSAGE_SEPARATOR}{number}"
+            passages.append(Document(passage_id, text, document.title))
+            parent[passage_id] = document.id
+            if start + window >= len(offsets):
+                break  # the window reached the end: a further (overlapping) start adds nothing new
+    return Passages(passages, parent)
+
+
+def firstp_passages(documents: Iterable[Document], tokenizer: PreTrainedTokenizerBase,
+                   passage_length: int = 512) -> Passages:
+    """FirstP: each document's first passage only."""
+    return split_documents(documents, tokenizer, passage_length, max_passages=1)
+
+
+def maxp_passages(documents: Iterable[Document], tokenizer: PreTrainedTokenizerBase, passage_length: int = 512,
+                 stride: int | None = None, max_passages: int | None = 4) -> Passages:
+    """MaxP's passages: the first ``max_passages`` passages of each document (ANCE MaxP: 4 × 512 tokens)."""
+    return split_documents(documents, tokenizer, passage_length, stride, max_passages)
+
+
+#: How ``seedr index``/``search`` turn long documents into indexable passages: ``firstp`` | ``maxp``.
+LONG_DOCUMENTS: Registry = Registry("long-document mode")
+LONG_DOCUMENTS.register("firstp")(firstp_passages)
+LONG_DOCUMENTS.register("maxp")(maxp_passages)
+
+
+def max_passage_run(passage_run: Run, parent: Mapping[str, str], k: int | None = None) -> Run:
+    """Document scores from passage scores: each document's best passage (MaxP), top ``k`` kept."""
+    documents: Run = {}
+    for qid, scores in passage_run.items():
+        best: dict[str, float] = {}
+        for passage_id, score in scores.items():
+            document_id = parent[passage_id]
+            if score > best.get(document_id, float("-inf")):
+                best[document_id] = score
+        documents[qid] = dict(rank_documents(best)[:k]) if k is not None else best
+    return documents
+
+
+def search_max_passage(index: DenseIndex, query_embeddings: np.ndarray, query_ids: Sequence[str],
+                       passages: Passages, k: int) -> Run:
+    """Top ``k`` documents per query by their best passage in a passage ``index``.
+
+    Fetches ``k × max_per_document`` passages: every passage ranked above the k-th document's best
+    one belongs to one of the k − 1 documents ahead of it, so the document top k is exact.
+    """
+    depth = k * max(passages.max_per_document, 1)
+    scores, ids = index.search(query_embeddings, depth)
+    return max_passage_run(run_from_topk(list(query_ids), scores, ids), passages.parent, k)

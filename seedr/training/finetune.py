@@ -1,0 +1,499 @@
+"""Fine-tuning a pre-trained encoder into a dense retriever: the training data, its collation, dev
+evaluation during training, static-negative rounds and few-shot runs. The loop itself is the shared
+``seedr.training.trainer.Trainer``.
+
+The set-ups of the papers, as recipes (``recipes/finetune/``):
+
+- SEED-Encoder's Siamese (BM25 Neg): triplet loss, negatives sampled from the top 100 BM25 results
+  (Lu et al., EMNLP 2021, §4.1–4.2); DPR: NLL over the positive, one BM25 negative and the batch's other
+  documents (Karpukhin et al. 2020); ANCE: NLL with negatives from the current model's top 200,
+  refreshed during training (Xiong et al. 2021); CPDAE: static hard negatives mined with the model,
+  re-mined and fine-tuned for an epoch per round (Ma et al., CIKM 2022, §4.1); few-shot fine-tuning on
+  0.1k/1k/10k queries averaged over three samples (CPDAE §4.4) or on 1%/5%/80% of them (Chang et al.,
+  ICLR 2020, §4.1).
+
+A run folder holds what ``Trainer`` writes (``encoder/``, ``checkpoints/``, ``metrics.jsonl``,
+``config.yaml``, ``run.json``), plus the mined negatives (``negatives/`` or ``ance/refresh-<step>/``,
+each with its ``provenance.json``); with rounds, one such folder per round (``round-<r>/``) and the last
+round's encoder in ``encoder/``; few-shot, one per seed (``seed-<s>/``) and ``few-shot.json``/``.md``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+import random
+import shutil
+import statistics
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import torch
+from rich.console import Console
+from transformers import BatchEncoding, PreTrainedTokenizerBase
+
+from seedr.config import record_run
+from seedr.data.corpus import load_corpus
+from seedr.data.io import DataError, atomic_directory, atomic_write
+from seedr.data.qa import read_dpr
+from seedr.data.queries import read_qrels, read_queries, sample_queries
+from seedr.data.records import Document, Qrels
+from seedr.evaluation.metrics import evaluate_run
+from seedr.losses import build_loss
+from seedr.modeling.dual_encoder import DualEncoder, document_segments
+from seedr.negatives import NEGATIVES, NegativeStrategy, NegativeTable
+from seedr.negatives.base import MinedNegative, positives
+from seedr.registry import Registry
+from seedr.training.checkpoint import PRODUCT, latest_checkpoint
+from seedr.training.trainer import METRICS, Callback, TrainConfig, Trainer
+
+console = Console(stderr=True)
+
+
+def _fine_tuning_defaults() -> TrainConfig:
+    # DPR's learning rate (2e-5) and a BERT-style 10% warm-up; recipes set each paper's own values.
+    return TrainConfig(learning_rate=2e-5, batch_size=32, max_steps=1000, warmup_steps=100, save_every=500)
+
+
+@dataclass
+class FinetuneConfig:
+    """Everything that defines a fine-tuning run (``seedr finetune``; recipes in ``recipes/finetune``).
+
+    Defaults: SEED-Encoder's Siamese (BM25 Neg) — one shared encoder, [CLS] embedding, dot product,
+    triplet loss, a negative from the top 100 BM25 results per (query, positive).
+    """
+
+    model: str = "minilm"  # model folder, seedr run folder, or "minilm"
+    train_data: str = ""  # BEIR folder (corpus.jsonl, queries.jsonl, qrels/<split>.tsv) or DPR JSON
+    train_split: str = "train"
+    dev_qrels: str | None = None  # dev labels: evaluated during training (SEED-Encoder Figure 6)
+    dev_queries: str | None = None  # default: queries.jsonl of the training folder
+    dev_corpus: str | None = None  # default: the training corpus
+    dev_every: int = 0  # optimizer steps between dev evaluations; 0 = only at the end
+    dev_metrics: list[str] = field(default_factory=lambda: ["MRR@10", "nDCG@10", "R@100"])
+    dev_depth: int = 100  # documents retrieved per dev query
+    shared_encoder: bool = True  # Siamese (SEED, ANCE, CPDAE) or separate towers (DPR)
+    pooling: str | None = None  # cls | mean; None = what the model folder records, else cls
+    similarity: str | None = None  # dot | cosine; None = what the model folder records, else dot
+    scale: float | None = None  # cosine's inverse temperature (default 20)
+    query_max_length: int = 64
+    document_max_length: int = 512  # FirstP: the first 512 tokens of a document (ANCE, SEED-Encoder)
+    loss: str = "triplet"
+    loss_options: dict[str, Any] = field(default_factory=dict)  # e.g. {margin: 1.0, in_batch: false}
+    negatives: str = "bm25"
+    negative_options: dict[str, Any] = field(default_factory=dict)  # e.g. {depth: 100}
+    negatives_per_query: int = 1  # hard negatives per query in a batch (DPR: 1, CPDAE: 7)
+    epochs: float | None = None  # if set, train.max_steps = this many passes over the training queries
+    few_shot: float | None = None  # train on this many queries (≥ 1) or this fraction (< 1) of them
+    seeds: list[int] = field(default_factory=list)  # few-shot: one run per seed (sample + training seed)
+    encode_batch_size: int = 64  # encoding batch for dev evaluation and negative mining
+    train: TrainConfig = field(default_factory=_fine_tuning_defaults)
+
+    def __post_init__(self) -> None:
+        if self.pooling not in (None, "cls", "mean"):
+            raise ValueError(f"pooling must be cls or mean, got {self.pooling!r}")
+        if self.similarity not in (None, "dot", "cosine"):
+            raise ValueError(f"similarity must be dot or cosine, got {self.similarity!r}")
+        if self.negatives_per_query < 0 or self.dev_every < 0:
+            raise ValueError("negatives_per_query and dev_every cannot be negative")
+        if self.few_shot is not None and self.few_shot <= 0:
+            raise ValueError(f"few_shot must be a positive count or fraction, got {self.few_shot}")
+
+
+# --------------------------------------------------------------------------------------- training data
+
+
+@dataclass
+class TrainingSet:
+    """Labelled training data: the corpus, the training queries, their relevance labels, and the hard
+    negatives that came with the data, if any (DPR's ``hard_negative_ctxs``)."""
+
+    corpus: dict[str, Document]
+    queries: dict[str, str]
+    qrels: Qrels
+    source: str
+    given_negatives: NegativeTable | None = None
+
+    def restricted_to(self, query_ids: Sequence[str]) -> TrainingSet:
+        """The same data for a subset of the queries (few-shot); the corpus is kept whole."""
+        kept = set(query_ids)
+        given = self.given_negatives
+        if given is not None:
+            given = NegativeTable({q: n for q, n in given.negatives.items() if q in kept}, given.provenance)
+        return TrainingSet(self.corpus, {q: t for q, t in self.queries.items() if q in kept},
+                           {q: j for q, j in self.qrels.items() if q in kept}, self.source, given)
+
+
+#: Readers of training data by format; ``load_training_set`` picks ``beir`` for a folder, ``dpr`` for a file.
+TRAINING_FORMATS: Registry[Callable[[Path, str], TrainingSet]] = Registry("training data format")
+
+
+@TRAINING_FORMATS.register("beir")
+def _read_beir(path: Path, split: str) -> TrainingSet:
+    corpus = load_corpus(path / "corpus.jsonl")
+    queries = read_queries(path / "queries.jsonl")
+    qrels_path = path / "qrels" / f"{split}.tsv"
+    qrels = read_qrels(qrels_path, queries=queries, documents=corpus)
+    labelled = {qid: judged for qid, judged in qrels.items() if any(grade > 0 for grade in judged.values())}
+    if not labelled:
+        raise DataError(qrels_path, "no query has a relevant document (grade > 0) to train on")
+    return TrainingSet(corpus, {qid: queries[qid] for qid in labelled}, labelled, f"BEIR {path} ({split})")
+
+
+@TRAINING_FORMATS.register("dpr")
+def _read_dpr(path: Path, split: str) -> TrainingSet:
+    """DPR's retriever JSON: the corpus is every context the file lists; questions without a positive
+    are left out, as DPR's own loader does; ``hard_negative_ctxs`` become the given negatives."""
+    corpus: dict[str, Document] = {}
+    queries: dict[str, str] = {}
+    qrels: Qrels = {}
+    given: dict[str, list[MinedNegative]] = {}
+    for example in read_dpr(path):
+        for document in (*example.positives, *example.hard_negatives, *example.negatives):
+            corpus.setdefault(document.id, document)
+        if not example.positives:
+            continue
+        queries[example.id] = example.question
+        qrels[example.id] = {document.id: 1 for document in example.positives}
+        given[example.id] = [MinedNegative(document.id, rank) for rank, document in
+                             enumerate(example.hard_negatives, start=1)]
+    if not queries:
+        raise DataError(path, "no question has a positive context to train on", field="positive_ctxs")
+    table = NegativeTable(given, {"strategy": "static", "source": f"hard_negative_ctxs of {path} (BM25, DPR)",
+                                  "checkpoint": None, "step": 0}).without(qrels)
+    return TrainingSet(corpus, queries, qrels, f"DPR {path}", table)
+
+
+def load_training_set(path: str | Path, split: str = "train") -> TrainingSet:
+    """A BEIR folder (corpus, queries, ``qrels/<split>.tsv``) or a DPR retriever JSON file."""
+    path = Path(path)
+    if not path.exists():
+        raise DataError(path, "no such file or folder (expected a BEIR folder or a DPR JSON file)")
+    return TRAINING_FORMATS.get("beir" if path.is_dir() else "dpr")(path, split)
+
+
+@dataclass(frozen=True)
+class FinetuneExample:
+    """One training example: a query, one of its positives, and its sampled hard negatives."""
+
+    query_id: str
+    query: str
+    positive: Document
+    negatives: tuple[Document, ...]
+
+
+class FinetuneData:
+    """The ``TrainData`` of fine-tuning: each epoch, every training query once, in an order shuffled by
+    ``(seed, pass)``, with one of its positives and ``negatives_per_query`` negatives sampled from the
+    current negative table.
+
+    With ``examples_per_epoch`` set, "epochs" are episodes of that many examples cut from the endless
+    sequence of shuffled passes — ANCE's set-up, where each episode trains on the negatives of the latest
+    refresh (``use_negatives``). The current table's folder is the resumable state.
+    """
+
+    def __init__(self, training: TrainingSet, table: NegativeTable, table_dir: Path, run_dir: Path,
+                 negatives_per_query: int, seed: int, examples_per_epoch: int | None = None) -> None:
+        self.training, self.run_dir, self.seed = training, run_dir, seed
+        self.negatives_per_query = negatives_per_query
+        self.examples_per_epoch = examples_per_epoch
+        self.relevant = positives(training.qrels)
+        self.use_negatives(table, table_dir)
+        self.query_ids = sorted(qid for qid in training.queries if self.relevant.get(qid)
+                                and (negatives_per_query == 0 or table.negatives.get(qid)))
+        dropped = len(training.queries) - len(self.query_ids)
+        if dropped:
+            console.print(f"[yellow]{dropped} training queries have no negative in {table_dir} and are left out[/]")
+        if not self.query_ids:
+            raise ValueError(f"no training query has both a positive and a negative (negatives: {table_dir})")
+
+    def use_negatives(self, table: NegativeTable, directory: Path) -> None:
+        """Sample from ``table`` (saved in ``directory``) from the next epoch on."""
+        self.table, self.table_dir = table, Path(directory)
+
+    def _pass_order(self, number: int) -> list[str]:
+        order = list(self.query_ids)
+        random.Random(f"{self.seed}:pass:{number}").shuffle(order)
+        return order
+
+    def dataset(self, epoch: int) -> list[FinetuneExample]:
+        size = self.examples_per_epoch or len(self.query_ids)
+        rng = random.Random(f"{self.seed}:epoch:{epoch}")
+        examples = []
+        for position in range(epoch * size, (epoch + 1) * size):
+            qid = self._pass_order(position // len(self.query_ids))[position % len(self.query_ids)]
+            positive = rng.choice(sorted(self.relevant[qid]))
+            negatives = self.table.sample(qid, self.negatives_per_query, rng)
+            if len(negatives) < self.negatives_per_query:
+                raise ValueError(f"query {qid!r} has no negative left in {self.table_dir}")
+            corpus = self.training.corpus
+            examples.append(FinetuneExample(qid, self.training.queries[qid], corpus[positive],
+                                            tuple(corpus[doc] for doc in negatives)))
+        return examples
+
+    def state_dict(self) -> dict[str, Any]:
+        return {"negatives": str(self.table_dir.relative_to(self.run_dir))}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        directory = self.run_dir / state["negatives"]
+        self.use_negatives(NegativeTable.load(directory), directory)
+
+
+def tokenize_documents(tokenizer: PreTrainedTokenizerBase, documents: Sequence[Document],
+                       max_length: int) -> BatchEncoding:
+    """Padded tensors of documents encoded as ``title [SEP] text`` (or the text alone), as at search time."""
+    segments = [document_segments(document) for document in documents]
+    encoded: list[dict[str, list[int]]] = [{} for _ in documents]
+    for paired in (False, True):  # a tokenizer call takes pairs for all texts or for none
+        indices = [i for i, (_, second) in enumerate(segments) if (second is not None) == paired]
+        if not indices:
+            continue
+        batch = tokenizer([segments[i][0] for i in indices], [segments[i][1] for i in indices] if paired else None,
+                          truncation=True, max_length=max_length)
+        for position, index in enumerate(indices):
+            encoded[index] = {key: values[position] for key, values in batch.items()}
+    return tokenizer.pad(encoded, return_tensors="pt")
+
+
+class FinetuneCollator:
+    """Examples → the keyword tensors of ``DualEncoder.forward``.
+
+    Documents are laid out positives first (B), then each query's N negatives in query order (B·N);
+    ``false_negatives`` (B, B + B·N) marks the documents of the batch that are relevant to a row's query
+    without being its target (in-batch training must not push them away).
+    """
+
+    def __init__(self, tokenizer: PreTrainedTokenizerBase, query_max_length: int, document_max_length: int,
+                 relevant: Mapping[str, set[str]]) -> None:
+        self.tokenizer, self.relevant = tokenizer, relevant
+        self.query_max_length, self.document_max_length = query_max_length, document_max_length
+
+    def __call__(self, examples: list[FinetuneExample]) -> dict[str, torch.Tensor]:
+        queries = self.tokenizer([e.query for e in examples], padding=True, truncation=True,
+                                 max_length=self.query_max_length, return_tensors="pt")
+        documents = [e.positive for e in examples] + [d for e in examples for d in e.negatives]
+        encoded = tokenize_documents(self.tokenizer, documents, self.document_max_length)
+        false_negatives = torch.zeros(len(examples), len(documents), dtype=torch.bool)  # (B, B + B·N)
+        for row, example in enumerate(examples):
+            for column, document in enumerate(documents):
+                if column != row and document.id in self.relevant.get(example.query_id, ()):
+                    false_negatives[row, column] = True
+        batch = {f"query_{key}": value for key, value in queries.items()}
+        batch.update({f"document_{key}": value for key, value in encoded.items()})
+        batch["false_negatives"] = false_negatives
+        return batch
+
+
+# ----------------------------------------------------------------------------------- dev evaluation
+
+
+@dataclass
+class DevSet:
+    corpus: Mapping[str, Document]
+    queries: dict[str, str]
+    qrels: Qrels
+
+
+def load_dev_set(config: FinetuneConfig, training: TrainingSet) -> DevSet | None:
+    """The dev set named by the config (queries and corpus default to the training folder's)."""
+    if config.dev_qrels is None:
+        return None
+    corpus = load_corpus(config.dev_corpus) if config.dev_corpus else training.corpus
+    queries_path = Path(config.dev_queries) if config.dev_queries else Path(config.train_data) / "queries.jsonl"
+    if not queries_path.exists():
+        raise DataError(queries_path, "no dev queries: give --dev-queries (needed unless the training data "
+                                      "is a BEIR folder with queries.jsonl)")
+    queries = read_queries(queries_path)
+    qrels = read_qrels(config.dev_qrels, queries=queries, documents=corpus)
+    return DevSet(corpus, {qid: queries[qid] for qid in qrels}, qrels)
+
+
+class DevEvaluation(Callback):
+    """Retrieval metrics on a dev set with the in-memory model every ``every`` steps and at the last
+    step, logged as ``dev/<metric>`` in ``metrics.jsonl`` — SEED-Encoder's fine-tuning curves (Lu et
+    al. 2021, Figure 6(a–b): dev MRR@10 against fine-tuning steps). Exact search (faiss Flat)."""
+
+    def __init__(self, dev: DevSet, metrics: Sequence[str], every: int, depth: int = 100,
+                 batch_size: int = 64) -> None:
+        self.dev, self.metrics, self.every, self.depth, self.batch_size = dev, list(metrics), every, depth, batch_size
+        self.latest: dict[str, float] = {}
+
+    def evaluate(self, model: DualEncoder) -> dict[str, float]:
+        run = model.rank(self.dev.corpus, self.dev.queries, self.depth, batch_size=self.batch_size)
+        self.latest = {f"dev/{name}": value for name, value in evaluate_run(run, self.dev.qrels, self.metrics).items()}
+        return self.latest
+
+    def on_step_end(self, trainer: Trainer, step: int) -> dict[str, float] | None:
+        due = (self.every and step % self.every == 0) or step == trainer.config.max_steps
+        if not due or not trainer.accelerator.is_main_process:
+            return None
+        return self.evaluate(trainer.unwrapped_model())
+
+    def log_initial(self, model: DualEncoder, run_dir: Path) -> dict[str, float]:
+        """Evaluate before the first step and start ``metrics.jsonl`` with it (step 0 of the curve)."""
+        metrics = self.evaluate(model)
+        with atomic_write(run_dir / METRICS) as stream:
+            stream.write(json.dumps({"step": 0, "epoch": 0, **metrics}) + "\n")
+        return metrics
+
+
+# --------------------------------------------------------------------------------------- orchestration
+
+
+def build_model(config: FinetuneConfig, model_path: str) -> DualEncoder:
+    loss = build_loss(config.loss, config.loss_options)
+    return DualEncoder.from_pretrained(model_path, loss, shared=config.shared_encoder,
+                                       pooling=config.pooling,  # type: ignore[arg-type]
+                                       similarity=config.similarity, scale=config.scale,
+                                       query_max_length=config.query_max_length,
+                                       document_max_length=config.document_max_length)
+
+
+def _mine_or_load(strategy: NegativeStrategy, training: TrainingSet, model: DualEncoder, model_source: str,
+                  directory: Path, reuse: bool) -> NegativeTable:
+    """Mine the negatives into ``directory``, or read them back when resuming a run that has them."""
+    if reuse and (directory / "provenance.json").exists():
+        console.print(f"negatives: reusing {directory}")
+        return NegativeTable.load(directory)
+    console.print(f"negatives: mining with [bold]{strategy.name}[/] for {len(training.queries)} queries")
+    table = strategy.mine(training.corpus, training.queries, training.qrels, model, model_source,
+                          given=training.given_negatives)
+    table.provenance.setdefault("options", strategy.options())
+    table.save(directory)
+    return table
+
+
+def _train_one(config: FinetuneConfig, training: TrainingSet, dev: DevSet | None, strategy: NegativeStrategy,
+               model_path: str, out_dir: Path, resume: bool) -> dict[str, Any]:
+    """One fine-tuning run (one round, one seed) in ``out_dir``; returns its summary."""
+    model = build_model(config, model_path)
+    resuming = resume and latest_checkpoint(out_dir) is not None
+    table_dir = out_dir / strategy.negatives_folder
+    table = _mine_or_load(strategy, training, model, model_path, table_dir, reuse=resuming)
+    per_query = config.negatives_per_query if strategy.hard_negatives else 0
+    train_config = config.train
+    if config.epochs is not None:
+        from accelerate import PartialState
+
+        per_step = train_config.batch_size * train_config.gradient_accumulation_steps * PartialState().num_processes
+        queries = len(training.queries)
+        steps = max(1, math.ceil(config.epochs * queries / per_step))
+        train_config = dataclasses.replace(train_config, max_steps=steps,
+                                           warmup_steps=min(train_config.warmup_steps, steps))
+    data = FinetuneData(training, table, table_dir, out_dir, per_query, train_config.seed)
+    callbacks: list[Callback] = []
+    evaluation = None
+    if dev is not None:
+        evaluation = DevEvaluation(dev, config.dev_metrics, config.dev_every, config.dev_depth,
+                                   config.encode_batch_size)
+        callbacks.append(evaluation)
+    collate = FinetuneCollator(model.tokenizer, config.query_max_length, config.document_max_length, data.relevant)
+    trainer = Trainer(model, data, collate, train_config, out_dir,
+                      lambda unwrapped, directory: unwrapped.save(directory), callbacks,
+                      run_config=dataclasses.replace(config, train=train_config))
+    callbacks.extend(strategy.callbacks(trainer, data, training, out_dir))
+    if evaluation is not None and not resuming and trainer.accelerator.is_main_process:
+        initial = evaluation.log_initial(model, out_dir)
+        console.print("dev before fine-tuning: " + ", ".join(f"{k} {v:.4f}" for k, v in initial.items()))
+    last = trainer.train(resume=resume)
+    return {"run": str(out_dir), "encoder": str(out_dir / PRODUCT), "steps": train_config.max_steps,
+            "queries": len(data.query_ids), "last": last,
+            "dev": {k: v for k, v in last.items() if k.startswith("dev/")}}
+
+
+def finetune(config: FinetuneConfig, out_dir: str | Path, resume: bool = False) -> dict[str, Any]:
+    """Fine-tune ``config.model`` on ``config.train_data``; few-shot seeds and static rounds included.
+
+    Returns a summary: the run folder, the encoder, the last logged metrics and the final dev metrics.
+    """
+    out_dir = Path(out_dir)
+    training = load_training_set(config.train_data, config.train_split)
+    dev = load_dev_set(config, training)
+    if config.few_shot is not None:
+        return _few_shot(config, training, dev, out_dir, resume)
+    return _rounds(config, training, dev, out_dir, resume)
+
+
+def _rounds(config: FinetuneConfig, training: TrainingSet, dev: DevSet | None, out_dir: Path,
+            resume: bool) -> dict[str, Any]:
+    """Train once, or — static negatives with ``rounds`` > 1, CPDAE — mine → train → re-mine with the
+    model just trained → train ..., each round in ``round-<r>/``, the last round's encoder in ``encoder/``."""
+    strategy: NegativeStrategy = NEGATIVES.build(config.negatives, config.negative_options)
+    rounds = getattr(strategy, "rounds", 1)
+    if rounds == 1:
+        return _train_one(config, training, dev, strategy, config.model, out_dir, resume)
+    record_run(out_dir, config, config.train.seed)
+    model_path, summaries = config.model, []
+    for number in range(1, rounds + 1):
+        round_dir = out_dir / f"round-{number}"
+        done = round_dir / "round.json"
+        if resume and done.exists():
+            summary = json.loads(done.read_text(encoding="utf-8"))
+        else:
+            console.rule(f"round {number} of {rounds}")
+            if number > 1:  # re-mine with the model the previous round produced (CPDAE §4.1)
+                options = {**config.negative_options, "run": None, "model": model_path}
+                strategy = NEGATIVES.build(config.negatives, options)
+            summary = _train_one(config, training, dev, strategy, model_path, round_dir, resume)
+            with atomic_write(done) as stream:
+                json.dump(summary, stream, indent=2)
+        summaries.append(summary)
+        model_path = summary["encoder"]
+    with atomic_directory(out_dir / PRODUCT) as temporary:
+        shutil.copytree(model_path, temporary, dirs_exist_ok=True)
+    return {**summaries[-1], "run": str(out_dir), "encoder": str(out_dir / PRODUCT), "rounds": summaries}
+
+
+def _few_shot(config: FinetuneConfig, training: TrainingSet, dev: DevSet | None, out_dir: Path,
+              resume: bool) -> dict[str, Any]:
+    """One run per seed on a seeded sample of the training queries (``sample_queries``: by count when
+    ``few_shot`` ≥ 1, by fraction below), then the dev metrics of every seed and their mean and standard
+    deviation in ``few-shot.json`` and ``few-shot.md`` (CPDAE §4.4: the average of three samples)."""
+    if dev is None:
+        raise ValueError("few-shot runs are compared on a dev set: give --dev-qrels")
+    seeds = config.seeds or [config.train.seed]
+    size = config.few_shot
+    by_count = size is not None and size >= 1
+    if by_count and not float(size).is_integer():
+        raise ValueError(f"few_shot ≥ 1 is a number of queries and must be whole, got {size}")
+    record_run(out_dir, config, None)
+    runs = []
+    for seed in seeds:
+        sample = sample_queries(training.queries, count=int(size) if by_count else None,
+                                fraction=None if by_count else size, seed=seed)
+        console.rule(f"few-shot: {len(sample)} queries, seed {seed}")
+        seed_config = dataclasses.replace(config, few_shot=None, seeds=[],
+                                          train=dataclasses.replace(config.train, seed=seed))
+        summary = _rounds(seed_config, training.restricted_to(sample), dev, out_dir / f"seed-{seed}", resume)
+        runs.append({"seed": seed, "queries": len(sample), "run": summary["run"], "dev": summary["dev"]})
+    table = few_shot_table(runs)
+    with atomic_write(out_dir / "few-shot.json") as stream:
+        json.dump(table, stream, indent=2)
+    with atomic_write(out_dir / "few-shot.md") as stream:
+        stream.write(few_shot_markdown(table, size))
+    return {"run": str(out_dir), "few_shot": table, "dev": table["mean"]}
+
+
+def few_shot_table(runs: list[dict[str, Any]]) -> dict[str, Any]:
+    """Per-seed dev metrics with their mean and (sample) standard deviation over seeds."""
+    names = list(runs[0]["dev"]) if runs else []
+    values = {name: [run["dev"][name] for run in runs] for name in names}
+    return {"runs": runs, "mean": {n: statistics.fmean(v) for n, v in values.items()},
+            "std": {n: statistics.stdev(v) if len(v) > 1 else 0.0 for n, v in values.items()}}
+
+
+def few_shot_markdown(table: dict[str, Any], size: float | None) -> str:
+    names = list(table["mean"])
+    header = "| seed | queries | " + " | ".join(names) + " |\n|---|---|" + "---|" * len(names) + "\n"
+    rows = "".join(f"| {run['seed']} | {run['queries']} | " + " | ".join(f"{run['dev'][n]:.4f}" for n in names)
+                   + " |\n" for run in table["runs"])
+    mean = "| mean ± std | | " + " | ".join(f"{table['mean'][n]:.4f} ± {table['std'][n]:.4f}" for n in names) + " |\n"
+    return f"# Few-shot fine-tuning ({size:g} training queries)\n\n" + header + rows + mean
+
+
+__all__ = ["FinetuneConfig", "TrainingSet", "TRAINING_FORMATS", "load_training_set", "FinetuneExample",
+           "FinetuneData", "FinetuneCollator", "tokenize_documents", "DevSet", "load_dev_set", "DevEvaluation",
+           "build_model", "finetune", "few_shot_table", "few_shot_markdown"]

@@ -1,0 +1,226 @@
+"""Pre-training an encoder with one objective: the library behind ``seedr pretrain``.
+
+``PretrainConfig`` is the whole recipe (``recipes/pretrain/*.yaml``): which objective and its options,
+the encoder (from scratch, or continued from a checkpoint), the training data and the optimisation.
+``pretrain(config, out_dir)`` builds everything and runs the shared ``Trainer``.
+
+Two ways to get an encoder, as the papers did:
+
+- **from scratch** (SEED-Encoder, Lu et al., 2021, §4.1: "All our models are pre-trained from
+  scratch, following the setup of BERT-base"): ``model.size`` picks a BERT shape from
+  ``MODEL_SIZES`` (overridable field by field) and ``model.tokenizer`` a tokenizer folder, e.g. the
+  32,768-token WordPiece vocabulary ``seedr prepare`` trains;
+- **continued** (CPDAE, Ma et al., 2022, §4.1.3: "We use BERT to initialize our encoder"):
+  ``model.init`` is a local Hugging Face folder, a seedr run folder, or ``minilm``.
+
+Single-text objectives (``input_kind == "tokens"``: mlm, seed, cpdae) train on token shards, made on
+first use and cached under ``<out>/../shards/<key>`` (the key covers the corpus files' sizes and
+modification times, the tokenizer, the length and the packing), so runs beside each other share them;
+``data.shards`` names a folder instead. Two-tower objectives (``"pairs"``: ict, bfs, wlp, ict_bfs_wlp)
+draw (query, document) pairs from the corpus files every epoch (``seedr.objectives.two_tower``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import torch
+from accelerate.utils import set_seed
+from transformers import PreTrainedModel, PreTrainedTokenizerBase
+
+from seedr.config import from_dict
+from seedr.data.records import Document
+from seedr.modeling.encoder import build_encoder, load_encoder, load_tokenizer
+from seedr.objectives import OBJECTIVES, Objective
+from seedr.registry import Registry
+from seedr.training.shards import TokenShardData, ensure_token_shards, shard_key, source_fingerprint
+from seedr.training.trainer import TrainConfig, TrainData, Trainer, process_state
+
+#: BERT shapes for from-scratch pre-training: (layers, hidden, heads). ``base`` is BERT-base
+#: (Devlin et al., 2019); the smaller ones are the compact BERTs of Turc et al. (2019).
+MODEL_SIZES: Registry[dict[str, int]] = Registry("model size")
+for _name, (_layers, _hidden, _heads) in {"tiny": (2, 128, 2), "mini": (4, 256, 4), "small": (4, 512, 8),
+                                          "medium": (8, 512, 8), "base": (12, 768, 12)}.items():
+    MODEL_SIZES.register(_name)({"num_hidden_layers": _layers, "hidden_size": _hidden,
+                                 "num_attention_heads": _heads})
+
+
+@dataclass
+class ModelConfig:
+    """The encoder to pre-train.
+
+    Attributes:
+        init: continue from this local Hugging Face folder, seedr run folder, or ``minilm``; when set,
+            ``size`` and the shape fields are ignored.
+        size: from scratch: a name from ``MODEL_SIZES`` (tiny, mini, small, medium, base).
+        tokenizer: tokenizer folder (``seedr prepare``) or model folder; default: that of ``init``.
+        hidden_size, num_hidden_layers, num_attention_heads, intermediate_size: override the size's shape.
+        dropout: hidden and attention dropout of a new encoder (BERT and both papers: 0.1).
+    """
+
+    init: str | None = None
+    size: str = "base"
+    tokenizer: str | None = None
+    hidden_size: int | None = None
+    num_hidden_layers: int | None = None
+    num_attention_heads: int | None = None
+    intermediate_size: int | None = None
+    dropout: float = 0.1
+
+
+@dataclass
+class DataConfig:
+    """The pre-training corpus.
+
+    Attributes:
+        corpus: corpus files (any format ``seedr.data.corpus.read_corpus`` reads) or folders of them
+            (every file inside, in name order); empty = the embedded default corpus (token objectives).
+        format: corpus format name, or ``auto``.
+        max_seq_length: tokens per example, [CLS] and [SEP] included (all three papers: 512).
+        packing: how examples are cut from documents (``seedr.training.shards.PACKINGS``).
+        max_documents: read at most this many documents (token objectives), e.g. for CPU-scale runs.
+        shards: token shard folder to use or create; default ``<out>/../shards/<key>``.
+    """
+
+    corpus: list[str] = field(default_factory=list)
+    format: str = "auto"
+    max_seq_length: int = 512
+    packing: str = "full_sentences"
+    max_documents: int | None = None
+    shards: str | None = None
+
+
+@dataclass
+class PretrainConfig:
+    """A whole pre-training recipe; ``objective`` holds the options of the objective's ``config_class``."""
+
+    objective_name: str = "mlm"
+    objective: dict[str, Any] = field(default_factory=dict)
+    model: ModelConfig = field(default_factory=ModelConfig)
+    data: DataConfig = field(default_factory=DataConfig)
+    train: TrainConfig = field(default_factory=TrainConfig)
+
+
+def build_model(config: ModelConfig, max_seq_length: int) -> tuple[PreTrainedModel, PreTrainedTokenizerBase]:
+    """``(encoder, tokenizer)``: loaded from ``config.init``, or a new BERT of ``config.size``."""
+    if config.init is not None:
+        encoder = load_encoder(config.init)
+        tokenizer = load_tokenizer(config.tokenizer or config.init)
+        if len(tokenizer) > encoder.config.vocab_size:
+            raise ValueError(f"tokenizer {config.tokenizer!r} has {len(tokenizer)} tokens but {config.init!r} "
+                             f"embeds only {encoder.config.vocab_size}")
+        return encoder, tokenizer
+    if config.tokenizer is None:
+        raise ValueError("pre-training from scratch needs a tokenizer (model.tokenizer / --tokenizer: a folder "
+                         "written by `seedr prepare`, or a model folder); or continue from a checkpoint "
+                         "with model.init / --model")
+    tokenizer = load_tokenizer(config.tokenizer)
+    shape = dict(MODEL_SIZES.get(config.size))
+    for name in ("hidden_size", "num_hidden_layers", "num_attention_heads"):
+        if getattr(config, name) is not None:
+            shape[name] = getattr(config, name)
+    if shape["hidden_size"] % shape["num_attention_heads"]:
+        raise ValueError(f"model.hidden_size {shape['hidden_size']} is not a multiple of "
+                         f"model.num_attention_heads {shape['num_attention_heads']}")
+    encoder = build_encoder(vocab_size=len(tokenizer), intermediate_size=config.intermediate_size,
+                            max_position_embeddings=max(512, max_seq_length), dropout=config.dropout,
+                            pad_token_id=tokenizer.pad_token_id or 0, **shape)
+    return encoder, tokenizer
+
+
+def corpus_files(paths: list[str]) -> list[Path]:
+    """Corpus paths with folders expanded to the files inside them (hidden files skipped), in order."""
+    files: list[Path] = []
+    for text in paths:
+        path = Path(text).expanduser()
+        if path.is_dir():
+            inside = sorted(p for p in path.iterdir() if p.is_file() and not p.name.startswith("."))
+            if not inside:
+                raise FileNotFoundError(f"{path}: the corpus folder holds no files")
+            files.extend(inside)
+        elif path.exists():
+            files.append(path)
+        else:
+            raise FileNotFoundError(f"{path}: no such corpus file or folder")
+    return files
+
+
+def _documents(files: list[Path], format: str) -> Iterator[Document]:
+    from seedr.data.corpus import read_corpus
+
+    for path in files:
+        yield from read_corpus(path, format, skip_empty=True)
+
+
+def token_data(config: PretrainConfig, tokenizer: PreTrainedTokenizerBase, out_dir: Path) -> TrainData:
+    """``TokenShardData`` for a single-text objective, tokenising the corpus once (main process first)."""
+    data = config.data
+    files = corpus_files(data.corpus)
+    if files:
+        sources: list[Any] = [entry for path in files for entry in source_fingerprint(path)]
+        documents: Any = functools.partial(_documents, files, data.format)  # read only if not tokenised yet
+    else:
+        from seedr.data.default import default_corpus_path, default_documents
+
+        sources, documents = source_fingerprint(default_corpus_path()), default_documents
+    directory = Path(data.shards) if data.shards else out_dir.parent / "shards" / shard_key(
+        sources, tokenizer, data.max_seq_length, data.packing, data.max_documents)
+    with process_state().main_process_first():  # one process tokenises, the others then read
+        ensure_token_shards(documents, tokenizer, directory, sources=sources, max_seq_length=data.max_seq_length,
+                            packing=data.packing, max_documents=data.max_documents)
+    data.shards = str(directory)
+    return TokenShardData(directory, seed=config.train.seed)
+
+
+def pair_data(config: PretrainConfig, objective_config: Any) -> TrainData:
+    """``PairData`` for a two-tower objective, drawn from the corpus files."""
+    from seedr.objectives.two_tower import pair_data_for
+
+    files = corpus_files(config.data.corpus)
+    if not files:
+        raise ValueError(f"objective {config.objective_name!r} draws (query, document) pairs from structured "
+                         "articles: give the corpus (data.corpus / --corpus), e.g. the wiki shards or FOLDOC")
+    return pair_data_for(config.objective_name, files, config.train.seed, objective_config.pairs)
+
+
+def build_objective(config: PretrainConfig) -> Objective:
+    """The objective module around a new or loaded encoder; fills ``config.objective`` with every option."""
+    objective_class = OBJECTIVES.get(config.objective_name)
+    objective_config = from_dict(objective_class.config_class, config.objective, "objective")
+    config.objective = dataclasses.asdict(objective_config)
+    set_seed(config.train.seed)  # a from-scratch encoder and new heads start from the recipe's seed
+    encoder, tokenizer = build_model(config.model, config.data.max_seq_length)
+    return objective_class(encoder, tokenizer, objective_config)
+
+
+def pretrain(config: PretrainConfig, out_dir: str | Path, resume: bool = False) -> dict[str, float]:
+    """Pre-train and write the run folder ``out_dir`` (see ``seedr.training.trainer``).
+
+    Returns the metrics of the last logged step.
+
+    Example:
+        >>> config = load_config(PretrainConfig, "recipes/pretrain/seed.yaml", ["train.max_steps=100"])
+        >>> pretrain(config, "runs/seed", resume=True)
+    """
+    out_dir = Path(out_dir)
+    objective = build_objective(config)
+    if objective.input_kind == "pairs":
+        data = pair_data(config, objective.config)
+    else:
+        data = token_data(config, objective.tokenizer, out_dir)
+    max_seq_length = config.data.max_seq_length
+
+    def save_product(model: torch.nn.Module, directory: Path) -> None:
+        model.save_encoder(directory, max_seq_length=max_seq_length)
+
+    trainer = Trainer(objective, data, objective.collate, config.train, out_dir, save_product, run_config=config)
+    return trainer.train(resume=resume)
+
+
+__all__ = ["MODEL_SIZES", "DataConfig", "ModelConfig", "PretrainConfig", "build_model", "build_objective",
+           "corpus_files", "pair_data", "pretrain", "token_data"]

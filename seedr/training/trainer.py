@@ -1,0 +1,385 @@
+"""The training loop shared by pre-training and fine-tuning, on Hugging Face Accelerate.
+
+Distribution and precision are Accelerate's, never code of ours: the same loop runs as
+
+    seedr pretrain ...                                              # one process: CPU or one GPU
+    accelerate launch --config_file my_8gpu.yaml -m seedr pretrain ...   # DDP / FSDP / DeepSpeed, bf16 / fp16
+    torchrun --nproc_per_node 2 -m seedr pretrain ...               # plain torchrun, CPU (gloo) included
+
+``TrainConfig.mixed_precision`` is passed to ``Accelerator``; an Accelerate config file may override
+it. ``batch_size`` is per process and micro-step, so the effective batch is
+``batch_size × gradient_accumulation_steps × processes`` (SEED-Encoder: 256; CPDAE: 64). On a machine
+without an accelerator the ``Accelerator`` is made with ``cpu=True``, which is what makes ``torchrun``
+start a real gloo process group on CPUs (without it every process would silently train alone).
+
+The model is an ``nn.Module`` whose ``forward(**batch)`` returns
+``seedr.objectives.base.ObjectiveOutput(loss, parts)``; ``loss`` is back-propagated, every part is
+logged under its name. What a run writes (see ``seedr.training.checkpoint``): ``out/encoder/`` (the
+product), ``out/checkpoints/step-N/``, ``out/metrics.jsonl`` (one JSON line per logged step),
+``out/config.yaml`` + ``out/run.json`` (``seedr.config.record_run``).
+
+Exact resumption: a checkpoint holds the parameters, optimiser, scheduler, the RNG states of every
+process and the data position (epoch, batch within the epoch). Each epoch's order is a function of
+``(seed, epoch)`` (``TrainData``), the batches already seen are skipped with
+``accelerator.skip_first_batches``, and ``collate`` runs under RNGs seeded by ``(seed, epoch, batch)``
+— Accelerate's loader fetches one batch ahead, so random masking drawn from the global RNG would
+otherwise shift by one batch after a resume. Dropout draws from the restored global RNG. A resumed
+run therefore ends with the same parameters as an uninterrupted one.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import random
+import time
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Protocol, runtime_checkable
+
+import numpy as np
+import torch
+from accelerate import Accelerator, PartialState
+from accelerate.utils import set_seed
+from torch import Tensor, nn
+from tqdm.auto import tqdm
+
+from seedr.config import record_run
+from seedr.data.io import atomic_write
+from seedr.training.checkpoint import (
+    STATE,
+    checkpoint_path,
+    latest_checkpoint,
+    prune_checkpoints,
+    publish_product,
+    read_extra_state,
+    read_position,
+    save_checkpoint,
+)
+from seedr.training.optim import build_optimizer, build_scheduler
+
+METRICS = "metrics.jsonl"
+
+
+@dataclass
+class TrainConfig:
+    """Optimisation settings; the defaults are those of SEED-Encoder §4.1 (and BERT)."""
+
+    seed: int = 42
+    max_steps: int = 1000  # optimizer steps
+    batch_size: int = 32  # per device per micro-step
+    gradient_accumulation_steps: int = 1
+    learning_rate: float = 1e-4
+    weight_decay: float = 0.01
+    adam_epsilon: float = 1e-6
+    adam_beta1: float = 0.9
+    adam_beta2: float = 0.999
+    warmup_steps: int = 0  # then linear decay to 0 at max_steps
+    max_grad_norm: float = 1.0
+    mixed_precision: str = "no"  # "no" | "bf16" | "fp16" (passed to accelerate)
+    log_every: int = 10
+    save_every: int = 500  # checkpoint every N optimizer steps (and at the end)
+    keep_checkpoints: int = 2
+
+    def __post_init__(self) -> None:
+        for name in ("max_steps", "batch_size", "gradient_accumulation_steps", "log_every", "save_every",
+                     "keep_checkpoints"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"train.{name} must be at least 1, got {getattr(self, name)}")
+        if not 0 <= self.warmup_steps <= self.max_steps:
+            raise ValueError(f"train.warmup_steps must be within [0, max_steps={self.max_steps}], "
+                             f"got {self.warmup_steps}")
+        if self.mixed_precision not in ("no", "bf16", "fp16"):
+            raise ValueError(f"train.mixed_precision must be no, bf16 or fp16, got {self.mixed_precision!r}")
+
+
+@runtime_checkable
+class TrainData(Protocol):
+    """Examples for one epoch, deterministic in (seed, epoch) so a resumed run sees the same batches.
+
+    Optionally ``state_dict()`` / ``load_state_dict(d)`` for data that changes during training (ANCE
+    negatives); the state is saved in every checkpoint and restored before the epoch is rebuilt.
+    """
+
+    def dataset(self, epoch: int) -> torch.utils.data.Dataset: ...
+
+
+class Callback:
+    """Hooks into the loop; every method is a no-op by default. Called on every process."""
+
+    def on_step_end(self, trainer: Trainer, step: int) -> dict[str, float] | None:
+        """After optimizer step ``step`` (1-based); returned metrics are logged with that step."""
+        return None
+
+    def state_dict(self) -> dict:
+        return {}
+
+    def load_state_dict(self, state: dict) -> None:
+        return None
+
+
+def uses_cpu() -> bool:
+    """True on a machine without an accelerator (GPU, MPS, XPU ...): Accelerate then gets ``cpu=True``."""
+    return not torch.accelerator.is_available()
+
+
+def process_state() -> PartialState:
+    """Accelerate's process state (rank, world size), made as the ``Trainer``'s ``Accelerator`` makes it."""
+    return PartialState(cpu=uses_cpu())
+
+
+@contextmanager
+def _isolated_rng(seed: int) -> Iterator[None]:
+    """Seed python/numpy/torch-CPU RNGs for a block, then put the outer states back untouched."""
+    python_state, numpy_state = random.getstate(), np.random.get_state()
+    with torch.random.fork_rng(devices=[]):
+        random.seed(seed)
+        np.random.seed(seed)
+        torch.random.default_generator.manual_seed(seed)  # CPU only: GPU RNGs belong to dropout
+        try:
+            yield
+        finally:
+            random.setstate(python_state)
+            np.random.set_state(numpy_state)
+
+
+class _Indexed(torch.utils.data.Dataset):
+    """Items of ``dataset`` paired with their index, so collation can be seeded by position."""
+
+    def __init__(self, dataset: torch.utils.data.Dataset) -> None:
+        self.dataset = dataset
+
+    def __len__(self) -> int:
+        return len(self.dataset)  # type: ignore[arg-type]
+
+    def __getitem__(self, index: int) -> tuple[int, Any]:
+        return index, self.dataset[index]
+
+
+class _SeededCollate:
+    """``collate`` run under RNGs seeded by ``(seed, epoch, index of the batch's first example)``."""
+
+    def __init__(self, collate: Callable[[list], dict[str, Tensor]], seed: int, epoch: int) -> None:
+        self.collate, self.seed, self.epoch = collate, seed, epoch
+
+    def __call__(self, indexed: list[tuple[int, Any]]) -> dict[str, Tensor]:
+        batch_seed = int(np.random.SeedSequence([self.seed, self.epoch, indexed[0][0]]).generate_state(1)[0])
+        with _isolated_rng(batch_seed):
+            return self.collate([example for _, example in indexed])
+
+
+class Trainer:
+    """Train ``model`` on ``data`` with AdamW + linear warm-up/decay, checkpointing and exact resume.
+
+    Args:
+        model: returns ``ObjectiveOutput(loss, parts)`` from ``model(**batch)``.
+        data: a ``TrainData``; ``data.dataset(epoch)`` is iterated in order, in batches of
+            ``config.batch_size`` (the last partial batch of an epoch is dropped: in-batch negatives
+            and batch statistics assume full batches).
+        collate: turns a list of examples into the keyword tensors of ``model.forward``.
+        config: a ``TrainConfig``.
+        out_dir: the run folder.
+        save_product: ``save_product(unwrapped_model, directory)`` writes the encoder (HF +
+            sentence-transformers form) into ``directory``.
+        callbacks: ``Callback`` objects (evaluation, ANCE negative refresh, ...).
+        run_config: the full configuration recorded in ``out/config.yaml`` (default: ``config``).
+
+    Example:
+        >>> trainer = Trainer(objective, TokenShardData(shards, seed=42), objective.collate,
+        ...                   TrainConfig(max_steps=100), Path("runs/mlm"),
+        ...                   lambda model, directory: model.save_encoder(directory))
+        >>> metrics = trainer.train(resume=True)
+    """
+
+    def __init__(self, model: nn.Module, data: TrainData, collate: Callable[[list], dict[str, Tensor]],
+                 config: TrainConfig, out_dir: Path, save_product: Callable[[nn.Module, Path], None],
+                 callbacks: Sequence[Callback] = (), run_config: Any = None) -> None:
+        self.config, self.data, self.collate = config, data, collate
+        self.out_dir = Path(out_dir)
+        self.save_product, self.callbacks, self.run_config = save_product, list(callbacks), run_config
+        self.accelerator = Accelerator(
+            gradient_accumulation_steps=config.gradient_accumulation_steps,
+            mixed_precision=config.mixed_precision,
+            cpu=uses_cpu(),
+            # The schedule counts optimizer steps of the whole run; Accelerate would otherwise step it
+            # once per process per optimizer step.
+            step_scheduler_with_optimizer=False,
+        )
+        set_seed(config.seed, device_specific=True)
+        self.model: nn.Module = model
+        self.optimizer = build_optimizer(model, config)
+        self.scheduler = build_scheduler(self.optimizer, config)
+        self.step = 0
+        self.epoch = 0
+        self.batch_in_epoch = 0  # micro-batches of the current epoch already trained on (this process)
+        self._prepared = False
+
+    # ------------------------------------------------------------------------------------------ public
+
+    def unwrapped_model(self) -> nn.Module:
+        """The model without Accelerate's wrappers (DDP, autocast): what ``save_product`` receives."""
+        return self.accelerator.unwrap_model(self.model)
+
+    def train(self, resume: bool = False) -> dict[str, float]:
+        """Train to ``config.max_steps`` optimizer steps; returns the metrics of the last logged step.
+
+        ``resume=True`` continues from the newest complete checkpoint in ``out_dir/checkpoints`` (or
+        starts afresh if there is none); ``resume=False`` refuses to overwrite a run that has some.
+        """
+        accelerator, config = self.accelerator, self.config
+        checkpoint = latest_checkpoint(self.out_dir)
+        if checkpoint is not None and not resume:
+            raise ValueError(f"{self.out_dir} already holds checkpoints of a run; resume it (--resume) "
+                             "or choose another output folder")
+        if checkpoint is not None:
+            self._restore_position(checkpoint)
+        loader = self._epoch_loader(self.epoch)
+        if not self._prepared:
+            self.model, self.optimizer, loader, self.scheduler = accelerator.prepare(
+                self.model, self.optimizer, loader, self.scheduler)
+            self._prepared = True
+        if len(loader) == 0:
+            raise ValueError(f"{len(loader.dataset)} training examples make no full batch of {config.batch_size} "
+                             f"per process × {accelerator.num_processes} processes")
+        if checkpoint is not None:
+            accelerator.load_state(str(checkpoint / STATE))
+        if accelerator.is_main_process:
+            record_run(self.out_dir, self.run_config if self.run_config is not None else self.config, config.seed)
+            self._truncate_metrics(self.step)
+
+        last_logged: dict[str, float] = self._last_metrics()
+        progress = tqdm(total=config.max_steps, initial=self.step, desc="training", unit="step",
+                        disable=not accelerator.is_local_main_process, dynamic_ncols=True)
+        sums: dict[str, Tensor] = {}
+        micro_batches = 0
+        grad_norm: Tensor | None = None
+        started = time.perf_counter()
+        self.model.train()
+        while self.step < config.max_steps:
+            if self.batch_in_epoch:
+                loader = accelerator.skip_first_batches(loader, self.batch_in_epoch)
+            for batch in loader:
+                with accelerator.accumulate(self.model):
+                    output = self.model(**batch)
+                    accelerator.backward(output.loss)
+                    if accelerator.sync_gradients:
+                        grad_norm = accelerator.clip_grad_norm_(self.model.parameters(), config.max_grad_norm)
+                    self.optimizer.step()
+                    if accelerator.sync_gradients and not accelerator.optimizer_step_was_skipped:
+                        self.scheduler.step()
+                    self.optimizer.zero_grad()
+                self.batch_in_epoch += 1
+                micro_batches += 1
+                for name, value in {"loss": output.loss, **output.parts, **output.metrics}.items():
+                    value = torch.as_tensor(value).detach().float()
+                    sums[name] = sums[name] + value if name in sums else value
+                if not accelerator.sync_gradients:
+                    continue
+
+                self.step += 1
+                progress.update(1)
+                line: dict[str, float] = {}
+                for callback in self.callbacks:
+                    line.update(callback.on_step_end(self, self.step) or {})
+                if self.step % config.log_every == 0 or self.step == config.max_steps:
+                    norm = float(grad_norm) if grad_norm is not None else math.nan
+                    line = {**self._reduce(sums, micro_batches), "grad_norm": norm, **line}
+                    sums, micro_batches = {}, 0
+                    progress.set_postfix({k: f"{v:.4g}" for k, v in line.items() if k != "grad_norm"})
+                if line:
+                    line = {"step": self.step, "epoch": self.epoch, "lr": self.scheduler.get_last_lr()[0],
+                            **line, "seconds": round(time.perf_counter() - started, 3)}
+                    self._write_metrics(line)
+                    last_logged = line
+                if self.step % config.save_every == 0 or self.step == config.max_steps:
+                    self._save()
+                if self.step >= config.max_steps:
+                    break
+            else:
+                self.epoch, self.batch_in_epoch = self.epoch + 1, 0
+                loader = accelerator.prepare_data_loader(self._epoch_loader(self.epoch))
+        progress.close()
+        if latest_checkpoint(self.out_dir) != checkpoint_path(self.out_dir, self.step):
+            self._save()  # resumed at the end: make sure the product and checkpoint exist
+        accelerator.wait_for_everyone()
+        return last_logged
+
+    # ------------------------------------------------------------------------------------------ internals
+
+    def _epoch_loader(self, epoch: int) -> torch.utils.data.DataLoader:
+        return torch.utils.data.DataLoader(
+            _Indexed(self.data.dataset(epoch)), batch_size=self.config.batch_size, shuffle=False,
+            drop_last=True, collate_fn=_SeededCollate(self.collate, self.config.seed, epoch),
+            # Its own generator: creating a loader iterator must not draw from the global RNG.
+            generator=torch.Generator().manual_seed(self.config.seed))
+
+    def _reduce(self, sums: dict[str, Tensor], count: int) -> dict[str, float]:
+        """Mean of each logged value over the micro-batches since the last log line and over processes."""
+        if not sums:
+            return {}
+        names = sorted(sums)
+        means = torch.stack([sums[name] for name in names]).to(self.accelerator.device) / count  # (V,)
+        means = self.accelerator.reduce(means, reduction="mean")
+        return {name: float(value) for name, value in zip(names, means.tolist())}
+
+    def _save(self) -> None:
+        position = {"step": self.step, "epoch": self.epoch, "batch_in_epoch": self.batch_in_epoch,
+                    "num_processes": self.accelerator.num_processes}
+        state_dict = getattr(self.data, "state_dict", None)
+        extra = {"data": state_dict() if callable(state_dict) else None,
+                 "callbacks": [callback.state_dict() for callback in self.callbacks]}
+        path = checkpoint_path(self.out_dir, self.step)
+        save_checkpoint(self.accelerator, path, position, extra,
+                        lambda directory: self.save_product(self.unwrapped_model(), directory))
+        if self.accelerator.is_main_process:
+            publish_product(path, self.out_dir)
+            prune_checkpoints(self.out_dir, self.config.keep_checkpoints)
+        self.accelerator.wait_for_everyone()
+
+    def _restore_position(self, checkpoint: Path) -> None:
+        position = read_position(checkpoint)
+        if position.get("num_processes", 1) != self.accelerator.num_processes:
+            raise ValueError(f"{checkpoint} was written by {position.get('num_processes')} processes; resume "
+                             f"it with the same number (now {self.accelerator.num_processes})")
+        self.step, self.epoch, self.batch_in_epoch = position["step"], position["epoch"], position["batch_in_epoch"]
+        extra = read_extra_state(checkpoint)
+        load_state_dict = getattr(self.data, "load_state_dict", None)
+        if extra.get("data") is not None and callable(load_state_dict):
+            load_state_dict(extra["data"])
+        for callback, state in zip(self.callbacks, extra.get("callbacks", []), strict=False):
+            callback.load_state_dict(state)
+
+    @property
+    def _metrics_path(self) -> Path:
+        return self.out_dir / METRICS
+
+    def _write_metrics(self, line: dict[str, Any]) -> None:
+        if self.accelerator.is_main_process:
+            with open(self._metrics_path, "a", encoding="utf-8") as stream:
+                stream.write(json.dumps(line) + "\n")
+
+    def _read_metrics(self) -> list[dict[str, Any]]:
+        if not self._metrics_path.exists():
+            return []
+        lines = []
+        for text in self._metrics_path.read_text(encoding="utf-8").splitlines():
+            try:
+                lines.append(json.loads(text))
+            except json.JSONDecodeError:
+                continue  # the torn last line of a killed run
+        return lines
+
+    def _truncate_metrics(self, step: int) -> None:
+        """Drop the lines a killed run logged after the checkpoint it resumes from."""
+        kept = [line for line in self._read_metrics() if line.get("step", math.inf) <= step]
+        with atomic_write(self._metrics_path) as stream:
+            stream.writelines(json.dumps(line) + "\n" for line in kept)
+
+    def _last_metrics(self) -> dict[str, float]:
+        lines = self._read_metrics() if self.accelerator.is_main_process else []
+        return lines[-1] if lines else {"step": self.step}
+
+
+__all__ = ["METRICS", "Callback", "TrainConfig", "TrainData", "Trainer", "process_state", "uses_cpu"]

@@ -1,0 +1,155 @@
+"""The ICT / BFS / WLP pair builders and their epoch data, on real Wikipedia articles and FOLDOC entries."""
+
+from __future__ import annotations
+
+import itertools
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from seedr.data.articles import read_articles
+from seedr.data.glossary import read_glossary
+from seedr.data.io import DataError
+from seedr.data.links import inbound_links, recover_title_links
+from seedr.data.records import Article
+from seedr.data.sentences import split_sentences
+from seedr.objectives.bfs import BFSPairs
+from seedr.objectives.ict import ICTPairs
+from seedr.objectives.two_tower import PairConfig, PairData, pair_data_for
+from seedr.objectives.wlp import WLPPairs
+
+ARTICLES = 300
+
+
+@pytest.fixture(scope="module")
+def articles(wiki_shard: Path) -> list[Article]:
+    """The shard's first 300 articles, with links recovered from title mentions (as WLP needs)."""
+    return recover_title_links(itertools.islice(read_articles(wiki_shard), ARTICLES), min_title_words=2)
+
+
+@pytest.fixture(scope="module")
+def foldoc(shared_data: Path) -> list[Article]:
+    return list(read_glossary(shared_data / "foldoc" / "foldoc.jsonl.gz"))
+
+
+def epoch_pairs(data: PairData, epoch: int, count: int = 200) -> list:
+    dataset = data.dataset(epoch)
+    return [dataset[i] for i in range(min(count, len(dataset)))]
+
+
+def test_ict_query_is_a_sentence_of_its_passage_and_not_in_its_document(articles):
+    task = ICTPairs(articles, PairConfig())
+    assert len(task) > 1000  # every paragraph of two or more sentences: thousands in 300 articles
+    by_id = {article.id: article for article in articles}
+    for pair in epoch_pairs(PairData([task], seed=3), epoch=0, count=400):
+        article = by_id[pair.source["article_id"]]
+        passage = article.paragraphs[pair.source["paragraph"]]
+        start, end = pair.source["query_span"]
+        assert pair.query == passage[start:end]
+        assert pair.query in split_sentences(passage)
+        assert pair.query not in pair.document
+        assert pair.document == f"{passage[:start].rstrip()} {passage[end:].lstrip()}".strip()
+        assert pair.title == article.title and pair.task == "ict"
+
+
+def test_ict_keeps_the_query_in_its_document_when_asked_as_orqa(articles):
+    pairs = epoch_pairs(PairData([ICTPairs(articles, PairConfig(keep_query_probability=1.0))], seed=3), 0, 50)
+    by_id = {article.id: article for article in articles}
+    for pair in pairs:
+        assert pair.source["query_kept"]
+        assert pair.document == by_id[pair.source["article_id"]].paragraphs[pair.source["paragraph"]]
+        assert pair.query in pair.document
+
+
+def test_bfs_query_is_a_lead_sentence_and_document_a_body_passage_of_the_same_article(articles):
+    task = BFSPairs(articles, PairConfig())
+    by_id = {article.id: article for article in articles}
+    pairs = epoch_pairs(PairData([task], seed=5), epoch=0, count=len(task))
+    assert len(pairs) == len(task) > 200
+    for pair in pairs:
+        article = by_id[pair.source["article_id"]]
+        lead = [sentence for paragraph in article.lead for sentence in split_sentences(paragraph)]
+        body = [p for section in article.sections for p in section.paragraphs]
+        assert pair.query in lead
+        assert pair.document in body
+        assert pair.source["document_paragraph"] >= len(article.lead)
+        assert article.paragraphs[pair.source["document_paragraph"]] == pair.document
+        assert pair.title == article.title
+    # one pair per article per epoch
+    assert len({pair.source["article_id"] for pair in pairs}) == len(pairs)
+
+
+def check_wlp_pairs(pairs: list, articles: list[Article]) -> None:
+    inbound = inbound_links(articles)
+    by_id = {article.id: article for article in articles}
+    for pair in pairs:
+        target, linking = by_id[pair.source["article_id"]], by_id[pair.source["linked_from_id"]]
+        assert linking.title in inbound[target.title] and target.title in linking.links
+        assert linking.id != target.id
+        assert pair.query in [s for paragraph in target.lead for s in split_sentences(paragraph)]
+        assert pair.document == linking.paragraphs[pair.source["document_paragraph"]]
+        assert pair.title == linking.title
+
+
+def test_wlp_pairs_a_lead_sentence_with_a_passage_of_an_article_linking_to_it(articles):
+    task = WLPPairs(articles, PairConfig())
+    assert len(task) > 20
+    pairs = epoch_pairs(PairData([task], seed=7), epoch=0, count=len(task))
+    check_wlp_pairs(pairs, articles)
+    # recovered links are title mentions, so the chosen passage is the one that mentions the target
+    assert all(pair.source["mention"] for pair in pairs)
+    assert all(pair.source["title"].casefold() in pair.document.casefold() for pair in pairs
+               if "(" not in pair.source["title"])
+
+
+def test_wlp_uses_foldoc_cross_references(foldoc):
+    task = WLPPairs(foldoc, PairConfig())
+    assert len(task) > 5000  # most FOLDOC entries are cross-referenced from another
+    pairs = epoch_pairs(PairData([task], seed=7), epoch=0, count=300)
+    check_wlp_pairs(pairs, foldoc)
+    assert sum(pair.source["mention"] for pair in pairs) > 0.9 * len(pairs)
+
+
+def test_pairs_are_deterministic_per_seed_and_epoch_and_change_across_epochs(articles):
+    def draw(seed: int, epoch: int) -> list[tuple[str, str]]:
+        data = PairData([ICTPairs(articles, PairConfig()), BFSPairs(articles, PairConfig())], seed=seed)
+        return [(pair.query, pair.document) for pair in epoch_pairs(data, epoch, count=300)]
+
+    assert draw(11, 0) == draw(11, 0)
+    assert draw(11, 0) != draw(11, 1)
+    assert draw(11, 0) != draw(12, 0)
+    # an item does not depend on which items were read before it (DataLoader workers read in any order)
+    dataset = PairData([ICTPairs(articles, PairConfig())], seed=11).dataset(4)
+    assert dataset[57] == dataset[57] and dataset[57] == PairData([ICTPairs(articles, PairConfig())], 11).dataset(4)[57]
+
+
+def test_mixture_draws_tasks_uniformly_and_visits_every_unit_before_repeating(articles):
+    tasks = [ICTPairs(articles, PairConfig()), BFSPairs(articles, PairConfig()), WLPPairs(articles, PairConfig())]
+    dataset = PairData(tasks, seed=2, pairs_per_epoch=3000).dataset(0)
+    pairs = [dataset[i] for i in range(len(dataset))]
+    counts = Counter(pair.task for pair in pairs)
+    assert set(counts) == {"ict", "bfs", "wlp"}
+    for task in counts:  # binomial(3000, 1/3): standard deviation 26
+        assert abs(counts[task] - 1000) < 100
+    # WLP has fewer units than its share: each is used k or k+1 times, never k+2 while another waits
+    uses = Counter(pair.source["article_id"] for pair in pairs if pair.task == "wlp")
+    assert len(uses) == len(tasks[2]) and max(uses.values()) - min(uses.values()) <= 1
+
+
+def test_pair_data_for_reads_wiki_and_foldoc(wiki_shard, shared_data):
+    data = pair_data_for("ict_bfs_wlp", wiki_shard, seed=0, config=PairConfig(max_articles=100))
+    assert [task.name for task in data.tasks] == ["ict", "bfs", "wlp"] and all(len(t) for t in data.tasks)
+    assert len(data) == sum(len(task) for task in data.tasks)
+    foldoc = pair_data_for("wlp", shared_data / "foldoc" / "foldoc.jsonl.gz", seed=0)
+    assert foldoc.dataset(0)[0].task == "wlp"
+
+
+def test_pair_data_for_rejects_what_cannot_make_pairs(shared_data, wiki_shard):
+    with pytest.raises(ValueError, match="does not train on"):
+        pair_data_for("mlm", wiki_shard, seed=0)
+    # FOLDOC entries have no sections, hence no BFS documents
+    with pytest.raises(DataError, match="no bfs pair"):
+        pair_data_for("bfs", shared_data / "foldoc" / "jargon.jsonl.gz", seed=0)
+    with pytest.raises(ValueError, match="keep_query_probability"):
+        PairConfig(keep_query_probability=1.5)
