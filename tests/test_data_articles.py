@@ -54,8 +54,8 @@ def test_whole_shard_streams_with_exact_count(wiki_shard: Path) -> None:
     first = next(reader)
     _, peak = tracemalloc.get_traced_memory()
     tracemalloc.stop()
-    # the first article arrives having read a sliver of the 53 MB shard
-    assert peak < 5_000_000
+    # the first article arrives with the xz decoder's 9 MiB and a sliver of the 53 MB shard in memory
+    assert peak < 12_000_000
     assert (first.id, first.title) == ("12", "Anarchism")
     assert first.lead[0].startswith("Anarchism is a political philosophy")
     assert first.sections[0].heading == "Etymology and terminology"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from itertools import pairwise
 from pathlib import Path
 
 import numpy as np
@@ -60,7 +61,7 @@ def test_rankings_are_deterministic_under_ties(scifact, index):
     tied = 0
     for qid, scores in run.items():
         ranked = rank_documents(scores)
-        for (doc_a, score_a), (doc_b, score_b) in zip(ranked, ranked[1:]):
+        for (doc_a, score_a), (doc_b, score_b) in pairwise(ranked):
             if score_a == score_b:
                 tied += 1
                 assert doc_a < doc_b

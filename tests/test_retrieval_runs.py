@@ -11,8 +11,14 @@ from seedr.data.corpus import read_corpus
 from seedr.data.io import DataError
 from seedr.data.queries import read_queries
 from seedr.retrieval.bm25 import BM25Index
-from seedr.retrieval.runs import (ignore_identical_ids, rank_documents, read_trec_run, run_from_topk, truncate_run,
-                                  write_trec_run)
+from seedr.retrieval.runs import (
+    ignore_identical_ids,
+    rank_documents,
+    read_trec_run,
+    run_from_topk,
+    truncate_run,
+    write_trec_run,
+)
 
 
 @pytest.fixture(scope="module")

@@ -117,8 +117,11 @@ def _clean_line(line: str, links: list[str]) -> str:
 def _is_heading(line: str, next_line: str | None) -> bool:
     """Whether a wikiextractor line is a section heading rather than a paragraph.
 
-    A heading is one short sentence-less line ending in the "." wikiextractor appends, and is always
-    followed by more text (``compact`` only writes headings of non-empty sections).
+    Nothing marks headings but their shape: a short line (at most 10 words) without an inner sentence
+    break, ending in the "." wikiextractor appends, and followed by more text (``compact`` only writes
+    headings of non-empty sections). Over shard 00 of the wiki bundle laid out as wikiextractor writes
+    it, this recovers 99.5% of the 33,163 headings and takes 1 of 115k paragraphs for one; headings
+    that end in "!" or "?" (no "." appended) stay paragraphs.
     """
     if next_line is None or not line.endswith(".") or line.endswith(".."):
         return False

@@ -7,6 +7,7 @@ Formats (``CORPUS_FORMATS``; ``format="auto"`` recognises each from its first li
 ``beir``            BEIR ``corpus.jsonl``: ``{"_id", "title", "text"}``
 ``msmarco-passage`` MS MARCO passage ``collection.tsv``: ``pid <TAB> passage``
 ``msmarco-doc``     MS MARCO document ``msmarco-docs.tsv``: ``docid <TAB> url <TAB> title <TAB> body``
+``dpr``             DPR's ``psgs_w100.tsv``: header ``id <TAB> text <TAB> title`` (``seedr.data.qa``)
 ``articles``        structured article JSONL (the ``wiki/`` bundle), one document per article
 ``wikiextractor``   raw wikiextractor output (``<doc>`` files or ``--json``), one document per page
 ``glossary``        FOLDOC / Jargon File (JSONL ``{"headword", "text"}`` or a dictd ``.index``)
@@ -26,6 +27,7 @@ from pathlib import Path
 from seedr.data.articles import read_articles, read_wikiextractor
 from seedr.data.glossary import read_glossary
 from seedr.data.io import DataError, iter_jsonl, iter_lines, require, unique_id, write_jsonl
+from seedr.data.qa import read_dpr_passages
 from seedr.data.records import Article, Document
 from seedr.registry import Registry
 
@@ -44,6 +46,8 @@ class CorpusFormat:
     sniff: Callable[[Path, str], bool]  # (path, first non-blank line) -> is it this format?
     read: Callable[[Path], NumberedDocuments]
     read_articles: Callable[[Path], Iterator[Article]] | None = None
+    id_field: str = "id"  # what the format calls the id and the text, for error messages
+    text_field: str = "text"
 
 
 CORPUS_FORMATS: Registry[CorpusFormat] = Registry("corpus format")
@@ -60,7 +64,7 @@ def _first_json(first_line: str) -> dict:
 def _read_jsonl(path: Path, id_field: str) -> NumberedDocuments:
     for line, record in iter_jsonl(path):
         doc_id = require(record, id_field, path, line)
-        title = require(record, "title", path, line, allow_empty=True) if record.get("title") is not None else ""
+        title = "" if record.get("title") is None else require(record, "title", path, line, allow_empty=True)
         text = require(record, "text", path, line, allow_empty=True)
         yield line, Document(id=doc_id, text=text, title=title)
 
@@ -99,15 +103,24 @@ CORPUS_FORMATS.register("seedr")(CorpusFormat(
 CORPUS_FORMATS.register("beir")(CorpusFormat(
     sniff=lambda path, first: "_id" in _first_json(first),
     read=lambda path: _read_jsonl(path, "_id"),
+    id_field="_id",
 ))
 CORPUS_FORMATS.register("msmarco-passage")(CorpusFormat(
     sniff=lambda path, first: first.count("\t") == 1,
     read=lambda path: _read_tsv(path, ("pid", "passage"), lambda v: Document(id=v[0].strip(), text=v[1])),
+    id_field="pid",
+    text_field="passage",
 ))
 CORPUS_FORMATS.register("msmarco-doc")(CorpusFormat(
     sniff=lambda path, first: first.count("\t") == 3,
     read=lambda path: _read_tsv(path, ("docid", "url", "title", "body"),
                                 lambda v: Document(id=v[0].strip(), text=v[3], title=v[2])),
+    id_field="docid",
+    text_field="body",
+))
+CORPUS_FORMATS.register("dpr")(CorpusFormat(
+    sniff=lambda path, first: sorted(first.split("\t")) == ["id", "text", "title"],
+    read=lambda path: ((None, passage) for passage in read_dpr_passages(path)),
 ))
 CORPUS_FORMATS.register("articles")(CorpusFormat(
     sniff=lambda path, first: bool({"lead", "sections"} & _first_json(first).keys()),
@@ -172,9 +185,10 @@ def read_corpus(path: str | os.PathLike, format: str = "auto", skip_empty: bool 
         if not document.text.strip() and not document.title.strip():
             if skip_empty:
                 continue
-            raise DataError(path, "empty: the document has neither text nor title", line=line, field="text")
+            raise DataError(path, "empty: the document has neither text nor title", line=line,
+                            field=corpus_format.text_field)
         if check_duplicates:
-            unique_id(seen, document.id, path, line)
+            unique_id(seen, document.id, path, line, field=corpus_format.id_field)
         yield document
 
 

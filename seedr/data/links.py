@@ -1,7 +1,8 @@
 """Hyperlinks between articles: recovered from title mentions when a dump lost them, and the link graph.
 
-Wiki Link Prediction (WLP, Chang et al., ICLR 2020, sec. 3.2) pairs a sentence of article A with a
-passage of an article B that links to A, so it needs the link graph. The ``wiki/`` bundle's
+Wiki Link Prediction (WLP, Chang et al., ICLR 2020, sec. 3) pairs "a random sentence in the first
+section of a Wikipedia page" A with "a passage from another page where there is a hyperlink to the
+page" A, so it needs the link graph (``inbound_links``: the pages linking to A). The ``wiki/`` bundle's
 hyperlinks were stripped by wikiextractor; ``recover_title_links`` puts back the links a reader can
 still see — mentions of other articles' titles — with one Aho–Corasick pass over each article.
 """
@@ -21,11 +22,15 @@ from seedr.data.records import Article
 _DISAMBIGUATION = re.compile(r"\s+\([^()]*\)$")  # "Mercury (planet)" is mentioned as "Mercury"
 
 
-def _surface_forms(title: str, lowercase_first_letter: bool) -> list[str]:
-    """How ``title`` appears in running text: itself without a trailing "(disambiguation)", and — for a
-    common-noun title whose other letters are all lower case ("Political philosophy") — with its first
-    letter lower-cased too (Wikipedia titles are case-insensitive in their first letter only)."""
+def _surface_forms(title: str, lowercase_first_letter: bool, match_disambiguated: bool) -> list[str]:
+    """How ``title`` appears in running text: itself, and — for a common-noun title whose other letters
+    are all lower case ("Political philosophy") — with its first letter lower-cased (Wikipedia titles
+    are case-insensitive in their first letter only). A title with a trailing "(qualifier)"
+    ("Liberal Party (UK)") never appears as such; with ``match_disambiguated`` its bare form
+    ("Liberal Party") stands for it."""
     surface = _DISAMBIGUATION.sub("", title).strip()
+    if surface != title and not match_disambiguated:
+        return []
     forms = [surface]
     if lowercase_first_letter and surface[:1].isupper() and surface[1:] == surface[1:].lower():
         forms.append(surface[0].lower() + surface[1:])
@@ -36,8 +41,7 @@ class TitleLinker:
     """Finds mentions of a fixed set of titles in text: whole words, case-sensitive, longest match first.
 
     Built once from all titles (e.g. of every shard), then applied to one article at a time, so a corpus
-    can be streamed. A surface form shared by several titles ("Mercury" for "Mercury (planet)" and
-    "Mercury (element)") is ambiguous and links to none of them, unless one title is exactly that form.
+    can be streamed.
 
     Args:
         titles: the titles of the articles that may be linked to.
@@ -45,6 +49,10 @@ class TitleLinker:
             "Paris", "Rock") are mostly common words or adjectives in running text, so the default
             is 2.
         lowercase_first_letter: also match common-noun titles with a lower-case first letter.
+        match_disambiguated: also match titles with a "(qualifier)" by their bare form. Off by default:
+            in a partial dump the bare form's main article is often missing, so "Cold War" would link
+            to "Cold War (1947–53)". A bare form shared by several titles ("Mercury (planet)",
+            "Mercury (element)") links to none of them, and a title that is exactly the bare form wins.
 
     Example:
         >>> linker = TitleLinker(["New York City", "New York", "Anarchism"])
@@ -52,12 +60,13 @@ class TitleLinker:
         ['New York City', 'New York']
     """
 
-    def __init__(self, titles: Iterable[str], min_title_words: int = 2, lowercase_first_letter: bool = True) -> None:
+    def __init__(self, titles: Iterable[str], min_title_words: int = 2, lowercase_first_letter: bool = True,
+                 match_disambiguated: bool = False) -> None:
         exact: dict[str, str] = {}
         derived: dict[str, set[str]] = {}
         for title in titles:
-            forms = _surface_forms(title, lowercase_first_letter)
-            if len(forms[0].split()) < min_title_words:
+            forms = _surface_forms(title, lowercase_first_letter, match_disambiguated)
+            if not forms or len(forms[0].split()) < min_title_words:
                 continue
             for form in forms:
                 if form == title:
@@ -104,7 +113,7 @@ class TitleLinker:
 
 def recover_title_links(articles: Iterable[Article], min_title_words: int = 2,
                         max_links_per_article: int | None = None, lowercase_first_letter: bool = True,
-                        titles: Iterable[str] | None = None) -> list[Article]:
+                        match_disambiguated: bool = False, titles: Iterable[str] | None = None) -> list[Article]:
     """The articles with ``links`` set to the other articles' titles they mention.
 
     A mention is a whole-word, case-sensitive occurrence of a title (see ``TitleLinker``) in the
@@ -115,6 +124,7 @@ def recover_title_links(articles: Iterable[Article], min_title_words: int = 2,
         min_title_words: titles shorter than this are not looked for (single words are noisy; pass 1
             to allow them).
         max_links_per_article: keep only the first N links of each article.
+        lowercase_first_letter, match_disambiguated: see ``TitleLinker``.
         titles: the titles that may be linked to; by default those of ``articles``. Pass the titles
             of a whole dump to link across shards.
 
@@ -124,7 +134,7 @@ def recover_title_links(articles: Iterable[Article], min_title_words: int = 2,
     """
     articles = list(articles)
     linker = TitleLinker(titles if titles is not None else (a.title for a in articles), min_title_words,
-                         lowercase_first_letter)
+                         lowercase_first_letter, match_disambiguated)
     linked = []
     for article in articles:
         links = list(article.links)
@@ -141,13 +151,11 @@ def link_graph(articles: Iterable[Article], within: bool = True) -> dict[str, li
     Args:
         within: keep only links to titles of ``articles`` (the pairs WLP can build from this corpus).
     """
-    graph: dict[str, list[str]] = {}
+    graph: dict[str, dict[str, None]] = {}  # dicts as ordered sets
     for article in articles:
-        targets = graph.setdefault(article.title, [])
-        targets.extend(link for link in article.links if link != article.title and link not in targets)
-    if within:
-        graph = {title: [link for link in links if link in graph] for title, links in graph.items()}
-    return graph
+        graph.setdefault(article.title, {}).update(
+            dict.fromkeys(link for link in article.links if link != article.title))
+    return {title: [link for link in links if not within or link in graph] for title, links in graph.items()}
 
 
 def inbound_links(articles_or_graph: Iterable[Article] | Mapping[str, Sequence[str]]) -> dict[str, list[str]]:
@@ -171,15 +179,14 @@ def write_links(path: str | os.PathLike, articles: Iterable[Article]) -> int:
 def read_links(path: str | os.PathLike) -> dict[str, list[str]]:
     """Read a ``links.jsonl`` written by ``write_links`` (or ``seedr prepare --links``) as a link graph:
     title → linked titles, entries sharing a title merged."""
-    graph: dict[str, list[str]] = {}
+    graph: dict[str, dict[str, None]] = {}  # dicts as ordered sets
     for line, record in iter_jsonl(path):
         title = require(record, "title", path, line)
         links = require(record, "links", path, line, kind=list, allow_empty=True)
         if not all(isinstance(link, str) for link in links):
             raise DataError(path, "expected a list of titles", line=line, field="links")
-        targets = graph.setdefault(title, [])
-        targets.extend(link for link in links if link not in targets)
-    return graph
+        graph.setdefault(title, {}).update(dict.fromkeys(links))
+    return {title: list(links) for title, links in graph.items()}
 
 
 __all__ = ["TitleLinker", "inbound_links", "link_graph", "read_links", "recover_title_links", "write_links"]

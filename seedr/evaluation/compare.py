@@ -11,6 +11,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from rich.table import Table
+
 from seedr.evaluation.significance import Comparison, compare_runs
 
 BETTER, WORSE = "†", "‡"
@@ -46,20 +48,38 @@ class ComparisonTable:
                         for system in self.systems},
         }
 
+    def _test_note(self) -> str:
+        test = "paired randomisation test" if self.test == "permutation" else "paired t-test"
+        return (f"{BETTER}/{WORSE}: significantly higher/lower than {self.baseline} "
+                f"({test}, two-sided, p < {self.alpha}).")
+
+    def cell(self, system: str, metric: str, digits: int = 4) -> str:
+        """A system's mean on a metric with its significance mark, e.g. ``0.6762†``."""
+        return f"{self.comparisons[metric].systems[system].mean:.{digits}f}{self.mark(system, metric)}"
+
+    def label(self, system: str) -> str:
+        return f"{system} (baseline)" if system == self.baseline and len(self.systems) > 1 else system
+
+    def to_rich(self, digits: int = 4, title: str | None = None) -> Table:
+        """The table for the terminal (``rich``): metrics as rows, systems as columns, so that many
+        metrics fit a narrow terminal; the footnote only when there is something to compare."""
+        table = Table(title=title, caption=self._test_note() if len(self.systems) > 1 else None)
+        table.add_column("metric")
+        for system in self.systems:
+            table.add_column(self.label(system), justify="right")
+        for metric in self.metrics:
+            table.add_row(metric, *(self.cell(system, metric, digits) for system in self.systems))
+        return table
+
     def to_markdown(self, digits: int = 4) -> str:
         """A Markdown table (systems as rows), with a footnote naming the test and the marks."""
         lines = ["| system | " + " | ".join(self.metrics) + " |", "|---|" + "---:|" * len(self.metrics)]
         for system in self.systems:
-            name = f"{system} (baseline)" if system == self.baseline else system
-            cells = [f"{self.comparisons[metric].systems[system].mean:.{digits}f}{self.mark(system, metric)}"
-                     for metric in self.metrics]
-            lines.append(f"| {name} | " + " | ".join(cells) + " |")
-        test = "paired randomisation test" if self.test == "permutation" else "paired t-test"
-        lines.append("")
-        lines.append(f"{BETTER}/{WORSE}: significantly higher/lower than {self.baseline} "
-                     f"({test}, two-sided, p < {self.alpha}).")
+            cells = [self.label(system), *(self.cell(system, metric, digits) for metric in self.metrics)]
+            lines.append("| " + " | ".join(cells) + " |")
+        if len(self.systems) > 1:
+            lines += ["", self._test_note()]
         return "\n".join(lines) + "\n"
-
 
 def comparison_table(per_query_by_system: dict[str, dict[str, dict[str, float]]], baseline: str,
                      metrics: Sequence[str] | None = None, test: str = "permutation", alpha: float = 0.05,

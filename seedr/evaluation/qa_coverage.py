@@ -14,6 +14,7 @@ prepends the title, as DPR's ``use_title`` option does with ``title + " . " + te
 
 from __future__ import annotations
 
+import os
 import unicodedata
 from collections.abc import Iterable, Sequence
 from functools import lru_cache
@@ -21,6 +22,7 @@ from functools import lru_cache
 import numpy as np
 import regex
 
+from seedr.data.qa import read_nq_open
 from seedr.data.records import Document, Run
 from seedr.retrieval.runs import rank_documents
 
@@ -71,6 +73,13 @@ def first_hit_ranks(run: Run, passages: dict[str, Document], answers: dict[str, 
                 ranks[qid] = rank
                 break
     return ranks
+
+
+def read_qa_file(path: str | os.PathLike) -> tuple[dict[str, str], dict[str, list[str]]]:
+    """``(questions, answers)`` of an NQ-open / DPR QA JSONL file, keyed by ``read_nq_open``'s ids
+    (the ``id`` field, else the line number): the same ids for searching and for scoring."""
+    examples = read_nq_open(path)
+    return {e.id: e.question for e in examples}, {e.id: list(e.answers) for e in examples}
 
 
 def coverage_per_question(first_hits: dict[str, int | None], ks: Sequence[int] = (1, 5, 20, 100)

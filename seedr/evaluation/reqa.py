@@ -1,18 +1,25 @@
 """ReQA evaluation (Ahmad et al. 2019, "ReQA: An Evaluation for End-to-End Answer Retrieval Models";
 Chang et al., ICLR 2020, sec. 4.1 and Tables 3–4).
 
-Each question is matched against every (sentence, paragraph) candidate of the collection; the gold
-candidates are the sentence(s) containing its answer span, inside its own paragraph — a different
-paragraph holding the same sentence text does not count (ICLR 2020, footnote 3). Recall@k is the
-fraction of questions with a gold candidate in the top k (ReQA's definition; ``Success@k`` in
-``ir_measures`` terms — identical to recall of the gold pair when a question has one), reported at
-k = 1, 5, 10, 50, 100 as in Table 3, with MRR (mean reciprocal rank of the first gold candidate, no
-cut-off; ReQA's other metric). Questions the run does not answer count as misses.
+Each question is matched against every (sentence, paragraph) candidate of the collection; a hit is a
+gold candidate — the sentence holding its answer, with its paragraph — as the qrels of
+``seedr.data.qa.reqa_candidates`` define them (ICLR 2020, footnote 3: the gold pair, "not just any
+paragraph containing the answer text"). Recall@k is the fraction of questions with a gold candidate in
+the top k (ReQA's definition; ``Success@k`` in ``ir_measures`` terms — identical to recall of the gold
+pair when a question has one), reported at k = 1, 5, 10, 50, 100 as in Table 3, with MRR (mean
+reciprocal rank of the first gold candidate, no cut-off; ReQA's other metric). Questions the run does
+not answer count as misses.
+
+Candidates are encoded as the pair (sentence, paragraph) by dense models (the document tower's input
+in Chang et al.); BM25 indexes the sentence followed by its paragraph (``lexical_documents``).
 """
 
 from __future__ import annotations
 
-from seedr.data.records import Qrels, Run
+from collections.abc import Iterable, Iterator
+
+from seedr.data.qa import ReqaCandidate
+from seedr.data.records import Document, Qrels, Run
 from seedr.evaluation.metrics import evaluate_run, per_query
 
 RECALL_KS = (1, 5, 10, 50, 100)
@@ -30,3 +37,9 @@ def evaluate_reqa(run: Run, qrels: Qrels) -> dict[str, float]:
     """ReQA Recall@1/5/10/50/100 and MRR of a question → candidate run, as fractions (not %)."""
     means = evaluate_run(run, qrels, list(REQA_METRICS.values()))
     return {name: means[measure] for name, measure in REQA_METRICS.items()}
+
+
+def lexical_documents(candidates: Iterable[ReqaCandidate]) -> Iterator[Document]:
+    """BM25's view of ReQA candidates: the sentence, then its paragraph, as one text."""
+    for candidate in candidates:
+        yield Document(candidate.id, f"{candidate.text} {candidate.context}")

@@ -1,6 +1,7 @@
 """Fine-tuning losses, one per file, in the ``LOSSES`` registry (``triplet``, ``nll``)."""
 
-from seedr.losses import nll, triplet  # noqa: F401  (registers the losses)
 from seedr.losses.base import LOSSES, RetrievalLoss, Similarity, build_loss, candidate_scores
+from seedr.losses.nll import NLLLoss
+from seedr.losses.triplet import TripletLoss
 
-__all__ = ["LOSSES", "RetrievalLoss", "Similarity", "build_loss", "candidate_scores"]
+__all__ = ["LOSSES", "NLLLoss", "RetrievalLoss", "Similarity", "TripletLoss", "build_loss", "candidate_scores"]

@@ -16,6 +16,9 @@ class TripletLoss(RetrievalLoss):
     (query, positive, negative) triple of the batch and is divided by the number of triples, so that the
     learning rate does not depend on the batch size or the number of negatives.
 
+    With a scaled cosine (``Similarity("cosine", scale)``) the margin is in scaled units: a margin of 1
+    at scale 20 asks for a cosine gap of 0.05.
+
     Args:
         margin: the hinge margin (1 in the paper).
         in_batch: also form triples with the other queries' documents of the batch (off by default: the

@@ -61,14 +61,15 @@ class BowMlpModel(PreTrainedModel):
 
     def __init__(self, config: BowMlpConfig) -> None:
         super().__init__(config)
-        self.embeddings = nn.Embedding(config.vocab_size, config.embedding_dim, padding_idx=config.pad_token_id)
+        self.embeddings = nn.Embedding(config.vocab_size, config.embedding_dim,
+                                       padding_idx=config.pad_token_id)
         self.mlp = nn.Sequential(nn.Linear(config.embedding_dim, config.hidden_dim), nn.Tanh(),
                                  nn.Linear(config.hidden_dim, config.output_dim))
         self.post_init()
 
     def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor | None = None,
                 **unused: torch.Tensor) -> BaseModelOutputWithPooling:
-        """``unused`` absorbs BERT-only inputs (``token_type_ids``) so both encoders take the same batch."""
+        """``unused`` takes BERT-only inputs (``token_type_ids``) so both encoders take the same batch."""
         # From the config, not a buffer: from_pretrained builds models on the meta device and would
         # leave a non-persistent buffer uninitialised.
         ignored = torch.tensor(self.config.ignored_token_ids, device=input_ids.device)

@@ -14,6 +14,7 @@ import json
 import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 import torch
@@ -23,10 +24,12 @@ from transformers import PreTrainedModel, PreTrainedTokenizerBase
 from seedr.data.records import Document, Run
 from seedr.losses.base import RetrievalLoss, Similarity
 from seedr.modeling.encoder import Pooling, load_encoder, load_tokenizer, pool, resolve_model_path, save_encoder
-from seedr.objectives.base import ObjectiveOutput
 from seedr.retrieval.encode import encode_texts
 from seedr.retrieval.faiss_index import DenseIndex
 from seedr.retrieval.runs import run_from_topk
+
+if TYPE_CHECKING:
+    from seedr.objectives.base import ObjectiveOutput
 
 #: Written beside the saved encoder so a fine-tuned model reloads with its towers, pooling and similarity.
 SETTINGS_FILE = "seedr_dual_encoder.json"
@@ -115,6 +118,11 @@ class DualEncoder(nn.Module):
         (DPR initialises both towers from the same BERT).
         """
         path = resolve_model_path(model)
+        modules = json.loads((path / "modules.json").read_text()) if (path / "modules.json").exists() else []
+        if any(module.get("type", "").endswith("Dense") for module in modules):
+            raise ValueError(f"{path} embeds through a projection layer (sentence-transformers Dense module), "
+                             "which the dual encoder does not carry: fine-tuning would silently drop it. "
+                             "Pre-train without a projection (projection_dim: null) to fine-tune with seedr.")
         settings = saved_settings(path)
         shared = bool(settings.get("shared", True)) if shared is None else shared
         query_encoder = load_encoder(path)
@@ -158,6 +166,9 @@ class DualEncoder(nn.Module):
                 query_token_type_ids: torch.Tensor | None = None,
                 document_token_type_ids: torch.Tensor | None = None,
                 false_negatives: torch.Tensor | None = None) -> ObjectiveOutput:
+        # imported here, not at the top: the objectives package imports this module's constants
+        from seedr.objectives.base import ObjectiveOutput
+
         queries = self.encode_queries(query_input_ids, query_attention_mask, query_token_type_ids)  # (B, H)
         documents = self.encode_documents(document_input_ids, document_attention_mask,
                                           document_token_type_ids)  # (B·(1+N), H)

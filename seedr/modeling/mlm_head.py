@@ -49,7 +49,7 @@ class MaskedLMHead(nn.Module):
         mapping = {"transform.dense.weight": "dense.weight", "transform.dense.bias": "dense.bias",
                    "transform.LayerNorm.weight": "LayerNorm.weight", "transform.LayerNorm.bias": "LayerNorm.bias",
                    "transform.LayerNorm.gamma": "LayerNorm.weight", "transform.LayerNorm.beta": "LayerNorm.bias",
-                   "bias": "bias"}
+                   "bias": "bias", "decoder.bias": "bias"}  # the bias is tied to decoder.bias
         found: dict[str, torch.Tensor] = {}
         for file in _safetensors_files(Path(folder)):
             with safe_open(str(file), framework="pt") as tensors:

@@ -5,15 +5,13 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from seedr.data.io import DataError
 from seedr.data.records import Document, Qrels
+from seedr.modeling.dual_encoder import DualEncoder
 from seedr.negatives.base import NEGATIVES, NegativeStrategy, NegativeTable, dense_negatives
 from seedr.retrieval.runs import read_trec_run
-
-if TYPE_CHECKING:
-    from seedr.modeling.dual_encoder import DualEncoder
 
 
 @NEGATIVES.register("static")
@@ -58,8 +56,6 @@ class StaticNegatives(NegativeStrategy):
         if self.model is None and given is not None:
             return given
         if self.model is not None:
-            from seedr.modeling.dual_encoder import DualEncoder
-
             model_source = str(self.model)
             model = DualEncoder.from_pretrained(self.model, query_max_length=model.query_max_length,
                                                 document_max_length=model.document_max_length)

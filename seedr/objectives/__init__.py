@@ -3,7 +3,9 @@
 Importing this package registers every objective.
 """
 
-from seedr.objectives import cpdae, mlm, seed  # noqa: F401 (registers "mlm", "seed", "cpdae", "cpdae_cls")
+import seedr.objectives.cpdae  # registers "cpdae", "cpdae_cls"
+import seedr.objectives.mlm  # registers "mlm"
+import seedr.objectives.seed  # noqa: F401 (registers "seed"; binds the same name as the two above)
 from seedr.objectives import bfs, ict, ict_bfs_wlp, wlp  # noqa: F401 (registers the two-tower objectives)
 from seedr.objectives.base import OBJECTIVES, Objective, ObjectiveOutput
 

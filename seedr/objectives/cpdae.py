@@ -33,7 +33,6 @@ Reading of the paper where it leaves details open:
 
 from __future__ import annotations
 
-import math
 import os
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass

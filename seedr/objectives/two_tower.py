@@ -75,8 +75,8 @@ class PairConfig:
 
     Args:
         keep_query_probability: ICT only: how often the query sentence is left in its document. The
-            ICLR 2020 paper always removes it (sec. 3, 0.0, the default); ORQA (Lee et al., 2019,
-            sec. 5) keeps it 10% of the time (0.1) so the encoder still learns word matching.
+            ICLR 2020 paper always removes it (sec. 3, 0.0, the default); ORQA (Lee et al., 2019)
+            keeps it 10% of the time (0.1) so the encoder still learns word matching.
         min_title_words: WLP on the wiki bundle, whose hyperlinks were stripped: links are recovered
             from mentions of other articles' titles of at least this many words (one-word titles such
             as "British" are too ambiguous).
@@ -137,7 +137,8 @@ class PairDataset(Dataset):
     def __init__(self, tasks: Sequence[PairTask], seed: int, epoch: int, size: int) -> None:
         self.tasks, self.seed, self.epoch = list(tasks), seed, epoch
         rng = np.random.default_rng([seed, epoch])
-        self.task_of = rng.integers(len(self.tasks), size=size) if len(self.tasks) > 1 else np.zeros(size, int)
+        self.task_of = (rng.integers(len(self.tasks), size=size) if len(self.tasks) > 1
+                        else np.zeros(size, dtype=np.int64))
         self.rank = np.empty(size, dtype=np.int64)  # how many earlier positions drew the same task
         for task_index in range(len(self.tasks)):
             positions = np.flatnonzero(self.task_of == task_index)
@@ -164,9 +165,10 @@ class PairData:
         seed: with the epoch, determines every pair.
         pairs_per_epoch: default one pair per unit of every task (``sum(len(task))``).
 
-    Example:
-        >>> data = PairData([ICTPairs(articles, PairConfig())], seed=13)  # doctest: +SKIP
-        >>> data.dataset(epoch=0)[0].query                                 # doctest: +SKIP
+    Example (``pair_data_for`` builds one from corpus files):
+        >>> shard = "../shared/data/wiki/enwiki-2015-00.jsonl.xz"
+        >>> data = pair_data_for("ict", shard, seed=13)  # doctest: +SKIP
+        >>> data.dataset(epoch=0)[0].query  # doctest: +SKIP
     """
 
     def __init__(self, tasks: Sequence[PairTask], seed: int, pairs_per_epoch: int | None = None) -> None:
@@ -191,7 +193,7 @@ def _corpus_kind(path: str | os.PathLike) -> str:
 
 
 def read_pair_corpus(paths: Iterable[str | os.PathLike], config: PairConfig, links: bool) -> list[Article]:
-    """Articles to draw pairs from: wiki bundle shards and/or FOLDOC/Jargon files, ``max_articles`` at most.
+    """Articles to draw pairs from: wiki bundle shards and/or FOLDOC/Jargon files (``max_articles``).
 
     With ``links``, wiki articles get links recovered from title mentions (their hyperlinks were
     stripped); glossary entries keep their real ``{cross-links}``.
@@ -213,8 +215,8 @@ def read_pair_corpus(paths: Iterable[str | os.PathLike], config: PairConfig, lin
     return wiki + glossary
 
 
-def pair_data_for(objective_name: str, corpus_paths: Sequence[str | os.PathLike] | str | os.PathLike, seed: int,
-                  config: PairConfig | None = None) -> PairData:
+def pair_data_for(objective_name: str, corpus_paths: Sequence[str | os.PathLike] | str | os.PathLike,
+                  seed: int, config: PairConfig | None = None) -> PairData:
     """``PairData`` for a registered two-tower objective (``ict``, ``bfs``, ``wlp``, ``ict_bfs_wlp``).
 
     Args:
@@ -238,7 +240,8 @@ def pair_data_for(objective_name: str, corpus_paths: Sequence[str | os.PathLike]
     tasks = [PAIR_TASKS.get(name)(articles, config) for name in objective.tasks]
     for task in tasks:
         if len(task) == 0:
-            raise DataError(", ".join(map(str, paths)), f"no {task.name} pair can be built from these articles")
+            raise DataError(", ".join(map(str, paths)), f"no {task.name} pair can be built from these "
+                            f"articles")
     return PairData(tasks, seed, config.pairs_per_epoch)
 
 
@@ -264,7 +267,7 @@ def in_batch_softmax(queries: torch.Tensor, documents: torch.Tensor,
     Returns:
         ``(losses (B,), correct (B,))``.
     """
-    empty = documents.new_zeros(documents.shape[0], 0, documents.shape[-1])  # (B, 0, D): no hard negatives
+    empty = documents.new_zeros(documents.shape[0], 0, documents.shape[-1])  # (B, 0, D): no hard negative
     candidates = candidate_scores(queries, documents, empty, Similarity("dot"), in_batch=True,
                                   false_negatives=false_negatives)
     in_denominator = candidates.negative.clone()  # (B, B)
@@ -309,10 +312,9 @@ class TwoTowerObjective(Objective):
     task, and DPR's convention: token type 1 on the passage, the passage alone when there is no title).
 
     The embedding is the [CLS] state (``pool``), then the optional projection. ``forward`` returns
-    ``ObjectiveOutput(loss, parts, metrics)``: ``parts`` has one entry per task in the batch, the
-    sum over that task's rows divided by the batch size, so the parts add up to ``loss`` (for a
-    single task, the part is the loss); ``metrics`` has the in-batch top-1 ``accuracy`` (and per
-    task for a mix).
+    ``ObjectiveOutput(loss, parts, metrics)``: ``parts`` has one entry per task, the sum of the
+    losses of that task's rows divided by the batch size, so the parts add up to ``loss`` (for a
+    single task, the part is the loss); ``metrics`` has the in-batch top-1 ``accuracy``.
 
     The product is the query tower (= the shared encoder): ``save_encoder`` writes it with the
     projection, if any, as a sentence-transformers ``Dense`` module (``2_Dense/``), so
@@ -335,7 +337,7 @@ class TwoTowerObjective(Objective):
         hidden = encoder.config.hidden_size
         dim = self.config.projection_dim
         self.projection = nn.Linear(hidden, dim) if dim is not None else None
-        # Separate towers are distinct modules (not two names for one), so checkpoints never hold shared tensors.
+        # Separate towers are distinct modules, never two names for one: checkpoints hold no shared tensors.
         self.document_encoder = copy.deepcopy(encoder) if self.config.separate_towers else None
         self.document_projection = (copy.deepcopy(self.projection)
                                     if self.config.separate_towers and self.projection is not None else None)
@@ -347,13 +349,15 @@ class TwoTowerObjective(Objective):
     def collate(self, examples: list[Pair]) -> dict[str, torch.Tensor]:
         unknown = sorted({pair.task for pair in examples} - set(self.tasks))
         if unknown:
-            raise ValueError(f"the {self.name} objective got pairs of task(s) {unknown}; it trains on {list(self.tasks)}")
+            raise ValueError(f"the {self.name} objective got pairs of task(s) {unknown}; "
+                             f"it trains on {list(self.tasks)}")
         queries = self.tokenizer([pair.query for pair in examples], max_length=self.config.query_max_length,
                                  truncation=True, padding=True, return_tensors="pt")
         documents = self._tokenize_documents(examples)
+        # rows whose documents are identical share a group: the first row with that document
         first_row: dict[tuple[str, str], int] = {}
         groups = torch.tensor([first_row.setdefault((pair.title, pair.document), row)
-                               for row, pair in enumerate(examples)])  # (B,): rows with one document share a group
+                               for row, pair in enumerate(examples)])  # (B,)
         same = groups.unsqueeze(0) == groups.unsqueeze(1)  # (B, B)
         return {
             "query_input_ids": queries["input_ids"],  # (B, Tq)
@@ -389,34 +393,31 @@ class TwoTowerObjective(Objective):
         """ψ(d): (B, D), from the document tower when separate."""
         if self.document_encoder is None:
             return self._embed(self.encoder, self.projection, input_ids, attention_mask, token_type_ids)
-        return self._embed(self.document_encoder, self.document_projection, input_ids, attention_mask, token_type_ids)
+        return self._embed(self.document_encoder, self.document_projection, input_ids, attention_mask,
+                           token_type_ids)
 
     def forward(self, query_input_ids: torch.Tensor, query_attention_mask: torch.Tensor,
-                document_input_ids: torch.Tensor, document_attention_mask: torch.Tensor, task_ids: torch.Tensor,
-                document_token_type_ids: torch.Tensor | None = None,
+                document_input_ids: torch.Tensor, document_attention_mask: torch.Tensor,
+                task_ids: torch.Tensor, document_token_type_ids: torch.Tensor | None = None,
                 false_negatives: torch.Tensor | None = None) -> ObjectiveOutput:
         queries = self.embed_queries(query_input_ids, query_attention_mask)  # (B, D)
         documents = self.embed_documents(document_input_ids, document_attention_mask,
                                          document_token_type_ids)  # (B, D)
         losses, correct = in_batch_softmax(queries, documents, false_negatives)  # (B,), (B,)
         batch = losses.shape[0]
-        parts, metrics = {}, {"accuracy": correct.float().mean()}
-        for index, task in enumerate(self.tasks):
-            rows = task_ids == index  # (B,)
-            if len(self.tasks) == 1 or rows.any():
-                parts[task] = losses[rows].sum().detach() / batch
-                if len(self.tasks) > 1:
-                    metrics[f"{task}_accuracy"] = correct[rows].float().mean()
-        return ObjectiveOutput(losses.mean(), parts, metrics)
+        # every task always has its part (0 when absent from the batch), so all processes log the same names
+        parts = {task: losses[task_ids == index].sum().detach() / batch for index, task in enumerate(self.tasks)}
+        return ObjectiveOutput(losses.mean(), parts, {"accuracy": correct.float().mean()})
 
     def save_encoder(self, directory: str | os.PathLike, max_seq_length: int = 512) -> Path:
         directory = Path(directory)
         _save_tower(self.encoder, self.projection, self.tokenizer, directory, max_seq_length)
         if self.document_encoder is not None:
-            _save_tower(self.document_encoder, self.document_projection, self.tokenizer, directory / DOCUMENT_TOWER,
-                        max_seq_length)
+            _save_tower(self.document_encoder, self.document_projection, self.tokenizer,
+                        directory / DOCUMENT_TOWER, max_seq_length)
         # What DualEncoder.from_pretrained reads to fine-tune with the same towers, pooling and score.
-        settings = {"shared": self.document_encoder is None, "pooling": "cls", "similarity": "dot", "scale": 1.0}
+        settings = {"shared": self.document_encoder is None, "pooling": "cls", "similarity": "dot",
+                    "scale": 1.0}
         (directory / SETTINGS_FILE).write_text(json.dumps(settings, indent=2))
         return directory
 
@@ -424,9 +425,11 @@ class TwoTowerObjective(Objective):
 def _save_tower(encoder: PreTrainedModel, projection: nn.Linear | None, tokenizer: PreTrainedTokenizerBase,
                 directory: Path, max_seq_length: int) -> None:
     """The encoder in Hugging Face + sentence-transformers form, the projection as module ``2_Dense``."""
-    save_encoder(encoder, tokenizer, directory, pooling="cls", max_seq_length=max_seq_length, similarity="dot")
+    save_encoder(encoder, tokenizer, directory, pooling="cls", max_seq_length=max_seq_length,
+                 similarity="dot")
     if projection is None:
         return
+    # imported here: sentence-transformers takes seconds to import and only saving a projection needs it
     from sentence_transformers.sentence_transformer.modules import Dense
 
     dense = Dense(projection.in_features, projection.out_features, bias=True, activation_function=None,

@@ -67,7 +67,8 @@ class WLPPairs(PairTask):
         for index, article in enumerate(articles):
             # entries sharing a title (FOLDOC's senses) each link on their own: keep those that do
             sources = [source for title in inbound.get(article.title, ()) for source in by_title[title]
-                       if article.title in articles[source].links and any(p.strip() for p in articles[source].paragraphs)]
+                       if article.title in articles[source].links
+                       and any(p.strip() for p in articles[source].paragraphs)]
             if sources and lead_sentences(article):
                 self.targets.append(index)
                 self.sources.append(np.array(sources, dtype=np.int64))

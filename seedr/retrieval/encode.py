@@ -104,6 +104,33 @@ def encode_texts(model: PreTrainedModel, tokenizer: PreTrainedTokenizerBase, tex
     return output
 
 
+def model_defaults(model_path: str | os.PathLike) -> dict[str, Any]:
+    """Pooling, normalisation and input length a model folder declares for itself, else seedr's defaults.
+
+    Read from the sentence-transformers files beside the weights (``1_Pooling/config.json``: CLS or
+    mean pooling; a ``Normalize`` module in ``modules.json``; ``sentence_bert_config.json``:
+    ``max_seq_length``), which ``seedr.modeling.encoder.save_encoder`` also writes. Without them:
+    [CLS] pooling, no normalisation, 512 tokens (BERT's, the papers' setting).
+    """
+    path = resolve_model_path(model_path)
+    defaults: dict[str, Any] = {"pooling": "cls", "normalize": False, "max_length": 512}
+    pooling_config = path / "1_Pooling" / "config.json"
+    if pooling_config.exists():
+        pooling = json.loads(pooling_config.read_text(encoding="utf-8"))
+        keys = {"cls": "pooling_mode_cls_token", "mean": "pooling_mode_mean_tokens"}
+        modes = [mode for mode, key in keys.items() if pooling.get(key)]
+        if len(modes) != 1:
+            raise ValueError(f"{pooling_config}: seedr supports CLS or mean pooling alone; pass --pooling explicitly")
+        defaults["pooling"] = modes[0]
+    if (path / "modules.json").exists():
+        modules = json.loads((path / "modules.json").read_text(encoding="utf-8"))
+        defaults["normalize"] = any(module.get("type", "").endswith(".Normalize") for module in modules)
+    if (path / "sentence_bert_config.json").exists():
+        length = json.loads((path / "sentence_bert_config.json").read_text(encoding="utf-8")).get("max_seq_length")
+        defaults["max_length"] = int(length or 512)
+    return defaults
+
+
 class TextEncoder:
     """A saved encoder (a local Hugging Face folder, a seedr run folder, or ``minilm``) ready to embed text.
 
@@ -134,6 +161,16 @@ class TextEncoder:
         self.pooling, self.normalize, self.max_length = pooling, normalize, max_length
         self.autocast_dtype = _autocast_dtype(dtype)
         self.query_prefix, self.document_prefix = query_prefix, document_prefix
+
+    @classmethod
+    def from_settings(cls, settings: dict[str, Any], model_path: str | os.PathLike | None = None,
+                      **overrides: Any) -> TextEncoder:
+        """The encoder described by ``settings()`` as recorded beside embeddings or in an index folder
+        (so queries are encoded as the documents were); ``overrides`` replace single options."""
+        options = {key: settings[key] for key in ("pooling", "normalize", "max_length", "query_prefix",
+                                                  "document_prefix") if key in settings}
+        options.update({key: value for key, value in overrides.items() if value is not None})
+        return cls(model_path or settings["model"], **options)
 
     @property
     def dim(self) -> int:

@@ -21,15 +21,20 @@ from __future__ import annotations
 import json
 import os
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import faiss
 import numpy as np
 from tqdm.auto import tqdm
 
 from seedr.data.io import DataError, atomic_directory
+from seedr.data.records import Run
+from seedr.retrieval.runs import run_from_topk
+
+if TYPE_CHECKING:
+    from seedr.retrieval.encode import TextEncoder
 
 METRICS = {"ip": faiss.METRIC_INNER_PRODUCT, "cosine": faiss.METRIC_INNER_PRODUCT, "l2": faiss.METRIC_L2}
 
@@ -127,7 +132,7 @@ class DenseIndex:
             index.add(_as_float32(embeddings[start:start + _ADD_CHUNK], normalize))
         config = {"factory": factory, "metric": metric, "dim": int(dim), "count": int(count),
                   "train_sample": train_sample, "seed": seed, "encoder": encoder,
-                  "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+                  "created": datetime.now(UTC).isoformat(timespec="seconds"),
                   "faiss": faiss.__version__}
         return cls(index, list(ids), config)
 
@@ -192,3 +197,12 @@ class DenseIndex:
         if index.ntotal != len(ids):
             raise DataError(directory / "ids.txt", f"{len(ids)} ids for {index.ntotal} vectors in index.faiss")
         return cls(index, ids, config)
+
+
+def search_text(index: DenseIndex, encoder: TextEncoder, queries: dict[str, str], k: int = 100,
+                batch_size: int = 64, show_progress: bool = False) -> Run:
+    """Encode ``queries`` (``{qid: text}``, with the encoder's query prefix) and search ``index``."""
+    qids = list(queries)
+    vectors = encoder.encode_queries([queries[qid] for qid in qids], batch_size, show_progress)
+    scores, ids = index.search(vectors, k, show_progress=show_progress)
+    return run_from_topk(qids, scores, ids)

@@ -14,6 +14,7 @@ segment (encoded ``title [SEP] passage`` like any document, see ``seedr.retrieva
 
 from __future__ import annotations
 
+import bisect
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
@@ -59,28 +60,35 @@ def split_documents(documents: Iterable[Document], tokenizer: PreTrainedTokenize
             FirstP: 1); ``None`` keeps them all.
     """
     documents = list(documents)
-    texts = [document.text for document in documents]
     # verbose=False: documents are longer than the model's maximum on purpose; no warning for that
-    encoded = tokenizer(texts, add_special_tokens=False, return_offsets_mapping=True, verbose=False)
+    encoded = tokenizer([document.text for document in documents], add_special_tokens=False,
+                        return_offsets_mapping=True, verbose=False)
     titles = tokenizer([document.title for document in documents], add_special_tokens=False, verbose=False)
     passages: list[Document] = []
     parent: dict[str, str] = {}
-    for document, offsets, title_ids in zip(documents, encoded["offset_mapping"], titles["input_ids"]):
+    for index, document in enumerate(documents):
+        offsets = encoded["offset_mapping"][index]
+        word_ids = encoded.word_ids(index)
+        # passages start and end on word boundaries, so a passage re-tokenises to the same tokens
+        word_starts = [p for p in range(len(offsets)) if p == 0 or word_ids[p] != word_ids[p - 1]] + [len(offsets)]
         specials = 3 if document.title else 2  # [CLS] title [SEP] text [SEP] / [CLS] text [SEP]
         # a very long title cannot starve the text: it is truncated at encoding time instead
-        window = max(passage_length - specials - len(title_ids), passage_length // 2)
-        step = stride or window
-        starts = range(0, max(len(offsets), 1), step)
-        for number, start in enumerate(starts):
-            if max_passages is not None and number >= max_passages:
-                break
-            piece = offsets[start:start + window]
+        window = max(passage_length - specials - len(titles["input_ids"][index]), passage_length // 2)
+        start, number = 0, 0
+        while max_passages is None or number < max_passages:
+            end = start + window
+            if end < len(offsets):  # back off to the last word start inside the window (unless one word is longer)
+                end = next((w for w in reversed(word_starts[:bisect.bisect_right(word_starts, end)]) if w > start), end)
+            piece = offsets[start:end]
             text = document.text[piece[0][0]:piece[-1][1]] if piece else document.text
             passage_id = f"{document.id}{PASSAGE_SEPARATOR}{number}"
             passages.append(Document(passage_id, text, document.title))
             parent[passage_id] = document.id
-            if start + window >= len(offsets):
-                break  # the window reached the end: a further (overlapping) start adds nothing new
+            number += 1
+            if end >= len(offsets):
+                break
+            # the next passage starts at the first word start at or after start + stride (default: the end)
+            start = end if stride is None else word_starts[bisect.bisect_left(word_starts, start + max(stride, 1))]
     return Passages(passages, parent)
 
 

@@ -1,8 +1,124 @@
-"""`seedr evaluate`: not built yet."""
+"""`seedr evaluate`: score TREC runs — IR metrics, QA answer coverage or ReQA — with significance tests."""
 
-from seedr.stages.common import not_built
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+
+from seedr.data.corpus import read_corpus
+from seedr.data.io import atomic_write
+from seedr.data.qa import read_squad, reqa_candidates
+from seedr.data.queries import read_qrels
+from seedr.evaluation.compare import comparison_table
+from seedr.evaluation.metrics import DEFAULT_METRICS, per_query, query_counts
+from seedr.evaluation.qa_coverage import coverage_per_question, first_hit_ranks, read_qa_file
+from seedr.evaluation.reqa import reqa_per_query
+from seedr.retrieval.runs import ignore_identical_ids as drop_identical_ids
+from seedr.retrieval.runs import read_trec_run
+from seedr.stages.common import clear_errors, console
 
 
-def command() -> None:
-    """Not built yet."""
-    not_built("evaluate")
+def _names(paths: list[Path]) -> list[str]:
+    """Short system names: file names without suffix, or whole paths when two would collide."""
+    stems = [path.stem for path in paths]
+    return stems if len(set(stems)) == len(stems) else [str(path) for path in paths]
+
+
+@clear_errors
+def command(
+    runs: Annotated[list[Path], typer.Argument(help="TREC run files (several: a comparison table).")],
+    qrels: Annotated[Path | None, typer.Option(
+        "--qrels", help="Relevance judgments: TREC qrels or BEIR qrels TSV."
+    )] = None,
+    metrics: Annotated[str, typer.Option(
+        "--metrics", help="Comma-separated ir_measures names: MRR@10, nDCG@10, R@100, MAP, R(rel=2)@1000 ..."
+    )] = ",".join(DEFAULT_METRICS),
+    qa_answers: Annotated[Path | None, typer.Option(
+        "--qa-answers", help="QA coverage: NQ-open / DPR QA JSONL with answers."
+    )] = None,
+    passages: Annotated[Path | None, typer.Option(
+        "--passages", help="QA coverage: the passage corpus the runs rank."
+    )] = None,
+    ks: Annotated[str, typer.Option("--ks", help="QA coverage: the k of top-k accuracy.")] = "1,5,20,100",
+    qa_title: Annotated[bool, typer.Option(
+        "--qa-title/--no-qa-title", help="QA coverage: search titles for answers too."
+    )] = False,
+    reqa: Annotated[Path | None, typer.Option(
+        "--reqa", help="ReQA: the SQuAD JSON the runs were made from (Recall@k, MRR)."
+    )] = None,
+    baseline: Annotated[Path | None, typer.Option(
+        "--baseline", help="Run to test the others against [default: the first]."
+    )] = None,
+    test: Annotated[str, typer.Option(
+        "--test", help="Paired test: permutation (SEED-Encoder) or ttest (CPDAE)."
+    )] = "permutation",
+    alpha: Annotated[float, typer.Option("--alpha", help="Significance level.")] = 0.05,
+    resamples: Annotated[int, typer.Option("--resamples", help="Permutation test resamples.")] = 10_000,
+    ignore_identical_ids: Annotated[bool, typer.Option(
+        "--ignore-identical-ids", help="Drop documents whose id is the query's (BEIR's option)."
+    )] = False,
+    json_out: Annotated[Path | None, typer.Option("--json", help="Write the results as JSON.")] = None,
+    markdown_out: Annotated[Path | None, typer.Option(
+        "--markdown", help="Write the table as Markdown."
+    )] = None,
+) -> None:
+    """Evaluate runs (queries missing from a run score 0; ties broken by document id) and compare them.
+
+    Example: seedr evaluate runs/dense.trec runs/bm25.trec --qrels scifact/qrels/test.tsv --baseline runs/bm25.trec
+    """
+    modes = [mode for mode, given in (("qrels", qrels), ("qa", qa_answers), ("reqa", reqa)) if given is not None]
+    if len(modes) != 1:
+        raise ValueError("give exactly one of --qrels, --qa-answers (with --passages), --reqa")
+    resolved = [path.resolve() for path in runs]
+    if baseline is not None and baseline.resolve() not in resolved:
+        runs, resolved = [baseline, *runs], [baseline.resolve(), *resolved]
+    names = _names(runs)
+    baseline_name = names[resolved.index(baseline.resolve())] if baseline is not None else names[0]
+    loaded = {name: read_trec_run(path) for name, path in zip(names, runs)}
+    if ignore_identical_ids:
+        loaded = {name: drop_identical_ids(run) for name, run in loaded.items()}
+
+    details: dict[str, object] = {}
+    if qa_answers is not None:
+        if passages is None:
+            raise ValueError("--qa-answers needs --passages, the corpus the runs rank")
+        cutoffs = [int(k) for k in ks.split(",") if k.strip()]
+        _, answers = read_qa_file(qa_answers)
+        needed = {doc for run in loaded.values() for scores in run.values() for doc in scores}
+        collection = {doc.id: doc for doc in read_corpus(passages, check_duplicates=False) if doc.id in needed}
+        per_system = {name: coverage_per_question(first_hit_ranks(run, collection, answers, max(cutoffs), qa_title),
+                                                  cutoffs)
+                      for name, run in loaded.items()}
+        details["questions"] = len(answers)
+    elif reqa is not None:
+        _, _, judged = reqa_candidates(read_squad(reqa))
+        per_system = {name: reqa_per_query(run, judged) for name, run in loaded.items()}
+        details["questions"] = len(judged)
+    else:
+        judged = read_qrels(qrels)
+        wanted = [name.strip() for name in metrics.split(",") if name.strip()]
+        per_system = {name: per_query(run, judged, wanted) for name, run in loaded.items()}
+        details["queries"] = {name: query_counts(run, judged) for name, run in loaded.items()}
+
+    table = comparison_table(per_system, baseline_name, test=test, alpha=alpha, n_resamples=resamples)
+    Console().print(table.to_rich(title=f"{modes[0]} evaluation"))
+    for name, counts in (details.get("queries") or {}).items():
+        if counts["missing_from_run"] or counts["unjudged_in_run"]:
+            console.print(f"{name}: {counts['missing_from_run']} judged queries missing from the run (scored 0), "
+                          f"{counts['unjudged_in_run']} unjudged queries ignored")
+    if json_out is not None:
+        result = {"mode": modes[0], "runs": {name: str(path) for name, path in zip(names, runs)},
+                  "ignore_identical_ids": ignore_identical_ids, **details}
+        if len(names) == 1:
+            result["metrics"] = {metric: table.comparisons[metric].systems[names[0]].mean for metric in table.metrics}
+        else:
+            result["comparison"] = table.to_dict()
+        with atomic_write(json_out) as stream:
+            json.dump(result, stream, indent=2)
+    if markdown_out is not None:
+        with atomic_write(markdown_out) as stream:
+            stream.write(table.to_markdown())

@@ -1,8 +1,94 @@
-"""`seedr finetune`: not built yet."""
+"""`seedr finetune`: fine-tune a pre-trained encoder into a dense retriever (dual encoder)."""
 
-from seedr.stages.common import not_built
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from seedr.config import load_config
+from seedr.losses import LOSSES
+from seedr.negatives import NEGATIVES, ance_refresh
+from seedr.stages.common import clear_errors
+from seedr.training.finetune import FinetuneConfig, finetune, load_training_set
+
+console = Console()
 
 
-def command() -> None:
-    """Not built yet."""
-    not_built("finetune")
+@clear_errors
+def command(
+    model: str = typer.Option(None, "--model", help="Model folder, seedr run folder, or the built-in 'minilm'."),
+    train: str = typer.Option(None, "--train", help="Training data: a BEIR folder (corpus.jsonl, queries.jsonl, "
+                              "qrels/train.tsv) or a DPR retriever JSON file."),
+    negatives: str = typer.Option(None, "--negatives", help=f"Negative strategy: {', '.join(NEGATIVES.names())}."),
+    loss: str = typer.Option(None, "--loss", help=f"Loss: {', '.join(LOSSES.names())}."),
+    out: Path = typer.Option(None, "--out", help="Run folder (required unless --ance-refresh-only)."),
+    config: Path = typer.Option(None, "--config", help="YAML recipe (e.g. recipes/finetune/seed_siamese_bm25.yaml)."),
+    overrides: list[str] = typer.Option([], "--set", help="key=value override, e.g. train.max_steps=500, "
+                                        "negative_options.depth=50 (repeatable)."),
+    dev_qrels: str = typer.Option(None, "--dev-qrels", help="Dev relevance labels, evaluated during training."),
+    dev_queries: str = typer.Option(None, "--dev-queries", help="Dev queries (default: the training folder's)."),
+    dev_corpus: str = typer.Option(None, "--dev-corpus", help="Dev corpus (default: the training corpus)."),
+    dev_every: int = typer.Option(None, "--dev-every", help="Steps between dev evaluations (0: at the end only)."),
+    rounds: int = typer.Option(None, "--rounds", help="static negatives: mine → train rounds (CPDAE: 3)."),
+    few_shot: float = typer.Option(None, "--few-shot", help="Train on N queries (N ≥ 1) or a fraction (< 1)."),
+    seeds: str = typer.Option(None, "--seeds", help="Few-shot: comma-separated seeds, one run each, averaged."),
+    resume: bool = typer.Option(False, "--resume", help="Continue the run in --out from its newest checkpoint."),
+    ance_refresh_only: bool = typer.Option(False, "--ance-refresh-only", help="Only mine ANCE negatives with "
+                                           "--model (a checkpoint folder) for the --train queries, into --out "
+                                           "(default: <run>/ance/refresh-<step>), for a training run elsewhere."),
+) -> None:
+    """Fine-tune an encoder for dense retrieval: a dual encoder trained with a loss (triplet, nll) on
+    labelled queries and negatives from a strategy (bm25, in_batch, static, ance), evaluated on a dev set
+    during training. The product (--out/encoder) loads with AutoModel and SentenceTransformer.
+
+    Example:
+        seedr finetune --model minilm --train ../shared/data/scifact --negatives bm25 --loss triplet
+        --out runs/scifact-siamese --dev-qrels ../shared/data/scifact/qrels/test.tsv --set train.max_steps=300
+    """
+    settings = load_config(FinetuneConfig, config, overrides)
+    flags = {"model": model, "train_data": train, "negatives": negatives, "loss": loss, "dev_qrels": dev_qrels,
+             "dev_queries": dev_queries, "dev_corpus": dev_corpus, "dev_every": dev_every, "few_shot": few_shot,
+             "seeds": [int(seed) for seed in seeds.split(",") if seed.strip()] if seeds else None}
+    settings = dataclasses.replace(settings, **{key: value for key, value in flags.items() if value is not None})
+    if rounds is not None:
+        settings = dataclasses.replace(settings, negative_options={**settings.negative_options, "rounds": rounds})
+    if not settings.train_data:
+        raise ValueError("no training data: give --train (or train_data in the recipe)")
+
+    if ance_refresh_only:
+        training = load_training_set(settings.train_data, settings.train_split)
+        depth = int(settings.negative_options.get("depth", 200))
+        folder = ance_refresh(settings.model, training.corpus, training.queries, training.qrels, out, top=depth,
+                              batch_size=settings.encode_batch_size, query_max_length=settings.query_max_length,
+                              document_max_length=settings.document_max_length)
+        console.print(f"ANCE negatives mined with {settings.model}: [bold]{folder}[/]")
+        return
+    if out is None:
+        raise ValueError("give the run folder: --out DIR")
+    summary = finetune(settings, out, resume=resume)
+    _print_summary(summary)
+
+
+def _print_summary(summary: dict) -> None:
+    table = Table(title=f"seedr finetune → {summary['run']}")
+    table.add_column("")
+    table.add_column("value", justify="right")
+    if "few_shot" in summary:
+        for run in summary["few_shot"]["runs"]:
+            for name, value in run["dev"].items():
+                table.add_row(f"seed {run['seed']} {name}", f"{value:.4f}")
+        for name, value in summary["few_shot"]["mean"].items():
+            table.add_row(f"mean {name}", f"{value:.4f} ± {summary['few_shot']['std'][name]:.4f}")
+    else:
+        table.add_row("encoder", summary["encoder"])
+        table.add_row("steps", str(summary["steps"]))
+        table.add_row("training queries", str(summary["queries"]))
+        if "loss" in summary["last"]:
+            table.add_row("last loss", f"{summary['last']['loss']:.4f}")
+        for name, value in summary["dev"].items():
+            table.add_row(name, f"{value:.4f}")
+    console.print(table)

@@ -1,8 +1,39 @@
-"""`seedr index`: not built yet."""
+"""`seedr index`: build a faiss index folder from embedding shards."""
 
-from seedr.stages.common import not_built
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from seedr.retrieval.encode import load_embeddings, read_manifest
+from seedr.retrieval.faiss_index import DenseIndex
+from seedr.stages.common import clear_errors, console
 
 
-def command() -> None:
-    """Not built yet."""
-    not_built("index")
+@clear_errors
+def command(
+    embeddings: Annotated[Path, typer.Option("--embeddings", help="Folder written by `seedr encode`.")],
+    out: Annotated[Path, typer.Option(
+        "--out", help="Index folder to write (index.faiss, ids.txt, index.json)."
+    )],
+    factory: Annotated[str, typer.Option(
+        "--factory", help="faiss index_factory string: Flat, HNSW32, IVF256,PQ16 ..."
+    )] = "Flat",
+    metric: Annotated[str, typer.Option("--metric", help="ip (dot product), cosine or l2.")] = "ip",
+    train_sample: Annotated[int | None, typer.Option(
+        "--train-sample", help="Vectors to train IVF/PQ on [default: all]."
+    )] = None,
+    seed: Annotated[int, typer.Option("--seed", help="Seed of the training sample.")] = 0,
+) -> None:
+    """Index the embeddings of a corpus for `seedr search`; the folder records how it was made.
+
+    Example: seedr index --embeddings runs/scifact-emb --out runs/scifact-index --factory HNSW32
+    """
+    manifest = read_manifest(embeddings)
+    ids, vectors = load_embeddings(embeddings)
+    index = DenseIndex.build(vectors, ids, factory=factory, metric=metric, train_sample=train_sample, seed=seed,
+                             encoder={**manifest["encoder"], "use_title": manifest["use_title"]}, show_progress=True)
+    index.save(out)
+    console.print(f"{factory} index of {len(ids)} vectors written to [bold]{out}[/]")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Annotated
 
 import typer
 from rich.console import Console
@@ -15,20 +16,21 @@ from seedr.stages.common import clear_errors
 
 @clear_errors
 def command(
-    out: Path = typer.Option(..., "--out", help="Folder to write (replaced whole, atomically)."),
-    corpus: Path | None = typer.Option(
-        None, "--corpus", help="Corpus file to convert; without it, the embedded 10,033 Wikipedia leads."),
-    format: str = typer.Option(
-        "auto", "--format", help=f"Corpus format: auto, {', '.join(CORPUS_FORMATS.names())}."),
-    passages: int = typer.Option(0, "--passages", min=0,
-                                 help="Cut into DPR passages of this many words (0: whole documents)."),
-    links: bool = typer.Option(False, "--links", help="Write links.jsonl: the source's hyperlinks, or links "
-                               "recovered from mentions of other articles' titles."),
-    min_title_words: int = typer.Option(2, "--min-title-words", min=1,
-                                        help="Shortest title recovered links look for (1 allows single words)."),
-    tokenizer_vocab: int = typer.Option(0, "--tokenizer-vocab", min=0,
-                                        help="Train a WordPiece tokenizer of this size into OUT/tokenizer/."),
-    cased: bool = typer.Option(False, "--cased", help="Keep case and accents in the tokenizer."),
+    out: Annotated[Path, typer.Option("--out", help="Folder to write (replaced whole, atomically).")],
+    corpus: Annotated[Path | None, typer.Option(
+        "--corpus", help="Corpus file to convert; without it, the embedded 10,033 Wikipedia leads.")] = None,
+    format: Annotated[str, typer.Option(
+        "--format", help=f"Corpus format: auto, {', '.join(CORPUS_FORMATS.names())}.")] = "auto",
+    passages: Annotated[int, typer.Option(
+        "--passages", min=0, help="Cut into DPR passages of this many words (0: whole documents).")] = 0,
+    links: Annotated[bool, typer.Option(
+        "--links", help="Write links.jsonl: the source's hyperlinks, or links recovered from mentions of "
+        "other articles' titles.")] = False,
+    min_title_words: Annotated[int, typer.Option(
+        "--min-title-words", min=1, help="Shortest title recovered links look for (1 allows single words).")] = 2,
+    tokenizer_vocab: Annotated[int, typer.Option(
+        "--tokenizer-vocab", min=0, help="Train a WordPiece tokenizer of this size into OUT/tokenizer/.")] = 0,
+    cased: Annotated[bool, typer.Option("--cased", help="Keep case and accents in the tokenizer.")] = False,
 ) -> None:
     """Convert a corpus (BEIR, MS MARCO, wiki articles, wikiextractor, FOLDOC, ...) into seedr corpus JSONL,
     optionally cut into DPR passages, with links and a trained tokenizer.

@@ -1,8 +1,116 @@
-"""`seedr search`: not built yet."""
+"""`seedr search`: rank documents for queries — dense (faiss index + encoder) or BM25 — into a TREC run."""
 
-from seedr.stages.common import not_built
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from seedr.data.corpus import read_corpus
+from seedr.data.qa import read_squad, reqa_candidates
+from seedr.data.queries import read_queries
+from seedr.evaluation.qa_coverage import read_qa_file
+from seedr.evaluation.reqa import lexical_documents
+from seedr.retrieval.bm25 import BM25Index
+from seedr.retrieval.encode import TextEncoder, model_defaults
+from seedr.retrieval.faiss_index import DenseIndex, search_text
+from seedr.retrieval.runs import write_trec_run
+from seedr.stages.common import clear_errors, console
 
 
-def command() -> None:
-    """Not built yet."""
-    not_built("search")
+@clear_errors
+def command(
+    out: Annotated[Path, typer.Option("--out", help="TREC run file to write.")],
+    queries: Annotated[Path | None, typer.Option(
+        "--queries", help="Queries: BEIR queries.jsonl or TSV (qid<TAB>text)."
+    )] = None,
+    questions: Annotated[Path | None, typer.Option(
+        "--questions", help="Or questions of an NQ-open / DPR QA JSONL file."
+    )] = None,
+    reqa: Annotated[Path | None, typer.Option(
+        "--reqa", help="Or ReQA: SQuAD JSON; its questions against its (sentence, paragraph) candidates."
+    )] = None,
+    k: Annotated[int, typer.Option("--k", help="Documents per query.")] = 100,
+    index: Annotated[Path | None, typer.Option(
+        "--index", help="Dense: index folder from `seedr index`."
+    )] = None,
+    model: Annotated[str | None, typer.Option(
+        "--model", help="Dense: query encoder [default: the one recorded in the index]."
+    )] = None,
+    max_length: Annotated[int | None, typer.Option(
+        "--max-length", help="Dense: tokens per query [default: as the documents]."
+    )] = None,
+    query_prefix: Annotated[str | None, typer.Option(
+        "--query-prefix", help="Dense: text put before every query."
+    )] = None,
+    batch_size: Annotated[int, typer.Option("--batch-size", help="Dense: queries per forward pass.")] = 64,
+    nprobe: Annotated[int | None, typer.Option(
+        "--nprobe", help="Dense IVF indexes: inverted lists visited."
+    )] = None,
+    ef_search: Annotated[int | None, typer.Option(
+        "--ef-search", help="Dense HNSW indexes: search breadth."
+    )] = None,
+    device: Annotated[str | None, typer.Option("--device", help="Dense: cpu, cuda ...")] = None,
+    bm25: Annotated[bool, typer.Option("--bm25", help="BM25 instead of a dense index.")] = False,
+    corpus: Annotated[Path | None, typer.Option("--corpus", help="BM25: corpus to index on the fly.")] = None,
+    bm25_index: Annotated[Path | None, typer.Option(
+        "--bm25-index", help="BM25: a saved index folder (or where to save one built from --corpus)."
+    )] = None,
+    k1: Annotated[float, typer.Option("--k1", help="BM25 k1 (Anserini's default).")] = 0.9,
+    b: Annotated[float, typer.Option("--b", help="BM25 b (Anserini's default).")] = 0.4,
+    tag: Annotated[str | None, typer.Option(
+        "--tag", help="Run tag, last column [default: bm25 or the index folder name]."
+    )] = None,
+) -> None:
+    """Search a dense index or BM25 with a batch of queries and write the top k as a TREC run.
+
+    Example: seedr search --index runs/scifact-index --queries scifact/queries.jsonl --out runs/dense.trec --k 100
+    """
+    sources = [source for source in (queries, questions, reqa) if source is not None]
+    if len(sources) != 1:
+        raise ValueError("give exactly one of --queries, --questions, --reqa")
+    dense = index is not None or (reqa is not None and model is not None)
+    if bm25 == dense:
+        raise ValueError("choose one way to search: --bm25, or a dense --index (with --reqa: a dense --model)")
+    candidates = None
+    if reqa is not None:
+        candidates, texts, _ = reqa_candidates(read_squad(reqa))
+    elif questions is not None:
+        texts, _ = read_qa_file(questions)
+    else:
+        texts = read_queries(queries)
+
+    if bm25:
+        if corpus is None and candidates is None:
+            if bm25_index is None:
+                raise ValueError("BM25 needs --corpus (or --reqa) to index, or a saved --bm25-index")
+            searcher = BM25Index.load(bm25_index)
+        else:
+            documents = lexical_documents(candidates) if candidates is not None else read_corpus(corpus)
+            searcher = BM25Index.build(documents, k1=k1, b=b, show_progress=True)
+            if bm25_index is not None:
+                searcher.save(bm25_index)
+        run = searcher.search(texts, k=k, show_progress=True)
+        tag = tag or "bm25"
+    elif candidates is not None:  # dense ReQA: candidates are encoded as (sentence, paragraph) pairs
+        defaults = model_defaults(model)
+        encoder = TextEncoder(model, defaults["pooling"], defaults["normalize"], max_length or defaults["max_length"],
+                              device=device, query_prefix=query_prefix or "")
+        vectors = encoder.encode([c.text for c in candidates], batch_size, True, [c.context for c in candidates])
+        searcher = DenseIndex.build(vectors, [c.id for c in candidates], encoder=encoder.settings())
+        run = search_text(searcher, encoder, texts, k, batch_size, show_progress=True)
+        tag = tag or "reqa-dense"
+    else:
+        searcher = DenseIndex.load(index)
+        searcher.set_search_parameters(**{name: value for name, value in (("nprobe", nprobe), ("efSearch", ef_search))
+                                          if value is not None})
+        recorded = searcher.config.get("encoder") or {}
+        if model is None and "model" not in recorded:
+            raise ValueError(f"{index} does not record its encoder: pass --model")
+        encoder = TextEncoder.from_settings(recorded, model, max_length=max_length, query_prefix=query_prefix,
+                                            device=device)
+        run = search_text(searcher, encoder, texts, k, batch_size, show_progress=True)
+        tag = tag or index.name
+    lines = write_trec_run(out, run, tag=tag)
+    console.print(f"{len(run)} queries, {lines} lines written to [bold]{out}[/]")

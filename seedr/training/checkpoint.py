@@ -69,7 +69,7 @@ def prune_checkpoints(out_dir: str | os.PathLike, keep: int) -> None:
     checkpoints = list_checkpoints(out_dir)
     for _, folder in checkpoints[: max(len(checkpoints) - max(keep, 1), 0)]:
         shutil.rmtree(folder, ignore_errors=True)
-    for leftover in (Path(out_dir) / CHECKPOINTS).glob(".step-*.tmp"):
+    for leftover in (Path(out_dir) / CHECKPOINTS).glob(".step-*"):
         shutil.rmtree(leftover, ignore_errors=True)
 
 

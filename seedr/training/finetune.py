@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 import torch
+from accelerate import PartialState
 from rich.console import Console
 from transformers import BatchEncoding, PreTrainedTokenizerBase
 
@@ -375,16 +376,14 @@ def _train_one(config: FinetuneConfig, training: TrainingSet, dev: DevSet | None
     table = _mine_or_load(strategy, training, model, model_path, table_dir, reuse=resuming)
     per_query = config.negatives_per_query if strategy.hard_negatives else 0
     train_config = config.train
+    per_step = train_config.batch_size * train_config.gradient_accumulation_steps * PartialState().num_processes
     if config.epochs is not None:
-        from accelerate import PartialState
-
-        per_step = train_config.batch_size * train_config.gradient_accumulation_steps * PartialState().num_processes
-        queries = len(training.queries)
-        steps = max(1, math.ceil(config.epochs * queries / per_step))
+        steps = max(1, math.ceil(config.epochs * len(training.queries) / per_step))
         train_config = dataclasses.replace(train_config, max_steps=steps,
                                            warmup_steps=min(train_config.warmup_steps, steps))
-    data = FinetuneData(training, table, table_dir, out_dir, per_query, train_config.seed)
-    callbacks: list[Callback] = []
+    episode = strategy.episode_steps * per_step if strategy.episode_steps else None
+    data = FinetuneData(training, table, table_dir, out_dir, per_query, train_config.seed, episode)
+    callbacks = strategy.callbacks(data, training.corpus, training.queries, training.qrels, out_dir)
     evaluation = None
     if dev is not None:
         evaluation = DevEvaluation(dev, config.dev_metrics, config.dev_every, config.dev_depth,
@@ -394,7 +393,6 @@ def _train_one(config: FinetuneConfig, training: TrainingSet, dev: DevSet | None
     trainer = Trainer(model, data, collate, train_config, out_dir,
                       lambda unwrapped, directory: unwrapped.save(directory), callbacks,
                       run_config=dataclasses.replace(config, train=train_config))
-    callbacks.extend(strategy.callbacks(trainer, data, training, out_dir))
     if evaluation is not None and not resuming and trainer.accelerator.is_main_process:
         initial = evaluation.log_initial(model, out_dir)
         console.print("dev before fine-tuning: " + ", ".join(f"{k} {v:.4f}" for k, v in initial.items()))

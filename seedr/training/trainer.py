@@ -6,8 +6,8 @@ Distribution and precision are Accelerate's, never code of ours: the same loop r
     accelerate launch --config_file my_8gpu.yaml -m seedr pretrain ...   # DDP / FSDP / DeepSpeed, bf16 / fp16
     torchrun --nproc_per_node 2 -m seedr pretrain ...               # plain torchrun, CPU (gloo) included
 
-``TrainConfig.mixed_precision`` is passed to ``Accelerator``; an Accelerate config file may override
-it. ``batch_size`` is per process and micro-step, so the effective batch is
+``TrainConfig.mixed_precision`` ``bf16``/``fp16`` is passed to ``Accelerator``; ``no`` (the default)
+defers to the Accelerate launch config, so ``accelerate launch --mixed_precision bf16`` works unchanged. ``batch_size`` is per process and micro-step, so the effective batch is
 ``batch_size × gradient_accumulation_steps × processes`` (SEED-Encoder: 256; CPDAE: 64). On a machine
 without an accelerator the ``Accelerator`` is made with ``cpu=True``, which is what makes ``torchrun``
 start a real gloo process group on CPUs (without it every process would silently train alone).
@@ -201,7 +201,8 @@ class Trainer:
         self.save_product, self.callbacks, self.run_config = save_product, list(callbacks), run_config
         self.accelerator = Accelerator(
             gradient_accumulation_steps=config.gradient_accumulation_steps,
-            mixed_precision=config.mixed_precision,
+            # "no" leaves the choice to an Accelerate launch config (whose default is no mixed precision).
+            mixed_precision=None if config.mixed_precision == "no" else config.mixed_precision,
             cpu=uses_cpu(),
             # The schedule counts optimizer steps of the whole run; Accelerate would otherwise step it
             # once per process per optimizer step.

@@ -1,0 +1,256 @@
+"""The two-tower objectives (ICT/BFS/WLP and their mix) and the BoW-MLP baseline, with tiny models on
+pairs drawn from real Wikipedia articles."""
+
+from __future__ import annotations
+
+import itertools
+import json
+from pathlib import Path
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+from seedr.data.articles import read_articles
+from seedr.data.links import recover_title_links
+from seedr.data.records import Article
+from seedr.modeling.bow_mlp import build_bow_mlp
+from seedr.modeling.encoder import build_encoder, load_encoder, load_tokenizer
+from seedr.objectives import OBJECTIVES
+from seedr.objectives.bfs import BFSPairs
+from seedr.objectives.ict import ICTObjective, ICTPairs
+from seedr.objectives.ict_bfs_wlp import ICTBFSWLPObjective
+from seedr.objectives.two_tower import Pair, PairConfig, PairData, TwoTowerConfig, in_batch_softmax
+from seedr.objectives.wlp import WLPPairs
+
+
+@pytest.fixture(scope="module", autouse=True)
+def one_thread():
+    """Ops this small gain nothing from intra-op threads, and on a busy machine they wait on each other
+    (20 steps: 1 s on one thread, 10-20 s on two)."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
+@pytest.fixture(scope="module")
+def tokenizer(minilm_path):
+    return load_tokenizer(minilm_path)
+
+
+@pytest.fixture(scope="module")
+def articles(wiki_shard: Path) -> list[Article]:
+    """The shard's first 60 articles, with links recovered from title mentions (for WLP)."""
+    return recover_title_links(itertools.islice(read_articles(wiki_shard), 60))
+
+
+@pytest.fixture(scope="module")
+def ict_pairs(articles) -> list[Pair]:
+    dataset = PairData([ICTPairs(articles, PairConfig())], seed=0).dataset(0)
+    return [dataset[i] for i in range(8)]
+
+
+def tiny_bert(tokenizer, seed: int = 0):
+    torch.manual_seed(seed)
+    return build_encoder(tokenizer.vocab_size, hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
+                         intermediate_size=64, dropout=0.0)
+
+
+def test_objectives_are_registered_as_pair_objectives():
+    for name in ("ict", "bfs", "wlp", "ict_bfs_wlp"):
+        assert OBJECTIVES.get(name).input_kind == "pairs"
+    assert OBJECTIVES.get("ict_bfs_wlp").tasks == ("ict", "bfs", "wlp")
+
+
+def test_collate_tokenises_queries_and_title_sep_documents(tokenizer, ict_pairs):
+    objective = ICTObjective(tiny_bert(tokenizer), tokenizer, TwoTowerConfig(query_max_length=16,
+                                                                            document_max_length=40))
+    batch = objective.collate(ict_pairs)
+    assert batch["query_input_ids"].shape[0] == 8 and batch["query_input_ids"].shape[1] <= 16
+    assert batch["document_input_ids"].shape == (8, 40)  # paragraphs are longer than 40 tokens
+    first = tokenizer.decode(batch["document_input_ids"][0], skip_special_tokens=False)
+    assert first.startswith(f"[CLS] {ict_pairs[0].title.lower()} [SEP]")
+    # the passage is segment B
+    assert batch["document_token_type_ids"][0].max() == 1
+    assert not batch["false_negatives"].any() and batch["task_ids"].eq(0).all()
+
+
+def test_identical_documents_in_a_batch_are_not_negatives_of_each_other(tokenizer, ict_pairs):
+    objective = ICTObjective(tiny_bert(tokenizer), tokenizer)
+    batch = objective.collate([ict_pairs[0], ict_pairs[1], ict_pairs[0]])
+    assert batch["false_negatives"].tolist() == [[False, False, True],
+                                                 [False, False, False],
+                                                 [True, False, False]]
+
+
+def test_in_batch_softmax_targets_the_diagonal():
+    torch.manual_seed(0)
+    queries, documents = torch.randn(5, 8), torch.randn(5, 8)
+    losses, correct = in_batch_softmax(queries, documents)
+    scores = queries @ documents.T  # (5, 5)
+    assert torch.allclose(losses, -F.log_softmax(scores, dim=-1).diagonal())
+    assert correct.tolist() == (scores.argmax(-1) == torch.arange(5)).tolist()
+    # a column marked as a false negative leaves the row's denominator
+    mask = torch.zeros(5, 5, dtype=torch.bool)
+    mask[0, 3] = True
+    masked, _ = in_batch_softmax(queries, documents, mask)
+    expected = -F.log_softmax(scores[0, [0, 1, 2, 4]], dim=-1)[0]
+    assert torch.isclose(masked[0], expected) and torch.allclose(masked[1:], losses[1:])
+
+
+def test_loss_is_finite_named_and_reaches_the_encoder(tokenizer, ict_pairs):
+    objective = ICTObjective(tiny_bert(tokenizer), tokenizer)
+    output = objective(**objective.collate(ict_pairs))
+    assert torch.isfinite(output.loss) and set(output.parts) == {"ict"}
+    assert torch.isclose(output.parts["ict"], output.loss.detach())
+    assert 0.0 <= float(output.metrics["accuracy"]) <= 1.0
+    output.loss.backward()
+    gradient = objective.encoder.embeddings.word_embeddings.weight.grad
+    assert gradient is not None and gradient.abs().sum() > 0
+    assert objective.encoder.encoder.layer[-1].output.dense.weight.grad.abs().sum() > 0
+
+
+def test_loss_decreases_on_a_fixed_batch(tokenizer, ict_pairs):
+    objective = ICTObjective(tiny_bert(tokenizer), tokenizer, TwoTowerConfig(document_max_length=64))
+    batch = objective.collate(ict_pairs)
+    optimizer = torch.optim.Adam(objective.parameters(), lr=3e-3)
+    losses = []
+    for _ in range(20):
+        output = objective(**batch)
+        optimizer.zero_grad()
+        output.loss.backward()
+        optimizer.step()
+        losses.append(output.loss.item())
+    assert losses[0] == pytest.approx(torch.log(torch.tensor(8.0)).item(), abs=0.3)  # near-uniform at start
+    assert losses[-1] < 0.5 * losses[0]
+
+
+def test_projection_sets_the_embedding_dimension(tokenizer, ict_pairs):
+    objective = ICTObjective(tiny_bert(tokenizer), tokenizer, TwoTowerConfig(projection_dim=24))
+    batch = objective.collate(ict_pairs)
+    assert objective.embed_queries(batch["query_input_ids"], batch["query_attention_mask"]).shape == (8, 24)
+    assert objective.embed_documents(batch["document_input_ids"], batch["document_attention_mask"],
+                                     batch["document_token_type_ids"]).shape == (8, 24)
+    assert objective.embedding_dim == 24
+    plain = ICTObjective(tiny_bert(tokenizer), tokenizer)
+    assert plain.projection is None and plain.embedding_dim == 32
+
+
+def test_separate_towers_have_independent_parameters(tokenizer, ict_pairs):
+    config = TwoTowerConfig(projection_dim=16, separate_towers=True)
+    objective = ICTObjective(tiny_bert(tokenizer), tokenizer, config)
+    query_parameters = [*objective.encoder.parameters(), *objective.projection.parameters()]
+    document_parameters = [*objective.document_encoder.parameters(),
+                           *objective.document_projection.parameters()]
+    query_tensors = {p.data_ptr() for p in query_parameters}
+    assert not query_tensors & {p.data_ptr() for p in document_parameters}
+    batch = objective.collate(ict_pairs)
+    queries_before = objective.embed_queries(batch["query_input_ids"], batch["query_attention_mask"]).detach()
+    with torch.no_grad():  # changing the document tower leaves the query tower alone
+        for parameter in document_parameters:
+            parameter.add_(0.1)
+    queries_after = objective.embed_queries(batch["query_input_ids"], batch["query_attention_mask"])
+    assert torch.equal(queries_before, queries_after)
+    objective(**batch).loss.backward()
+    assert all(p.grad is not None for p in document_parameters)
+
+
+def test_saved_encoder_reproduces_the_projected_query_embedding(tokenizer, ict_pairs, tmp_path):
+    from sentence_transformers import SentenceTransformer
+
+    objective = ICTObjective(tiny_bert(tokenizer), tokenizer,
+                             TwoTowerConfig(projection_dim=16, separate_towers=True)).eval()
+    objective.save_encoder(tmp_path / "encoder")
+    queries = [pair.query for pair in ict_pairs[:3]]
+    batch = objective.collate(ict_pairs[:3])
+    with torch.no_grad():
+        expected = objective.embed_queries(batch["query_input_ids"], batch["query_attention_mask"])
+    loaded = SentenceTransformer(str(tmp_path / "encoder"), device="cpu")
+    assert torch.allclose(loaded.encode(queries, convert_to_tensor=True), expected, atol=1e-5)
+    # the document tower is saved beside, where fine-tuning (DualEncoder) looks for it
+    settings = json.loads((tmp_path / "encoder" / "seedr_dual_encoder.json").read_text())
+    assert settings["shared"] is False
+    document_tower = load_encoder(tmp_path / "encoder" / "doc_encoder")
+    assert torch.equal(document_tower.embeddings.word_embeddings.weight,
+                       objective.document_encoder.embeddings.word_embeddings.weight)
+
+
+def test_mixture_reports_each_task(tokenizer, articles):
+    tasks = [builder(articles, PairConfig()) for builder in (ICTPairs, BFSPairs, WLPPairs)]
+    dataset = PairData(tasks, seed=1, pairs_per_epoch=12).dataset(0)
+    pairs = [dataset[i] for i in range(12)]
+    objective = ICTBFSWLPObjective(tiny_bert(tokenizer), tokenizer, TwoTowerConfig(document_max_length=64))
+    batch = objective.collate(pairs)
+    output = objective(**batch)
+    assert set(output.parts) == {"ict", "bfs", "wlp"}
+    assert torch.isclose(sum(output.parts.values()), output.loss.detach())
+    # each part is that task's rows' share of the batch loss
+    batch_losses, _ = in_batch_softmax(
+        objective.embed_queries(batch["query_input_ids"], batch["query_attention_mask"]),
+        objective.embed_documents(batch["document_input_ids"], batch["document_attention_mask"],
+                                  batch["document_token_type_ids"]), batch["false_negatives"])
+    for index, task in enumerate(objective.tasks):
+        rows = [i for i, pair in enumerate(pairs) if pair.task == task]
+        assert batch["task_ids"][rows].eq(index).all()
+        assert torch.isclose(output.parts[task], batch_losses[rows].sum().detach() / len(pairs))
+    with pytest.raises(ValueError, match="trains on"):
+        ICTObjective(tiny_bert(tokenizer), tokenizer).collate(pairs)
+
+
+def test_bow_mlp_embeds_the_bag_of_words_through_a_tanh_mlp(tokenizer, ict_pairs):
+    torch.manual_seed(0)
+    model = build_bow_mlp(tokenizer.vocab_size, embedding_dim=32, hidden_dim=16, output_dim=8,
+                          ignored_token_ids=tokenizer.all_special_ids)
+    encoded = tokenizer([pair.query for pair in ict_pairs], padding=True, return_tensors="pt")
+    output = model(encoded["input_ids"], encoded["attention_mask"])
+    assert output.pooler_output.shape == (8, 8) and output.last_hidden_state.shape == (8, 1, 8)
+    # average of the word embeddings (special tokens and padding left out) → Linear → tanh → Linear
+    ids = tokenizer(ict_pairs[0].query, add_special_tokens=False)["input_ids"]
+    bag = model.embeddings.weight[ids].mean(0)  # (E,)
+    expected = model.mlp[2](torch.tanh(model.mlp[0](bag)))
+    assert torch.allclose(output.pooler_output[0], expected, atol=1e-6)
+    output.pooler_output.sum().backward()
+    assert model.embeddings.weight.grad[ids].abs().sum() > 0
+    assert model.embeddings.weight.grad[tokenizer.cls_token_id].abs().sum() == 0
+
+
+def test_bow_mlp_default_size_is_the_papers():
+    with torch.device("meta"):
+        model = build_bow_mlp(30522)  # BERT's vocabulary
+    assert sum(p.numel() for p in model.parameters()) == pytest.approx(128e6, rel=0.01)  # "128M"
+    assert model.config.hidden_size == 512
+
+
+def test_bow_mlp_trains_as_a_tower_and_saves(tokenizer, ict_pairs, tmp_path):
+    model = build_bow_mlp(tokenizer.vocab_size, embedding_dim=32, hidden_dim=16, output_dim=8,
+                          ignored_token_ids=tokenizer.all_special_ids)
+    objective = ICTObjective(model, tokenizer)
+    batch = objective.collate(ict_pairs)
+    output = objective(**batch)
+    assert torch.isfinite(output.loss)
+    output.loss.backward()
+    assert model.embeddings.weight.grad.abs().sum() > 0
+    objective.save_encoder(tmp_path / "bow")
+    reloaded = load_encoder(tmp_path / "bow").eval()
+    ids, mask = batch["query_input_ids"], batch["query_attention_mask"]
+    with torch.no_grad():
+        assert torch.allclose(reloaded(ids, mask).pooler_output, objective.embed_queries(ids, mask))
+
+
+def test_mixture_trains_in_the_shared_trainer_and_writes_its_encoder(tokenizer, wiki_shard, tmp_path):
+    from sentence_transformers import SentenceTransformer
+
+    from seedr.objectives.two_tower import pair_data_for
+    from seedr.training.trainer import TrainConfig, Trainer
+
+    config = TwoTowerConfig(document_max_length=64, projection_dim=16, pairs=PairConfig(max_articles=60))
+    objective = ICTBFSWLPObjective(tiny_bert(tokenizer), tokenizer, config)
+    data = pair_data_for("ict_bfs_wlp", wiki_shard, seed=3, config=config.pairs)
+    trainer = Trainer(objective, data, objective.collate, TrainConfig(max_steps=4, batch_size=8, log_every=2),
+                      tmp_path, lambda model, directory: model.save_encoder(directory))
+    logged = trainer.train()
+    assert {"loss", "ict", "bfs", "wlp"} <= set(logged)
+    assert logged["ict"] + logged["bfs"] + logged["wlp"] == pytest.approx(logged["loss"], rel=1e-5)
+    encoder = SentenceTransformer(str(tmp_path / "encoder"), device="cpu")
+    assert encoder.encode(["Anarchism is a political philosophy."]).shape == (1, 16)

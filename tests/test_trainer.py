@@ -1,0 +1,388 @@
+"""The shared Accelerate trainer: optimiser groups, schedule, gradient accumulation, run folder,
+checkpoints, exact resume, saved-encoder loading, and two real processes — tiny BERTs on real
+Wikipedia text (wiki shard 00, tokenised into memory-mapped shards)."""
+
+from __future__ import annotations
+
+import itertools
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+from torch import nn
+from torch.nn import functional as F
+
+from seedr.data.corpus import read_corpus
+from seedr.modeling.encoder import build_encoder, load_tokenizer
+from seedr.objectives.base import Objective, ObjectiveOutput
+from seedr.objectives.masking import pad_token_ids
+from seedr.objectives.mlm import MaskedLanguageModel, MLMConfig
+from seedr.training.checkpoint import list_checkpoints
+from seedr.training.optim import build_optimizer, build_scheduler, parameter_groups
+from seedr.training.shards import TokenShardData, write_token_shards
+from seedr.training.trainer import Callback, TrainConfig, Trainer
+
+SEQ_LEN = 64
+
+
+class TokenAutoencoder(Objective):
+    """A deterministic test objective: each final state regresses its token's input embedding, and
+    [CLS] predicts the bag of words of its text.
+
+    Both parts are means over examples and collation draws no random numbers, so one batch of 4 and
+    two accumulated batches of 2 must give the same update.
+    """
+
+    name = "test_autoencoder"
+
+    def __init__(self, encoder, tokenizer) -> None:
+        super().__init__(encoder, tokenizer, None)
+        self.head = nn.Linear(encoder.config.hidden_size, len(tokenizer))
+
+    def collate(self, examples):
+        input_ids, attention_mask = pad_token_ids(examples, self.tokenizer.pad_token_id)
+        return {"input_ids": input_ids, "attention_mask": attention_mask}
+
+    def forward(self, input_ids, attention_mask):
+        states = self.encoder(input_ids=input_ids, attention_mask=attention_mask).last_hidden_state  # (B, T, H)
+        mask = attention_mask.float()  # (B, T)
+        targets = self.encoder.get_input_embeddings()(input_ids)  # (B, T, H)
+        token_loss = (states - targets).pow(2).mean(-1)  # (B, T)
+        token = ((token_loss * mask).sum(1) / mask.sum(1)).mean()
+        bow_log_probs = self.head(states[:, 0]).log_softmax(-1)  # (B, V)
+        bow = (-(bow_log_probs.gather(1, input_ids) * mask).sum(1) / mask.sum(1)).mean()
+        return ObjectiveOutput(loss=token + bow, parts={"token": token, "bow": bow})
+
+
+def tiny_encoder(tokenizer, dropout: float = 0.1):
+    return build_encoder(len(tokenizer), hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
+                         intermediate_size=64, max_position_embeddings=SEQ_LEN, dropout=dropout)
+
+
+@pytest.fixture(scope="module")
+def tokenizer(minilm_path):
+    return load_tokenizer(minilm_path)
+
+
+@pytest.fixture(scope="module")
+def shards(tmp_path_factory, wiki_shard, tokenizer) -> Path:
+    """The first 64 tokens of the first 24 real articles of wiki shard 00: 6 steps an epoch in ``run``."""
+    directory = tmp_path_factory.mktemp("trainer") / "shards"
+    write_token_shards(itertools.islice(read_corpus(wiki_shard), 24), tokenizer, directory,
+                       max_seq_length=SEQ_LEN, packing="first_block", progress=False)
+    return directory
+
+
+def mlm_objective(tokenizer, seed: int = 0) -> MaskedLanguageModel:
+    torch.manual_seed(seed)
+    return MaskedLanguageModel(tiny_encoder(tokenizer), tokenizer, MLMConfig())
+
+
+def save_encoder(model, directory):
+    model.save_encoder(directory, max_seq_length=SEQ_LEN)
+
+
+def run(objective, shards, out_dir, callbacks=(), resume=False, **settings):
+    defaults = {"max_steps": 8, "batch_size": 2, "gradient_accumulation_steps": 2, "warmup_steps": 2,
+                "log_every": 2, "save_every": 4, "seed": 7}
+    config = TrainConfig(**{**defaults, **settings})
+    trainer = Trainer(objective, TokenShardData(shards, seed=config.seed), objective.collate, config, out_dir,
+                      save_encoder, callbacks=callbacks)
+    return trainer, trainer.train(resume=resume)
+
+
+def parameters(model) -> dict[str, torch.Tensor]:
+    return {name: value.detach().clone() for name, value in model.state_dict().items()}
+
+
+# ---------------------------------------------------------------------------------------------- optimiser
+
+
+def test_no_weight_decay_on_biases_and_layer_norms(tokenizer):
+    objective = mlm_objective(tokenizer)
+    decayed, not_decayed = parameter_groups(objective, weight_decay=0.01)
+    assert decayed["weight_decay"] == 0.01 and not_decayed["weight_decay"] == 0.0
+    names = {id(p): n for n, p in objective.named_parameters()}  # tied weights: named once
+    decayed_names = {names[id(p)] for p in decayed["params"]}
+    not_decayed_names = {names[id(p)] for p in not_decayed["params"]}
+    assert not decayed_names & not_decayed_names
+    assert decayed_names | not_decayed_names == set(names.values())
+    assert all(n.endswith("bias") or "LayerNorm" in n or "layer_norm" in n for n in not_decayed_names)
+    assert "encoder.embeddings.LayerNorm.weight" in not_decayed_names
+    assert "encoder.encoder.layer.0.attention.self.query.bias" in not_decayed_names
+    assert "encoder.embeddings.word_embeddings.weight" in decayed_names
+    assert "encoder.encoder.layer.1.output.dense.weight" in decayed_names
+    optimizer = build_optimizer(objective, TrainConfig())
+    assert optimizer.defaults["eps"] == 1e-6 and optimizer.defaults["betas"] == (0.9, 0.999)
+
+
+def test_linear_warmup_then_linear_decay_to_zero():
+    model = nn.Linear(2, 2)
+    config = TrainConfig(learning_rate=1e-4, warmup_steps=4, max_steps=12)
+    optimizer = build_optimizer(model, config)
+    scheduler = build_scheduler(optimizer, config)
+    rates = []
+    for _ in range(config.max_steps):
+        rates.append(scheduler.get_last_lr()[0])
+        optimizer.step()
+        scheduler.step()
+    rates.append(scheduler.get_last_lr()[0])
+    np.testing.assert_allclose(rates[:5], [0, 2.5e-5, 5e-5, 7.5e-5, 1e-4], atol=1e-12)  # warm-up
+    np.testing.assert_allclose(rates[4:], np.linspace(1e-4, 0, 9), atol=1e-12)  # decay to 0 at the end
+
+
+def test_bad_train_config_is_refused():
+    with pytest.raises(ValueError, match="warmup_steps"):
+        TrainConfig(max_steps=10, warmup_steps=20)
+    with pytest.raises(ValueError, match="mixed_precision"):
+        TrainConfig(mixed_precision="fp8")
+
+
+def test_gradient_accumulation_equals_the_big_batch(tokenizer, shards, tmp_path):
+    finals = []
+    for batch_size, accumulation in ((4, 1), (2, 2)):
+        torch.manual_seed(3)
+        objective = TokenAutoencoder(tiny_encoder(tokenizer, dropout=0.0), tokenizer)
+        run(objective, shards, tmp_path / f"b{batch_size}", max_steps=3, batch_size=batch_size,
+            gradient_accumulation_steps=accumulation, warmup_steps=0, save_every=100)
+        finals.append(parameters(objective))
+    assert finals[0].keys() == finals[1].keys()
+    for name in finals[0]:
+        torch.testing.assert_close(finals[0][name], finals[1][name], atol=2e-6, rtol=1e-5, msg=name)
+
+
+# ---------------------------------------------------------------------------------------------- run folder
+
+
+@pytest.fixture(scope="module")
+def finished_run(tmp_path_factory, tokenizer, shards):
+    """An uninterrupted 8-step MLM run (with dropout, accumulation 2, crossing an epoch boundary)."""
+    out_dir = tmp_path_factory.mktemp("runs") / "uninterrupted"
+    objective = mlm_objective(tokenizer)
+    trainer, metrics = run(objective, shards, out_dir)
+    return out_dir, trainer, metrics, parameters(objective)
+
+
+def test_run_folder_holds_product_checkpoints_metrics_and_config(finished_run, shards):
+    out_dir, trainer, metrics, _ = finished_run
+    assert trainer.step == 8 and metrics["step"] == 8
+    assert (out_dir / "encoder" / "model.safetensors").exists()
+    assert (out_dir / "config.yaml").exists() and json.loads((out_dir / "run.json").read_text())["seed"] == 7
+    assert [step for step, _ in list_checkpoints(out_dir)] == [4, 8]  # keep_checkpoints=2
+    checkpoint = out_dir / "checkpoints" / "step-8"
+    for name in ("model.safetensors", "optimizer.bin", "scheduler.bin", "random_states_0.pkl"):
+        assert (checkpoint / "state" / name).exists(), name
+    assert (checkpoint / "encoder" / "config.json").exists()
+    position = json.loads((checkpoint / "trainer_state.json").read_text())
+    assert len(TokenShardData(shards).shards) == 24  # 12 micro-batches of 2 an epoch
+    assert (position["step"], position["epoch"], position["batch_in_epoch"]) == (8, 1, 4)  # 16 micro-batches
+    # the decoder/heads are in the full state, not in the product
+    from safetensors import safe_open
+
+    with safe_open(checkpoint / "state" / "model.safetensors", "pt") as state:
+        assert any(key.startswith("mlm_head.") for key in state.keys())
+    with safe_open(checkpoint / "encoder" / "model.safetensors", "pt") as product:
+        assert not any("mlm_head" in key for key in product.keys())
+
+
+def test_metrics_jsonl_logs_every_named_part(finished_run):
+    out_dir, *_ = finished_run
+    lines = [json.loads(line) for line in (out_dir / "metrics.jsonl").read_text().splitlines()]
+    assert [line["step"] for line in lines] == [2, 4, 6, 8]
+    for line in lines:
+        assert {"step", "epoch", "lr", "loss", "mlm", "grad_norm"} <= line.keys()
+        assert np.isfinite(line["loss"]) and line["loss"] == pytest.approx(line["mlm"])
+    assert lines[-1]["lr"] == 0.0  # linear decay reaches 0 at max_steps
+
+
+def test_saved_encoder_loads_in_transformers_and_sentence_transformers(finished_run, tokenizer):
+    from sentence_transformers import SentenceTransformer
+    from transformers import AutoModel
+
+    out_dir, trainer, *_ = finished_run
+    in_memory = trainer.unwrapped_model().encoder.eval()
+    text = "Anarchism is a political philosophy that advocates self-governed societies."
+    batch = tokenizer([text], return_tensors="pt")
+    with torch.no_grad():
+        expected = in_memory(**batch).last_hidden_state[:, 0]  # (1, H)
+        loaded = AutoModel.from_pretrained(out_dir / "encoder").eval()
+        torch.testing.assert_close(loaded(**batch).last_hidden_state[:, 0], expected)
+    sentence_model = SentenceTransformer(str(out_dir / "encoder"), device="cpu")
+    embedded = sentence_model.encode([text], convert_to_tensor=True)  # (1, H), [CLS] pooling
+    torch.testing.assert_close(embedded, expected, atol=1e-5, rtol=1e-5)
+
+
+# ---------------------------------------------------------------------------------------------- resume
+
+
+class StopAt(Callback):
+    """Stands for a kill: raises once the run has reached ``step`` (after the last checkpoint)."""
+
+    def __init__(self, step: int) -> None:
+        self.step = step
+
+    def on_step_end(self, trainer, step):
+        if step == self.step:
+            raise KeyboardInterrupt(f"stopped at step {step}")
+
+
+class CountingCallback(Callback):
+    """Logs a metric every 3 steps and keeps state that must survive a resume."""
+
+    def __init__(self) -> None:
+        self.calls = 0
+
+    def on_step_end(self, trainer, step):
+        self.calls += 1
+        return {"calls": float(self.calls)} if step % 3 == 0 else None
+
+    def state_dict(self):
+        return {"calls": self.calls}
+
+    def load_state_dict(self, state):
+        self.calls = state["calls"]
+
+
+def test_resume_gives_the_uninterrupted_parameters(finished_run, tokenizer, shards, tmp_path):
+    _, _, _, expected = finished_run
+    out_dir = tmp_path / "interrupted"
+    with pytest.raises(KeyboardInterrupt):
+        run(mlm_objective(tokenizer), shards, out_dir, callbacks=[StopAt(6)])
+    assert [step for step, _ in list_checkpoints(out_dir)] == [4]
+    lines = [json.loads(line)["step"] for line in (out_dir / "metrics.jsonl").read_text().splitlines()]
+    assert lines == [2, 4]  # step 6 stopped before its line was written
+
+    with pytest.raises(ValueError, match="already holds checkpoints"):
+        run(mlm_objective(tokenizer), shards, out_dir)
+    resumed = mlm_objective(tokenizer, seed=123)  # different initial weights: all must come from the checkpoint
+    trainer, metrics = run(resumed, shards, out_dir, resume=True)
+    assert trainer.step == 8 and metrics["step"] == 8
+    got = parameters(resumed)
+    for name, value in expected.items():
+        assert torch.equal(got[name], value), name
+    lines = [json.loads(line)["step"] for line in (out_dir / "metrics.jsonl").read_text().splitlines()]
+    assert lines == [2, 4, 6, 8]
+
+
+def test_callback_metrics_and_state_survive_a_resume(tokenizer, shards, tmp_path):
+    counter = CountingCallback()
+    with pytest.raises(KeyboardInterrupt):
+        run(mlm_objective(tokenizer), shards, tmp_path, callbacks=[counter, StopAt(5)], max_steps=6)
+    counter = CountingCallback()
+    run(mlm_objective(tokenizer), shards, tmp_path, callbacks=[counter], max_steps=6, resume=True)
+    assert counter.calls == 6  # 4 before the checkpoint (restored) + 2 after
+    lines = [json.loads(line) for line in (tmp_path / "metrics.jsonl").read_text().splitlines()]
+    assert [(line["step"], line.get("calls")) for line in lines] == [(2, None), (3, 3.0), (4, None), (6, 6.0)]
+    assert "loss" not in lines[1]  # a callback-only line carries no half-averaged loss
+
+
+def test_resuming_a_finished_run_changes_nothing(finished_run, tokenizer, shards, tmp_path):
+    import shutil
+
+    out_dir = tmp_path / "copy"
+    shutil.copytree(finished_run[0], out_dir)
+    objective = mlm_objective(tokenizer, seed=5)
+    trainer, metrics = run(objective, shards, out_dir, resume=True)
+    assert trainer.step == 8 and metrics["step"] == 8
+    for name, value in finished_run[3].items():
+        assert torch.equal(parameters(objective)[name], value), name
+
+
+def test_skipping_batches_replays_the_same_masked_batches(tokenizer, shards, tmp_path):
+    """Resume skips the first batches of an epoch; the rest, masks included, are those of a full pass."""
+    objective = mlm_objective(tokenizer)
+    trainer = Trainer(objective, TokenShardData(shards, seed=1), objective.collate, TrainConfig(batch_size=2),
+                      tmp_path, save_encoder)
+    torch.manual_seed(0)
+    full = list(trainer.accelerator.prepare_data_loader(trainer._epoch_loader(0)))
+    torch.manual_seed(99)  # the global RNG state must not matter
+    tail = list(trainer.accelerator.skip_first_batches(
+        trainer.accelerator.prepare_data_loader(trainer._epoch_loader(0)), 3))
+    assert len(tail) == len(full) - 3
+    for expected, got in zip(full[3:], tail, strict=True):
+        for key in expected:
+            assert torch.equal(expected[key], got[key]), key
+    other_epoch = next(iter(trainer.accelerator.prepare_data_loader(trainer._epoch_loader(1))))
+    assert not torch.equal(other_epoch["labels"], full[0]["labels"])
+
+
+# ---------------------------------------------------------------------------------------------- processes
+
+_WORKER = """
+import itertools, sys, torch
+from pathlib import Path
+sys.path.insert(0, {tests!r})
+from test_trainer import mlm_objective, run, TokenShardData
+from seedr.modeling.encoder import load_tokenizer
+torch.set_num_threads(1)
+shards, out_dir, max_steps = Path(sys.argv[1]), Path(sys.argv[2]), int(sys.argv[3])
+objective = mlm_objective(load_tokenizer("minilm"))
+trainer, _ = run(objective, shards, out_dir, max_steps=max_steps, resume=True, save_every=2, keep_checkpoints=10,
+                 log_every=1)
+rank = trainer.accelerator.process_index
+torch.save({{k: v.detach() for k, v in trainer.unwrapped_model().state_dict().items()}},
+           out_dir / f"rank{{rank}}.pt")
+print("processes", trainer.accelerator.num_processes, "rank", rank, "steps", trainer.step)
+"""
+
+
+def _worker_script(tmp_path: Path) -> Path:
+    script = tmp_path / "worker.py"
+    script.write_text(_WORKER.format(tests=str(Path(__file__).parent)))
+    return script
+
+
+def _environment() -> dict[str, str]:
+    return {**os.environ, "OMP_NUM_THREADS": "1", "TOKENIZERS_PARALLELISM": "false"}
+
+
+@pytest.mark.slow
+def test_two_cpu_processes_agree_on_parameters(shards, tmp_path):
+    """``torchrun --nproc_per_node 2`` (gloo): both ranks end with the same parameters."""
+    torchrun = Path(sys.executable).parent / "torchrun"
+    result = subprocess.run(
+        [str(torchrun), "--nproc_per_node", "2", "--master_port", "29517", str(_worker_script(tmp_path)),
+         str(shards), str(tmp_path / "run"), "4"],
+        capture_output=True, text=True, timeout=300, env=_environment())
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "processes 2 rank 0" in result.stdout and "processes 2 rank 1" in result.stdout
+    rank0 = torch.load(tmp_path / "run" / "rank0.pt")
+    rank1 = torch.load(tmp_path / "run" / "rank1.pt")
+    for name in rank0:
+        assert torch.equal(rank0[name], rank1[name]), name
+    position = json.loads((tmp_path / "run" / "checkpoints" / "step-4" / "trainer_state.json").read_text())
+    assert position["num_processes"] == 2
+    assert (tmp_path / "run" / "checkpoints" / "step-4" / "state" / "random_states_1.pkl").exists()
+
+
+@pytest.mark.slow
+def test_sigkill_leaves_only_complete_checkpoints_and_resume_works(shards, tmp_path):
+    """A real SIGKILL mid-run: every ``step-N`` left is complete, and resuming reaches the last step."""
+    script, out_dir = _worker_script(tmp_path), tmp_path / "run"
+    process = subprocess.Popen([sys.executable, str(script), str(shards), str(out_dir), "40"],
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=_environment())
+    deadline = time.time() + 240
+    while time.time() < deadline and len(list_checkpoints(out_dir)) < 2:
+        time.sleep(0.2)
+    process.send_signal(signal.SIGKILL)
+    process.wait()
+    checkpoints = list_checkpoints(out_dir)
+    assert checkpoints, "no checkpoint was written before the kill"
+    assert checkpoints[-1][0] < 40
+    for _, folder in checkpoints:
+        assert (folder / "state" / "optimizer.bin").exists() and (folder / "encoder" / "model.safetensors").exists()
+    for folder in (out_dir / "checkpoints").iterdir():
+        assert folder.name.startswith(".") or (folder / "trainer_state.json").exists(), folder
+    result = subprocess.run([sys.executable, str(script), str(shards), str(out_dir), "40"],
+                            capture_output=True, text=True, timeout=300, env=_environment())
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "steps 40" in result.stdout
+    assert list_checkpoints(out_dir)[-1][0] == 40
+    assert not list((out_dir / "checkpoints").glob(".step-*"))  # temporaries of the killed save are gone
