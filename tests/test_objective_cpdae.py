@@ -9,7 +9,7 @@ import math
 import numpy as np
 import pytest
 import torch
-from test_objective_mlm import tiny_bert, wiki_token_ids
+from test_objective_mlm import one_thread, tiny_bert, wiki_token_ids  # noqa: F401 (one_thread: autouse fixture)
 
 from seedr.config import from_dict
 from seedr.data.io import DataError

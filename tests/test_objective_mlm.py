@@ -45,6 +45,16 @@ def tiny_bert(tokenizer, hidden_size: int = 32, layers: int = 2, heads: int = 2)
                          num_attention_heads=heads, max_position_embeddings=128)
 
 
+@pytest.fixture(scope="module", autouse=True)
+def one_thread():
+    """Tiny-config tests run many small ops: on a shared two-core machine, a second intra-op thread
+    costs more in synchronisation than it gains (about 20× slower here), so use one, then restore."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
 @pytest.fixture(scope="module")
 def tokenizer(minilm_path):
     return load_tokenizer(minilm_path)

@@ -8,7 +8,7 @@ import inspect
 import pytest
 import torch
 from safetensors import safe_open
-from test_objective_mlm import tiny_bert, wiki_token_ids
+from test_objective_mlm import one_thread, tiny_bert, wiki_token_ids  # noqa: F401 (one_thread: autouse fixture)
 from torch.utils._python_dispatch import TorchDispatchMode
 
 from seedr.config import from_dict

@@ -14,7 +14,7 @@ from seedr.data.queries import read_qrels, read_queries
 from seedr.retrieval.encode import TextEncoder, encode_corpus_to_shards, encode_texts, load_embeddings
 from seedr.retrieval.faiss_index import DenseIndex, brute_force_topk
 
-MAX_LENGTH = 96  # real abstracts, cut short to keep two shared CPU cores free
+MAX_LENGTH = 64  # real abstracts, cut short to keep two shared CPU cores free
 
 
 @pytest.fixture(scope="module")

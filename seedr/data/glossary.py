@@ -175,8 +175,9 @@ def read_glossary(path: str | os.PathLike, keep_unresolved: bool = False) -> Ite
       external ``{label (URL)}``, a missing entry, a brace in quoted code) is not a link unless
       ``keep_unresolved``.
 
-    The file is read once to learn every headword, so whole glossaries (FOLDOC: 12k entries) are held
-    in memory; they are small.
+    The bundle's own ``links`` field (a sorted set of the raw brace contents, code fragments included) is
+    not used. The file is read once to learn every headword, so whole glossaries (FOLDOC: 12k entries)
+    are held in memory; they are small.
     """
     path = Path(path)
     entries = _dictd_entries(path) if path.suffix == ".index" else _jsonl_entries(path)

@@ -108,6 +108,14 @@ def unique_id(seen: dict[str, int], value: str, path: str | os.PathLike, line: i
 
 
 @contextmanager
+def _default_mode(directory: bool) -> int:
+    """The mode a plain ``open``/``mkdir`` would give under the current umask (mkstemp uses 0600/0700)."""
+    umask = os.umask(0)
+    os.umask(umask)
+    return (0o777 if directory else 0o666) & ~umask
+
+
+@contextmanager
 def atomic_write(path: str | os.PathLike, mode: str = "w", encoding: str | None = "utf-8") -> Iterator[IO]:
     """Write to a temporary file beside ``path`` and move it into place only on success.
 
@@ -117,6 +125,7 @@ def atomic_write(path: str | os.PathLike, mode: str = "w", encoding: str | None 
     path.parent.mkdir(parents=True, exist_ok=True)
     handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     os.close(handle)
+    os.chmod(temporary, _default_mode(directory=False))
     try:
         with open(temporary, mode, encoding=None if "b" in mode else encoding) as stream:
             yield stream
@@ -139,6 +148,7 @@ def atomic_directory(path: str | os.PathLike) -> Iterator[Path]:
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     temporary = Path(tempfile.mkdtemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp"))
+    temporary.chmod(_default_mode(directory=True))
     try:
         yield temporary
         if path.exists():

@@ -32,7 +32,7 @@ position holding ``x_{t−1}``).
 Cost. For a finite span the attention gathers the ``k`` keys of each position with ``unfold`` (a
 strided view) and scores have shape ``(B, heads, T, k+1)``: memory and time linear in ``T``; no
 ``T × T`` matrix is ever built. ``attention_span=None`` is full causal attention (the strong-decoder
-/ Optimus-like baseline of the paper's Figure 3), computed with ``scaled_dot_product_attention``.
+/ Optimus-like baseline of Figure 3 in the EMNLP paper), computed with ``scaled_dot_product_attention``.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """CPDAE (Ma et al., CIKM 2022, "A Contrastive Pre-training Approach to Learn Discriminative
-Autoencoder for Dense Retrieval", arXiv:2208.09846): MLM, a
-bag-of-words reconstruction of the text from [CLS] by an MLP decoder, and a contrastive loss between
-the decoded word distributions of two masked views of each text.
+Autoencoder for Dense Retrieval", arXiv:2208.09846): MLM, a bag-of-words reconstruction of the text
+from [CLS] by an MLP decoder, and a contrastive loss between the decoded word distributions of two
+masked views of each text.
 
     h = Encoder(x_i) for both BERT-masked views x_i', x_i''                                  (eq. 1)
     z = Decoder(h) ∈ R^|V|,  ẑ_j = sigmoid(z_j)                                              (eq. 2, 3)
@@ -17,7 +17,7 @@ Reading of the paper where it leaves details open:
   (unmasked) text minus special tokens. Eq. 4 sums over the whole vocabulary, so L_REC starts
   near |V|·log 2 (≈ 21,000 for BERT's vocabulary) and outweighs L_MLM; ``reconstruction_reduction=
   "mean"`` averages over the vocabulary instead (what ``torch.nn.BCEWithLogitsLoss()`` does by
-  default), for readers who believe the authors' code did.
+  default; the authors' code is not public, so which one they ran cannot be checked).
 - Eq. 5 has no temperature: similarities are ``−JS`` (natural log, so ``0 ≤ JS ≤ log 2``). Every
   one of the 2m views serves as an anchor whose positive is its twin and whose negatives are the
   other 2m − 2 views (eq. 5 applied to z_i' and to z_i''), averaged over anchors (NT-Xent, Chen et

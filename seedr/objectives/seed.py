@@ -5,6 +5,9 @@ sees the encoder only through its [CLS] vector.
     L(x) = L_MLM(x^M; θ_enc) + w · L_dec^weak(x; θ_dec)                                      (eq. 10)
     L_dec^weak = −Σ_t log P(x_t | x_{t−k:t−1}, h_0; θ_dec^weak)                              (eq. 9)
 
+(equation numbers of the EMNLP paper; eq. 11 and 10 in the preprint "Less is More: Pre-training a
+Strong Siamese Encoder Using a Weak Decoder").
+
 - One encoder pass on the BERT-masked text gives both the MLM states and ``h_0``: the authors'
   released model runs ``encoder(src_tokens)`` once and feeds ``x_encoder[:, 0]`` to the decoder
   (``SEEDEncoderModel.forward``), while the decoder reconstructs the original, unmasked tokens with
@@ -13,7 +16,7 @@ sees the encoder only through its [CLS] vector.
   of tokens); the decoder also predicts the closing [SEP], as a language model predicts its EOS.
 - Decoder defaults are the paper's: 3 layers, span 2, the encoder's width, dropout 0.1 (sec. 4.1,
   Appendix A.1). ``attention_span="all"`` gives the strong decoder of the paper's analysis (full
-  causal attention, "5-layer … All" in Figure 3 with ``decoder_layers=5``).
+  causal attention: "5-layer … All" in Figure 3 of the EMNLP paper is ``decoder_layers=5``).
 - Token embeddings are tied to the encoder's (authors' code passes ``embed_tokens`` of the encoder
   to the decoder); the output projection is tied too: the released config does not say, and tying
   keeps the decoder weak (no V × H matrix of its own), as BERT ties its MLM output.
@@ -41,7 +44,7 @@ class SeedConfig(MLMConfig):
     """Options of SEED-Encoder pre-training (paper defaults).
 
     Attributes:
-        decoder_layers: depth of the weak decoder (paper: 3; Figure 3 also 1 and 5).
+        decoder_layers: depth of the weak decoder (paper: 3; its Figure 3 also tries 1 and 5).
         attention_span: how many most recent positions each decoder position attends to, besides
             [CLS] (paper: 2); ``"all"`` = full causal attention, the strong-decoder baseline.
         decoder_weight: weight ``w`` of the decoder loss in ``L_MLM + w · L_dec`` (paper: 1).

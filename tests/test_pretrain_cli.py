@@ -1,0 +1,153 @@
+"""`seedr pretrain` end to end on real Wikipedia articles (wiki shard 00) with tiny encoders, the
+recipes of recipes/pretrain/, and the command's clear errors."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import torch
+import yaml
+from typer.testing import CliRunner
+
+from seedr.cli import app
+from seedr.config import from_dict, load_config
+from seedr.objectives import OBJECTIVES
+from seedr.training.pretrain import PretrainConfig
+
+RECIPES = Path(__file__).resolve().parents[1] / "recipes" / "pretrain"
+TINY = ["--size", "tiny", "--tokenizer", "minilm", "--set", "model.hidden_size=32",
+        "--set", "model.num_attention_heads=2", "--set", "model.intermediate_size=64"]
+
+runner = CliRunner()
+
+
+def pretrain(*arguments: str):
+    return runner.invoke(app, ["pretrain", *arguments], catch_exceptions=False)
+
+
+def settings(**values) -> list[str]:
+    return [item for key, value in values.items() for item in ("--set", f"{key.replace('__', '.')}={value}")]
+
+
+def test_help_ends_with_an_example():
+    result = runner.invoke(app, ["pretrain", "--help"], terminal_width=200)
+    assert result.exit_code == 0
+    assert "Example: seedr pretrain --config recipes/pretrain/seed.yaml" in result.output
+    for option in ("--objective", "--corpus", "--out", "--config", "--set", "--model", "--size", "--tokenizer",
+                   "--resume"):
+        assert option in result.output
+
+
+@pytest.mark.parametrize("recipe", sorted(RECIPES.glob("*.yaml")), ids=lambda path: path.stem)
+def test_every_recipe_is_a_valid_configuration_of_its_objective(recipe):
+    config = load_config(PretrainConfig, recipe)
+    objective_class = OBJECTIVES.get(config.objective_name)
+    from_dict(objective_class.config_class, config.objective, "objective")  # unknown option → ValueError
+    assert config.train.warmup_steps < config.train.max_steps
+    assert "CPU-scale variant" in recipe.read_text()
+
+
+def test_recipes_hold_the_papers_settings():
+    seed = load_config(PretrainConfig, RECIPES / "seed.yaml")
+    assert (seed.objective["decoder_layers"], seed.objective["attention_span"]) == (3, 2)
+    assert (seed.train.max_steps, seed.train.learning_rate, seed.train.warmup_steps) == (1_000_000, 1e-4, 10_000)
+    assert seed.train.adam_epsilon == 1e-6 and seed.data.max_seq_length == 512 and seed.model.init is None
+    strong = load_config(PretrainConfig, RECIPES / "seed_strong.yaml")
+    assert (strong.objective["decoder_layers"], strong.objective["attention_span"]) == (5, "all")
+    cpdae = load_config(PretrainConfig, RECIPES / "cpdae.yaml")
+    assert (cpdae.train.learning_rate, cpdae.train.batch_size, cpdae.objective["contrastive_weight"]) == (5e-5, 64, 0.1)
+    assert cpdae.train.warmup_steps == cpdae.train.max_steps // 10 and cpdae.model.init is not None
+    for name in ("ict", "bfs", "wlp", "ict_bfs_wlp"):
+        two_tower = load_config(PretrainConfig, RECIPES / f"{name}.yaml")
+        assert two_tower.objective_name == name
+        assert (two_tower.objective["query_max_length"], two_tower.objective["document_max_length"]) == (64, 288)
+        assert (two_tower.train.max_steps, two_tower.train.warmup_steps) == (100_000, 10_000)
+
+
+def test_unknown_config_key_is_one_clear_line_and_exit_1(tmp_path):
+    result = pretrain("--objective", "mlm", "--out", str(tmp_path / "run"), "--set", "train.max_stepz=3")
+    assert result.exit_code == 1
+    assert "unknown option(s) ['max_stepz']" in result.output and "max_steps" in result.output
+    result = pretrain("--out", str(tmp_path / "run"), "--set", "objective.attention_span=3",
+                      "--objective", "mlm", *TINY)
+    assert result.exit_code == 1 and "attention_span" in result.output  # mlm has no decoder
+    assert not (tmp_path / "run").exists()
+
+
+def test_contradictory_or_missing_model_options_exit_1(tmp_path):
+    result = pretrain("--objective", "mlm", "--out", str(tmp_path / "a"), "--model", "minilm", "--size", "tiny")
+    assert result.exit_code == 1 and "exclude each other" in result.output
+    result = pretrain("--objective", "mlm", "--out", str(tmp_path / "b"), "--size", "tiny")
+    assert result.exit_code == 1 and "needs a tokenizer" in result.output
+    result = pretrain("--objective", "nonsense", "--out", str(tmp_path / "c"), *TINY)
+    assert result.exit_code == 1 and "valid names" in result.output and "seed" in result.output
+
+
+def test_mlm_from_scratch_on_200_wiki_articles(wiki_shard, tmp_path):
+    out = tmp_path / "runs" / "mlm"
+    arguments = ["--objective", "mlm", "--corpus", str(wiki_shard), "--out", str(out), *TINY,
+                 *settings(data__max_documents=200, data__max_seq_length=64, train__max_steps=20,
+                           train__batch_size=8, train__warmup_steps=2, train__log_every=5, train__save_every=10)]
+    result = pretrain(*arguments)
+    assert result.exit_code == 0, result.output
+    lines = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
+    assert [line["step"] for line in lines] == [5, 10, 15, 20]
+    assert all(line["mlm"] == pytest.approx(line["loss"]) for line in lines)
+
+    recorded = yaml.safe_load((out / "config.yaml").read_text())
+    assert recorded["objective_name"] == "mlm" and recorded["objective"]["mask_probability"] == 0.15
+    shards = Path(recorded["data"]["shards"])
+    assert shards.parent == tmp_path / "runs" / "shards"  # cached beside the run, shared by its siblings
+    manifest = json.loads((shards / "manifest.json").read_text())
+    assert manifest["documents"] == 200 and manifest["max_seq_length"] == 64
+    assert manifest["packing"] == "full_sentences"
+    assert json.loads((out / "run.json").read_text())["seed"] == 42
+
+    from transformers import AutoModel
+
+    encoder = AutoModel.from_pretrained(out / "encoder")
+    assert encoder.config.hidden_size == 32 and encoder.config.num_hidden_layers == 2
+
+    # a finished run resumed: nothing to do, the same product; a second run reuses the shards
+    before = (out / "encoder" / "model.safetensors").read_bytes()
+    assert pretrain(*arguments, "--resume").exit_code == 0
+    assert (out / "encoder" / "model.safetensors").read_bytes() == before
+    sibling = pretrain(*[str(tmp_path / "runs" / "mlm2") if a == str(out) else a for a in arguments],
+                       "--set", "train.max_steps=2")
+    assert sibling.exit_code == 0 and "tokenising" not in sibling.output
+    assert list((tmp_path / "runs" / "shards").iterdir()) == [shards]
+
+
+def test_seed_recipe_cpu_variant_runs(wiki_shard, tmp_path):
+    out = tmp_path / "seed"
+    result = pretrain("--config", str(RECIPES / "seed.yaml"), "--corpus", str(wiki_shard), "--out", str(out),
+                      *TINY, *settings(data__max_documents=20, data__max_seq_length=64, train__max_steps=3,
+                                       train__batch_size=4, train__warmup_steps=1, train__log_every=1))
+    assert result.exit_code == 0, result.output
+    last = json.loads((out / "metrics.jsonl").read_text().splitlines()[-1])
+    assert {"mlm", "weak_decoder"} <= last.keys()
+    assert last["loss"] == pytest.approx(last["mlm"] + last["weak_decoder"], rel=1e-5)
+    state = torch.load(out / "checkpoints" / "step-3" / "extra_state.pt", weights_only=False)
+    assert state == {"data": None, "callbacks": []}
+
+
+def test_ict_recipe_trains_on_pairs(wiki_shard, tmp_path):
+    out = tmp_path / "ict"
+    result = pretrain("--config", str(RECIPES / "ict.yaml"), "--corpus", str(wiki_shard), "--out", str(out),
+                      *TINY, *settings(objective__pairs__max_articles=30, objective__projection_dim=16,
+                                       objective__document_max_length=64, train__max_steps=2,
+                                       train__batch_size=4, train__warmup_steps=0, train__log_every=1))
+    assert result.exit_code == 0, result.output
+    last = json.loads((out / "metrics.jsonl").read_text().splitlines()[-1])
+    assert last["step"] == 2 and "ict" in last and "accuracy" in last
+    from sentence_transformers import SentenceTransformer
+
+    embedding = SentenceTransformer(str(out / "encoder"), device="cpu").encode(["Anarchism is a philosophy."])
+    assert embedding.shape == (1, 16)  # the paper's linear layer on [CLS], here 16-dimensional
+
+
+def test_pair_objective_without_corpus_is_a_clear_error(tmp_path):
+    result = pretrain("--objective", "bfs", "--out", str(tmp_path / "bfs"), *TINY)
+    assert result.exit_code == 1 and "give the corpus" in result.output
