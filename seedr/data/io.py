@@ -107,7 +107,6 @@ def unique_id(seen: dict[str, int], value: str, path: str | os.PathLike, line: i
     return value
 
 
-@contextmanager
 def _default_mode(directory: bool) -> int:
     """The mode a plain ``open``/``mkdir`` would give under the current umask (mkstemp uses 0600/0700)."""
     umask = os.umask(0)
