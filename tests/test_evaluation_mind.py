@@ -15,7 +15,8 @@ BEHAVIORS = (
     "1\tU13740\t11/11/2019 9:05:58 AM\tN55189 N42782 N34694\tN55689-1 N35729-0 N20678-0 N39317-1 N58114-0\n"
     "2\tU91836\t11/12/2019 6:11:30 PM\t\tN20678-0 N39317-1\n"
     "3\tU73700\t11/14/2019 7:01:48 AM\tN10732\tN50014-0 N23877-1 N35389-0 N49712-0 N16844-1 N59685-0\n"
-    "4\tU34670\t11/11/2019 5:28:05 AM\tN45729 N2203\tN35729-0 N33632-0 N49685-0 N27581-0 N51048-0 N47020-1 N46069-0\n"
+    "4\tU34670\t11/11/2019 5:28:05 AM\tN45729 N2203\t"
+    "N35729-0 N33632-0 N49685-0 N27581-0 N51048-0 N47020-1 N46069-0\n"
     "5\tU8125\t11/15/2019 8:55:22 AM\tN10078\tN50014 N23877\n"  # test-set style: no labels, skipped
 )
 
@@ -67,7 +68,8 @@ def test_auc_equals_sklearn_including_ties(impressions):
     tied = {**SCORES, "3": [0.4, 0.2, 0.4, 0.2, 0.4, 0.8]}
     for impression in impressions[:4]:
         labels, scores = np.array(impression.labels), np.array(tied[impression.id])
-        assert auc_score(labels, scores) == pytest.approx(sklearn_metrics.roc_auc_score(labels, scores), abs=1e-12)
+        expected = sklearn_metrics.roc_auc_score(labels, scores)
+        assert auc_score(labels, scores) == pytest.approx(expected, abs=1e-12)
 
 
 def test_missing_scores_count_as_all_tied_and_bad_lengths_fail(impressions):

@@ -25,7 +25,8 @@ from seedr.retrieval.runs import rank_documents
 
 def test_tokens_are_drqa_simple_tokens():  # NFD: "é" is "e" + a combining accent, inside the word
     assert dpr_tokens("Beyoncé Knowles-Carter, U.S. $1,000 (2015)") == [
-        "beyonce\u0301", "knowles", "-", "carter", ",", "u", ".", "s", ".", "$", "1", ",", "000", "(", "2015", ")"]
+        "beyonce\u0301", "knowles", "-", "carter", ",", "u", ".", "s", ".", "$", "1", ",", "000",
+        "(", "2015", ")"]
     assert dpr_tokens("March\xa01,\xa02018") == ["march", "1", ",", "2018"]  # no-break spaces separate
 
 
@@ -36,7 +37,7 @@ def test_tokens_are_drqa_simple_tokens():  # NFD: "é" is "e" + a combining acce
     ("U.S.", "the U.S. Army", True),                                           # punctuation tokens
     ("US", "the U.S. Army", False),
     ("Sigmund Freud", "founded by Sigmund  Freud, in Vienna", True),           # whitespace is not a token
-    ("Freud,", "Freud was", False),                                            # the answer's comma must be there
+    ("Freud,", "Freud was", False),                                            # the comma must be there
     ("cat", "concatenate", False),                                             # whole tokens only
     ("14 December 1972", "on 14 December 1972 UTC", True),
     ("March 1, 2018", "aired on March\xa01,\xa02018.", True),
@@ -72,7 +73,8 @@ def test_coverage_of_real_questions(nq_over_wiki):
     assert values == sorted(values) and 0 < values[0] and values[-1] < 1
     # the definition, recomputed directly: any of the top k passages holds any answer
     for k in (1, 5, 20, 100):
-        covered = [any(has_answer(answers[qid], passages[doc].text) for doc, _ in rank_documents(run[qid])[:k])
+        covered = [any(has_answer(answers[qid], passages[doc].text)
+                       for doc, _ in rank_documents(run[qid])[:k])
                    for qid in answers]
         assert coverage[f"Top-{k}"] == pytest.approx(sum(covered) / len(answers))
 
@@ -81,7 +83,8 @@ def test_bm25_beats_a_random_ranking(nq_over_wiki):
     passages, answers, run = nq_over_wiki
     rng = random.Random(0)
     shuffled = {qid: {doc: rng.random() for doc in rng.sample(sorted(passages), 100)} for qid in answers}
-    assert answer_coverage(run, passages, answers)["Top-20"] > answer_coverage(shuffled, passages, answers)["Top-20"]
+    bm25 = answer_coverage(run, passages, answers)["Top-20"]
+    assert bm25 > answer_coverage(shuffled, passages, answers)["Top-20"]
 
 
 def test_per_question_hits_and_missing_questions(nq_over_wiki):

@@ -45,7 +45,8 @@ def systems(shared_data: Path):
 
 @pytest.mark.parametrize("test", ["permutation", "ttest"])
 def test_a_clearly_worse_run_is_significant(systems, test):
-    comparison = compare_runs({name: by_metric["nDCG@10"] for name, by_metric in systems.items()}, "bm25", test)
+    ndcg = {name: by_metric["nDCG@10"] for name, by_metric in systems.items()}
+    comparison = compare_runs(ndcg, "bm25", test)
     worse = comparison.systems["bm25-top10-reversed"]
     assert worse.delta < -0.2 and worse.p_value < 0.05 and worse.significant
     assert comparison.systems["bm25"].p_value is None and comparison.queries == 300

@@ -160,18 +160,18 @@ def test_every_strategy_is_registered_and_checks_options() -> None:
 def test_ance_refresh_follows_the_model(scifact, tmp_path: Path, minilm_path: Path) -> None:
     """Mine with MiniLM, change the model by a few NLL steps on these queries, mine again: the negatives
     move with the model, and each refresh names the checkpoint and step that mined it."""
-    corpus, queries, qrels = _subset(scifact, 6, 150)
+    corpus, queries, qrels = _subset(scifact, 6, 120)
     first = NegativeTable.load(ance_refresh(minilm_path, corpus, queries, qrels, tmp_path / "refresh-0", top=20,
-                                            step=0, document_max_length=64))
+                                            step=0, document_max_length=48))
     _assert_no_positive(first, qrels)
     assert first.provenance["checkpoint"] == str(minilm_path) and first.provenance["step"] == 0
     assert first.provenance["strategy"] == "ance" and first.provenance["depth"] == 20
 
     torch.manual_seed(0)
-    model = DualEncoder.from_pretrained(minilm_path, NLLLoss(), document_max_length=64)
+    model = DualEncoder.from_pretrained(minilm_path, NLLLoss(), document_max_length=48)
     data = FinetuneData(TrainingSet(corpus, queries, qrels, "SciFact subset"), first, tmp_path / "refresh-0", tmp_path,
                         negatives_per_query=1, seed=0)
-    collate = FinetuneCollator(model.tokenizer, 32, 64, data.relevant)
+    collate = FinetuneCollator(model.tokenizer, 32, 48, data.relevant)
     optimizer = torch.optim.AdamW(model.parameters(), lr=5e-4)
     losses = []
     for step in range(2):
@@ -183,7 +183,7 @@ def test_ance_refresh_follows_the_model(scifact, tmp_path: Path, minilm_path: Pa
         losses.append(output.loss.item())
     model.save(tmp_path / "step-2")
     second = NegativeTable.load(ance_refresh(tmp_path / "step-2", corpus, queries, qrels, tmp_path / "refresh-2",
-                                             top=20, step=2, document_max_length=64))
+                                             top=20, step=2, document_max_length=48))
     _assert_no_positive(second, qrels)
     assert second.provenance["checkpoint"] == str(tmp_path / "step-2") and second.provenance["step"] == 2
     assert changed_share(first, second) > 0, losses

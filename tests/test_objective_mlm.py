@@ -162,3 +162,9 @@ def test_missing_head_initialises_or_fails_when_asked_for(minilm_path, tmp_path,
     assert torch.count_nonzero(objective.mlm_head.bias) == 0
     with pytest.raises(DataError, match="no MLM head"):
         MaskedLanguageModel(encoder, tokenizer, MLMConfig(mlm_head_from=str(minilm_path)))
+
+
+def test_a_batch_without_targets_has_zero_loss_not_nan(objective, tokenizer):
+    batch = objective.collate([[tokenizer.cls_token_id, tokenizer.sep_token_id]] * 2)
+    assert (batch["labels"] == IGNORE_INDEX).all()
+    assert objective(**batch).loss.item() == 0.0

@@ -35,7 +35,8 @@ def scifact_slice(shared_data: Path, tmp_path_factory) -> Path:
     qids = sorted(qrels)[:20]
     relevant = {doc for qid in qids for doc in qrels[qid]}
     documents = [json.loads(line) for line in (source / "corpus.jsonl").read_text().splitlines()]
-    kept = [d for d in documents if d["_id"] in relevant] + [d for d in documents if d["_id"] not in relevant][:40]
+    others = [d for d in documents if d["_id"] not in relevant][:40]
+    kept = [d for d in documents if d["_id"] in relevant] + others
     (folder / "corpus.jsonl").write_text("".join(json.dumps(d) + "\n" for d in kept))
     queries = read_queries(source / "queries.jsonl")
     write_queries(folder / "queries.jsonl", {qid: queries[qid] for qid in qids})
@@ -45,15 +46,16 @@ def scifact_slice(shared_data: Path, tmp_path_factory) -> Path:
 
 def test_dense_pipeline_and_comparison_with_bm25(tmp_path, scifact_slice):
     data = scifact_slice
-    result = seedr("encode", "--model", "minilm", "--corpus", data / "corpus.jsonl", "--out", tmp_path / "emb",
-                   "--max-length", 64, "--shard-size", 25, "--batch-size", 16)
+    result = seedr("encode", "--model", "minilm", "--corpus", data / "corpus.jsonl",
+                   "--out", tmp_path / "emb", "--max-length", 64, "--shard-size", 25, "--batch-size", 16)
     assert result.exit_code == 0, result.output
     manifest = json.loads((tmp_path / "emb" / "manifest.json").read_text())
-    count = len((data / "corpus.jsonl").read_text().splitlines())  # 60 and a few: some queries have 2 relevant
+    count = len((data / "corpus.jsonl").read_text().splitlines())  # 60 and a few: some have 2 relevant
     assert manifest["count"] == count and len(manifest["shards"]) == 3
-    assert manifest["encoder"]["pooling"] == "mean" and manifest["encoder"]["normalize"] is True  # MiniLM's own
+    assert manifest["encoder"]["pooling"] == "mean" and manifest["encoder"]["normalize"]  # MiniLM's own
 
-    result = seedr("index", "--embeddings", tmp_path / "emb", "--out", tmp_path / "index", "--factory", "HNSW32")
+    result = seedr("index", "--embeddings", tmp_path / "emb", "--out", tmp_path / "index",
+                   "--factory", "HNSW32")
     assert result.exit_code == 0, result.output
     assert json.loads((tmp_path / "index" / "index.json").read_text())["encoder"]["max_length"] == 64
 
@@ -67,8 +69,8 @@ def test_dense_pipeline_and_comparison_with_bm25(tmp_path, scifact_slice):
     result = seedr("search", "--bm25", "--corpus", data / "corpus.jsonl", "--queries", data / "queries.jsonl",
                    "--out", tmp_path / "bm25.trec", "--k", 10, "--bm25-index", tmp_path / "bm25-index")
     assert result.exit_code == 0, result.output
-    result = seedr("search", "--bm25", "--bm25-index", tmp_path / "bm25-index", "--queries", data / "queries.jsonl",
-                   "--out", tmp_path / "bm25-again.trec", "--k", 10)
+    result = seedr("search", "--bm25", "--bm25-index", tmp_path / "bm25-index",
+                   "--queries", data / "queries.jsonl", "--out", tmp_path / "bm25-again.trec", "--k", 10)
     assert result.exit_code == 0, result.output
     assert (tmp_path / "bm25-again.trec").read_text() == (tmp_path / "bm25.trec").read_text()
 
@@ -84,16 +86,34 @@ def test_dense_pipeline_and_comparison_with_bm25(tmp_path, scifact_slice):
     assert (tmp_path / "compare.md").read_text().startswith("| system | nDCG@10 | MRR@10 | R@10 |")
 
 
+def test_long_documents_are_searched_by_their_best_passage(tmp_path, scifact_slice):
+    data = scifact_slice
+    result = seedr("encode", "--model", "minilm", "--corpus", data / "corpus.jsonl",
+                   "--out", tmp_path / "emb", "--max-length", 48, "--limit", 8, "--long-documents", "maxp")
+    assert result.exit_code == 0, result.output
+    ids = (tmp_path / "emb" / "ids-00000.txt").read_text().split()
+    assert len(ids) > 8 and all("#" in passage for passage in ids)  # abstracts cut into 48-token passages
+    assert seedr("index", "--embeddings", tmp_path / "emb", "--out", tmp_path / "index").exit_code == 0
+    result = seedr("search", "--index", tmp_path / "index", "--queries", data / "queries.jsonl",
+                   "--out", tmp_path / "maxp.trec", "--k", 5)
+    assert result.exit_code == 0, result.output
+    run = read_trec_run(tmp_path / "maxp.trec")
+    documents = {passage.split("#")[0] for passage in ids}
+    assert all(len(docs) == 5 and set(docs) <= documents for docs in run.values())  # documents, not passages
+
+
 def test_single_run_json_is_flat_metrics(tmp_path, scifact_slice):
     data = scifact_slice
     assert seedr("search", "--bm25", "--corpus", data / "corpus.jsonl", "--queries", data / "queries.jsonl",
                  "--out", tmp_path / "bm25.trec").exit_code == 0
-    result = seedr("evaluate", tmp_path / "bm25.trec", "--qrels", data / "qrels.tsv", "--json", tmp_path / "e.json")
+    result = seedr("evaluate", tmp_path / "bm25.trec", "--qrels", data / "qrels.tsv",
+                   "--json", tmp_path / "e.json")
     assert result.exit_code == 0, result.output
     written = json.loads((tmp_path / "e.json").read_text())
     assert set(written["metrics"]) == {"MRR@10", "MRR@100", "R@5", "R@10", "R@20", "R@50", "R@100", "R@1000",
                                        "nDCG@10", "MAP"}
-    assert written["queries"]["bm25"] == {"judged": 20, "evaluated": 20, "missing_from_run": 0, "unjudged_in_run": 0}
+    assert written["queries"]["bm25"] == {"judged": 20, "evaluated": 20, "missing_from_run": 0,
+                                          "unjudged_in_run": 0}
 
 
 def test_qa_coverage_mode(tmp_path, wiki_shard, shared_data):
@@ -103,8 +123,8 @@ def test_qa_coverage_mode(tmp_path, wiki_shard, shared_data):
     lines = [line for line in (shared_data / "nq-open" / "NQ-open.dev.jsonl").read_text().splitlines()
              if any(title in json.loads(line)["question"].lower() for title in titles)]
     (tmp_path / "nq.jsonl").write_text("\n".join(lines) + "\n")
-    result = seedr("search", "--bm25", "--corpus", tmp_path / "passages.jsonl", "--questions", tmp_path / "nq.jsonl",
-                   "--out", tmp_path / "nq.trec", "--k", 20)
+    result = seedr("search", "--bm25", "--corpus", tmp_path / "passages.jsonl",
+                   "--questions", tmp_path / "nq.jsonl", "--out", tmp_path / "nq.trec", "--k", 20)
     assert result.exit_code == 0, result.output
     result = seedr("evaluate", tmp_path / "nq.trec", "--qa-answers", tmp_path / "nq.jsonl", "--passages",
                    tmp_path / "passages.jsonl", "--ks", "5,20", "--json", tmp_path / "qa.json")
@@ -121,7 +141,8 @@ def test_reqa_mode(tmp_path, shared_data):
     (tmp_path / "squad.json").write_text(json.dumps(squad))
     result = seedr("search", "--bm25", "--reqa", tmp_path / "squad.json", "--out", tmp_path / "reqa.trec")
     assert result.exit_code == 0, result.output
-    result = seedr("evaluate", tmp_path / "reqa.trec", "--reqa", tmp_path / "squad.json", "--json", tmp_path / "r.json")
+    result = seedr("evaluate", tmp_path / "reqa.trec", "--reqa", tmp_path / "squad.json",
+                   "--json", tmp_path / "r.json")
     assert result.exit_code == 0, result.output
     metrics = json.loads((tmp_path / "r.json").read_text())["metrics"]
     assert list(metrics) == ["R@1", "R@5", "R@10", "R@50", "R@100", "MRR"]

@@ -17,7 +17,6 @@ import numpy as np
 import pytest
 import torch
 from torch import nn
-from torch.nn import functional as F
 
 from seedr.data.corpus import read_corpus
 from seedr.modeling.encoder import build_encoder, load_tokenizer
@@ -30,6 +29,16 @@ from seedr.training.shards import TokenShardData, write_token_shards
 from seedr.training.trainer import Callback, TrainConfig, Trainer
 
 SEQ_LEN = 64
+
+
+@pytest.fixture(autouse=True, scope="module")
+def one_thread():
+    """Tiny models gain nothing from intra-op threads, and on a shared 2-core machine OpenMP threads
+    waiting for a busy core make each step ~10× slower."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
 
 
 class TokenAutoencoder(Objective):
@@ -139,8 +148,8 @@ def test_linear_warmup_then_linear_decay_to_zero():
 
 
 def test_bad_train_config_is_refused():
-    with pytest.raises(ValueError, match="warmup_steps"):
-        TrainConfig(max_steps=10, warmup_steps=20)
+    with pytest.raises(ValueError, match="batch_size"):
+        TrainConfig(batch_size=0)
     with pytest.raises(ValueError, match="mixed_precision"):
         TrainConfig(mixed_precision="fp8")
 
@@ -187,9 +196,9 @@ def test_run_folder_holds_product_checkpoints_metrics_and_config(finished_run, s
     from safetensors import safe_open
 
     with safe_open(checkpoint / "state" / "model.safetensors", "pt") as state:
-        assert any(key.startswith("mlm_head.") for key in state.keys())
+        assert any(key.startswith("mlm_head.") for key in state)
     with safe_open(checkpoint / "encoder" / "model.safetensors", "pt") as product:
-        assert not any("mlm_head" in key for key in product.keys())
+        assert not any("mlm_head" in key for key in product)
 
 
 def test_metrics_jsonl_logs_every_named_part(finished_run):
@@ -343,14 +352,13 @@ def _environment() -> dict[str, str]:
     return {**os.environ, "OMP_NUM_THREADS": "1", "TOKENIZERS_PARALLELISM": "false"}
 
 
-@pytest.mark.slow
 def test_two_cpu_processes_agree_on_parameters(shards, tmp_path):
-    """``torchrun --nproc_per_node 2`` (gloo): both ranks end with the same parameters."""
+    """``torchrun --nproc_per_node 2`` (gloo on CPUs): both ranks end with the same parameters."""
     torchrun = Path(sys.executable).parent / "torchrun"
     result = subprocess.run(
-        [str(torchrun), "--nproc_per_node", "2", "--master_port", "29517", str(_worker_script(tmp_path)),
+        [str(torchrun), "--standalone", "--nproc_per_node", "2", str(_worker_script(tmp_path)),
          str(shards), str(tmp_path / "run"), "4"],
-        capture_output=True, text=True, timeout=300, env=_environment())
+        check=False, capture_output=True, text=True, timeout=300, env=_environment())
     assert result.returncode == 0, result.stderr[-3000:]
     assert "processes 2 rank 0" in result.stdout and "processes 2 rank 1" in result.stdout
     rank0 = torch.load(tmp_path / "run" / "rank0.pt")
@@ -381,7 +389,7 @@ def test_sigkill_leaves_only_complete_checkpoints_and_resume_works(shards, tmp_p
     for folder in (out_dir / "checkpoints").iterdir():
         assert folder.name.startswith(".") or (folder / "trainer_state.json").exists(), folder
     result = subprocess.run([sys.executable, str(script), str(shards), str(out_dir), "40"],
-                            capture_output=True, text=True, timeout=300, env=_environment())
+                            check=False, capture_output=True, text=True, timeout=300, env=_environment())
     assert result.returncode == 0, result.stderr[-3000:]
     assert "steps 40" in result.stdout
     assert list_checkpoints(out_dir)[-1][0] == 40

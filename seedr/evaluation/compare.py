@@ -95,7 +95,8 @@ def comparison_table(per_query_by_system: dict[str, dict[str, dict[str, float]]]
         missing = [metric for metric in metrics if metric not in by_metric]
         if missing:
             raise KeyError(f"system {system!r} has no per-query values for {', '.join(missing)}")
-    comparisons = {metric: compare_runs({system: by_metric[metric] for system, by_metric in per_query_by_system.items()},
-                                        baseline, test, alpha, n_resamples, seed)
-                   for metric in metrics}
+    comparisons = {}
+    for metric in metrics:
+        scores = {system: by_metric[metric] for system, by_metric in per_query_by_system.items()}
+        comparisons[metric] = compare_runs(scores, baseline, test, alpha, n_resamples, seed)
     return ComparisonTable(list(per_query_by_system), metrics, baseline, test, alpha, comparisons)

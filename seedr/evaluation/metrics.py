@@ -37,7 +37,8 @@ def parse_metric(name: str) -> ir_measures.Measure:
     try:
         return ir_measures.parse_measure(name)
     except (ValueError, NameError, TypeError, SyntaxError, AttributeError) as error:
-        raise ValueError(f"unknown metric {name!r} ({error}); examples: {', '.join(DEFAULT_METRICS)}") from None
+        examples = ", ".join(DEFAULT_METRICS)
+        raise ValueError(f"unknown metric {name!r} ({error}); examples: {examples}") from None
 
 
 def rank_scores(run: Run) -> Run:
@@ -49,7 +50,8 @@ def rank_scores(run: Run) -> Run:
             for qid, scores in run.items()}
 
 
-def per_query(run: Run, qrels: Qrels, metrics: Sequence[str] = DEFAULT_METRICS) -> dict[str, dict[str, float]]:
+def per_query(run: Run, qrels: Qrels,
+              metrics: Sequence[str] = DEFAULT_METRICS) -> dict[str, dict[str, float]]:
     """``{metric: {qid: value}}`` for every query of ``qrels`` (missing from the run → 0)."""
     measures = {name: parse_metric(name) for name in metrics}
     names_of = {}

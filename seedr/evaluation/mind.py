@@ -82,7 +82,8 @@ def impression_metrics(scores: dict[Any, Sequence[float]], impressions: Iterable
     return values
 
 
-def evaluate_impressions(scores: dict[Any, Sequence[float]], impressions: Iterable[_Impression]) -> dict[str, float]:
+def evaluate_impressions(scores: dict[Any, Sequence[float]],
+                         impressions: Iterable[_Impression]) -> dict[str, float]:
     """AUC, MRR, nDCG@5, nDCG@10 averaged over labelled impressions, plus their count ``impressions``."""
     values = impression_metrics(scores, impressions)
     count = len(values["AUC"])

@@ -1,4 +1,4 @@
-"""Top-k answer coverage for open-domain QA retrieval — DPR's retrieval accuracy (Karpukhin et al. 2020, sec. 5.1).
+"""Top-k answer coverage for open-domain QA retrieval: DPR's retrieval accuracy (Karpukhin et al. 2020, 5.1).
 
 A question is covered at k when one of its top-k passages contains one of its answer strings.
 "Contains" is DPR's ``has_answer(..., match_type="string")`` (``dpr/data/qa_validation.py``): passage
@@ -30,7 +30,8 @@ from seedr.retrieval.runs import rank_documents
 # character that is not a separator (\p{Z}) or control/other (\p{C}) is a token on its own.
 _ALPHA_NUM = r"[\p{L}\p{N}\p{M}]+"
 _NON_WS = r"[^\p{Z}\p{C}]"
-_TOKEN = regex.compile(f"({_ALPHA_NUM})|({_NON_WS})", flags=regex.IGNORECASE | regex.UNICODE | regex.MULTILINE)
+_TOKEN = regex.compile(f"({_ALPHA_NUM})|({_NON_WS})",
+                       flags=regex.IGNORECASE | regex.UNICODE | regex.MULTILINE)
 
 
 def dpr_tokens(text: str) -> list[str]:
@@ -50,7 +51,7 @@ def has_answer(answers: Iterable[str], text: str) -> bool:
         needle = list(_answer_tokens(answer))
         width = len(needle)
         if width == 0:
-            continue  # DPR would match an answer with no tokens everywhere; such an answer is an error upstream
+            continue  # DPR would match a token-less answer anywhere; such an answer is an error upstream
         for start in range(len(tokens) - width + 1):
             if tokens[start:start + width] == needle:
                 return True
@@ -67,7 +68,7 @@ def first_hit_ranks(run: Run, passages: dict[str, Document], answers: dict[str, 
         for rank, (doc_id, _) in enumerate(rank_documents(run.get(qid, {}))[:depth], start=1):
             passage = passages.get(doc_id)
             if passage is None:
-                raise KeyError(f"passage {doc_id!r} of the run (question {qid!r}) is not in the passage collection")
+                raise KeyError(f"passage {doc_id!r} (question {qid!r}) is not in the passage collection")
             text = f"{passage.title} . {passage.text}" if include_title else passage.text
             if has_answer(question_answers, text):
                 ranks[qid] = rank

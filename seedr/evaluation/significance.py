@@ -28,7 +28,8 @@ TESTS: Registry[SignificanceTest] = Registry("significance test")
 
 
 @TESTS.register("permutation")
-def permutation_test(system: np.ndarray, baseline: np.ndarray, n_resamples: int = 10_000, seed: int = 0) -> float:
+def permutation_test(system: np.ndarray, baseline: np.ndarray, n_resamples: int = 10_000,
+                     seed: int = 0) -> float:
     """Two-sided p-value of the paired sign-flipping randomisation test on the mean difference."""
     if np.array_equal(system, baseline):
         return 1.0

@@ -96,9 +96,11 @@ class MaskedLanguageModel(Objective):
         return self.mlm_head(sequence_output[targets], word_embeddings)  # (N, V)
 
     def mlm_loss(self, sequence_output: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
-        """Mean cross-entropy over the target positions (BERT's L_MLM)."""
+        """Mean cross-entropy over the target positions (BERT's L_MLM); 0 for a batch without any
+        (texts that are only [CLS] [SEP]), where a plain mean would be NaN."""
         logits = self.mlm_logits(sequence_output, labels)  # (N, V)
-        return F.cross_entropy(logits, labels[labels != IGNORE_INDEX])
+        total = F.cross_entropy(logits, labels[labels != IGNORE_INDEX], reduction="sum")
+        return total / max(1, logits.shape[0])
 
     def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor,
                 labels: torch.Tensor) -> ObjectiveOutput:

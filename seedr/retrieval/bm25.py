@@ -31,6 +31,7 @@ from tqdm.auto import tqdm
 
 from seedr.data.io import DataError, atomic_directory
 from seedr.data.records import Document, Run
+from seedr.retrieval.runs import id_ranks
 
 SETTINGS = "seedr_bm25.json"
 
@@ -68,9 +69,10 @@ class BM25Index:
         >>> run = index.search({"1": "0-dimensional biomaterials show inductive properties."}, k=100)
     """
 
-    def __init__(self, retriever: bm25s.BM25, tokenizer: Tokenizer, ids: list[str], settings: BM25Settings) -> None:
+    def __init__(self, retriever: bm25s.BM25, tokenizer: Tokenizer, ids: list[str],
+                 settings: BM25Settings) -> None:
         self.retriever, self.tokenizer, self.ids, self.settings = retriever, tokenizer, ids, settings
-        self._id_rank = np.argsort(np.argsort(np.asarray(ids, dtype=object), kind="stable"))
+        self._id_rank = id_ranks(ids)
 
     @classmethod
     def build(cls, documents: Iterable[Document], k1: float = 0.9, b: float = 0.4, method: str = "lucene",
@@ -81,7 +83,8 @@ class BM25Index:
         ids, texts = [], []
         for document in documents:
             ids.append(document.id)
-            texts.append(f"{document.title} {document.text}" if include_title and document.title else document.text)
+            title = document.title if include_title else ""
+            texts.append(f"{title} {document.text}" if title else document.text)
         if len(set(ids)) != len(ids):
             raise ValueError("document ids are not unique")
         tokenizer = _tokenizer(settings)
@@ -110,7 +113,7 @@ class BM25Index:
         with atomic_directory(directory) as temporary:
             self.retriever.save(str(temporary), show_progress=False)
             self.tokenizer.save_vocab(str(temporary))
-            (temporary / "ids.txt").write_text("".join(f"{doc_id}\n" for doc_id in self.ids), encoding="utf-8")
+            (temporary / "ids.txt").write_text("".join(f"{i}\n" for i in self.ids), encoding="utf-8")
             (temporary / SETTINGS).write_text(json.dumps(asdict(self.settings), indent=2), encoding="utf-8")
         return directory
 

@@ -1,9 +1,9 @@
 """Encode queries and documents into dense vectors, and whole corpora into resumable embedding shards.
 
-Documents are encoded as the text pair ``title [SEP] text`` — the input of DPR's passage encoder
-(Karpukhin et al., 2020, sec. 3; ``title`` as the first segment, ``token_type_ids`` 1 on the text)
-and of ANCE and SEED-Encoder's MS MARCO document runs (Xiong et al. 2021; Lu et al. 2021 sec. 4 build
-on them); documents without a title, or ``use_title=False``, are encoded as the text alone. The
+Documents are encoded as the text pair ``[CLS] title [SEP] text [SEP]`` — DPR's passage input
+(Karpukhin et al. 2020, sec. 4.1: the title and the passage separated by [SEP]; ``token_type_ids`` 1
+on the text), also ANCE's for MS MARCO documents (Xiong et al. 2021), whose fine-tuning SEED-Encoder
+reuses; documents without a title, or ``use_title=False``, are encoded as the text alone. The
 sequence embedding is the [CLS] vector (``pooling="cls"``, SEED-Encoder/CPDAE and the two-tower
 models of Chang et al. 2020) or the masked mean of token states (``"mean"``, sentence-transformers
 models such as MiniLM).
@@ -46,8 +46,8 @@ def _autocast_dtype(dtype: str | torch.dtype | None) -> torch.dtype | None:
     return None if dtype == torch.float32 else dtype
 
 
-def _tokenize(tokenizer: PreTrainedTokenizerBase, texts: Sequence[str], text_pairs: Sequence[str | None] | None,
-              max_length: int) -> list[dict[str, list[int]]]:
+def _tokenize(tokenizer: PreTrainedTokenizerBase, texts: Sequence[str],
+              text_pairs: Sequence[str | None] | None, max_length: int) -> list[dict[str, list[int]]]:
     """Per-text token ids (no padding). Items whose pair is ``None``/empty are encoded alone."""
     encoded: list[dict[str, list[int]]] = [{} for _ in texts]
     has_pair = [bool(text_pairs and text_pairs[i]) for i in range(len(texts))]
@@ -120,14 +120,14 @@ def model_defaults(model_path: str | os.PathLike) -> dict[str, Any]:
         keys = {"cls": "pooling_mode_cls_token", "mean": "pooling_mode_mean_tokens"}
         modes = [mode for mode, key in keys.items() if pooling.get(key)]
         if len(modes) != 1:
-            raise ValueError(f"{pooling_config}: seedr supports CLS or mean pooling alone; pass --pooling explicitly")
+            raise ValueError(f"{pooling_config}: seedr supports CLS or mean pooling; choose one explicitly")
         defaults["pooling"] = modes[0]
     if (path / "modules.json").exists():
         modules = json.loads((path / "modules.json").read_text(encoding="utf-8"))
         defaults["normalize"] = any(module.get("type", "").endswith(".Normalize") for module in modules)
     if (path / "sentence_bert_config.json").exists():
-        length = json.loads((path / "sentence_bert_config.json").read_text(encoding="utf-8")).get("max_seq_length")
-        defaults["max_length"] = int(length or 512)
+        config = json.loads((path / "sentence_bert_config.json").read_text(encoding="utf-8"))
+        defaults["max_length"] = int(config.get("max_seq_length") or 512)
     return defaults
 
 
@@ -151,7 +151,8 @@ class TextEncoder:
 
     def __init__(self, model_path: str | os.PathLike, pooling: Pooling = "cls", normalize: bool = False,
                  max_length: int = 512, device: str | torch.device | None = None,
-                 dtype: str | torch.dtype | None = None, query_prefix: str = "", document_prefix: str = "") -> None:
+                 dtype: str | torch.dtype | None = None, query_prefix: str = "",
+                 document_prefix: str = "") -> None:
         if pooling not in ("cls", "mean"):
             raise ValueError(f"unknown pooling {pooling!r}; valid: cls, mean")
         self.model_path = resolve_model_path(model_path)
@@ -186,15 +187,16 @@ class TextEncoder:
                text_pairs: Sequence[str | None] | None = None) -> np.ndarray:
         """Embed raw ``texts`` (no prefix added); (N, H) float32."""
         return encode_texts(self.model, self.tokenizer, texts, self.pooling, self.max_length, batch_size,
-                            text_pairs=text_pairs, normalize=self.normalize, autocast_dtype=self.autocast_dtype,
-                            show_progress=show_progress)
+                            text_pairs=text_pairs, normalize=self.normalize,
+                            autocast_dtype=self.autocast_dtype, show_progress=show_progress)
 
-    def encode_queries(self, queries: Sequence[str], batch_size: int = 64, show_progress: bool = False) -> np.ndarray:
+    def encode_queries(self, queries: Sequence[str], batch_size: int = 64,
+                       show_progress: bool = False) -> np.ndarray:
         """Embed queries, each preceded by ``query_prefix``."""
         return self.encode([self.query_prefix + query for query in queries], batch_size, show_progress)
 
-    def encode_documents(self, documents: Sequence[Document], batch_size: int = 64, show_progress: bool = False,
-                         use_title: bool = True) -> np.ndarray:
+    def encode_documents(self, documents: Sequence[Document], batch_size: int = 64,
+                         show_progress: bool = False, use_title: bool = True) -> np.ndarray:
         """Embed documents as the pair ``title [SEP] text`` (DPR/ANCE), or the text alone without a title.
 
         ``document_prefix`` goes before the first segment. ``use_title=False`` ignores titles.
@@ -228,6 +230,7 @@ class ShardSettings:
     shard_size: int
     dtype: str
     use_title: bool
+    extra: dict[str, Any]
 
 
 def _batched(items: Iterable[Document], size: int) -> Iterator[list[Document]]:
@@ -236,9 +239,22 @@ def _batched(items: Iterable[Document], size: int) -> Iterator[list[Document]]:
         yield chunk
 
 
+def long_document_passages(documents: Iterable[Document], tokenizer: PreTrainedTokenizerBase, mode: str,
+                           passage_length: int, chunk_size: int = 1_000) -> Iterator[Document]:
+    """Stream documents cut into passages, ``mode`` ``firstp`` or ``maxp`` of
+    ``seedr.retrieval.long_documents`` (ANCE/SEED-Encoder's MS MARCO document settings), a chunk at a
+    time so a large corpus is never tokenised at once. Passage ids are ``<document id>#<n>``."""
+    from seedr.retrieval.long_documents import LONG_DOCUMENTS
+
+    split = LONG_DOCUMENTS.get(mode)
+    for chunk in _batched(documents, chunk_size):
+        yield from split(chunk, tokenizer, passage_length).passages
+
+
 def encode_corpus_to_shards(encoder: TextEncoder, documents: Iterable[Document], out_dir: str | os.PathLike,
                             shard_size: int = 50_000, dtype: str = "float32", batch_size: int = 64,
-                            use_title: bool = True, show_progress: bool = True) -> Path:
+                            use_title: bool = True, show_progress: bool = True,
+                            extra_settings: dict[str, Any] | None = None) -> Path:
     """Encode a corpus into ``out_dir``: ``embeddings-00000.npy`` + ``ids-00000.txt`` per shard of
     ``shard_size`` documents, then ``manifest.json`` (written last: its presence means complete).
 
@@ -246,19 +262,20 @@ def encode_corpus_to_shards(encoder: TextEncoder, documents: Iterable[Document],
     skipped (their ids are checked against the corpus, so a changed corpus is an error rather than
     silently mixed vectors); ``settings.json`` guards against resuming with another encoder or
     options. ``dtype="float16"`` halves the disk size (vectors are rounded to half precision).
+    ``extra_settings`` (e.g. how long documents were cut into passages) are recorded with the rest.
     """
     if dtype not in ("float32", "float16"):
         raise ValueError(f"unknown embedding dtype {dtype!r}; valid: float32, float16")
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
-    settings = asdict(ShardSettings(encoder.settings(), shard_size, dtype, use_title))
+    settings = asdict(ShardSettings(encoder.settings(), shard_size, dtype, use_title, extra_settings or {}))
     settings_path = out_dir / SETTINGS
     if settings_path.exists():
         previous = json.loads(settings_path.read_text(encoding="utf-8"))
         if previous != settings:
             changed = sorted(key for key in settings if previous.get(key) != settings[key])
-            raise DataError(settings_path, f"this folder holds embeddings made with other settings ({', '.join(changed)});"
-                            " use a new output folder or the same settings")
+            raise DataError(settings_path, f"this folder holds embeddings made with other settings "
+                                           f"({', '.join(changed)}); use a new folder or the same settings")
     else:
         with atomic_write(settings_path) as stream:
             json.dump(settings, stream, indent=2)

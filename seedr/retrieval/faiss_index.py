@@ -31,7 +31,7 @@ from tqdm.auto import tqdm
 
 from seedr.data.io import DataError, atomic_directory
 from seedr.data.records import Run
-from seedr.retrieval.runs import run_from_topk
+from seedr.retrieval.runs import id_ranks, run_from_topk
 
 if TYPE_CHECKING:
     from seedr.retrieval.encode import TextEncoder
@@ -76,7 +76,7 @@ def brute_force_topk(queries: np.ndarray, documents: np.ndarray, k: int, metric:
                   - (documents ** 2).sum(1)[None, :])  # (Q, N) = -||q - d||²
     else:
         scores = queries @ documents.T  # (Q, N)
-    id_rank = np.argsort(np.argsort(np.asarray(ids), kind="stable")) if ids is not None else np.arange(len(documents))
+    id_rank = id_ranks(ids) if ids is not None else np.arange(len(documents))
     k = min(k, len(documents))
     positions = np.stack([_order_by_score_then_id(row, id_rank)[:k] for row in scores])  # (Q, k)
     return np.take_along_axis(scores, positions, axis=1), positions
@@ -93,9 +93,8 @@ class DenseIndex:
 
     def __post_init__(self) -> None:
         if self.index.ntotal != len(self.ids):
-            raise ValueError(f"the faiss index holds {self.index.ntotal} vectors but {len(self.ids)} ids were given")
-        # rank of each document id in sorted order: the tie-breaker, as an integer per vector
-        self._id_rank = np.argsort(np.argsort(np.asarray(self.ids, dtype=object), kind="stable")).astype(np.int64)
+            raise ValueError(f"the faiss index holds {self.index.ntotal} vectors but {len(self.ids)} ids")
+        self._id_rank = id_ranks(self.ids)  # the tie-breaker, an integer per vector
 
     @property
     def metric(self) -> str:
@@ -143,7 +142,8 @@ class DenseIndex:
             try:
                 space.set_index_parameter(self.index, name, value)
             except RuntimeError:
-                raise ValueError(f"parameter {name!r} does not apply to a {self.config['factory']!r} index") from None
+                factory = self.config["factory"]
+                raise ValueError(f"parameter {name!r} does not apply to a {factory!r} index") from None
 
     def search(self, query_embeddings: np.ndarray, k: int, batch_size: int = 4096,
                show_progress: bool = False) -> tuple[np.ndarray, list[list[str]]]:
@@ -160,7 +160,8 @@ class DenseIndex:
         fetch = min(k + TIE_MARGIN, len(self.ids))
         all_scores = np.empty((len(queries), k), dtype=np.float32)
         all_ids: list[list[str]] = []
-        for start in tqdm(range(0, len(queries), batch_size), desc="search", unit="batch", disable=not show_progress):
+        starts = range(0, len(queries), batch_size)
+        for start in tqdm(starts, desc="search", unit="batch", disable=not show_progress):
             scores, positions = self.index.search(queries[start:start + batch_size], fetch)  # (B, fetch) each
             if self.metric == "l2":
                 scores = -scores
@@ -179,7 +180,7 @@ class DenseIndex:
         directory = Path(directory)
         with atomic_directory(directory) as temporary:
             faiss.write_index(self.index, str(temporary / "index.faiss"))
-            (temporary / "ids.txt").write_text("".join(f"{doc_id}\n" for doc_id in self.ids), encoding="utf-8")
+            (temporary / "ids.txt").write_text("".join(f"{i}\n" for i in self.ids), encoding="utf-8")
             (temporary / "index.json").write_text(json.dumps(self.config, indent=2), encoding="utf-8")
         return directory
 
@@ -195,7 +196,7 @@ class DenseIndex:
         ids = (directory / "ids.txt").read_text(encoding="utf-8").splitlines()
         config = json.loads((directory / "index.json").read_text(encoding="utf-8"))
         if index.ntotal != len(ids):
-            raise DataError(directory / "ids.txt", f"{len(ids)} ids for {index.ntotal} vectors in index.faiss")
+            raise DataError(directory / "ids.txt", f"{len(ids)} ids for {index.ntotal} vectors (index.faiss)")
         return cls(index, ids, config)
 
 

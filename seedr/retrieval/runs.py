@@ -16,7 +16,7 @@ A line of a run file is ``qid Q0 docid rank score tag`` (TREC; also what Anserin
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 
 import numpy as np
 
@@ -27,6 +27,11 @@ from seedr.data.records import Run
 def rank_documents(scores: dict[str, float]) -> list[tuple[str, float]]:
     """``(docid, score)`` of one query in rank order: score descending, then document id ascending."""
     return sorted(scores.items(), key=lambda item: (-item[1], item[0]))
+
+
+def id_ranks(ids: Sequence[str]) -> np.ndarray:
+    """Each id's position in sorted order: the integer form of the tie-breaker of seedr's rank order."""
+    return np.argsort(np.argsort(np.asarray(ids, dtype=str), kind="stable")).astype(np.int64)
 
 
 def truncate_run(run: Run, k: int) -> Run:
@@ -58,7 +63,7 @@ def ignore_identical_ids(run: Run) -> Run:
 
 def _check_token(value: str, what: str) -> None:
     if not value or any(c.isspace() for c in value):
-        raise ValueError(f"{what} {value!r} cannot be written to a TREC run: it is empty or contains whitespace")
+        raise ValueError(f"{what} {value!r} cannot be written to a TREC run: it is empty or has whitespace")
 
 
 def write_trec_run(path: str | os.PathLike, run: Run, tag: str = "seedr", k: int | None = None) -> int:
@@ -113,13 +118,3 @@ def read_trec_run(path: str | os.PathLike) -> Run:
         scores[doc] = value
     return run
 
-
-def merge_runs(runs: Iterable[Run]) -> Run:
-    """Union of runs over disjoint query sets (e.g. batches searched separately)."""
-    merged: Run = {}
-    for run in runs:
-        for qid, scores in run.items():
-            if qid in merged:
-                raise ValueError(f"query {qid!r} occurs in two runs being merged")
-            merged[qid] = scores
-    return merged

@@ -9,7 +9,12 @@ from typing import Annotated
 import typer
 
 from seedr.data.corpus import read_corpus
-from seedr.retrieval.encode import TextEncoder, encode_corpus_to_shards, model_defaults
+from seedr.retrieval.encode import (
+    TextEncoder,
+    encode_corpus_to_shards,
+    long_document_passages,
+    model_defaults,
+)
 from seedr.stages.common import clear_errors, console
 
 
@@ -48,6 +53,9 @@ def command(
     document_prefix: Annotated[str, typer.Option(
         "--document-prefix", help="Text put before every document."
     )] = "",
+    long_documents: Annotated[str | None, typer.Option(
+        "--long-documents", help="Cut documents longer than --max-length into passages: firstp or maxp."
+    )] = None,
     device: Annotated[str | None, typer.Option(
         "--device", help="cpu, cuda ... [default: cuda when available]."
     )] = None,
@@ -64,7 +72,12 @@ def command(
     documents = read_corpus(corpus)
     if limit is not None:
         documents = islice(documents, limit)
+    extra = {}
+    if long_documents is not None:
+        documents = long_document_passages(documents, encoder.tokenizer, long_documents, encoder.max_length)
+        extra = {"long_documents": long_documents}
     target = encode_corpus_to_shards(encoder, documents, out, shard_size=shard_size, dtype=dtype,
-                                     batch_size=batch_size, use_title=use_title)
+                                     batch_size=batch_size, use_title=use_title, extra_settings=extra)
     console.print(f"embeddings written to [bold]{target}[/] "
-                  f"(pooling {encoder.pooling}, normalize {encoder.normalize}, max length {encoder.max_length})")
+                  f"(pooling {encoder.pooling}, normalize {encoder.normalize}, "
+                  f"max length {encoder.max_length})")

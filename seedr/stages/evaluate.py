@@ -68,9 +68,10 @@ def command(
 ) -> None:
     """Evaluate runs (queries missing from a run score 0; ties broken by document id) and compare them.
 
-    Example: seedr evaluate runs/dense.trec runs/bm25.trec --qrels scifact/qrels/test.tsv --baseline runs/bm25.trec
+    Example: seedr evaluate dense.trec bm25.trec --qrels scifact/qrels/test.tsv --baseline bm25.trec
     """
-    modes = [mode for mode, given in (("qrels", qrels), ("qa", qa_answers), ("reqa", reqa)) if given is not None]
+    given = {"qrels": qrels, "qa": qa_answers, "reqa": reqa}
+    modes = [mode for mode, path in given.items() if path is not None]
     if len(modes) != 1:
         raise ValueError("give exactly one of --qrels, --qa-answers (with --passages), --reqa")
     resolved = [path.resolve() for path in runs]
@@ -90,9 +91,10 @@ def command(
         _, answers = read_qa_file(qa_answers)
         needed = {doc for run in loaded.values() for scores in run.values() for doc in scores}
         collection = {doc.id: doc for doc in read_corpus(passages, check_duplicates=False) if doc.id in needed}
-        per_system = {name: coverage_per_question(first_hit_ranks(run, collection, answers, max(cutoffs), qa_title),
-                                                  cutoffs)
-                      for name, run in loaded.items()}
+        per_system = {}
+        for name, run in loaded.items():
+            first_hits = first_hit_ranks(run, collection, answers, max(cutoffs), qa_title)
+            per_system[name] = coverage_per_question(first_hits, cutoffs)
         details["questions"] = len(answers)
     elif reqa is not None:
         _, _, judged = reqa_candidates(read_squad(reqa))
@@ -108,13 +110,14 @@ def command(
     Console().print(table.to_rich(title=f"{modes[0]} evaluation"))
     for name, counts in (details.get("queries") or {}).items():
         if counts["missing_from_run"] or counts["unjudged_in_run"]:
-            console.print(f"{name}: {counts['missing_from_run']} judged queries missing from the run (scored 0), "
-                          f"{counts['unjudged_in_run']} unjudged queries ignored")
+            console.print(f"{name}: {counts['missing_from_run']} judged queries missing from the run "
+                          f"(scored 0), {counts['unjudged_in_run']} unjudged queries ignored")
     if json_out is not None:
         result = {"mode": modes[0], "runs": {name: str(path) for name, path in zip(names, runs)},
                   "ignore_identical_ids": ignore_identical_ids, **details}
         if len(names) == 1:
-            result["metrics"] = {metric: table.comparisons[metric].systems[names[0]].mean for metric in table.metrics}
+            result["metrics"] = {metric: comparison.systems[names[0]].mean
+                                 for metric, comparison in table.comparisons.items()}
         else:
             result["comparison"] = table.to_dict()
         with atomic_write(json_out) as stream:

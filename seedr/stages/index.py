@@ -33,7 +33,8 @@ def command(
     """
     manifest = read_manifest(embeddings)
     ids, vectors = load_embeddings(embeddings)
+    encoder = {**manifest["encoder"], "use_title": manifest["use_title"], **manifest["extra"]}
     index = DenseIndex.build(vectors, ids, factory=factory, metric=metric, train_sample=train_sample, seed=seed,
-                             encoder={**manifest["encoder"], "use_title": manifest["use_title"]}, show_progress=True)
+                             encoder=encoder, show_progress=True)
     index.save(out)
     console.print(f"{factory} index of {len(ids)} vectors written to [bold]{out}[/]")

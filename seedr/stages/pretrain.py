@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 
 import typer
+from rich.markup import escape
 
 from seedr.config import load_config
 from seedr.stages.common import clear_errors, console
@@ -15,7 +16,7 @@ from seedr.stages.common import clear_errors, console
 def command(
     objective: str | None = typer.Option(
         None, "--objective", help="Objective name (mlm, seed, cpdae, ict, bfs, wlp, ict_bfs_wlp, ...); "
-                                  "default: the recipe's objective_name."),
+                                  "default: the recipe's objective_name, else mlm."),
     corpus: list[Path] | None = typer.Option(
         None, "--corpus", help="Corpus file or folder (repeatable); default: the recipe's, else the embedded "
                                "Wikipedia leads (token objectives)."),
@@ -40,6 +41,7 @@ def command(
     Example: seedr pretrain --config recipes/pretrain/seed.yaml --corpus ../shared/data/wiki --model minilm --out runs/seed --set train.max_steps=200
     """
     from seedr.training.pretrain import PretrainConfig, pretrain
+    from seedr.training.trainer import process_state
 
     if model is not None and size is not None:
         raise ValueError("--model (continue from a checkpoint) and --size (from scratch) exclude each other")
@@ -48,7 +50,10 @@ def command(
     # Flags first, so that an explicit --set of the same key wins.
     given = [f"{key}={json.dumps(value)}" for key, value in flags.items() if value is not None]
     settings = load_config(PretrainConfig, config, given + list(overrides or []))
-    console.print(f"pre-training [bold]{settings.objective_name}[/] → {out}")
+    speaks = process_state().is_main_process  # under accelerate launch / torchrun, one process reports
+    if speaks:
+        console.print(f"pre-training [bold]{settings.objective_name}[/] → {escape(str(out))}")
     metrics = pretrain(settings, out, resume=resume)
-    shown = {key: round(value, 4) if isinstance(value, float) else value for key, value in metrics.items()}
-    console.print(f"done: {shown}\nencoder: [bold]{out / 'encoder'}[/]")
+    if speaks:
+        shown = {key: round(value, 4) if isinstance(value, float) else value for key, value in metrics.items()}
+        console.print(f"done: {shown}\nencoder: [bold]{escape(str(out / 'encoder'))}[/]")

@@ -15,6 +15,7 @@ from seedr.evaluation.reqa import lexical_documents
 from seedr.retrieval.bm25 import BM25Index
 from seedr.retrieval.encode import TextEncoder, model_defaults
 from seedr.retrieval.faiss_index import DenseIndex, search_text
+from seedr.retrieval.long_documents import PASSAGE_SEPARATOR, Passages, search_max_passage
 from seedr.retrieval.runs import write_trec_run
 from seedr.stages.common import clear_errors, console
 
@@ -65,14 +66,14 @@ def command(
 ) -> None:
     """Search a dense index or BM25 with a batch of queries and write the top k as a TREC run.
 
-    Example: seedr search --index runs/scifact-index --queries scifact/queries.jsonl --out runs/dense.trec --k 100
+    Example: seedr search --index runs/scifact-index --queries scifact/queries.jsonl --out dense.trec
     """
     sources = [source for source in (queries, questions, reqa) if source is not None]
     if len(sources) != 1:
         raise ValueError("give exactly one of --queries, --questions, --reqa")
     dense = index is not None or (reqa is not None and model is not None)
     if bm25 == dense:
-        raise ValueError("choose one way to search: --bm25, or a dense --index (with --reqa: a dense --model)")
+        raise ValueError("choose one way to search: --bm25, or a dense --index (--reqa: a dense --model)")
     candidates = None
     if reqa is not None:
         candidates, texts, _ = reqa_candidates(read_squad(reqa))
@@ -95,22 +96,28 @@ def command(
         tag = tag or "bm25"
     elif candidates is not None:  # dense ReQA: candidates are encoded as (sentence, paragraph) pairs
         defaults = model_defaults(model)
-        encoder = TextEncoder(model, defaults["pooling"], defaults["normalize"], max_length or defaults["max_length"],
-                              device=device, query_prefix=query_prefix or "")
-        vectors = encoder.encode([c.text for c in candidates], batch_size, True, [c.context for c in candidates])
+        encoder = TextEncoder(model, defaults["pooling"], defaults["normalize"],
+                              max_length or defaults["max_length"], device=device, query_prefix=query_prefix or "")
+        vectors = encoder.encode([c.text for c in candidates], batch_size, show_progress=True,
+                                 text_pairs=[c.context for c in candidates])
         searcher = DenseIndex.build(vectors, [c.id for c in candidates], encoder=encoder.settings())
         run = search_text(searcher, encoder, texts, k, batch_size, show_progress=True)
         tag = tag or "reqa-dense"
     else:
         searcher = DenseIndex.load(index)
-        searcher.set_search_parameters(**{name: value for name, value in (("nprobe", nprobe), ("efSearch", ef_search))
-                                          if value is not None})
+        parameters = {"nprobe": nprobe, "efSearch": ef_search}
+        searcher.set_search_parameters(**{name: value for name, value in parameters.items() if value is not None})
         recorded = searcher.config.get("encoder") or {}
         if model is None and "model" not in recorded:
             raise ValueError(f"{index} does not record its encoder: pass --model")
         encoder = TextEncoder.from_settings(recorded, model, max_length=max_length, query_prefix=query_prefix,
                                             device=device)
-        run = search_text(searcher, encoder, texts, k, batch_size, show_progress=True)
+        if recorded.get("long_documents"):  # passages indexed: a document scores as its best passage (MaxP)
+            parent = {passage: passage.rsplit(PASSAGE_SEPARATOR, 1)[0] for passage in searcher.ids}
+            vectors = encoder.encode_queries(list(texts.values()), batch_size, show_progress=True)
+            run = search_max_passage(searcher, vectors, list(texts), Passages([], parent), k)
+        else:
+            run = search_text(searcher, encoder, texts, k, batch_size, show_progress=True)
         tag = tag or index.name
     lines = write_trec_run(out, run, tag=tag)
     console.print(f"{len(run)} queries, {lines} lines written to [bold]{out}[/]")

@@ -7,10 +7,14 @@ Distribution and precision are Accelerate's, never code of ours: the same loop r
     torchrun --nproc_per_node 2 -m seedr pretrain ...               # plain torchrun, CPU (gloo) included
 
 ``TrainConfig.mixed_precision`` ``bf16``/``fp16`` is passed to ``Accelerator``; ``no`` (the default)
-defers to the Accelerate launch config, so ``accelerate launch --mixed_precision bf16`` works unchanged. ``batch_size`` is per process and micro-step, so the effective batch is
+defers to the Accelerate launch config, so ``accelerate launch --mixed_precision bf16`` works as is.
+``batch_size`` is per process and micro-step, so the effective batch is
 ``batch_size × gradient_accumulation_steps × processes`` (SEED-Encoder: 256; CPDAE: 64). On a machine
 without an accelerator the ``Accelerator`` is made with ``cpu=True``, which is what makes ``torchrun``
 start a real gloo process group on CPUs (without it every process would silently train alone).
+``save_product`` receives the unwrapped model on the main process, so under FSDP or DeepSpeed ZeRO-3
+the Accelerate config must gather full weights for saving (FSDP ``FULL_STATE_DICT``,
+``zero3_save_16bit_model``); the resumable state is Accelerate's own ``save_state`` in every set-up.
 
 The model is an ``nn.Module`` whose ``forward(**batch)`` returns
 ``seedr.objectives.base.ObjectiveOutput(loss, parts)``; ``loss`` is back-propagated, every part is
@@ -88,9 +92,8 @@ class TrainConfig:
                      "keep_checkpoints"):
             if getattr(self, name) < 1:
                 raise ValueError(f"train.{name} must be at least 1, got {getattr(self, name)}")
-        if not 0 <= self.warmup_steps <= self.max_steps:
-            raise ValueError(f"train.warmup_steps must be within [0, max_steps={self.max_steps}], "
-                             f"got {self.warmup_steps}")
+        if self.warmup_steps < 0:
+            raise ValueError(f"train.warmup_steps must be at least 0, got {self.warmup_steps}")
         if self.mixed_precision not in ("no", "bf16", "fp16"):
             raise ValueError(f"train.mixed_precision must be no, bf16 or fp16, got {self.mixed_precision!r}")
 
@@ -284,6 +287,7 @@ class Trainer:
                 line: dict[str, float] = {}
                 for callback in self.callbacks:
                     line.update(callback.on_step_end(self, self.step) or {})
+                self.model.train()  # a callback that evaluated may have left the model in eval mode
                 if self.step % config.log_every == 0 or self.step == config.max_steps:
                     norm = float(grad_norm) if grad_norm is not None else math.nan
                     line = {**self._reduce(sums, micro_batches), "grad_norm": norm, **line}
