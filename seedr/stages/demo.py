@@ -1,8 +1,26 @@
-"""`seedr demo`: not built yet."""
+"""`seedr demo`: the main job — the whole pipeline, small, on the embedded default data."""
 
-from seedr.stages.common import not_built
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+
+from seedr.config import load_config
+from seedr.demo import DemoConfig, run_demo
+from seedr.stages.common import clear_errors, console
 
 
-def command() -> None:
-    """Not built yet."""
-    not_built("demo")
+@clear_errors
+def command(
+    out: Path = typer.Option(Path("runs/demo"), "--out", help="Run folder (finished steps are reused)."),
+    set_: list[str] = typer.Option([], "--set", help="Override a size, e.g. pretrain_steps=300 (repeatable)."),
+) -> None:
+    """Prepare the embedded Wikipedia leads, continue pre-training MiniLM with MLM and with SEED-Encoder,
+    fine-tune both into retrievers, compare them with BM25 on held-out queries (significance-tested),
+    and write a report with tables and training curves.
+
+    Example: seedr demo --out runs/demo --set pretrain_steps=300 --set finetune_steps=200
+    """
+    config = load_config(DemoConfig, None, set_)
+    run_demo(out, config, console)

@@ -1,0 +1,37 @@
+"""The main job (`seedr demo`) end to end on the embedded default data, at a tiny size."""
+
+import json
+
+import pytest
+from typer.testing import CliRunner
+
+from seedr.cli import app
+
+
+def test_demo_help_has_example():
+    result = CliRunner().invoke(app, ["demo", "--help"])
+    assert result.exit_code == 0
+    assert "Example: seedr demo" in result.output
+
+
+def test_demo_rejects_unknown_size(tmp_path):
+    result = CliRunner().invoke(app, ["demo", "--out", str(tmp_path / "d"), "--set", "pretrain_stepz=3"])
+    assert result.exit_code == 1
+    assert "pretrain_stepz" in result.output
+
+
+@pytest.mark.slow
+def test_demo_end_to_end_tiny(tmp_path):
+    out = tmp_path / "demo"
+    sizes = ["documents=300", "test_queries=30", "train_queries=60", "pretrain_steps=2", "finetune_steps=2",
+             "pretrain_batch_size=4", "finetune_batch_size=4", "tokenizer_vocab=2000"]
+    result = CliRunner().invoke(app, ["demo", "--out", str(out), *sum((["--set", s] for s in sizes), [])])
+    assert result.exit_code == 0, result.output
+    comparison = json.loads((out / "comparison.json").read_text())
+    assert set(comparison["systems"]) == {"BM25", "MiniLM", "MLM", "MLM→FT", "SEED", "SEED→FT"}
+    assert all(0.0 <= values["MRR@10"]["mean"] <= 1.0 for values in comparison["systems"].values())
+    report = (out / "report" / "report.md").read_text()
+    assert "## Comparison" in report and "weak_decoder" in report
+    for name in ("pretrain-seed", "finetune-seed"):
+        assert (out / name / "encoder" / "model.safetensors").exists()
+    assert len(list((out / "runs").glob("*.trec"))) == 6
