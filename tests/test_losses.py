@@ -124,3 +124,9 @@ def test_build_loss_checks_options() -> None:
     assert build_loss("nll").in_batch is True and build_loss("triplet").in_batch is False
     with pytest.raises(ValueError, match=r"unknown option\(s\) \['margin'\].*valid: \['in_batch'\]"):
         build_loss("nll", {"margin": 1.0})
+
+
+def test_accuracy_counts_queries_whose_positive_beats_every_negative() -> None:
+    queries, positives, negatives = _batch()
+    # query 1: 2 > 1.5, 0.2; query 2: 1.5 < 2 (its first negative wins)
+    assert candidate_scores(queries, positives, negatives, DOT, in_batch=False).accuracy().item() == 0.5

@@ -148,6 +148,15 @@ def test_reqa_mode(tmp_path, shared_data):
     assert list(metrics) == ["R@1", "R@5", "R@10", "R@50", "R@100", "MRR"]
     assert metrics["R@1"] < metrics["R@100"] <= 1
 
+    squad["data"] = squad["data"][:1]  # dense: (sentence, paragraph) pairs encoded by MiniLM
+    squad["data"][0]["paragraphs"] = squad["data"][0]["paragraphs"][:4]
+    (tmp_path / "one.json").write_text(json.dumps(squad))
+    result = seedr("search", "--model", "minilm", "--max-length", 64, "--reqa", tmp_path / "one.json",
+                   "--out", tmp_path / "dense.trec", "--k", 20)
+    assert result.exit_code == 0, result.output
+    result = seedr("evaluate", tmp_path / "dense.trec", "--reqa", tmp_path / "one.json")
+    assert result.exit_code == 0 and "R@1" in result.output
+
 
 def test_bad_input_is_one_clear_line(tmp_path, scifact_slice):
     bad = tmp_path / "bad.trec"

@@ -167,6 +167,23 @@ def test_gradient_accumulation_equals_the_big_batch(tokenizer, shards, tmp_path)
         torch.testing.assert_close(finals[0][name], finals[1][name], atol=2e-6, rtol=1e-5, msg=name)
 
 
+def test_logged_parts_add_up_to_the_loss_when_a_batch_lacks_one(tokenizer, shards, tmp_path):
+    """A two-tower mix may have no pair of some task in a batch: that part counts as 0 for that batch."""
+    from seedr.training.trainer import _RunningMeans
+
+    objective = mlm_objective(tokenizer)
+    accelerator = Trainer(objective, TokenShardData(shards), objective.collate, TrainConfig(), tmp_path,
+                          save_encoder).accelerator
+    running = _RunningMeans()
+    value = torch.tensor
+    running.add(ObjectiveOutput(value(3.0), {"ict": value(1.0), "wlp": value(2.0)}, {"accuracy": value(0.5)}))
+    running.add(ObjectiveOutput(value(1.0), {"ict": value(1.0)}, {}))
+    means = running.reduce(accelerator)
+    assert means == {"loss": 2.0, "ict": 1.0, "wlp": 1.0, "accuracy": 0.5}
+    assert means["ict"] + means["wlp"] == means["loss"]
+    assert running.reduce(accelerator) == {} and running.batches == 0  # reset after each log line
+
+
 # ---------------------------------------------------------------------------------------------- run folder
 
 
@@ -196,9 +213,9 @@ def test_run_folder_holds_product_checkpoints_metrics_and_config(finished_run, s
     from safetensors import safe_open
 
     with safe_open(checkpoint / "state" / "model.safetensors", "pt") as state:
-        assert any(key.startswith("mlm_head.") for key in state)
+        assert any(key.startswith("mlm_head.") for key in state.keys())  # noqa: SIM118 (safe_open is not iterable)
     with safe_open(checkpoint / "encoder" / "model.safetensors", "pt") as product:
-        assert not any("mlm_head" in key for key in product)
+        assert not any("mlm_head" in key for key in product.keys())  # noqa: SIM118
 
 
 def test_metrics_jsonl_logs_every_named_part(finished_run):
@@ -325,10 +342,10 @@ def test_skipping_batches_replays_the_same_masked_batches(tokenizer, shards, tmp
 # ---------------------------------------------------------------------------------------------- processes
 
 _WORKER = """
-import itertools, sys, torch
+import json, sys, torch
 from pathlib import Path
 sys.path.insert(0, {tests!r})
-from test_trainer import mlm_objective, run, TokenShardData
+from test_trainer import mlm_objective, run
 from seedr.modeling.encoder import load_tokenizer
 torch.set_num_threads(1)
 shards, out_dir, max_steps = Path(sys.argv[1]), Path(sys.argv[2]), int(sys.argv[3])
@@ -338,7 +355,8 @@ trainer, _ = run(objective, shards, out_dir, max_steps=max_steps, resume=True, s
 rank = trainer.accelerator.process_index
 torch.save({{k: v.detach() for k, v in trainer.unwrapped_model().state_dict().items()}},
            out_dir / f"rank{{rank}}.pt")
-print("processes", trainer.accelerator.num_processes, "rank", rank, "steps", trainer.step)
+(out_dir / f"rank{{rank}}.json").write_text(json.dumps({{"processes": trainer.accelerator.num_processes,
+                                                        "steps": trainer.step}}))
 """
 
 
@@ -360,7 +378,8 @@ def test_two_cpu_processes_agree_on_parameters(shards, tmp_path):
          str(shards), str(tmp_path / "run"), "4"],
         check=False, capture_output=True, text=True, timeout=300, env=_environment())
     assert result.returncode == 0, result.stderr[-3000:]
-    assert "processes 2 rank 0" in result.stdout and "processes 2 rank 1" in result.stdout
+    for rank in (0, 1):
+        assert json.loads((tmp_path / "run" / f"rank{rank}.json").read_text()) == {"processes": 2, "steps": 4}
     rank0 = torch.load(tmp_path / "run" / "rank0.pt")
     rank1 = torch.load(tmp_path / "run" / "rank1.pt")
     for name in rank0:
@@ -391,6 +410,6 @@ def test_sigkill_leaves_only_complete_checkpoints_and_resume_works(shards, tmp_p
     result = subprocess.run([sys.executable, str(script), str(shards), str(out_dir), "40"],
                             check=False, capture_output=True, text=True, timeout=300, env=_environment())
     assert result.returncode == 0, result.stderr[-3000:]
-    assert "steps 40" in result.stdout
+    assert json.loads((out_dir / "rank0.json").read_text()) == {"processes": 1, "steps": 40}
     assert list_checkpoints(out_dir)[-1][0] == 40
     assert not list((out_dir / "checkpoints").glob(".step-*"))  # temporaries of the killed save are gone

@@ -21,6 +21,8 @@ from collections.abc import Iterable, Iterator
 from seedr.data.qa import ReqaCandidate
 from seedr.data.records import Document, Qrels, Run
 from seedr.evaluation.metrics import evaluate_run, per_query
+from seedr.retrieval.encode import TextEncoder
+from seedr.retrieval.faiss_index import DenseIndex
 
 RECALL_KS = (1, 5, 10, 50, 100)
 #: Report name → ``ir_measures`` name.
@@ -37,6 +39,14 @@ def evaluate_reqa(run: Run, qrels: Qrels) -> dict[str, float]:
     """ReQA Recall@1/5/10/50/100 and MRR of a question → candidate run, as fractions (not %)."""
     means = evaluate_run(run, qrels, list(REQA_METRICS.values()))
     return {name: means[measure] for name, measure in REQA_METRICS.items()}
+
+
+def index_candidates(encoder: TextEncoder, candidates: list[ReqaCandidate], batch_size: int = 64,
+                     show_progress: bool = False) -> DenseIndex:
+    """An exact (Flat) index of ReQA candidates, each encoded as the pair (sentence, paragraph)."""
+    vectors = encoder.encode([c.text for c in candidates], batch_size, show_progress,
+                             text_pairs=[c.context for c in candidates])
+    return DenseIndex.build(vectors, [c.id for c in candidates], encoder=encoder.settings())
 
 
 def lexical_documents(candidates: Iterable[ReqaCandidate]) -> Iterator[Document]:

@@ -53,6 +53,12 @@ class CandidateScores:
     target: torch.Tensor
     negative: torch.Tensor
 
+    def accuracy(self) -> torch.Tensor:
+        """Share of queries whose positive outscores every one of their negatives (a training metric)."""
+        positive = self.scores.gather(1, self.target.unsqueeze(1)).squeeze(1)  # (B,)
+        best_negative = self.scores.masked_fill(~self.negative, float("-inf")).max(dim=1).values  # (B,)
+        return (positive > best_negative).float().mean()
+
 
 def candidate_scores(queries: torch.Tensor, positives: torch.Tensor, negatives: torch.Tensor,
                      similarity: Similarity, in_batch: bool,

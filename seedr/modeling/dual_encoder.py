@@ -23,8 +23,15 @@ from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
 from seedr.data.records import Document, Run
 from seedr.losses.base import RetrievalLoss, Similarity
-from seedr.modeling.encoder import Pooling, load_encoder, load_tokenizer, pool, resolve_model_path, save_encoder
-from seedr.retrieval.encode import encode_texts
+from seedr.modeling.encoder import (
+    Pooling,
+    load_encoder,
+    load_tokenizer,
+    pool,
+    resolve_model_path,
+    save_encoder,
+)
+from seedr.retrieval.encode import encode_texts, model_defaults
 from seedr.retrieval.faiss_index import DenseIndex
 from seedr.retrieval.runs import run_from_topk
 
@@ -37,31 +44,22 @@ DOCUMENT_TOWER = "doc_encoder"
 
 
 def saved_settings(model: str | os.PathLike) -> dict[str, object]:
-    """Pooling, similarity (and towers, scale) recorded in a model folder, where it records them.
+    """Towers, pooling, similarity and scale recorded in a model folder.
 
-    Reads seedr's own settings file, else the sentence-transformers files (a model such as all-MiniLM
-    was trained with mean pooling and cosine: fine-tuning it with [CLS] would throw that away).
+    seedr's own settings file when there is one; otherwise what the sentence-transformers files say
+    (``seedr.retrieval.encode.model_defaults``): a model such as all-MiniLM was trained with mean pooling
+    and cosine (a ``Normalize`` module, or ``similarity_fn_name``), and fine-tuning it with [CLS] would
+    throw that away.
     """
     path = resolve_model_path(model)
     if (path / SETTINGS_FILE).exists():
         return json.loads((path / SETTINGS_FILE).read_text())
-    settings: dict[str, object] = {}
-    pooling_file = path / "1_Pooling" / "config.json"
-    if pooling_file.exists():
-        pooling_config = json.loads(pooling_file.read_text())
-        if pooling_config.get("pooling_mode_cls_token"):
-            settings["pooling"] = "cls"
-        elif pooling_config.get("pooling_mode_mean_tokens"):
-            settings["pooling"] = "mean"
+    defaults = model_defaults(path)
+    similarity = "cosine" if defaults["normalize"] else "dot"
     st_file = path / "config_sentence_transformers.json"
-    if st_file.exists():
-        name = json.loads(st_file.read_text()).get("similarity_fn_name")
-        if name in ("dot", "cosine"):
-            settings["similarity"] = name
-    if (path / "modules.json").exists() and any(
-            module.get("type", "").endswith("Normalize") for module in json.loads((path / "modules.json").read_text())):
-        settings["similarity"] = "cosine"
-    return settings
+    if st_file.exists() and json.loads(st_file.read_text()).get("similarity_fn_name") == "cosine":
+        similarity = "cosine"
+    return {"pooling": defaults["pooling"], "similarity": similarity}
 
 
 def document_segments(document: Document) -> tuple[str, str | None]:
@@ -78,7 +76,8 @@ class DualEncoder(nn.Module):
     ``query_attention_mask``, ``document_input_ids`` (B·(1+N), Td) — the B positives first, then the
     N hard negatives of each query in query order —, ``document_attention_mask``, optional
     ``*_token_type_ids`` and ``false_negatives`` (B, B + B·N)) and returns ``ObjectiveOutput(loss,
-    {loss name: loss})``, so the shared ``seedr.training.trainer.Trainer`` runs it.
+    {loss name: loss}, {"accuracy": ...})`` — accuracy being the share of queries whose positive
+    outscores all their negatives —, so the shared ``seedr.training.trainer.Trainer`` runs it.
 
     Args:
         query_encoder: a ``transformers`` encoder; also the document encoder unless one is given.
@@ -86,14 +85,14 @@ class DualEncoder(nn.Module):
         loss: a ``seedr.losses`` loss (``None`` for a model that only encodes, e.g. to mine negatives).
         document_encoder: a separate document tower, or ``None`` for the Siamese (shared) set-up.
         pooling: ``"cls"`` (the papers' [CLS] embedding) or ``"mean"``.
-        similarity: dot product (the papers) or scaled cosine.
+        similarity: dot product (the papers, the default) or scaled cosine.
         query_max_length, document_max_length: tokens kept per query / document (512 for documents is
             ANCE's FirstP: the first 512 tokens, the rest cut off).
     """
 
     def __init__(self, query_encoder: PreTrainedModel, tokenizer: PreTrainedTokenizerBase,
                  loss: RetrievalLoss | None = None, document_encoder: PreTrainedModel | None = None,
-                 pooling: Pooling = "cls", similarity: Similarity = Similarity(), query_max_length: int = 64,
+                 pooling: Pooling = "cls", similarity: Similarity | None = None, query_max_length: int = 64,
                  document_max_length: int = 512) -> None:
         super().__init__()
         self.query_encoder = query_encoder
@@ -101,7 +100,7 @@ class DualEncoder(nn.Module):
         self.tokenizer = tokenizer
         self.loss = loss
         self.pooling = pooling
-        self.similarity = similarity
+        self.similarity = similarity or Similarity()
         self.query_max_length = query_max_length
         self.document_max_length = document_max_length
 
@@ -178,18 +177,25 @@ class DualEncoder(nn.Module):
         if self.loss is None:
             raise ValueError("this DualEncoder was built without a loss: it can encode, not train")
         loss = self.loss(queries, positives, negatives, self.similarity, false_negatives)
-        return ObjectiveOutput(loss, {self.loss.name: loss.detach()})
+        with torch.no_grad():
+            accuracy = self.loss.scores(queries, positives, negatives, self.similarity, false_negatives).accuracy()
+        return ObjectiveOutput(loss, {self.loss.name: loss.detach()}, {"accuracy": accuracy})
 
     def save(self, directory: str | os.PathLike) -> Path:
         """Write the product: the query (= shared) encoder in ``directory``, the document tower in
         ``directory/doc_encoder`` when separate; both load with ``AutoModel`` and ``SentenceTransformer``.
+        A cosine model gets a ``Normalize`` module (as all-MiniLM has), so sentence-transformers and
+        ``seedr encode`` give unit vectors, whose inner products are the cosines it was trained on.
         The caller makes it atomic (``seedr.data.io.atomic_directory``)."""
         directory = Path(directory)
-        save_encoder(self.query_encoder, self.tokenizer, directory, pooling=self.pooling,
-                     max_seq_length=self.document_max_length, similarity=self.similarity.name)
+        towers = [(self.query_encoder, directory)]
         if self.document_encoder is not None:
-            save_encoder(self.document_encoder, self.tokenizer, directory / DOCUMENT_TOWER, pooling=self.pooling,
-                         max_seq_length=self.document_max_length, similarity=self.similarity.name)
+            towers.append((self.document_encoder, directory / DOCUMENT_TOWER))
+        for encoder, folder in towers:
+            save_encoder(encoder, self.tokenizer, folder, pooling=self.pooling, max_seq_length=self.document_max_length,
+                         similarity=self.similarity.name)
+            if self.similarity.name == "cosine":
+                _add_normalize_module(folder)
         settings = {"shared": self.shared, "pooling": self.pooling, "similarity": self.similarity.name,
                     "scale": self.similarity.scale}
         (directory / SETTINGS_FILE).write_text(json.dumps(settings, indent=2))
@@ -221,3 +227,12 @@ class DualEncoder(nn.Module):
         scores, ids = index.search(self.embed_queries([queries[q] for q in query_ids], batch_size, show_progress),
                                    min(k, len(documents)))
         return run_from_topk(query_ids, scores, ids)
+
+
+def _add_normalize_module(folder: Path) -> None:
+    """Append sentence-transformers' ``Normalize`` (no weights, no config) to a saved model's modules."""
+    modules = json.loads((folder / "modules.json").read_text())
+    modules.append({"idx": len(modules), "name": str(len(modules)), "path": "2_Normalize",
+                    "type": "sentence_transformers.models.Normalize"})
+    (folder / "2_Normalize").mkdir(exist_ok=True)
+    (folder / "modules.json").write_text(json.dumps(modules, indent=2))

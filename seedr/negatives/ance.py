@@ -76,7 +76,7 @@ class AnceNegatives(NegativeStrategy):
         return {"refresh_every": self.refresh_every, "depth": self.depth, "inline": self.inline}
 
     def mine(self, corpus: Mapping[str, Document], queries: Mapping[str, str], qrels: Qrels,
-             model: DualEncoder, model_source: str, given: NegativeTable | None = None) -> NegativeTable:
+             model: DualEncoder | None, model_source: str, given: NegativeTable | None = None) -> NegativeTable:
         return dense_negatives(model, corpus, queries, qrels, self.depth, _provenance(0, model_source),
                                batch_size=self.batch_size)
 

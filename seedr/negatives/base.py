@@ -18,7 +18,7 @@ import os
 import random
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
@@ -129,7 +129,7 @@ class NegativeTable:
 
 
 def _now() -> str:
-    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+    return datetime.now(UTC).isoformat(timespec="seconds")
 
 
 class NegativeStrategy:
@@ -151,7 +151,7 @@ class NegativeStrategy:
     episode_steps: int | None = None
 
     def mine(self, corpus: Mapping[str, Document], queries: Mapping[str, str], qrels: Qrels,
-             model: DualEncoder, model_source: str, given: NegativeTable | None = None) -> NegativeTable:
+             model: DualEncoder | None, model_source: str, given: NegativeTable | None = None) -> NegativeTable:
         raise NotImplementedError(f"{type(self).__name__} does not define mine")
 
     def options(self) -> dict[str, Any]:

@@ -39,7 +39,7 @@ class BM25Negatives(NegativeStrategy):
         return {"depth": self.depth, "k1": self.k1, "b": self.b}
 
     def mine(self, corpus: Mapping[str, Document], queries: Mapping[str, str], qrels: Qrels,
-             model: DualEncoder, model_source: str, given: NegativeTable | None = None) -> NegativeTable:
+             model: DualEncoder | None, model_source: str, given: NegativeTable | None = None) -> NegativeTable:
         index = BM25Index.build(corpus.values(), k1=self.k1, b=self.b, show_progress=True)
         run = index.search(dict(queries), k=self.depth, show_progress=True)
         return NegativeTable.from_run(run, qrels, self.depth, {

@@ -24,5 +24,5 @@ class InBatchNegatives(NegativeStrategy):
     hard_negatives = False
 
     def mine(self, corpus: Mapping[str, Document], queries: Mapping[str, str], qrels: Qrels,
-             model: DualEncoder, model_source: str, given: NegativeTable | None = None) -> NegativeTable:
+             model: DualEncoder | None, model_source: str, given: NegativeTable | None = None) -> NegativeTable:
         return NegativeTable({}, {"strategy": self.name, "source": "the other documents of each training batch"})

@@ -50,15 +50,19 @@ class StaticNegatives(NegativeStrategy):
         return {"run": self.run, "model": self.model, "depth": self.depth, "rounds": self.rounds}
 
     def mine(self, corpus: Mapping[str, Document], queries: Mapping[str, str], qrels: Qrels,
-             model: DualEncoder, model_source: str, given: NegativeTable | None = None) -> NegativeTable:
+             model: DualEncoder | None, model_source: str, given: NegativeTable | None = None) -> NegativeTable:
         if self.run is not None:
             return self._from_run_file(Path(self.run), corpus, queries, qrels)
         if self.model is None and given is not None:
             return given
         if self.model is not None:
             model_source = str(self.model)
-            model = DualEncoder.from_pretrained(self.model, query_max_length=model.query_max_length,
-                                                document_max_length=model.document_max_length)
+            lengths = {"query_max_length": model.query_max_length,
+                       "document_max_length": model.document_max_length} if model is not None else {}
+            model = DualEncoder.from_pretrained(self.model, **lengths)
+        if model is None:
+            raise ValueError("static negatives come from a run file (run=...), a model folder (model=...), the "
+                             "training data's own hard negatives, or the model being fine-tuned: none was given")
         return dense_negatives(model, corpus, queries, qrels, self.depth, {
             "strategy": self.name, "source": f"dense retrieval with {model_source}",
             "checkpoint": model_source, "step": 0}, batch_size=self.batch_size)

@@ -30,13 +30,13 @@ def command(
         "--out", help="Folder for embeddings-*.npy, ids-*.txt and manifest.json."
     )],
     pooling: Annotated[str | None, typer.Option(
-        "--pooling", help="cls or mean [default: the model's own setting, else cls]."
+        "--pooling", help="cls or mean (default: the model's own setting, else cls)."
     )] = None,
     normalize: Annotated[bool | None, typer.Option(
-        "--normalize/--no-normalize", help="L2-normalise vectors [default: the model's own setting, else no]."
+        "--normalize/--no-normalize", help="L2-normalise vectors (default: the model's own setting, else no)."
     )] = None,
     max_length: Annotated[int | None, typer.Option(
-        "--max-length", help="Tokens per document [default: the model's, else 512]."
+        "--max-length", help="Tokens per document (default: the model's, else 512)."
     )] = None,
     batch_size: Annotated[int, typer.Option("--batch-size", help="Documents per forward pass.")] = 64,
     dtype: Annotated[str, typer.Option("--dtype", help="Stored precision: float32 or float16.")] = "float32",
@@ -57,7 +57,7 @@ def command(
         "--long-documents", help="Cut documents longer than --max-length into passages: firstp or maxp."
     )] = None,
     device: Annotated[str | None, typer.Option(
-        "--device", help="cpu, cuda ... [default: cuda when available]."
+        "--device", help="cpu, cuda ... (default: cuda when available)."
     )] = None,
 ) -> None:
     """Encode every document of a corpus; run the same command again to resume an interrupted run.

@@ -51,7 +51,7 @@ def command(
         "--reqa", help="ReQA: the SQuAD JSON the runs were made from (Recall@k, MRR)."
     )] = None,
     baseline: Annotated[Path | None, typer.Option(
-        "--baseline", help="Run to test the others against [default: the first]."
+        "--baseline", help="Run to test the others against (default: the first)."
     )] = None,
     test: Annotated[str, typer.Option(
         "--test", help="Paired test: permutation (SEED-Encoder) or ttest (CPDAE)."
@@ -90,7 +90,8 @@ def command(
         cutoffs = [int(k) for k in ks.split(",") if k.strip()]
         _, answers = read_qa_file(qa_answers)
         needed = {doc for run in loaded.values() for scores in run.values() for doc in scores}
-        collection = {doc.id: doc for doc in read_corpus(passages, check_duplicates=False) if doc.id in needed}
+        collection = {doc.id: doc for doc in read_corpus(passages, check_duplicates=False)
+                      if doc.id in needed}
         per_system = {}
         for name, run in loaded.items():
             first_hits = first_hit_ranks(run, collection, answers, max(cutoffs), qa_title)

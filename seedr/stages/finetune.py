@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 from pathlib import Path
+from typing import Annotated
 
 import typer
 from rich.console import Console
@@ -15,31 +16,48 @@ from seedr.negatives import NEGATIVES, ance_refresh
 from seedr.stages.common import clear_errors
 from seedr.training.finetune import FinetuneConfig, finetune, load_training_set
 
-console = Console()
+console = Console()  # the summary table goes to stdout; progress and errors to stderr
 
 
 @clear_errors
 def command(
-    model: str = typer.Option(None, "--model", help="Model folder, seedr run folder, or the built-in 'minilm'."),
-    train: str = typer.Option(None, "--train", help="Training data: a BEIR folder (corpus.jsonl, queries.jsonl, "
-                              "qrels/train.tsv) or a DPR retriever JSON file."),
-    negatives: str = typer.Option(None, "--negatives", help=f"Negative strategy: {', '.join(NEGATIVES.names())}."),
-    loss: str = typer.Option(None, "--loss", help=f"Loss: {', '.join(LOSSES.names())}."),
-    out: Path = typer.Option(None, "--out", help="Run folder (required unless --ance-refresh-only)."),
-    config: Path = typer.Option(None, "--config", help="YAML recipe (e.g. recipes/finetune/seed_siamese_bm25.yaml)."),
-    overrides: list[str] = typer.Option([], "--set", help="key=value override, e.g. train.max_steps=500, "
-                                        "negative_options.depth=50 (repeatable)."),
-    dev_qrels: str = typer.Option(None, "--dev-qrels", help="Dev relevance labels, evaluated during training."),
-    dev_queries: str = typer.Option(None, "--dev-queries", help="Dev queries (default: the training folder's)."),
-    dev_corpus: str = typer.Option(None, "--dev-corpus", help="Dev corpus (default: the training corpus)."),
-    dev_every: int = typer.Option(None, "--dev-every", help="Steps between dev evaluations (0: at the end only)."),
-    rounds: int = typer.Option(None, "--rounds", help="static negatives: mine → train rounds (CPDAE: 3)."),
-    few_shot: float = typer.Option(None, "--few-shot", help="Train on N queries (N ≥ 1) or a fraction (< 1)."),
-    seeds: str = typer.Option(None, "--seeds", help="Few-shot: comma-separated seeds, one run each, averaged."),
-    resume: bool = typer.Option(False, "--resume", help="Continue the run in --out from its newest checkpoint."),
-    ance_refresh_only: bool = typer.Option(False, "--ance-refresh-only", help="Only mine ANCE negatives with "
-                                           "--model (a checkpoint folder) for the --train queries, into --out "
-                                           "(default: <run>/ance/refresh-<step>), for a training run elsewhere."),
+    model: Annotated[str | None, typer.Option(
+        "--model", help="Model folder, seedr run folder, or the built-in 'minilm' [default: minilm].")] = None,
+    train: Annotated[str | None, typer.Option(
+        "--train", help="Training data: a BEIR folder (corpus.jsonl, queries.jsonl, qrels/train.tsv) or a DPR "
+                        "retriever JSON file.")] = None,
+    negatives: Annotated[str | None, typer.Option(
+        "--negatives", help=f"Negative strategy: {', '.join(NEGATIVES.names())} [default: bm25].")] = None,
+    loss: Annotated[str | None, typer.Option(
+        "--loss", help=f"Loss: {', '.join(LOSSES.names())} [default: triplet].")] = None,
+    out: Annotated[Path | None, typer.Option(
+        "--out", help="Run folder (required unless --ance-refresh-only).")] = None,
+    config: Annotated[Path | None, typer.Option(
+        "--config", help="YAML recipe, e.g. recipes/finetune/seed_siamese_bm25.yaml.")] = None,
+    overrides: Annotated[list[str] | None, typer.Option(
+        "--set", help="key=value override, e.g. train.max_steps=500 or negative_options.depth=50 "
+                      "(repeatable).")] = None,
+    dev_qrels: Annotated[str | None, typer.Option(
+        "--dev-qrels", help="Dev relevance labels, evaluated during training.")] = None,
+    dev_queries: Annotated[str | None, typer.Option(
+        "--dev-queries", help="Dev queries [default: the training folder's queries.jsonl].")] = None,
+    dev_corpus: Annotated[str | None, typer.Option(
+        "--dev-corpus", help="Dev corpus [default: the training corpus].")] = None,
+    dev_every: Annotated[int | None, typer.Option(
+        "--dev-every", help="Steps between dev evaluations; 0: before and after training only.")] = None,
+    rounds: Annotated[int | None, typer.Option(
+        "--rounds", help="static negatives: mine → fine-tune rounds, each mining with the last model "
+                         "(CPDAE: 3).")] = None,
+    few_shot: Annotated[float | None, typer.Option(
+        "--few-shot", help="Train on N sampled queries (N ≥ 1) or on that fraction of them (< 1).")] = None,
+    seeds: Annotated[str | None, typer.Option(
+        "--seeds", help="Few-shot: comma-separated seeds, one run each, averaged in few-shot.md.")] = None,
+    resume: Annotated[bool, typer.Option(
+        "--resume", help="Continue the run in --out from its newest checkpoint.")] = False,
+    ance_refresh_only: Annotated[bool, typer.Option(
+        "--ance-refresh-only", help="Only mine ANCE negatives with --model (a checkpoint folder such as "
+                                    "RUN/checkpoints/step-N) for the --train queries, into --out [default: "
+                                    "RUN/ance/refresh-N], for a run training elsewhere.")] = False,
 ) -> None:
     """Fine-tune an encoder for dense retrieval: a dual encoder trained with a loss (triplet, nll) on
     labelled queries and negatives from a strategy (bm25, in_batch, static, ance), evaluated on a dev set
@@ -49,7 +67,7 @@ def command(
         seedr finetune --model minilm --train ../shared/data/scifact --negatives bm25 --loss triplet
         --out runs/scifact-siamese --dev-qrels ../shared/data/scifact/qrels/test.tsv --set train.max_steps=300
     """
-    settings = load_config(FinetuneConfig, config, overrides)
+    settings = load_config(FinetuneConfig, config, overrides or [])
     flags = {"model": model, "train_data": train, "negatives": negatives, "loss": loss, "dev_qrels": dev_qrels,
              "dev_queries": dev_queries, "dev_corpus": dev_corpus, "dev_every": dev_every, "few_shot": few_shot,
              "seeds": [int(seed) for seed in seeds.split(",") if seed.strip()] if seeds else None}

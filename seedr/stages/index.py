@@ -23,7 +23,7 @@ def command(
     )] = "Flat",
     metric: Annotated[str, typer.Option("--metric", help="ip (dot product), cosine or l2.")] = "ip",
     train_sample: Annotated[int | None, typer.Option(
-        "--train-sample", help="Vectors to train IVF/PQ on [default: all]."
+        "--train-sample", help="Vectors to train IVF/PQ on (default: all)."
     )] = None,
     seed: Annotated[int, typer.Option("--seed", help="Seed of the training sample.")] = 0,
 ) -> None:
@@ -34,7 +34,7 @@ def command(
     manifest = read_manifest(embeddings)
     ids, vectors = load_embeddings(embeddings)
     encoder = {**manifest["encoder"], "use_title": manifest["use_title"], **manifest["extra"]}
-    index = DenseIndex.build(vectors, ids, factory=factory, metric=metric, train_sample=train_sample, seed=seed,
-                             encoder=encoder, show_progress=True)
+    index = DenseIndex.build(vectors, ids, factory=factory, metric=metric, train_sample=train_sample,
+                             seed=seed, encoder=encoder, show_progress=True)
     index.save(out)
     console.print(f"{factory} index of {len(ids)} vectors written to [bold]{out}[/]")

@@ -11,11 +11,10 @@ from seedr.data.corpus import read_corpus
 from seedr.data.qa import read_squad, reqa_candidates
 from seedr.data.queries import read_queries
 from seedr.evaluation.qa_coverage import read_qa_file
-from seedr.evaluation.reqa import lexical_documents
+from seedr.evaluation.reqa import index_candidates, lexical_documents
 from seedr.retrieval.bm25 import BM25Index
 from seedr.retrieval.encode import TextEncoder, model_defaults
 from seedr.retrieval.faiss_index import DenseIndex, search_text
-from seedr.retrieval.long_documents import PASSAGE_SEPARATOR, Passages, search_max_passage
 from seedr.retrieval.runs import write_trec_run
 from seedr.stages.common import clear_errors, console
 
@@ -37,10 +36,10 @@ def command(
         "--index", help="Dense: index folder from `seedr index`."
     )] = None,
     model: Annotated[str | None, typer.Option(
-        "--model", help="Dense: query encoder [default: the one recorded in the index]."
+        "--model", help="Dense: query encoder (default: the one recorded in the index)."
     )] = None,
     max_length: Annotated[int | None, typer.Option(
-        "--max-length", help="Dense: tokens per query [default: as the documents]."
+        "--max-length", help="Dense: tokens per query (default: as the documents)."
     )] = None,
     query_prefix: Annotated[str | None, typer.Option(
         "--query-prefix", help="Dense: text put before every query."
@@ -61,7 +60,7 @@ def command(
     k1: Annotated[float, typer.Option("--k1", help="BM25 k1 (Anserini's default).")] = 0.9,
     b: Annotated[float, typer.Option("--b", help="BM25 b (Anserini's default).")] = 0.4,
     tag: Annotated[str | None, typer.Option(
-        "--tag", help="Run tag, last column [default: bm25 or the index folder name]."
+        "--tag", help="Run tag, last column (default: bm25 or the index folder name)."
     )] = None,
 ) -> None:
     """Search a dense index or BM25 with a batch of queries and write the top k as a TREC run.
@@ -97,27 +96,21 @@ def command(
     elif candidates is not None:  # dense ReQA: candidates are encoded as (sentence, paragraph) pairs
         defaults = model_defaults(model)
         encoder = TextEncoder(model, defaults["pooling"], defaults["normalize"],
-                              max_length or defaults["max_length"], device=device, query_prefix=query_prefix or "")
-        vectors = encoder.encode([c.text for c in candidates], batch_size, show_progress=True,
-                                 text_pairs=[c.context for c in candidates])
-        searcher = DenseIndex.build(vectors, [c.id for c in candidates], encoder=encoder.settings())
+                              max_length or defaults["max_length"], device=device,
+                              query_prefix=query_prefix or "")
+        searcher = index_candidates(encoder, candidates, batch_size, show_progress=True)
         run = search_text(searcher, encoder, texts, k, batch_size, show_progress=True)
         tag = tag or "reqa-dense"
     else:
         searcher = DenseIndex.load(index)
         parameters = {"nprobe": nprobe, "efSearch": ef_search}
-        searcher.set_search_parameters(**{name: value for name, value in parameters.items() if value is not None})
+        searcher.set_search_parameters(**{key: value for key, value in parameters.items() if value})
         recorded = searcher.config.get("encoder") or {}
         if model is None and "model" not in recorded:
             raise ValueError(f"{index} does not record its encoder: pass --model")
         encoder = TextEncoder.from_settings(recorded, model, max_length=max_length, query_prefix=query_prefix,
                                             device=device)
-        if recorded.get("long_documents"):  # passages indexed: a document scores as its best passage (MaxP)
-            parent = {passage: passage.rsplit(PASSAGE_SEPARATOR, 1)[0] for passage in searcher.ids}
-            vectors = encoder.encode_queries(list(texts.values()), batch_size, show_progress=True)
-            run = search_max_passage(searcher, vectors, list(texts), Passages([], parent), k)
-        else:
-            run = search_text(searcher, encoder, texts, k, batch_size, show_progress=True)
+        run = search_text(searcher, encoder, texts, k, batch_size, show_progress=True)
         tag = tag or index.name
     lines = write_trec_run(out, run, tag=tag)
     console.print(f"{len(run)} queries, {lines} lines written to [bold]{out}[/]")

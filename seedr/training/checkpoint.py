@@ -31,7 +31,7 @@ import torch
 from accelerate import Accelerator
 from accelerate.utils import broadcast_object_list
 
-from seedr.data.io import DataError, atomic_directory, atomic_write
+from seedr.data.io import DataError, atomic_directory
 
 CHECKPOINTS = "checkpoints"
 PRODUCT = "encoder"
@@ -89,6 +89,20 @@ def shared_atomic_directory(accelerator: Accelerator, path: Path) -> Iterator[Pa
         accelerator.wait_for_everyone()
 
 
+@contextmanager
+def _without_transformers_progress_bars() -> Iterator[None]:
+    """``save_pretrained`` shows its own bar, which would break the training bar's line at every save."""
+    from transformers.utils import logging
+
+    enabled = logging.is_progress_bar_enabled()
+    logging.disable_progress_bar()
+    try:
+        yield
+    finally:
+        if enabled:
+            logging.enable_progress_bar()
+
+
 def save_checkpoint(accelerator: Accelerator, path: Path, position: dict[str, Any], extra_state: dict[str, Any],
                     write_product: Callable[[Path], Any]) -> Path:
     """Write a complete checkpoint to ``path`` (see the module docstring); call on every process.
@@ -98,10 +112,10 @@ def save_checkpoint(accelerator: Accelerator, path: Path, position: dict[str, An
     with shared_atomic_directory(accelerator, path) as temporary:
         accelerator.save_state(str(temporary / STATE))
         if accelerator.is_main_process:
-            write_product(temporary / PRODUCT)
+            with _without_transformers_progress_bars():
+                write_product(temporary / PRODUCT)
             torch.save(extra_state, temporary / EXTRA_STATE)
-            with atomic_write(temporary / TRAINER_STATE) as stream:
-                json.dump(position, stream, indent=2)
+            (temporary / TRAINER_STATE).write_text(json.dumps(position, indent=2), encoding="utf-8")
     return path
 
 

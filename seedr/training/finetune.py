@@ -377,12 +377,12 @@ def _train_one(config: FinetuneConfig, training: TrainingSet, dev: DevSet | None
     per_query = config.negatives_per_query if strategy.hard_negatives else 0
     train_config = config.train
     per_step = train_config.batch_size * train_config.gradient_accumulation_steps * PartialState().num_processes
-    if config.epochs is not None:
-        steps = max(1, math.ceil(config.epochs * len(training.queries) / per_step))
-        train_config = dataclasses.replace(train_config, max_steps=steps,
-                                           warmup_steps=min(train_config.warmup_steps, steps))
     episode = strategy.episode_steps * per_step if strategy.episode_steps else None
     data = FinetuneData(training, table, table_dir, out_dir, per_query, train_config.seed, episode)
+    if config.epochs is not None:  # passes over the queries that can be trained on
+        steps = max(1, math.ceil(config.epochs * len(data.query_ids) / per_step))
+        train_config = dataclasses.replace(train_config, max_steps=steps,
+                                           warmup_steps=min(train_config.warmup_steps, steps))
     callbacks = strategy.callbacks(data, training.corpus, training.queries, training.qrels, out_dir)
     evaluation = None
     if dev is not None:
@@ -492,6 +492,20 @@ def few_shot_markdown(table: dict[str, Any], size: float | None) -> str:
     return f"# Few-shot fine-tuning ({size:g} training queries)\n\n" + header + rows + mean
 
 
-__all__ = ["FinetuneConfig", "TrainingSet", "TRAINING_FORMATS", "load_training_set", "FinetuneExample",
-           "FinetuneData", "FinetuneCollator", "tokenize_documents", "DevSet", "load_dev_set", "DevEvaluation",
-           "build_model", "finetune", "few_shot_table", "few_shot_markdown"]
+__all__ = [
+    "TRAINING_FORMATS",
+    "DevEvaluation",
+    "DevSet",
+    "FinetuneCollator",
+    "FinetuneConfig",
+    "FinetuneData",
+    "FinetuneExample",
+    "TrainingSet",
+    "build_model",
+    "few_shot_markdown",
+    "few_shot_table",
+    "finetune",
+    "load_dev_set",
+    "load_training_set",
+    "tokenize_documents",
+]

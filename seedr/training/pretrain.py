@@ -16,7 +16,10 @@ Two ways to get an encoder, as the papers did:
 Single-text objectives (``input_kind == "tokens"``: mlm, seed, cpdae) train on token shards, made on
 first use and cached under ``<out>/../shards/<key>`` (the key covers the corpus files' sizes and
 modification times, the tokenizer, the length and the packing), so runs beside each other share them;
-``data.shards`` names a folder instead. Two-tower objectives (``"pairs"``: ict, bfs, wlp, ict_bfs_wlp)
+``data.shards`` names a folder instead. Under several processes the main one tokenises while the
+others wait at a barrier; a corpus that takes longer than the process group's timeout (30 minutes by
+default) is best tokenised by one process first (the same command without a launcher, stopped once
+training starts: the shards stay cached). Two-tower objectives (``"pairs"``: ict, bfs, wlp, ict_bfs_wlp)
 draw (query, document) pairs from the corpus files every epoch (``seedr.objectives.two_tower``).
 """
 

@@ -46,7 +46,7 @@ from typing import Any, Protocol, runtime_checkable
 import numpy as np
 import torch
 from accelerate import Accelerator, PartialState
-from accelerate.utils import set_seed
+from accelerate.utils import gather_object, set_seed
 from torch import Tensor, nn
 from tqdm.auto import tqdm
 
@@ -173,6 +173,47 @@ class _SeededCollate:
             return self.collate([example for _, example in indexed])
 
 
+class _RunningMeans:
+    """The logged values since the last log line, averaged over micro-batches and processes.
+
+    ``loss`` and the parts average over every micro-batch: a part missing from a batch (a two-tower
+    task with no pair in it) contributed 0 to that batch's loss, so the logged parts still add up to
+    the logged loss. ``metrics`` average over the batches that report them.
+    """
+
+    def __init__(self) -> None:
+        self.reset()
+
+    def reset(self) -> None:
+        self.sums: dict[str, Tensor] = {}
+        self.counts: dict[str, int] = {}
+        self.metric_names: set[str] = set()
+        self.batches = 0
+
+    def add(self, output: Any) -> None:
+        self.batches += 1
+        self.metric_names.update(output.metrics)
+        for name, value in {"loss": output.loss, **output.parts, **output.metrics}.items():
+            value = torch.as_tensor(value).detach().float()
+            self.sums[name] = self.sums[name] + value if name in self.sums else value
+            self.counts[name] = self.counts.get(name, 0) + 1
+
+    def reduce(self, accelerator: Accelerator) -> dict[str, float]:
+        """Means over every process (a collective: call on all of them at the same step)."""
+        names, metric_names = sorted(self.sums), set(self.metric_names)
+        if accelerator.num_processes > 1:  # processes may have seen different parts
+            seen = gather_object([(names, sorted(metric_names))])
+            names = sorted({name for rank_names, _ in seen for name in rank_names})
+            metric_names = {name for _, rank_metrics in seen for name in rank_metrics}
+        totals = torch.tensor(
+            [[float(self.sums[name]) if name in self.sums else 0.0,
+              self.counts.get(name, 0) if name in metric_names else self.batches] for name in names],
+            device=accelerator.device).reshape(-1, 2)  # (V, 2): sum, batches counted
+        totals = accelerator.reduce(totals, reduction="sum")
+        self.reset()
+        return {name: total / count for name, (total, count) in zip(names, totals.tolist()) if count}
+
+
 class Trainer:
     """Train ``model`` on ``data`` with AdamW + linear warm-up/decay, checkpointing and exact resume.
 
@@ -256,8 +297,7 @@ class Trainer:
         last_logged: dict[str, float] = self._last_metrics()
         progress = tqdm(total=config.max_steps, initial=self.step, desc="training", unit="step",
                         disable=not accelerator.is_local_main_process, dynamic_ncols=True)
-        sums: dict[str, Tensor] = {}
-        micro_batches = 0
+        running = _RunningMeans()
         grad_norm: Tensor | None = None
         started = time.perf_counter()
         self.model.train()
@@ -275,10 +315,7 @@ class Trainer:
                         self.scheduler.step()
                     self.optimizer.zero_grad()
                 self.batch_in_epoch += 1
-                micro_batches += 1
-                for name, value in {"loss": output.loss, **output.parts, **output.metrics}.items():
-                    value = torch.as_tensor(value).detach().float()
-                    sums[name] = sums[name] + value if name in sums else value
+                running.add(output)
                 if not accelerator.sync_gradients:
                     continue
 
@@ -290,8 +327,7 @@ class Trainer:
                 self.model.train()  # a callback that evaluated may have left the model in eval mode
                 if self.step % config.log_every == 0 or self.step == config.max_steps:
                     norm = float(grad_norm) if grad_norm is not None else math.nan
-                    line = {**self._reduce(sums, micro_batches), "grad_norm": norm, **line}
-                    sums, micro_batches = {}, 0
+                    line = {**running.reduce(accelerator), "grad_norm": norm, **line}
                     progress.set_postfix({k: f"{v:.4g}" for k, v in line.items() if k != "grad_norm"})
                 if line:
                     line = {"step": self.step, "epoch": self.epoch, "lr": self.scheduler.get_last_lr()[0],
@@ -319,15 +355,6 @@ class Trainer:
             drop_last=True, collate_fn=_SeededCollate(self.collate, self.config.seed, epoch),
             # Its own generator: creating a loader iterator must not draw from the global RNG.
             generator=torch.Generator().manual_seed(self.config.seed))
-
-    def _reduce(self, sums: dict[str, Tensor], count: int) -> dict[str, float]:
-        """Mean of each logged value over the micro-batches since the last log line and over processes."""
-        if not sums:
-            return {}
-        names = sorted(sums)
-        means = torch.stack([sums[name] for name in names]).to(self.accelerator.device) / count  # (V,)
-        means = self.accelerator.reduce(means, reduction="mean")
-        return {name: float(value) for name, value in zip(names, means.tolist())}
 
     def _save(self) -> None:
         position = {"step": self.step, "epoch": self.epoch, "batch_in_epoch": self.batch_in_epoch,
