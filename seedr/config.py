@@ -6,10 +6,11 @@ from __future__ import annotations
 import dataclasses
 import json
 import platform
+import re
 import sys
 import types
 import typing
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -18,6 +19,22 @@ import yaml
 from seedr.data.io import DataError, atomic_write
 
 C = TypeVar("C")
+
+
+class _Loader(yaml.SafeLoader):
+    """YAML with YAML 1.2 booleans: only true/false are booleans, so ``mixed_precision: no`` stays a string."""
+
+
+_Loader.yaml_implicit_resolvers = {
+    first: [(tag, pattern) for tag, pattern in resolvers if tag != "tag:yaml.org,2002:bool"]
+    for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()}
+_Loader.add_implicit_resolver("tag:yaml.org,2002:bool",
+                              re.compile(r"^(?:true|True|TRUE|false|False|FALSE)$"), list("tTfF"))
+
+
+def parse_yaml(text: str) -> Any:
+    """Parse YAML text with YAML 1.2 booleans (see ``_Loader``)."""
+    return yaml.load(text, Loader=_Loader)
 
 
 def _coerce(value: Any, annotation: Any, where: str) -> Any:
@@ -76,7 +93,7 @@ def load_config(cls: type[C], recipe: str | Path | None = None, overrides: list[
     data: dict[str, Any] = {}
     if recipe is not None:
         try:
-            loaded = yaml.safe_load(Path(recipe).read_text(encoding="utf-8")) or {}
+            loaded = parse_yaml(Path(recipe).read_text(encoding="utf-8")) or {}
         except yaml.YAMLError as error:
             mark = getattr(error, "problem_mark", None)
             raise DataError(recipe, f"malformed YAML: {error}", line=mark.line + 1 if mark else None) from None
@@ -91,7 +108,7 @@ def load_config(cls: type[C], recipe: str | Path | None = None, overrides: list[
         *parents, leaf = key.strip().split(".")
         for parent in parents:
             target = target.setdefault(parent, {})
-        target[leaf] = yaml.safe_load(value) if value.strip() else value
+        target[leaf] = parse_yaml(value) if value.strip() else value
     return from_dict(cls, data)
 
 
@@ -101,7 +118,7 @@ def to_dict(config: Any) -> dict[str, Any]:
 
 def environment() -> dict[str, str]:
     """Versions of Python and of the libraries a result depends on."""
-    import importlib.metadata as metadata
+    from importlib import metadata
 
     versions = {"python": sys.version.split()[0], "platform": platform.platform()}
     for package in ("seedr", "torch", "transformers", "tokenizers", "accelerate", "sentence-transformers",
@@ -120,6 +137,6 @@ def record_run(out_dir: str | Path, config: Any, seed: int | None, command: str 
     with atomic_write(out_dir / "config.yaml") as stream:
         yaml.safe_dump(to_dict(config) if dataclasses.is_dataclass(config) else config, stream, sort_keys=False)
     info = {"seed": seed, "command": command or " ".join(sys.argv), "versions": environment(),
-            "started": datetime.now(timezone.utc).isoformat(timespec="seconds")}
+            "started": datetime.now(UTC).isoformat(timespec="seconds")}
     with atomic_write(out_dir / "run.json") as stream:
         json.dump(info, stream, indent=2)

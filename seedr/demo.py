@@ -56,13 +56,16 @@ class DemoConfig:
 
     test_queries: int = 1000  # held-out description queries (the rest may be used for fine-tuning)
     train_queries: int = 2000  # fine-tuning queries
-    pretrain_steps: int = 100
+    pretrain_steps: int = 60
     pretrain_batch_size: int = 16
     pretrain_max_length: int = 128
-    finetune_steps: int = 100
+    finetune_steps: int = 60
     finetune_batch_size: int = 16
-    max_length: int = 256  # document tokens at retrieval time
-    documents: int | None = None  # use only the first N documents (and the queries they answer)
+    max_length: int = 128  # document tokens when fine-tuning and retrieving
+    documents: int | None = 3000  # the first N documents (and the queries they answer); None = all
+    # bf16 autocast for training and encoding: 5× faster training on CPUs with avx512_bf16 (measured
+    # here); "no" for full float32 on CPUs without bf16 support.
+    precision: str = "bf16"
     tokenizer_vocab: int = 8000  # the WordPiece tokenizer trained on the corpus (shown, not used by MiniLM)
     seed: int = 13
 
@@ -88,6 +91,7 @@ def _pretrain(objective: str, data_dir: Path, out_dir: Path, config: DemoConfig)
         f"train.batch_size={config.pretrain_batch_size}", f"train.seed={config.seed}",
         f"train.warmup_steps={config.pretrain_steps // 10}", "train.learning_rate=5e-5",
         f"train.save_every={config.pretrain_steps}", "train.log_every=5",
+        f"train.mixed_precision={config.precision}",
         f"data.max_documents={config.documents or 'null'}"])
     pretrain(recipe, out_dir, resume=True)
     return out_dir / "encoder"
@@ -99,14 +103,15 @@ def _finetune(model: Path, data_dir: Path, out_dir: Path, config: DemoConfig) ->
         f"document_max_length={config.max_length}", f"train.max_steps={config.finetune_steps}",
         f"train.batch_size={config.finetune_batch_size}", f"train.seed={config.seed}",
         f"train.warmup_steps={config.finetune_steps // 10}", f"train.save_every={config.finetune_steps}",
-        "train.log_every=5"])
+        "train.log_every=5", f"train.mixed_precision={config.precision}"])
     finetune(recipe, out_dir, resume=True)
     return out_dir / "encoder"
 
 
 def _dense_run(model: Path | str, pooling: str, normalize: bool, corpus: dict[str, Any],
-               queries: dict[str, str], max_length: int) -> Run:
-    encoder = TextEncoder(model, pooling=pooling, normalize=normalize, max_length=max_length)
+               queries: dict[str, str], config: DemoConfig) -> Run:
+    encoder = TextEncoder(model, pooling=pooling, normalize=normalize, max_length=config.max_length,
+                          dtype="bfloat16" if config.precision == "bf16" else None)
     ids = list(corpus)
     documents = encoder.encode_documents([corpus[i] for i in ids], show_progress=True)
     index = DenseIndex.build(documents, ids, factory="Flat")
@@ -155,7 +160,7 @@ def run_demo(out_dir: str | Path = "runs/demo", config: DemoConfig | None = None
     write_trec_run(out_dir / "runs" / "bm25.trec", runs["BM25"], tag="bm25")
     for name, (slug, model, pooling, normalize) in encoders.items():
         console.print(f"encoding the corpus with {name}")
-        runs[name] = _dense_run(model, pooling, normalize, corpus, test_queries, config.max_length)
+        runs[name] = _dense_run(model, pooling, normalize, corpus, test_queries, config)
         write_trec_run(out_dir / "runs" / f"{slug}.trec", runs[name], tag=slug)
     scores = {name: per_query(run, test_qrels, METRICS) for name, run in runs.items()}
     table = comparison_table(scores, baseline="MLM→FT", metrics=METRICS)
