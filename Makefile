@@ -19,7 +19,8 @@ test: $(VENV)/.installed
 test-slow: $(VENV)/.installed
 	$(PY) -m pytest -m slow
 
+# Speed ratios, each measured within one run (see bench/*.py docstrings).
 bench: $(VENV)/.installed
-	$(PY) -m bench.run_all
+	for script in bench/bench_*.py; do echo "== $$script"; $(PY) $$script || exit 1; done
 
 .PHONY: install demo test test-slow bench

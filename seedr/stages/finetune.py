@@ -22,14 +22,14 @@ console = Console()  # the summary table goes to stdout; progress and errors to 
 @clear_errors
 def command(
     model: Annotated[str | None, typer.Option(
-        "--model", help="Model folder, seedr run folder, or the built-in 'minilm' [default: minilm].")] = None,
+        "--model", help="Model folder, seedr run folder, or the built-in 'minilm' (default: minilm).")] = None,
     train: Annotated[str | None, typer.Option(
         "--train", help="Training data: a BEIR folder (corpus.jsonl, queries.jsonl, qrels/train.tsv) or a DPR "
                         "retriever JSON file.")] = None,
     negatives: Annotated[str | None, typer.Option(
-        "--negatives", help=f"Negative strategy: {', '.join(NEGATIVES.names())} [default: bm25].")] = None,
+        "--negatives", help=f"Negative strategy: {', '.join(NEGATIVES.names())} (default: bm25).")] = None,
     loss: Annotated[str | None, typer.Option(
-        "--loss", help=f"Loss: {', '.join(LOSSES.names())} [default: triplet].")] = None,
+        "--loss", help=f"Loss: {', '.join(LOSSES.names())} (default: triplet).")] = None,
     out: Annotated[Path | None, typer.Option(
         "--out", help="Run folder (required unless --ance-refresh-only).")] = None,
     config: Annotated[Path | None, typer.Option(
@@ -40,14 +40,14 @@ def command(
     dev_qrels: Annotated[str | None, typer.Option(
         "--dev-qrels", help="Dev relevance labels, evaluated during training.")] = None,
     dev_queries: Annotated[str | None, typer.Option(
-        "--dev-queries", help="Dev queries [default: the training folder's queries.jsonl].")] = None,
+        "--dev-queries", help="Dev queries (default: the training folder's queries.jsonl).")] = None,
     dev_corpus: Annotated[str | None, typer.Option(
-        "--dev-corpus", help="Dev corpus [default: the training corpus].")] = None,
+        "--dev-corpus", help="Dev corpus (default: the training corpus).")] = None,
     dev_every: Annotated[int | None, typer.Option(
         "--dev-every", help="Steps between dev evaluations; 0: before and after training only.")] = None,
     rounds: Annotated[int | None, typer.Option(
         "--rounds", help="static negatives: mine → fine-tune rounds, each mining with the last model "
-                         "(CPDAE: 3).")] = None,
+                         "(CPDAE on documents: 2).")] = None,
     few_shot: Annotated[float | None, typer.Option(
         "--few-shot", help="Train on N sampled queries (N ≥ 1) or on that fraction of them (< 1).")] = None,
     seeds: Annotated[str | None, typer.Option(
@@ -56,16 +56,15 @@ def command(
         "--resume", help="Continue the run in --out from its newest checkpoint.")] = False,
     ance_refresh_only: Annotated[bool, typer.Option(
         "--ance-refresh-only", help="Only mine ANCE negatives with --model (a checkpoint folder such as "
-                                    "RUN/checkpoints/step-N) for the --train queries, into --out [default: "
-                                    "RUN/ance/refresh-N], for a run training elsewhere.")] = False,
+                                    "RUN/checkpoints/step-N) for the --train queries, into --out (default: "
+                                    "RUN/ance/refresh-N), for a run training elsewhere.")] = False,
 ) -> None:
     """Fine-tune an encoder for dense retrieval: a dual encoder trained with a loss (triplet, nll) on
     labelled queries and negatives from a strategy (bm25, in_batch, static, ance), evaluated on a dev set
     during training. The product (--out/encoder) loads with AutoModel and SentenceTransformer.
 
-    Example:
-        seedr finetune --model minilm --train ../shared/data/scifact --negatives bm25 --loss triplet
-        --out runs/scifact-siamese --dev-qrels ../shared/data/scifact/qrels/test.tsv --set train.max_steps=300
+    Example: seedr finetune --model minilm --train ../shared/data/scifact --negatives bm25 --loss nll
+    --dev-qrels ../shared/data/scifact/qrels/test.tsv --set train.max_steps=200 --out runs/scifact
     """
     settings = load_config(FinetuneConfig, config, overrides or [])
     flags = {"model": model, "train_data": train, "negatives": negatives, "loss": loss, "dev_qrels": dev_qrels,

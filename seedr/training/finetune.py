@@ -76,7 +76,8 @@ class FinetuneConfig:
     dev_every: int = 0  # optimizer steps between dev evaluations; 0 = only at the end
     dev_metrics: list[str] = field(default_factory=lambda: ["MRR@10", "nDCG@10", "R@100"])
     dev_depth: int = 100  # documents retrieved per dev query
-    shared_encoder: bool = True  # Siamese (SEED, ANCE, CPDAE) or separate towers (DPR)
+    shared_encoder: bool | None = None  # Siamese (SEED, ANCE, CPDAE) or separate towers (DPR); None = the
+    # model folder's own (a two-tower checkpoint keeps its towers), else shared
     pooling: str | None = None  # cls | mean; None = what the model folder records, else cls
     similarity: str | None = None  # dot | cosine; None = what the model folder records, else dot
     scale: float | None = None  # cosine's inverse temperature (default 20)
