@@ -70,7 +70,8 @@ class DemoConfig:
     seed: int = 13
 
 
-def _split_queries(data_dir: Path, corpus: dict[str, Any], config: DemoConfig) -> tuple[dict[str, str], Qrels]:
+def _split_queries(data_dir: Path, corpus: dict[str, Any],
+                   config: DemoConfig) -> tuple[dict[str, str], Qrels, int]:
     """Disjoint held-out and fine-tuning query sets, written beside the full set (``qrels/test.tsv``) as
     ``qrels/heldout.tsv`` and ``qrels/train.tsv`` (the split ``seedr finetune`` trains on)."""
     queries = read_queries(data_dir / "queries.jsonl")
@@ -81,7 +82,7 @@ def _split_queries(data_dir: Path, corpus: dict[str, Any], config: DemoConfig) -
     train_ids = order[config.test_queries: config.test_queries + config.train_queries]
     write_qrels(data_dir / "qrels" / "train.tsv", {q: qrels[q] for q in train_ids}, format="beir")
     write_qrels(data_dir / "qrels" / "heldout.tsv", {q: qrels[q] for q in test_ids}, format="beir")
-    return {q: queries[q] for q in test_ids}, {q: qrels[q] for q in test_ids}
+    return {q: queries[q] for q in test_ids}, {q: qrels[q] for q in test_ids}, len(train_ids)
 
 
 def _pretrain(objective: str, data_dir: Path, out_dir: Path, config: DemoConfig) -> Path:
@@ -138,8 +139,8 @@ def run_demo(out_dir: str | Path = "runs/demo", config: DemoConfig | None = None
     corpus = load_corpus(data_dir / "corpus.jsonl")
     if config.documents is not None:
         corpus = dict(list(corpus.items())[: config.documents])
-    test_queries, test_qrels = _split_queries(data_dir, corpus, config)
-    console.print(f"{len(test_queries):,} test queries, {config.train_queries:,} fine-tuning queries, "
+    test_queries, test_qrels, train_count = _split_queries(data_dir, corpus, config)
+    console.print(f"{len(test_queries):,} held-out queries, {train_count:,} fine-tuning queries, "
                   f"{len(corpus):,} documents")
 
     # label → (slug for file names, model, pooling, L2-normalise)

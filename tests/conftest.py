@@ -1,4 +1,5 @@
-"""Shared fixtures: the real public data beside the project (``../shared/data``)."""
+"""Shared fixtures: the real public data beside the project (``../shared/data``) and the MiniLM
+tokenizer. Shared helpers (tiny BERTs, real text, file writers) are in ``helpers.py``."""
 
 from __future__ import annotations
 
@@ -10,8 +11,10 @@ import torch
 
 SHARED_DATA = Path(os.environ.get("SEEDR_SHARED_DATA", Path(__file__).resolve().parents[1] / ".." / "shared" / "data")).resolve()
 
-# Two cores: keep intra-op threads fixed so timings and results are repeatable.
-torch.set_num_threads(2)
+# One intra-op thread for the whole suite: tiny models gain nothing from a second one, and on a shared
+# two-core machine OpenMP threads waiting for a busy core make each small op many times slower. Fixed,
+# so that timings and results are repeatable.
+torch.set_num_threads(1)
 
 
 @pytest.fixture(scope="session")
@@ -31,3 +34,11 @@ def minilm_path() -> Path:
     from seedr.modeling.encoder import resolve_model_path
 
     return resolve_model_path("minilm")
+
+
+@pytest.fixture(scope="session")
+def tokenizer(minilm_path: Path):
+    """MiniLM's tokenizer (BERT's uncased WordPiece vocabulary), which the tiny test models share."""
+    from seedr.modeling.encoder import load_tokenizer
+
+    return load_tokenizer(minilm_path)

@@ -7,6 +7,7 @@ from datetime import datetime
 from pathlib import Path
 
 import pytest
+from helpers import check_data_error, write
 
 from seedr.data.io import DataError
 from seedr.data.mind import read_behaviors, read_news
@@ -31,11 +32,6 @@ NEWS = ROYALS + PGA + NO_ABSTRACT
 LABELLED = ("1\tU13740\t11/11/2019 9:05:58 AM\tN55528 N18445\tN37378-1 N55528-0\n"
             "2\tU91836\t11/12/2019 6:11:30 PM\t\tN18445-0 N37378-0 N55528-1\n")
 UNLABELLED = "1\tU80234\t11/15/2019 12:37:50 PM\tN55528 N37378\tN18445 N55528\n"
-
-
-def write(path: Path, text: str | bytes) -> Path:
-    path.write_bytes(text if isinstance(text, bytes) else text.encode("utf-8"))
-    return path
 
 
 def test_read_news(tmp_path: Path) -> None:
@@ -74,16 +70,6 @@ def test_behaviors_stream(tmp_path: Path) -> None:
     assert next(impressions).id == "2"
 
 
-def check_error(info: pytest.ExceptionInfo[DataError], path: Path, line: int, field: str | None,
-                reason: str) -> None:
-    error = info.value
-    assert (error.path, error.line, error.field) == (str(path), line, field)
-    message = str(error)
-    assert message.startswith(f"{path}, line {line}") and reason in message
-    if field is not None:
-        assert repr(field) in message
-
-
 @pytest.mark.parametrize(("text", "line", "field", "reason"), [
     (ROYALS + "N37378\tsports\tgolf\tPGA Tour winners\n", 2, None, "expected 8 tab-separated columns"),
     (ROYALS + ROYALS, 2, "news_id", "duplicate news_id 'N55528' (first on line 1)"),
@@ -97,7 +83,7 @@ def test_bad_news(tmp_path: Path, text: str | bytes, line: int, field: str | Non
     path = write(tmp_path / "news.tsv", text)
     with pytest.raises(DataError) as info:
         read_news(path)
-    check_error(info, path, line, field, reason)
+    check_data_error(info, path, line, field, reason)
 
 
 @pytest.mark.parametrize(("text", "line", "field", "reason"), [
@@ -113,7 +99,7 @@ def test_bad_behaviors(tmp_path: Path, text: str, line: int, field: str | None, 
     path = write(tmp_path / "behaviors.tsv", text)
     with pytest.raises(DataError) as info:
         list(read_behaviors(path))
-    check_error(info, path, line, field, reason)
+    check_data_error(info, path, line, field, reason)
 
 
 @pytest.mark.parametrize(("row", "field"), [
@@ -125,5 +111,5 @@ def test_behaviors_naming_unknown_news(tmp_path: Path, row: str, field: str) -> 
     path = write(tmp_path / "behaviors.tsv", LABELLED + row)
     with pytest.raises(DataError) as info:
         list(read_behaviors(path, news=news))
-    check_error(info, path, 3, field, "unknown news 'N99999'")
+    check_data_error(info, path, 3, field, "unknown news 'N99999'")
     assert len(list(read_behaviors(path))) == 3  # without the news ids, the same file reads

@@ -8,6 +8,7 @@ import json
 from pathlib import Path
 
 import pytest
+from helpers import write
 
 from seedr.data.io import DataError
 from seedr.data.qa import (
@@ -32,11 +33,6 @@ def squad_path(shared_data: Path) -> Path:
 @pytest.fixture(scope="module")
 def squad(squad_path: Path) -> list[SquadArticle]:
     return read_squad(squad_path)
-
-
-def write(path: Path, text: str | bytes) -> Path:
-    path.write_bytes(text if isinstance(text, bytes) else text.encode("utf-8"))
-    return path
 
 
 # ---------------------------------------------------------------------------------------------- SQuAD

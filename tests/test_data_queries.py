@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 
 import pytest
+from helpers import check_data_error, write
 
 from seedr.data.io import DataError
 from seedr.data.queries import read_qrels, read_queries, sample_queries, write_qrels, write_queries
@@ -14,24 +15,6 @@ from seedr.data.queries import read_qrels, read_queries, sample_queries, write_q
 MSMARCO_QUERIES = ("1048585\twhat is paula deen's brother\n2\tAndrogen receptor define\n"
                    "524332\ttreasure of the sierra madre\n")
 TREC_DL_QRELS = "19335 0 1017759 0\n19335 0 1082489 0\n19335 0 109063 3\n1037798 0 1034183 2\n"
-
-
-def write(path: Path, text: str | bytes) -> Path:
-    path.write_bytes(text if isinstance(text, bytes) else text.encode("utf-8"))
-    return path
-
-
-def check_error(info: pytest.ExceptionInfo[DataError], path: Path, line: int | None,
-                field: str | None) -> None:
-    """The error names the file, the line and the field, in its attributes and in its message."""
-    error = info.value
-    assert (error.path, error.line, error.field) == (str(path), line, field)
-    message = str(error)
-    assert message.startswith(str(path))
-    if line is not None:
-        assert f"line {line}" in message
-    if field is not None:
-        assert repr(field) in message
 
 
 # --------------------------------------------------------------------------------------- real SciFact
@@ -169,8 +152,7 @@ def test_bad_queries(tmp_path: Path, name: str, text: str | bytes, line: int, fi
     path = write(tmp_path / name, text)
     with pytest.raises(DataError) as info:
         read_queries(path)
-    check_error(info, path, line, field)
-    assert reason in str(info.value)
+    check_data_error(info, path, line, field, reason)
 
 
 BEIR_HEADER = "query-id\tcorpus-id\tscore\n"
@@ -193,8 +175,7 @@ def test_bad_qrels(tmp_path: Path, name: str, text: str | bytes, line: int, fiel
     path = write(tmp_path / name, text)
     with pytest.raises(DataError) as info:
         read_qrels(path)
-    check_error(info, path, line, field)
-    assert reason in str(info.value)
+    check_data_error(info, path, line, field, reason)
 
 
 @pytest.mark.parametrize(("text", "line", "field", "unknown"), [
@@ -208,8 +189,7 @@ def test_qrels_naming_unknown_queries_or_documents(scifact: Path, scifact_corpus
     queries = read_queries(scifact / "queries.jsonl")
     with pytest.raises(DataError) as info:
         read_qrels(path, queries=list(queries), documents=scifact_corpus_ids)
-    check_error(info, path, line, field)
-    assert unknown in str(info.value)
+    check_data_error(info, path, line, field, unknown)
     assert read_qrels(path)  # without the id sets, the same file reads
 
 

@@ -9,11 +9,10 @@ import math
 import numpy as np
 import pytest
 import torch
-from test_objective_mlm import one_thread, tiny_bert, wiki_token_ids  # noqa: F401 (one_thread: autouse fixture)
+from helpers import tiny_bert, wiki_token_ids
 
 from seedr.config import from_dict
 from seedr.data.io import DataError
-from seedr.modeling.encoder import load_tokenizer
 from seedr.objectives import OBJECTIVES
 from seedr.objectives.cpdae import (
     Cpdae,
@@ -28,11 +27,6 @@ from seedr.objectives.cpdae import (
     word_distribution,
 )
 from seedr.objectives.masking import IGNORE_INDEX
-
-
-@pytest.fixture(scope="module")
-def tokenizer(minilm_path):
-    return load_tokenizer(minilm_path)
 
 
 @pytest.fixture(scope="module")

@@ -1,63 +1,19 @@
 """MLM objective: BERT masking statistics, targets-only logits, head loading, gradients — on real
-Wikipedia text with a tiny BERT. Also home of the real-text helpers the SEED and CPDAE tests share."""
+Wikipedia text with a tiny BERT."""
 
 from __future__ import annotations
 
-import functools
-import json
-import lzma
-from pathlib import Path
-
 import pytest
 import torch
+from helpers import tiny_bert, wiki_token_ids
 from transformers import BertConfig, BertForMaskedLM
 
 from seedr.config import from_dict
 from seedr.data.io import DataError
-from seedr.modeling.encoder import build_encoder, load_encoder, load_tokenizer
+from seedr.modeling.encoder import load_encoder
 from seedr.objectives import OBJECTIVES
 from seedr.objectives.masking import IGNORE_INDEX, mask_tokens, special_tokens_mask
 from seedr.objectives.mlm import MaskedLanguageModel, MLMConfig
-
-
-@functools.cache
-def wiki_leads(shard: Path, count: int) -> tuple[str, ...]:
-    """The first lead paragraph of the shard's first ``count`` articles that have one."""
-    leads = []
-    with lzma.open(shard, "rt", encoding="utf-8") as lines:
-        for line in lines:
-            article = json.loads(line)
-            if article["lead"]:
-                leads.append(article["lead"][0])
-            if len(leads) == count:
-                break
-    return tuple(leads)
-
-
-def wiki_token_ids(shard: Path, tokenizer, count: int, max_length: int) -> list[list[int]]:
-    """``[CLS] … [SEP]`` token-id lists of real lead paragraphs, as the tokenised-corpus shards hold."""
-    return [tokenizer(text, truncation=True, max_length=max_length)["input_ids"]
-            for text in wiki_leads(shard, count)]
-
-
-def tiny_bert(tokenizer, hidden_size: int = 32, layers: int = 2, heads: int = 2):
-    return build_encoder(len(tokenizer), hidden_size=hidden_size, num_hidden_layers=layers,
-                         num_attention_heads=heads, max_position_embeddings=128)
-
-
-@pytest.fixture(scope="module", autouse=True)
-def one_thread():
-    """Tiny-config tests run many small ops: on a shared two-core machine, a second intra-op thread
-    costs more in synchronisation than it gains (about 20× slower here), so use one, then restore."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
-
-
-@pytest.fixture(scope="module")
-def tokenizer(minilm_path):
-    return load_tokenizer(minilm_path)
 
 
 @pytest.fixture(scope="module")

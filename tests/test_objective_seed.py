@@ -7,20 +7,14 @@ import inspect
 
 import pytest
 import torch
+from helpers import tiny_bert, wiki_token_ids
 from safetensors import safe_open
-from test_objective_mlm import one_thread, tiny_bert, wiki_token_ids  # noqa: F401 (one_thread: autouse fixture)
 from torch.utils._python_dispatch import TorchDispatchMode
 
 from seedr.config import from_dict
-from seedr.modeling.encoder import load_tokenizer
 from seedr.modeling.weak_decoder import WeakDecoder, banded_attention, dense_attention
 from seedr.objectives import OBJECTIVES
 from seedr.objectives.seed import SeedConfig, SeedEncoder
-
-
-@pytest.fixture(scope="module")
-def tokenizer(minilm_path):
-    return load_tokenizer(minilm_path)
 
 
 @pytest.fixture(scope="module")

@@ -10,33 +10,19 @@ from pathlib import Path
 import pytest
 import torch
 import torch.nn.functional as F
+from helpers import tiny_bert
 
 from seedr.data.articles import read_articles
 from seedr.data.links import recover_title_links
 from seedr.data.records import Article
 from seedr.modeling.bow_mlp import build_bow_mlp
-from seedr.modeling.encoder import build_encoder, load_encoder, load_tokenizer
+from seedr.modeling.encoder import load_encoder
 from seedr.objectives import OBJECTIVES
 from seedr.objectives.bfs import BFSPairs
 from seedr.objectives.ict import ICTObjective, ICTPairs
 from seedr.objectives.ict_bfs_wlp import ICTBFSWLPObjective
 from seedr.objectives.two_tower import Pair, PairConfig, PairData, TwoTowerConfig, in_batch_softmax
 from seedr.objectives.wlp import WLPPairs
-
-
-@pytest.fixture(scope="module", autouse=True)
-def one_thread():
-    """Ops this small gain nothing from intra-op threads, and on a busy machine they wait on each other
-    (20 steps: 1 s on one thread, 10-20 s on two)."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
-
-
-@pytest.fixture(scope="module")
-def tokenizer(minilm_path):
-    return load_tokenizer(minilm_path)
 
 
 @pytest.fixture(scope="module")
@@ -51,10 +37,10 @@ def ict_pairs(articles) -> list[Pair]:
     return [dataset[i] for i in range(8)]
 
 
-def tiny_bert(tokenizer, seed: int = 0):
-    torch.manual_seed(seed)
-    return build_encoder(tokenizer.vocab_size, hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
-                         intermediate_size=64, dropout=0.0)
+def tower(tokenizer):
+    """A tiny BERT without dropout, the same weights every time, long enough for the default documents."""
+    torch.manual_seed(0)
+    return tiny_bert(tokenizer, intermediate_size=64, max_position_embeddings=512, dropout=0.0)
 
 
 def test_objectives_are_registered_as_pair_objectives():
@@ -64,8 +50,8 @@ def test_objectives_are_registered_as_pair_objectives():
 
 
 def test_collate_tokenises_queries_and_title_sep_documents(tokenizer, ict_pairs):
-    objective = ICTObjective(tiny_bert(tokenizer), tokenizer, TwoTowerConfig(query_max_length=16,
-                                                                            document_max_length=40))
+    objective = ICTObjective(tower(tokenizer), tokenizer, TwoTowerConfig(query_max_length=16,
+                                                                        document_max_length=40))
     batch = objective.collate(ict_pairs)
     assert batch["query_input_ids"].shape[0] == 8 and batch["query_input_ids"].shape[1] <= 16
     assert batch["document_input_ids"].shape == (8, 40)  # paragraphs are longer than 40 tokens
@@ -77,7 +63,7 @@ def test_collate_tokenises_queries_and_title_sep_documents(tokenizer, ict_pairs)
 
 
 def test_identical_documents_in_a_batch_are_not_negatives_of_each_other(tokenizer, ict_pairs):
-    objective = ICTObjective(tiny_bert(tokenizer), tokenizer)
+    objective = ICTObjective(tower(tokenizer), tokenizer)
     batch = objective.collate([ict_pairs[0], ict_pairs[1], ict_pairs[0]])
     assert batch["false_negatives"].tolist() == [[False, False, True],
                                                  [False, False, False],
@@ -100,7 +86,7 @@ def test_in_batch_softmax_targets_the_diagonal():
 
 
 def test_loss_is_finite_named_and_reaches_the_encoder(tokenizer, ict_pairs):
-    objective = ICTObjective(tiny_bert(tokenizer), tokenizer)
+    objective = ICTObjective(tower(tokenizer), tokenizer)
     output = objective(**objective.collate(ict_pairs))
     assert torch.isfinite(output.loss) and set(output.parts) == {"ict"}
     assert torch.isclose(output.parts["ict"], output.loss.detach())
@@ -112,7 +98,7 @@ def test_loss_is_finite_named_and_reaches_the_encoder(tokenizer, ict_pairs):
 
 
 def test_loss_decreases_on_a_fixed_batch(tokenizer, ict_pairs):
-    objective = ICTObjective(tiny_bert(tokenizer), tokenizer, TwoTowerConfig(document_max_length=64))
+    objective = ICTObjective(tower(tokenizer), tokenizer, TwoTowerConfig(document_max_length=64))
     batch = objective.collate(ict_pairs)
     optimizer = torch.optim.Adam(objective.parameters(), lr=3e-3)
     losses = []
@@ -127,19 +113,19 @@ def test_loss_decreases_on_a_fixed_batch(tokenizer, ict_pairs):
 
 
 def test_projection_sets_the_embedding_dimension(tokenizer, ict_pairs):
-    objective = ICTObjective(tiny_bert(tokenizer), tokenizer, TwoTowerConfig(projection_dim=24))
+    objective = ICTObjective(tower(tokenizer), tokenizer, TwoTowerConfig(projection_dim=24))
     batch = objective.collate(ict_pairs)
     assert objective.embed_queries(batch["query_input_ids"], batch["query_attention_mask"]).shape == (8, 24)
     assert objective.embed_documents(batch["document_input_ids"], batch["document_attention_mask"],
                                      batch["document_token_type_ids"]).shape == (8, 24)
     assert objective.embedding_dim == 24
-    plain = ICTObjective(tiny_bert(tokenizer), tokenizer)
+    plain = ICTObjective(tower(tokenizer), tokenizer)
     assert plain.projection is None and plain.embedding_dim == 32
 
 
 def test_separate_towers_have_independent_parameters(tokenizer, ict_pairs):
     config = TwoTowerConfig(projection_dim=16, separate_towers=True)
-    objective = ICTObjective(tiny_bert(tokenizer), tokenizer, config)
+    objective = ICTObjective(tower(tokenizer), tokenizer, config)
     query_parameters = [*objective.encoder.parameters(), *objective.projection.parameters()]
     document_parameters = [*objective.document_encoder.parameters(),
                            *objective.document_projection.parameters()]
@@ -159,7 +145,7 @@ def test_separate_towers_have_independent_parameters(tokenizer, ict_pairs):
 def test_saved_encoder_reproduces_the_projected_query_embedding(tokenizer, ict_pairs, tmp_path):
     from sentence_transformers import SentenceTransformer
 
-    objective = ICTObjective(tiny_bert(tokenizer), tokenizer,
+    objective = ICTObjective(tower(tokenizer), tokenizer,
                              TwoTowerConfig(projection_dim=16, separate_towers=True)).eval()
     objective.save_encoder(tmp_path / "encoder")
     queries = [pair.query for pair in ict_pairs[:3]]
@@ -180,7 +166,7 @@ def test_mixture_reports_each_task(tokenizer, articles):
     tasks = [builder(articles, PairConfig()) for builder in (ICTPairs, BFSPairs, WLPPairs)]
     dataset = PairData(tasks, seed=1, pairs_per_epoch=12).dataset(0)
     pairs = [dataset[i] for i in range(12)]
-    objective = ICTBFSWLPObjective(tiny_bert(tokenizer), tokenizer, TwoTowerConfig(document_max_length=64))
+    objective = ICTBFSWLPObjective(tower(tokenizer), tokenizer, TwoTowerConfig(document_max_length=64))
     batch = objective.collate(pairs)
     output = objective(**batch)
     assert set(output.parts) == {"ict", "bfs", "wlp"}
@@ -195,7 +181,7 @@ def test_mixture_reports_each_task(tokenizer, articles):
         assert batch["task_ids"][rows].eq(index).all()
         assert torch.isclose(output.parts[task], batch_losses[rows].sum().detach() / len(pairs))
     with pytest.raises(ValueError, match="trains on"):
-        ICTObjective(tiny_bert(tokenizer), tokenizer).collate(pairs)
+        ICTObjective(tower(tokenizer), tokenizer).collate(pairs)
 
 
 def test_bow_mlp_embeds_the_bag_of_words_through_a_tanh_mlp(tokenizer, ict_pairs):
@@ -245,7 +231,7 @@ def test_mixture_trains_in_the_shared_trainer_and_writes_its_encoder(tokenizer, 
     from seedr.training.trainer import TrainConfig, Trainer
 
     config = TwoTowerConfig(document_max_length=64, projection_dim=16, pairs=PairConfig(max_articles=60))
-    objective = ICTBFSWLPObjective(tiny_bert(tokenizer), tokenizer, config)
+    objective = ICTBFSWLPObjective(tower(tokenizer), tokenizer, config)
     data = pair_data_for("ict_bfs_wlp", wiki_shard, seed=3, config=config.pairs)
     trainer = Trainer(objective, data, objective.collate, TrainConfig(max_steps=4, batch_size=8, log_every=2),
                       tmp_path, lambda model, directory: model.save_encoder(directory))

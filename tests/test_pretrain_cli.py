@@ -23,16 +23,6 @@ TINY = ["--size", "tiny", "--tokenizer", "minilm", "--set", "model.hidden_size=3
 runner = CliRunner()
 
 
-@pytest.fixture(autouse=True, scope="module")
-def one_thread():
-    """Tiny models gain nothing from intra-op threads, and on a shared 2-core machine OpenMP threads
-    waiting for a busy core make each step ~10× slower."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
-
-
 def pretrain(*arguments: str):
     return runner.invoke(app, ["pretrain", *arguments], catch_exceptions=False)
 

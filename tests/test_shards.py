@@ -15,7 +15,6 @@ from seedr.data.corpus import read_corpus
 from seedr.data.io import DataError
 from seedr.data.records import Document
 from seedr.data.sentences import sentence_spans
-from seedr.modeling.encoder import load_tokenizer
 from seedr.training.shards import (
     TokenShardData,
     TokenShards,
@@ -24,11 +23,6 @@ from seedr.training.shards import (
     tokenizer_fingerprint,
     write_token_shards,
 )
-
-
-@pytest.fixture(scope="module")
-def tokenizer(minilm_path):
-    return load_tokenizer(minilm_path)
 
 
 @pytest.fixture(scope="module")

@@ -16,10 +16,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
+from helpers import tiny_bert
 from torch import nn
 
 from seedr.data.corpus import read_corpus
-from seedr.modeling.encoder import build_encoder, load_tokenizer
 from seedr.objectives.base import Objective, ObjectiveOutput
 from seedr.objectives.masking import pad_token_ids
 from seedr.objectives.mlm import MaskedLanguageModel, MLMConfig
@@ -29,16 +29,6 @@ from seedr.training.shards import TokenShardData, write_token_shards
 from seedr.training.trainer import Callback, TrainConfig, Trainer
 
 SEQ_LEN = 64
-
-
-@pytest.fixture(autouse=True, scope="module")
-def one_thread():
-    """Tiny models gain nothing from intra-op threads, and on a shared 2-core machine OpenMP threads
-    waiting for a busy core make each step ~10× slower."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
 
 
 class TokenAutoencoder(Objective):
@@ -71,13 +61,7 @@ class TokenAutoencoder(Objective):
 
 
 def tiny_encoder(tokenizer, dropout: float = 0.1):
-    return build_encoder(len(tokenizer), hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
-                         intermediate_size=64, max_position_embeddings=SEQ_LEN, dropout=dropout)
-
-
-@pytest.fixture(scope="module")
-def tokenizer(minilm_path):
-    return load_tokenizer(minilm_path)
+    return tiny_bert(tokenizer, intermediate_size=64, max_position_embeddings=SEQ_LEN, dropout=dropout)
 
 
 @pytest.fixture(scope="module")

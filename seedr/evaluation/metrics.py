@@ -26,10 +26,8 @@ import ir_measures
 import numpy as np
 
 from seedr.data.records import Qrels, Run
+from seedr.evaluation import DEFAULT_METRICS
 from seedr.retrieval.runs import rank_documents
-
-DEFAULT_METRICS: tuple[str, ...] = ("MRR@10", "MRR@100", "R@5", "R@10", "R@20", "R@50", "R@100", "R@1000",
-                                    "nDCG@10", "MAP")
 
 
 def parse_metric(name: str) -> ir_measures.Measure:

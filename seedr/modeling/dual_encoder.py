@@ -2,9 +2,11 @@
 similarity of their sequence embeddings (SEED-Encoder's "Siamese" set-up, DPR, ANCE, CPDAE).
 
 By default one encoder serves both sides (Siamese: SEED-Encoder §4.2, CPDAE §4.1, ANCE); separate
-query and document towers (DPR, the ICLR 2020 two-tower models) are an option. The product is the
-query encoder, saved in Hugging Face + sentence-transformers form, with the document tower in
-``doc_encoder/`` beside it when the towers are separate.
+query and document towers (DPR, the ICLR 2020 two-tower models) are an option. A tower may end in
+a projection of its pooled embedding (the ICLR 2020 paper's linear layer on [CLS], sec. 4.1), which
+is part of the embedding: loaded with the model, trained with it, saved with it. The product is the
+query encoder, saved in Hugging Face + sentence-transformers form (the projection as a ``Dense``
+module), with the document tower in ``doc_encoder/`` beside it when the towers are separate.
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ from seedr.modeling.encoder import (
     resolve_model_path,
     save_encoder,
 )
+from seedr.modeling.projection import Projection, load_projection
 from seedr.retrieval.encode import encode_texts, model_defaults
 from seedr.retrieval.faiss_index import DenseIndex
 from seedr.retrieval.runs import run_from_topk
@@ -88,15 +91,30 @@ class DualEncoder(nn.Module):
         similarity: dot product (the papers, the default) or scaled cosine.
         query_max_length, document_max_length: tokens kept per query / document (512 for documents is
             ANCE's FirstP: the first 512 tokens, the rest cut off).
+        query_projection: a layer on the query tower's pooled embedding (also the document tower's when
+            Siamese), e.g. the two-tower models' linear layer; ``None``: the pooled embedding itself.
+        document_projection: the separate document tower's own projection.
     """
 
     def __init__(self, query_encoder: PreTrainedModel, tokenizer: PreTrainedTokenizerBase,
                  loss: RetrievalLoss | None = None, document_encoder: PreTrainedModel | None = None,
                  pooling: Pooling = "cls", similarity: Similarity | None = None, query_max_length: int = 64,
-                 document_max_length: int = 512) -> None:
+                 document_max_length: int = 512, query_projection: Projection | None = None,
+                 document_projection: Projection | None = None) -> None:
         super().__init__()
+        if document_encoder is None and document_projection is not None:
+            raise ValueError("a document projection needs a separate document tower (document_encoder)")
+        if document_encoder is not None:
+            dims = [projection.out_features if projection is not None else encoder.config.hidden_size
+                    for encoder, projection in ((query_encoder, query_projection),
+                                                (document_encoder, document_projection))]
+            if dims[0] != dims[1]:
+                raise ValueError(f"the query tower embeds into {dims[0]} dimensions, the document tower into "
+                                 f"{dims[1]}: their inner products are undefined")
         self.query_encoder = query_encoder
         self.document_encoder = document_encoder
+        self.query_projection = query_projection
+        self.document_projection = document_projection
         self.tokenizer = tokenizer
         self.loss = loss
         self.pooling = pooling
@@ -114,51 +132,56 @@ class DualEncoder(nn.Module):
         ``shared``/``pooling``/``similarity``/``scale`` default to what the folder records (see
         ``saved_settings``), else one shared encoder, [CLS] and dot product. With ``shared=False`` the
         document tower is the folder's ``doc_encoder/`` if it has one, else a copy of the query encoder
-        (DPR initialises both towers from the same BERT).
+        (DPR initialises both towers from the same BERT). Each tower's projection (a sentence-transformers
+        ``Dense`` module, as two-tower pre-training saves it) comes with it.
         """
         path = resolve_model_path(model)
-        modules = json.loads((path / "modules.json").read_text()) if (path / "modules.json").exists() else []
-        if any(module.get("type", "").endswith("Dense") for module in modules):
-            raise ValueError(f"{path} embeds through a projection layer (sentence-transformers Dense module), "
-                             "which the dual encoder does not carry: fine-tuning would silently drop it. "
-                             "Pre-train without a projection (projection_dim: null) to fine-tune with seedr.")
         settings = saved_settings(path)
         shared = bool(settings.get("shared", True)) if shared is None else shared
-        query_encoder = load_encoder(path)
-        document_encoder = None
-        if not shared:
-            document_encoder = (load_encoder(path / DOCUMENT_TOWER) if (path / DOCUMENT_TOWER).is_dir()
-                                else copy.deepcopy(query_encoder))
+        query_encoder, query_projection = load_encoder(path), load_projection(path)
+        document_encoder = document_projection = None
+        if not shared and (path / DOCUMENT_TOWER).is_dir():
+            document_encoder = load_encoder(path / DOCUMENT_TOWER)
+            document_projection = load_projection(path / DOCUMENT_TOWER)
+        elif not shared:
+            document_encoder, document_projection = copy.deepcopy(query_encoder), copy.deepcopy(query_projection)
         similarity_name = similarity or str(settings.get("similarity", "dot"))
         default_scale = 20.0 if similarity_name == "cosine" else 1.0  # sentence-transformers' MNRL default
         return cls(query_encoder, load_tokenizer(path), loss, document_encoder,
                    pooling=pooling or settings.get("pooling", "cls"),  # type: ignore[arg-type]
                    similarity=Similarity(similarity_name,  # type: ignore[arg-type]
                                          scale if scale is not None else float(settings.get("scale", default_scale))),
-                   query_max_length=query_max_length, document_max_length=document_max_length)
+                   query_max_length=query_max_length, document_max_length=document_max_length,
+                   query_projection=query_projection, document_projection=document_projection)
 
     @property
     def shared(self) -> bool:
         return self.document_encoder is None
 
-    def _embed(self, encoder: PreTrainedModel, input_ids: torch.Tensor, attention_mask: torch.Tensor,
-               token_type_ids: torch.Tensor | None) -> torch.Tensor:
+    def _document_tower(self) -> tuple[PreTrainedModel, Projection | None]:
+        """The document encoder and its projection: the query tower's when Siamese."""
+        if self.document_encoder is None:
+            return self.query_encoder, self.query_projection
+        return self.document_encoder, self.document_projection
+
+    def _embed(self, encoder: PreTrainedModel, projection: Projection | None, input_ids: torch.Tensor,
+               attention_mask: torch.Tensor, token_type_ids: torch.Tensor | None) -> torch.Tensor:
         inputs = {"input_ids": input_ids, "attention_mask": attention_mask}
         if token_type_ids is not None:
             inputs["token_type_ids"] = token_type_ids
         hidden = encoder(**inputs).last_hidden_state  # (B, T, H)
-        return pool(hidden, attention_mask, self.pooling)  # (B, H)
+        pooled = pool(hidden, attention_mask, self.pooling)  # (B, H)
+        return projection(pooled) if projection is not None else pooled  # (B, D)
 
     def encode_queries(self, input_ids: torch.Tensor, attention_mask: torch.Tensor,
                        token_type_ids: torch.Tensor | None = None) -> torch.Tensor:
-        """Query embeddings (B, H)."""
-        return self._embed(self.query_encoder, input_ids, attention_mask, token_type_ids)
+        """Query embeddings (B, D)."""
+        return self._embed(self.query_encoder, self.query_projection, input_ids, attention_mask, token_type_ids)
 
     def encode_documents(self, input_ids: torch.Tensor, attention_mask: torch.Tensor,
                          token_type_ids: torch.Tensor | None = None) -> torch.Tensor:
-        """Document embeddings (D, H), from the document tower (the shared encoder when Siamese)."""
-        encoder = self.query_encoder if self.document_encoder is None else self.document_encoder
-        return self._embed(encoder, input_ids, attention_mask, token_type_ids)
+        """Document embeddings (D, D'), from the document tower (the shared encoder when Siamese)."""
+        return self._embed(*self._document_tower(), input_ids, attention_mask, token_type_ids)
 
     def forward(self, query_input_ids: torch.Tensor, query_attention_mask: torch.Tensor,
                 document_input_ids: torch.Tensor, document_attention_mask: torch.Tensor,
@@ -168,12 +191,12 @@ class DualEncoder(nn.Module):
         # imported here, not at the top: the objectives package imports this module's constants
         from seedr.objectives.base import ObjectiveOutput
 
-        queries = self.encode_queries(query_input_ids, query_attention_mask, query_token_type_ids)  # (B, H)
+        queries = self.encode_queries(query_input_ids, query_attention_mask, query_token_type_ids)  # (B, D)
         documents = self.encode_documents(document_input_ids, document_attention_mask,
-                                          document_token_type_ids)  # (B·(1+N), H)
+                                          document_token_type_ids)  # (B·(1+N), D)
         batch = queries.shape[0]
-        positives = documents[:batch]  # (B, H)
-        negatives = documents[batch:].reshape(batch, -1, documents.shape[-1])  # (B, N, H)
+        positives = documents[:batch]  # (B, D)
+        negatives = documents[batch:].reshape(batch, -1, documents.shape[-1])  # (B, N, D)
         if self.loss is None:
             raise ValueError("this DualEncoder was built without a loss: it can encode, not train")
         loss = self.loss(queries, positives, negatives, self.similarity, false_negatives)
@@ -184,18 +207,19 @@ class DualEncoder(nn.Module):
     def save(self, directory: str | os.PathLike) -> Path:
         """Write the product: the query (= shared) encoder in ``directory``, the document tower in
         ``directory/doc_encoder`` when separate; both load with ``AutoModel`` and ``SentenceTransformer``.
-        A cosine model gets a ``Normalize`` module (as all-MiniLM has), so sentence-transformers and
-        ``seedr encode`` give unit vectors, whose inner products are the cosines it was trained on.
+        A tower's projection is saved with it as a ``Dense`` module (``2_Dense/``), so
+        ``SentenceTransformer(folder)`` embeds as this model does. A cosine model gets a ``Normalize``
+        module (as all-MiniLM has), so sentence-transformers and ``seedr encode`` give unit vectors,
+        whose inner products are the cosines it was trained on.
         The caller makes it atomic (``seedr.data.io.atomic_directory``)."""
         directory = Path(directory)
-        towers = [(self.query_encoder, directory)]
+        towers = [(self.query_encoder, self.query_projection, directory)]
         if self.document_encoder is not None:
-            towers.append((self.document_encoder, directory / DOCUMENT_TOWER))
-        for encoder, folder in towers:
+            towers.append((self.document_encoder, self.document_projection, directory / DOCUMENT_TOWER))
+        for encoder, projection, folder in towers:
             save_encoder(encoder, self.tokenizer, folder, pooling=self.pooling, max_seq_length=self.document_max_length,
-                         similarity=self.similarity.name)
-            if self.similarity.name == "cosine":
-                _add_normalize_module(folder)
+                         similarity=self.similarity.name, projection=projection,
+                         normalize=self.similarity.name == "cosine")
         settings = {"shared": self.shared, "pooling": self.pooling, "similarity": self.similarity.name,
                     "scale": self.similarity.scale}
         (directory / SETTINGS_FILE).write_text(json.dumps(settings, indent=2))
@@ -204,18 +228,19 @@ class DualEncoder(nn.Module):
     # ------------------------------------------------------------------ inference with the in-memory model
 
     def embed_queries(self, texts: Sequence[str], batch_size: int = 64, show_progress: bool = False) -> np.ndarray:
-        """Query embeddings (Q, H) as numpy, L2-normalised under cosine so an inner-product index ranks right."""
+        """Query embeddings (Q, D) as numpy, L2-normalised under cosine so an inner-product index ranks right."""
         return encode_texts(self.query_encoder, self.tokenizer, list(texts), self.pooling, self.query_max_length,
-                            batch_size, normalize=self.similarity.name == "cosine", show_progress=show_progress)
+                            batch_size, projection=self.query_projection, normalize=self.similarity.name == "cosine",
+                            show_progress=show_progress)
 
     def embed_documents(self, documents: Sequence[Document], batch_size: int = 64,
                         show_progress: bool = False) -> np.ndarray:
-        """Document embeddings (D, H) as numpy, from the document tower."""
-        encoder = self.query_encoder if self.document_encoder is None else self.document_encoder
+        """Document embeddings (N, D) as numpy, from the document tower."""
+        encoder, projection = self._document_tower()
         firsts, seconds = zip(*(document_segments(document) for document in documents)) if documents else ((), ())
         return encode_texts(encoder, self.tokenizer, list(firsts), self.pooling, self.document_max_length,
-                            batch_size, text_pairs=list(seconds), normalize=self.similarity.name == "cosine",
-                            show_progress=show_progress)
+                            batch_size, text_pairs=list(seconds), projection=projection,
+                            normalize=self.similarity.name == "cosine", show_progress=show_progress)
 
     def rank(self, documents: Mapping[str, Document], queries: Mapping[str, str], k: int,
              batch_size: int = 64, show_progress: bool = False) -> Run:
@@ -228,11 +253,3 @@ class DualEncoder(nn.Module):
                                    min(k, len(documents)))
         return run_from_topk(query_ids, scores, ids)
 
-
-def _add_normalize_module(folder: Path) -> None:
-    """Append sentence-transformers' ``Normalize`` (no weights, no config) to a saved model's modules."""
-    modules = json.loads((folder / "modules.json").read_text())
-    modules.append({"idx": len(modules), "name": str(len(modules)), "path": "2_Normalize",
-                    "type": "sentence_transformers.models.Normalize"})
-    (folder / "2_Normalize").mkdir(exist_ok=True)
-    (folder / "modules.json").write_text(json.dumps(modules, indent=2))

@@ -5,7 +5,7 @@ The encoder is a Hugging Face BERT-architecture model. It is saved as a plain Hu
 beside it, so ``transformers.AutoModel.from_pretrained(dir)`` and
 ``sentence_transformers.SentenceTransformer(dir)`` both load it unchanged, with [CLS] pooling
 (the sequence embedding of SEED-Encoder, CPDAE and the ICLR 2020 two-tower models) unless told
-otherwise.
+otherwise, and the projection head, if any, as a ``Dense`` module (``seedr.modeling.projection``).
 """
 
 from __future__ import annotations
@@ -16,7 +16,16 @@ from pathlib import Path
 from typing import Literal
 
 import torch
-from transformers import AutoModel, AutoTokenizer, BertConfig, BertModel, PreTrainedModel, PreTrainedTokenizerBase
+from transformers import (
+    AutoModel,
+    AutoTokenizer,
+    BertConfig,
+    BertModel,
+    PreTrainedModel,
+    PreTrainedTokenizerBase,
+)
+
+from seedr.modeling.projection import MODULES_FILE, PROJECTION_FOLDER, Projection, save_projection
 
 Pooling = Literal["cls", "mean"]
 
@@ -87,12 +96,16 @@ def pool(last_hidden_state: torch.Tensor, attention_mask: torch.Tensor, pooling:
 
 
 def save_encoder(encoder: PreTrainedModel, tokenizer: PreTrainedTokenizerBase, directory: str | os.PathLike,
-                 pooling: Pooling = "cls", max_seq_length: int = 512, similarity: str = "dot") -> Path:
+                 pooling: Pooling = "cls", max_seq_length: int = 512, similarity: str = "dot",
+                 projection: Projection | None = None, normalize: bool = False) -> Path:
     """Save ``encoder`` + ``tokenizer`` as a Hugging Face folder that sentence-transformers also loads.
 
     Writes ``config.json``, ``model.safetensors`` and the tokenizer files (transformers), then
     ``modules.json``, ``sentence_bert_config.json``, ``config_sentence_transformers.json`` and
-    ``1_Pooling/config.json`` (sentence-transformers) describing ``pooling`` and the similarity.
+    ``1_Pooling/config.json`` (sentence-transformers) describing ``pooling`` and the similarity;
+    ``projection`` (the ICLR 2020 linear layer on [CLS]) becomes a ``Dense`` module in ``2_Dense/``
+    and ``normalize`` appends a ``Normalize`` module, so ``SentenceTransformer(dir)`` gives the
+    embedding seedr trained (``seedr.modeling.projection.load_projection`` reads the head back).
     The caller is responsible for atomicity (see ``seedr.data.io.atomic_directory``).
     """
     directory = Path(directory)
@@ -104,7 +117,16 @@ def save_encoder(encoder: PreTrainedModel, tokenizer: PreTrainedTokenizerBase, d
         {"idx": 0, "name": "0", "path": "", "type": "sentence_transformers.models.Transformer"},
         {"idx": 1, "name": "1", "path": "1_Pooling", "type": "sentence_transformers.models.Pooling"},
     ]
-    (directory / "modules.json").write_text(json.dumps(modules, indent=2))
+    if projection is not None:
+        save_projection(projection, directory / PROJECTION_FOLDER)
+        modules.append({"idx": 2, "name": "2", "path": PROJECTION_FOLDER,
+                        "type": "sentence_transformers.models.Dense"})
+    if normalize:  # no weights, no config: the folder only names the module, as sentence-transformers saves it
+        folder = f"{len(modules)}_Normalize"
+        (directory / folder).mkdir(exist_ok=True)
+        modules.append({"idx": len(modules), "name": str(len(modules)), "path": folder,
+                        "type": "sentence_transformers.models.Normalize"})
+    (directory / MODULES_FILE).write_text(json.dumps(modules, indent=2))
     (directory / "sentence_bert_config.json").write_text(
         json.dumps({"max_seq_length": max_seq_length, "do_lower_case": False}, indent=2))
     (directory / "config_sentence_transformers.json").write_text(json.dumps(

@@ -31,7 +31,6 @@ from typing import Any, ClassVar
 import numpy as np
 import torch
 import torch.nn.functional as F
-from torch import nn
 from torch.utils.data import Dataset
 from tqdm.auto import tqdm
 from transformers import PreTrainedModel, PreTrainedTokenizerBase
@@ -45,8 +44,10 @@ from seedr.data.sentences import sentence_spans
 from seedr.losses.base import Similarity, candidate_scores
 from seedr.modeling.dual_encoder import DOCUMENT_TOWER, SETTINGS_FILE
 from seedr.modeling.encoder import pool, save_encoder
+from seedr.modeling.projection import Projection
 from seedr.objectives.base import OBJECTIVES, Objective, ObjectiveOutput
 from seedr.registry import Registry
+from seedr.retrieval.encode import tokenize_pairs
 
 # ---------------------------------------------------------------------------------------------- pairs
 
@@ -288,8 +289,9 @@ class TwoTowerConfig:
         query_max_length: query tokens kept (paper: 64).
         document_max_length: ``title [SEP] passage`` tokens kept (paper: 288).
         projection_dim: the linear layer on [CLS] that makes the embedding (paper: 512); ``None``
-            (default) uses the [CLS] state itself, as SEED-Encoder and DPR, so the saved encoder's
-            embedding is what the rest of seedr fine-tunes.
+            (default) uses the [CLS] state itself, as SEED-Encoder and DPR. The layer is saved as a
+            ``Dense`` module with the encoder, and fine-tuning (``DualEncoder``) and encoding
+            (``TextEncoder``) load and apply it (``seedr.modeling.projection``).
         separate_towers: a document tower with its own weights, initialised as a copy of the query
             tower. The paper draws two towers (Fig. 1) without saying whether they share weights;
             default shared (one encoder, the Siamese set-up of SEED-Encoder and CPDAE).
@@ -336,7 +338,7 @@ class TwoTowerObjective(Objective):
         super().__init__(encoder, tokenizer, config or TwoTowerConfig())
         hidden = encoder.config.hidden_size
         dim = self.config.projection_dim
-        self.projection = nn.Linear(hidden, dim) if dim is not None else None
+        self.projection = Projection(hidden, dim) if dim is not None else None
         # Separate towers are distinct modules, never two names for one: checkpoints hold no shared tensors.
         self.document_encoder = copy.deepcopy(encoder) if self.config.separate_towers else None
         self.document_projection = (copy.deepcopy(self.projection)
@@ -371,12 +373,12 @@ class TwoTowerObjective(Objective):
 
     def _tokenize_documents(self, examples: list[Pair]) -> dict[str, torch.Tensor]:
         """``title [SEP] passage`` per pair (the passage alone without a title), padded to one length."""
-        limit = self.config.document_max_length
-        encoded = [self.tokenizer(pair.title, pair.document, max_length=limit, truncation=True) if pair.title
-                   else self.tokenizer(pair.document, max_length=limit, truncation=True) for pair in examples]
+        firsts = [pair.title or pair.document for pair in examples]
+        seconds = [pair.document if pair.title else None for pair in examples]
+        encoded = tokenize_pairs(self.tokenizer, firsts, seconds, self.config.document_max_length)
         return self.tokenizer.pad(encoded, return_tensors="pt")
 
-    def _embed(self, encoder: PreTrainedModel, projection: nn.Linear | None, input_ids: torch.Tensor,
+    def _embed(self, encoder: PreTrainedModel, projection: Projection | None, input_ids: torch.Tensor,
                attention_mask: torch.Tensor, token_type_ids: torch.Tensor | None = None) -> torch.Tensor:
         inputs = {"input_ids": input_ids, "attention_mask": attention_mask}
         if token_type_ids is not None:
@@ -411,32 +413,14 @@ class TwoTowerObjective(Objective):
 
     def save_encoder(self, directory: str | os.PathLike, max_seq_length: int = 512) -> Path:
         directory = Path(directory)
-        _save_tower(self.encoder, self.projection, self.tokenizer, directory, max_seq_length)
+        towers = [(self.encoder, self.projection, directory)]
         if self.document_encoder is not None:
-            _save_tower(self.document_encoder, self.document_projection, self.tokenizer,
-                        directory / DOCUMENT_TOWER, max_seq_length)
+            towers.append((self.document_encoder, self.document_projection, directory / DOCUMENT_TOWER))
+        for encoder, projection, folder in towers:
+            save_encoder(encoder, self.tokenizer, folder, pooling="cls", max_seq_length=max_seq_length,
+                         similarity="dot", projection=projection)
         # What DualEncoder.from_pretrained reads to fine-tune with the same towers, pooling and score.
         settings = {"shared": self.document_encoder is None, "pooling": "cls", "similarity": "dot",
                     "scale": 1.0}
         (directory / SETTINGS_FILE).write_text(json.dumps(settings, indent=2))
         return directory
-
-
-def _save_tower(encoder: PreTrainedModel, projection: nn.Linear | None, tokenizer: PreTrainedTokenizerBase,
-                directory: Path, max_seq_length: int) -> None:
-    """The encoder in Hugging Face + sentence-transformers form, the projection as module ``2_Dense``."""
-    save_encoder(encoder, tokenizer, directory, pooling="cls", max_seq_length=max_seq_length,
-                 similarity="dot")
-    if projection is None:
-        return
-    # imported here: sentence-transformers takes seconds to import and only saving a projection needs it
-    from sentence_transformers.sentence_transformer.modules import Dense
-
-    dense = Dense(projection.in_features, projection.out_features, bias=True, activation_function=None,
-                  init_weight=projection.weight.detach().clone(), init_bias=projection.bias.detach().clone())
-    (directory / "2_Dense").mkdir(exist_ok=True)
-    dense.save(str(directory / "2_Dense"))
-    modules = json.loads((directory / "modules.json").read_text())
-    modules.append({"idx": len(modules), "name": str(len(modules)), "path": "2_Dense",
-                    "type": "sentence_transformers.models.Dense"})
-    (directory / "modules.json").write_text(json.dumps(modules, indent=2))

@@ -31,6 +31,7 @@ from transformers import PreTrainedModel, PreTrainedTokenizerBase
 from seedr.data.io import DataError, atomic_write
 from seedr.data.records import Document
 from seedr.modeling.encoder import Pooling, load_encoder, load_tokenizer, pool, resolve_model_path
+from seedr.modeling.projection import Projection, load_projection, read_modules
 
 _DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
 
@@ -46,9 +47,16 @@ def _autocast_dtype(dtype: str | torch.dtype | None) -> torch.dtype | None:
     return None if dtype == torch.float32 else dtype
 
 
-def _tokenize(tokenizer: PreTrainedTokenizerBase, texts: Sequence[str],
-              text_pairs: Sequence[str | None] | None, max_length: int) -> list[dict[str, list[int]]]:
-    """Per-text token ids (no padding). Items whose pair is ``None``/empty are encoded alone."""
+def tokenize_pairs(tokenizer: PreTrainedTokenizerBase, texts: Sequence[str],
+                   text_pairs: Sequence[str | None] | None = None, max_length: int = 512) -> list[dict[str, list[int]]]:
+    """Per-text token ids, unpadded (``tokenizer.pad`` them): ``[CLS] text [SEP] pair [SEP]`` where
+    ``text_pairs`` gives a pair, ``[CLS] text [SEP]`` where it is ``None``/empty (or not given).
+
+    The one tokenisation of seedr's text pairs — documents as ``title [SEP] text`` at search time
+    (``encode_texts``), in fine-tuning batches (``FinetuneCollator``) and in two-tower pre-training —
+    so a model is trained on the inputs it is searched with. A tokenizer call takes pairs for all
+    of its texts or for none, hence one call for the single texts and one for the pairs.
+    """
     encoded: list[dict[str, list[int]]] = [{} for _ in texts]
     has_pair = [bool(text_pairs and text_pairs[i]) for i in range(len(texts))]
     single = [i for i, paired in enumerate(has_pair) if not paired]
@@ -65,25 +73,28 @@ def _tokenize(tokenizer: PreTrainedTokenizerBase, texts: Sequence[str],
 
 def encode_texts(model: PreTrainedModel, tokenizer: PreTrainedTokenizerBase, texts: Sequence[str],
                  pooling: Pooling = "cls", max_length: int = 512, batch_size: int = 64, *,
-                 text_pairs: Sequence[str | None] | None = None, normalize: bool = False,
-                 autocast_dtype: str | torch.dtype | None = None, show_progress: bool = False) -> np.ndarray:
-    """Embed ``texts`` (optionally paired with ``text_pairs``) with an in-memory model; (N, H) float32.
+                 text_pairs: Sequence[str | None] | None = None, projection: Projection | None = None,
+                 normalize: bool = False, autocast_dtype: str | torch.dtype | None = None,
+                 show_progress: bool = False) -> np.ndarray:
+    """Embed ``texts`` (optionally paired with ``text_pairs``) with an in-memory model; (N, D) float32.
 
     This is the function form used on a model being trained (e.g. to validate or mine negatives
     mid-training); ``TextEncoder`` wraps it for a saved model. The model's train/eval mode is
-    restored afterwards. ``normalize`` L2-normalises the vectors (cosine similarity as a dot product).
+    restored afterwards. The pooled embedding goes through ``projection`` when given (the linear
+    layer of the ICLR 2020 two-tower models: D = its output size, else D = H), then ``normalize``
+    L2-normalises it (cosine similarity as a dot product) — sentence-transformers' module order.
     """
     if text_pairs is not None and len(text_pairs) != len(texts):
         raise ValueError(f"{len(texts)} texts but {len(text_pairs)} text pairs")
-    hidden = model.config.hidden_size
+    dim = projection.out_features if projection is not None else model.config.hidden_size
     if len(texts) == 0:
-        return np.zeros((0, hidden), dtype=np.float32)
-    encoded = _tokenize(tokenizer, texts, text_pairs, max_length)
+        return np.zeros((0, dim), dtype=np.float32)
+    encoded = tokenize_pairs(tokenizer, texts, text_pairs, max_length)
     lengths = np.array([len(item["input_ids"]) for item in encoded])
     order = np.argsort(-lengths, kind="stable")  # longest first
     device = next(model.parameters()).device
     cast = _autocast_dtype(autocast_dtype)
-    output = np.empty((len(texts), hidden), dtype=np.float32)
+    output = np.empty((len(texts), dim), dtype=np.float32)
     was_training = model.training
     model.eval()
     try:
@@ -95,7 +106,10 @@ def encode_texts(model: PreTrainedModel, tokenizer: PreTrainedTokenizerBase, tex
                 batch = tokenizer.pad([encoded[i] for i in indices], return_tensors="pt")
                 batch = {key: value.to(device) for key, value in batch.items()}
                 states = model(**batch).last_hidden_state  # (B, T, H)
-                vectors = pool(states, batch["attention_mask"], pooling).float()  # (B, H)
+                vectors = pool(states, batch["attention_mask"], pooling)  # (B, H)
+                if projection is not None:
+                    vectors = projection(vectors)  # (B, D)
+                vectors = vectors.float()
                 if normalize:
                     vectors = torch.nn.functional.normalize(vectors, dim=-1)
                 output[indices] = vectors.cpu().numpy()
@@ -109,8 +123,10 @@ def model_defaults(model_path: str | os.PathLike) -> dict[str, Any]:
 
     Read from the sentence-transformers files beside the weights (``1_Pooling/config.json``: CLS or
     mean pooling; a ``Normalize`` module in ``modules.json``; ``sentence_bert_config.json``:
-    ``max_seq_length``), which ``seedr.modeling.encoder.save_encoder`` also writes. Without them:
-    [CLS] pooling, no normalisation, 512 tokens (BERT's, the papers' setting).
+    ``max_seq_length``), which ``seedr.modeling.encoder.save_encoder`` also writes, in the format of
+    sentence-transformers < 6 or ≥ 6 (``pooling_mode``; the length kept as the tokenizer's
+    ``model_max_length``). As sentence-transformers does, the length is capped at the model's positions.
+    Without these files: [CLS] pooling, no normalisation, 512 tokens (BERT's, the papers' setting).
     """
     path = resolve_model_path(model_path)
     defaults: dict[str, Any] = {"pooling": "cls", "normalize": False, "max_length": 512}
@@ -118,48 +134,64 @@ def model_defaults(model_path: str | os.PathLike) -> dict[str, Any]:
     if pooling_config.exists():
         pooling = json.loads(pooling_config.read_text(encoding="utf-8"))
         keys = {"cls": "pooling_mode_cls_token", "mean": "pooling_mode_mean_tokens"}
-        modes = [mode for mode, key in keys.items() if pooling.get(key)]
-        if len(modes) != 1:
+        declared = pooling.get("pooling_mode", [mode for mode, key in keys.items() if pooling.get(key)])
+        modes = [declared] if isinstance(declared, str) else list(declared)
+        if len(modes) != 1 or modes[0] not in keys:
             raise ValueError(f"{pooling_config}: seedr supports CLS or mean pooling; choose one explicitly")
         defaults["pooling"] = modes[0]
-    if (path / "modules.json").exists():
-        modules = json.loads((path / "modules.json").read_text(encoding="utf-8"))
-        defaults["normalize"] = any(module.get("type", "").endswith(".Normalize") for module in modules)
-    if (path / "sentence_bert_config.json").exists():
-        config = json.loads((path / "sentence_bert_config.json").read_text(encoding="utf-8"))
-        defaults["max_length"] = int(config.get("max_seq_length") or 512)
+    defaults["normalize"] = any(module.get("type", "").endswith(".Normalize") for module in read_modules(path))
+    declared_length = (_json_field(path / "sentence_bert_config.json", "max_seq_length")
+                       or _json_field(path / "tokenizer_config.json", "model_max_length"))
+    positions = _json_field(path / "config.json", "max_position_embeddings")
+    defaults["max_length"] = int(min(declared_length or 512, positions or float("inf")))
     return defaults
+
+
+def _json_field(path: Path, key: str) -> Any:
+    """``key`` of the JSON object in ``path``; ``None`` when the file or the key is missing."""
+    return json.loads(path.read_text(encoding="utf-8")).get(key) if path.exists() else None
 
 
 class TextEncoder:
     """A saved encoder (a local Hugging Face folder, a seedr run folder, or ``minilm``) ready to embed text.
 
+    The embedding is the one ``SentenceTransformer(model_path)`` computes: pooled token states, the
+    folder's projection if it has one (a ``Dense`` module, e.g. the 512-dimensional layer of the ICLR
+    2020 two-tower models: ``seedr.modeling.projection.load_projection``), then L2 normalisation if asked.
+
     Args:
         model_path: anything ``seedr.modeling.encoder.resolve_model_path`` accepts.
-        pooling: ``"cls"`` ([CLS] vector, the papers' choice) or ``"mean"``.
-        normalize: L2-normalise embeddings (use with cosine-trained models such as MiniLM).
-        max_length: tokens per input, truncating longer ones.
+        pooling: ``"cls"`` ([CLS] vector, the papers' choice) or ``"mean"``; default: what the folder
+            declares (``model_defaults``), else ``"cls"``.
+        normalize: L2-normalise embeddings (cosine-trained models such as MiniLM); default: whether the
+            folder lists a ``Normalize`` module.
+        max_length: tokens per input, truncating longer ones; default: the folder's ``max_seq_length``, else 512.
         device: ``"cpu"``, ``"cuda"``...; default CUDA when available.
         dtype: ``None``/``"float32"``, or ``"bfloat16"``/``"float16"`` to run under autocast.
         query_prefix, document_prefix: text put before every query / document (E5-style instructions).
 
     Example:
-        >>> encoder = TextEncoder("minilm", pooling="mean", normalize=True)
+        >>> encoder = TextEncoder("minilm")  # mean pooling + Normalize, as its folder declares
         >>> encoder.encode(["what causes tides?"]).shape
         (1, 384)
     """
 
-    def __init__(self, model_path: str | os.PathLike, pooling: Pooling = "cls", normalize: bool = False,
-                 max_length: int = 512, device: str | torch.device | None = None,
+    def __init__(self, model_path: str | os.PathLike, pooling: Pooling | None = None, normalize: bool | None = None,
+                 max_length: int | None = None, device: str | torch.device | None = None,
                  dtype: str | torch.dtype | None = None, query_prefix: str = "",
                  document_prefix: str = "") -> None:
-        if pooling not in ("cls", "mean"):
+        if pooling not in (None, "cls", "mean"):
             raise ValueError(f"unknown pooling {pooling!r}; valid: cls, mean")
         self.model_path = resolve_model_path(model_path)
+        defaults = model_defaults(self.model_path)
         self.tokenizer = load_tokenizer(self.model_path)
         self.device = torch.device(device or ("cuda" if torch.cuda.is_available() else "cpu"))
         self.model = load_encoder(self.model_path).to(self.device).eval()
-        self.pooling, self.normalize, self.max_length = pooling, normalize, max_length
+        projection = load_projection(self.model_path)
+        self.projection = projection.to(self.device).eval() if projection is not None else None
+        self.pooling: Pooling = pooling or defaults["pooling"]
+        self.normalize: bool = defaults["normalize"] if normalize is None else normalize
+        self.max_length: int = max_length or defaults["max_length"]
         self.autocast_dtype = _autocast_dtype(dtype)
         self.query_prefix, self.document_prefix = query_prefix, document_prefix
 
@@ -175,7 +207,8 @@ class TextEncoder:
 
     @property
     def dim(self) -> int:
-        return int(self.model.config.hidden_size)
+        """Size of the embeddings: the projection's output, else the encoder's hidden size."""
+        return int(self.projection.out_features if self.projection is not None else self.model.config.hidden_size)
 
     def settings(self) -> dict[str, Any]:
         """What determines the vectors: recorded beside embeddings and indexes."""
@@ -185,9 +218,9 @@ class TextEncoder:
 
     def encode(self, texts: Sequence[str], batch_size: int = 64, show_progress: bool = False,
                text_pairs: Sequence[str | None] | None = None) -> np.ndarray:
-        """Embed raw ``texts`` (no prefix added); (N, H) float32."""
+        """Embed raw ``texts`` (no prefix added); (N, D) float32."""
         return encode_texts(self.model, self.tokenizer, texts, self.pooling, self.max_length, batch_size,
-                            text_pairs=text_pairs, normalize=self.normalize,
+                            text_pairs=text_pairs, projection=self.projection, normalize=self.normalize,
                             autocast_dtype=self.autocast_dtype, show_progress=show_progress)
 
     def encode_queries(self, queries: Sequence[str], batch_size: int = 64,

@@ -6,8 +6,6 @@ from pathlib import Path
 
 import typer
 
-from seedr.config import load_config
-from seedr.demo import DemoConfig, run_demo
 from seedr.stages.common import clear_errors, console
 
 
@@ -22,5 +20,8 @@ def command(
 
     Example: seedr demo --out runs/demo --set pretrain_steps=300 --set finetune_steps=200
     """
+    from seedr.config import load_config
+    from seedr.demo import DemoConfig, run_demo
+
     config = load_config(DemoConfig, None, set_)
     run_demo(out, config, console)

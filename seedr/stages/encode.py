@@ -8,13 +8,6 @@ from typing import Annotated
 
 import typer
 
-from seedr.data.corpus import read_corpus
-from seedr.retrieval.encode import (
-    TextEncoder,
-    encode_corpus_to_shards,
-    long_document_passages,
-    model_defaults,
-)
 from seedr.stages.common import clear_errors, console
 
 
@@ -64,6 +57,14 @@ def command(
 
     Example: seedr encode --model runs/finetune-seed --corpus scifact/corpus.jsonl --out runs/scifact-emb
     """
+    from seedr.data.corpus import read_corpus
+    from seedr.retrieval.encode import (
+        TextEncoder,
+        encode_corpus_to_shards,
+        long_document_passages,
+        model_defaults,
+    )
+
     defaults = model_defaults(model)
     encoder = TextEncoder(model, pooling=pooling or defaults["pooling"],
                           normalize=defaults["normalize"] if normalize is None else normalize,

@@ -7,18 +7,8 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.console import Console
 
-from seedr.data.corpus import read_corpus
-from seedr.data.io import atomic_write
-from seedr.data.qa import read_squad, reqa_candidates
-from seedr.data.queries import read_qrels
-from seedr.evaluation.compare import comparison_table
-from seedr.evaluation.metrics import DEFAULT_METRICS, per_query, query_counts
-from seedr.evaluation.qa_coverage import coverage_per_question, first_hit_ranks, read_qa_file
-from seedr.evaluation.reqa import reqa_per_query
-from seedr.retrieval.runs import ignore_identical_ids as drop_identical_ids
-from seedr.retrieval.runs import read_trec_run
+from seedr.evaluation import DEFAULT_METRICS
 from seedr.stages.common import clear_errors, console
 
 
@@ -70,6 +60,19 @@ def command(
 
     Example: seedr evaluate dense.trec bm25.trec --qrels scifact/qrels/test.tsv --baseline bm25.trec
     """
+    from rich.console import Console
+
+    from seedr.data.corpus import read_corpus
+    from seedr.data.io import atomic_write
+    from seedr.data.qa import read_squad, reqa_candidates
+    from seedr.data.queries import read_qrels
+    from seedr.evaluation.compare import comparison_table
+    from seedr.evaluation.metrics import per_query, query_counts
+    from seedr.evaluation.qa_coverage import coverage_per_question, first_hit_ranks, read_qa_file
+    from seedr.evaluation.reqa import reqa_per_query
+    from seedr.retrieval.runs import ignore_identical_ids as drop_identical_ids
+    from seedr.retrieval.runs import read_trec_run
+
     given = {"qrels": qrels, "qa": qa_answers, "reqa": reqa}
     modes = [mode for mode, path in given.items() if path is not None]
     if len(modes) != 1:

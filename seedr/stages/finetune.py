@@ -8,13 +8,8 @@ from typing import Annotated
 
 import typer
 from rich.console import Console
-from rich.table import Table
 
-from seedr.config import load_config
-from seedr.losses import LOSSES
-from seedr.negatives import NEGATIVES, ance_refresh
 from seedr.stages.common import clear_errors
-from seedr.training.finetune import FinetuneConfig, finetune, load_training_set
 
 console = Console()  # the summary table goes to stdout; progress and errors to stderr
 
@@ -27,9 +22,9 @@ def command(
         "--train", help="Training data: a BEIR folder (corpus.jsonl, queries.jsonl, qrels/train.tsv) or a DPR "
                         "retriever JSON file.")] = None,
     negatives: Annotated[str | None, typer.Option(
-        "--negatives", help=f"Negative strategy: {', '.join(NEGATIVES.names())} (default: bm25).")] = None,
+        "--negatives", help="Negative strategy: ance, bm25, in_batch, static (default: bm25).")] = None,
     loss: Annotated[str | None, typer.Option(
-        "--loss", help=f"Loss: {', '.join(LOSSES.names())} (default: triplet).")] = None,
+        "--loss", help="Loss: nll, triplet (default: triplet).")] = None,
     out: Annotated[Path | None, typer.Option(
         "--out", help="Run folder (required unless --ance-refresh-only).")] = None,
     config: Annotated[Path | None, typer.Option(
@@ -66,6 +61,10 @@ def command(
     Example: seedr finetune --model minilm --train ../shared/data/scifact --negatives bm25 --loss nll
     --dev-qrels ../shared/data/scifact/qrels/test.tsv --set train.max_steps=200 --out runs/scifact
     """
+    from seedr.config import load_config
+    from seedr.negatives import ance_refresh
+    from seedr.training.finetune import FinetuneConfig, finetune, load_training_set
+
     settings = load_config(FinetuneConfig, config, overrides or [])
     flags = {"model": model, "train_data": train, "negatives": negatives, "loss": loss, "dev_qrels": dev_qrels,
              "dev_queries": dev_queries, "dev_corpus": dev_corpus, "dev_every": dev_every, "few_shot": few_shot,
@@ -91,6 +90,8 @@ def command(
 
 
 def _print_summary(summary: dict) -> None:
+    from rich.table import Table
+
     table = Table(title=f"seedr finetune → {summary['run']}")
     table.add_column("")
     table.add_column("value", justify="right")

@@ -7,8 +7,6 @@ from typing import Annotated
 
 import typer
 
-from seedr.retrieval.encode import load_embeddings, read_manifest
-from seedr.retrieval.faiss_index import DenseIndex
 from seedr.stages.common import clear_errors, console
 
 
@@ -31,6 +29,9 @@ def command(
 
     Example: seedr index --embeddings runs/scifact-emb --out runs/scifact-index --factory HNSW32
     """
+    from seedr.retrieval.encode import load_embeddings, read_manifest
+    from seedr.retrieval.faiss_index import DenseIndex
+
     manifest = read_manifest(embeddings)
     ids, vectors = load_embeddings(embeddings)
     encoder = {**manifest["encoder"], "use_title": manifest["use_title"], **manifest["extra"]}

@@ -6,11 +6,7 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.console import Console
-from rich.table import Table
 
-from seedr.data.corpus import CORPUS_FORMATS
-from seedr.data.prepare import PrepareOptions, prepare_corpus
 from seedr.stages.common import clear_errors
 
 
@@ -20,7 +16,8 @@ def command(
     corpus: Annotated[Path | None, typer.Option(
         "--corpus", help="Corpus file to convert; without it, the embedded 10,033 Wikipedia leads.")] = None,
     format: Annotated[str, typer.Option(
-        "--format", help=f"Corpus format: auto, {', '.join(CORPUS_FORMATS.names())}.")] = "auto",
+        "--format", help="Corpus format: auto, articles, beir, dpr, glossary, msmarco-doc, msmarco-passage, seedr, "
+                         "wikiextractor.")] = "auto",
     passages: Annotated[int, typer.Option(
         "--passages", min=0, help="Cut into DPR passages of this many words (0: whole documents).")] = 0,
     links: Annotated[bool, typer.Option(
@@ -37,6 +34,11 @@ def command(
 
     Example: seedr prepare --corpus ../shared/data/wiki/enwiki-2015-00.jsonl.xz --passages 100 --links --out runs/wiki00
     """
+    from rich.console import Console
+    from rich.table import Table
+
+    from seedr.data.prepare import PrepareOptions, prepare_corpus
+
     options = PrepareOptions(corpus=str(corpus) if corpus else None, format=format, passages=passages,
                              links=links, min_title_words=min_title_words, tokenizer_vocab=tokenizer_vocab,
                              lowercase=not cased)

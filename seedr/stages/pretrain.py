@@ -8,7 +8,6 @@ from pathlib import Path
 import typer
 from rich.markup import escape
 
-from seedr.config import load_config
 from seedr.stages.common import clear_errors, console
 
 
@@ -40,6 +39,7 @@ def command(
 
     Example: seedr pretrain --config recipes/pretrain/seed.yaml --corpus ../shared/data/wiki --model minilm --out runs/seed --set train.max_steps=200
     """
+    from seedr.config import load_config
     from seedr.training.pretrain import PretrainConfig, pretrain
     from seedr.training.trainer import process_state
 

@@ -6,7 +6,6 @@ from pathlib import Path
 
 import typer
 
-from seedr.reporting.report import render_report
 from seedr.stages.common import clear_errors, console
 
 
@@ -20,5 +19,7 @@ def command(
 
     Example: seedr report runs/pretrain-seed runs/finetune-seed --out runs/report
     """
+    from seedr.reporting.report import render_report
+
     target = render_report(runs, out, title=title)
     console.print(f"report written to [bold]{target}[/]")

@@ -7,15 +7,6 @@ from typing import Annotated
 
 import typer
 
-from seedr.data.corpus import read_corpus
-from seedr.data.qa import read_squad, reqa_candidates
-from seedr.data.queries import read_queries
-from seedr.evaluation.qa_coverage import read_qa_file
-from seedr.evaluation.reqa import index_candidates, lexical_documents
-from seedr.retrieval.bm25 import BM25Index
-from seedr.retrieval.encode import TextEncoder, model_defaults
-from seedr.retrieval.faiss_index import DenseIndex, search_text
-from seedr.retrieval.runs import write_trec_run
 from seedr.stages.common import clear_errors, console
 
 
@@ -67,6 +58,16 @@ def command(
 
     Example: seedr search --index runs/scifact-index --queries scifact/queries.jsonl --out dense.trec
     """
+    from seedr.data.corpus import read_corpus
+    from seedr.data.qa import read_squad, reqa_candidates
+    from seedr.data.queries import read_queries
+    from seedr.evaluation.qa_coverage import read_qa_file
+    from seedr.evaluation.reqa import index_candidates, lexical_documents
+    from seedr.retrieval.bm25 import BM25Index
+    from seedr.retrieval.encode import TextEncoder, model_defaults
+    from seedr.retrieval.faiss_index import DenseIndex, search_text
+    from seedr.retrieval.runs import write_trec_run
+
     sources = [source for source in (queries, questions, reqa) if source is not None]
     if len(sources) != 1:
         raise ValueError("give exactly one of --queries, --questions, --reqa")

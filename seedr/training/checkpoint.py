@@ -132,6 +132,33 @@ def read_extra_state(path: Path) -> dict[str, Any]:
     return torch.load(path / EXTRA_STATE, weights_only=False)
 
 
+def model_weights_path(checkpoint: Path) -> Path:
+    """The file in which Accelerate's ``save_state`` keeps a checkpoint's whole trained module
+    (encoder, decoder and heads): ``state/model.safetensors``."""
+    path = Path(checkpoint) / STATE / "model.safetensors"
+    if not path.exists():
+        raise DataError(path.parent, "no model weights (model.safetensors) in this checkpoint")
+    return path
+
+
+def load_model_weights(checkpoint: Path, model: torch.nn.Module) -> None:
+    """Load a checkpoint's full weights (``model_weights_path``) into ``model``, which must be built as
+    it was for training; a parameter missing on either side is an error naming it.
+
+    For inspecting a checkpoint outside the trainer (e.g. CPDAE's decoder in
+    ``seedr.evaluation.diagnostics``); resuming uses ``Accelerator.load_state``. Expects one process's
+    full weights, not FSDP's sharded state.
+    """
+    from safetensors.torch import load_model
+
+    weights = model_weights_path(checkpoint)
+    # load_model, as Accelerate's load_state uses: it restores tied parameters, which are saved once
+    missing, unexpected = load_model(model, weights, strict=False)
+    if missing or unexpected:
+        raise DataError(weights, f"the weights do not fit the module rebuilt from the run's config: "
+                                 f"missing {sorted(missing)[:5]}, unexpected {sorted(unexpected)[:5]}")
+
+
 def publish_product(checkpoint: Path, out_dir: Path) -> Path:
     """Copy a checkpoint's encoder to ``out_dir/encoder``, replacing the previous one atomically."""
     target = out_dir / PRODUCT
@@ -149,6 +176,8 @@ __all__ = [
     "checkpoint_path",
     "latest_checkpoint",
     "list_checkpoints",
+    "load_model_weights",
+    "model_weights_path",
     "prune_checkpoints",
     "publish_product",
     "read_extra_state",

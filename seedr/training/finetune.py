@@ -34,7 +34,7 @@ from typing import Any
 import torch
 from accelerate import PartialState
 from rich.console import Console
-from transformers import BatchEncoding, PreTrainedTokenizerBase
+from transformers import PreTrainedTokenizerBase
 
 from seedr.config import record_run
 from seedr.data.corpus import load_corpus
@@ -48,6 +48,7 @@ from seedr.modeling.dual_encoder import DualEncoder, document_segments
 from seedr.negatives import NEGATIVES, NegativeStrategy, NegativeTable
 from seedr.negatives.base import MinedNegative, positives
 from seedr.registry import Registry
+from seedr.retrieval.encode import tokenize_pairs
 from seedr.training.checkpoint import PRODUCT, latest_checkpoint
 from seedr.training.trainer import METRICS, Callback, TrainConfig, Trainer
 
@@ -244,22 +245,6 @@ class FinetuneData:
         self.use_negatives(NegativeTable.load(directory), directory)
 
 
-def tokenize_documents(tokenizer: PreTrainedTokenizerBase, documents: Sequence[Document],
-                       max_length: int) -> BatchEncoding:
-    """Padded tensors of documents encoded as ``title [SEP] text`` (or the text alone), as at search time."""
-    segments = [document_segments(document) for document in documents]
-    encoded: list[dict[str, list[int]]] = [{} for _ in documents]
-    for paired in (False, True):  # a tokenizer call takes pairs for all texts or for none
-        indices = [i for i, (_, second) in enumerate(segments) if (second is not None) == paired]
-        if not indices:
-            continue
-        batch = tokenizer([segments[i][0] for i in indices], [segments[i][1] for i in indices] if paired else None,
-                          truncation=True, max_length=max_length)
-        for position, index in enumerate(indices):
-            encoded[index] = {key: values[position] for key, values in batch.items()}
-    return tokenizer.pad(encoded, return_tensors="pt")
-
-
 class FinetuneCollator:
     """Examples → the keyword tensors of ``DualEncoder.forward``.
 
@@ -277,7 +262,10 @@ class FinetuneCollator:
         queries = self.tokenizer([e.query for e in examples], padding=True, truncation=True,
                                  max_length=self.query_max_length, return_tensors="pt")
         documents = [e.positive for e in examples] + [d for e in examples for d in e.negatives]
-        encoded = tokenize_documents(self.tokenizer, documents, self.document_max_length)
+        firsts, seconds = zip(*(document_segments(document) for document in documents))
+        # the documents' input at search time (TextEncoder.encode_documents): title [SEP] text
+        encoded = self.tokenizer.pad(tokenize_pairs(self.tokenizer, firsts, seconds, self.document_max_length),
+                                     return_tensors="pt")
         false_negatives = torch.zeros(len(examples), len(documents), dtype=torch.bool)  # (B, B + B·N)
         for row, example in enumerate(examples):
             for column, document in enumerate(documents):
@@ -508,5 +496,4 @@ __all__ = [
     "finetune",
     "load_dev_set",
     "load_training_set",
-    "tokenize_documents",
 ]

@@ -1,0 +1,118 @@
+"""The projection head on the sequence embedding, in sentence-transformers' ``Dense`` format.
+
+The two-tower models of Chang et al. (ICLR 2020, sec. 4.1) embed a text as "a linear layer on top
+of the [CLS] token" (512 dimensions). seedr saves that layer as the ``Dense`` module that
+sentence-transformers puts after ``Pooling`` (``2_Dense/config.json`` + ``model.safetensors``, listed
+in ``modules.json``), so ``SentenceTransformer(dir)`` reproduces the projected embedding. This module
+reads such a head back as a ``Projection`` — fine-tuning (``DualEncoder``) trains it and saves it
+again, encoding (``TextEncoder`` / ``encode_texts``) applies it — and writes one.
+
+seedr reproduces the sentence-transformers pipelines ``Transformer → Pooling → [Dense] → [Normalize]``;
+a model folder listing anything else is refused rather than encoded without it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import torch
+from torch import nn
+
+from seedr.data.io import DataError
+
+MODULES_FILE = "modules.json"
+#: Where ``save_encoder`` writes the projection: sentence-transformers names module folders ``<idx>_<Type>``.
+PROJECTION_FOLDER = "2_Dense"
+#: The modules seedr applies after ``Transformer → Pooling``, in the orders it can reproduce.
+SUPPORTED_HEADS = ([], ["Dense"], ["Normalize"], ["Dense", "Normalize"])
+
+
+class Projection(nn.Linear):
+    """``activation(W·e + b)`` on a sequence embedding e: a sentence-transformers ``Dense`` as a torch layer.
+
+    An ``nn.Linear`` (parameters ``weight`` (D, H) and ``bias`` (D,)) followed by ``activation``
+    (identity by default: the ICLR 2020 paper's plain linear layer; ``Dense`` modules saved by others
+    may carry e.g. tanh).
+
+    Example:
+        >>> Projection(384, 512)(torch.zeros(2, 384)).shape
+        torch.Size([2, 512])
+    """
+
+    def __init__(self, in_features: int, out_features: int, bias: bool = True,
+                 activation: nn.Module | None = None) -> None:
+        super().__init__(in_features, out_features, bias=bias)
+        self.activation = activation if activation is not None else nn.Identity()
+
+    def forward(self, embeddings: torch.Tensor) -> torch.Tensor:
+        return self.activation(super().forward(embeddings))  # (B, H) → (B, D)
+
+
+def read_modules(model_dir: str | os.PathLike) -> list[dict]:
+    """The sentence-transformers module list of a model folder (``modules.json``), ``[]`` without one."""
+    path = Path(model_dir) / MODULES_FILE
+    if not path.exists():
+        return []
+    return json.loads(path.read_text(encoding="utf-8"))
+
+
+def _module_kind(module: dict) -> str:
+    # "sentence_transformers.models.Dense" and "sentence_transformers.base.modules.dense.Dense" alike
+    return str(module.get("type", "")).rsplit(".", 1)[-1]
+
+
+def load_projection(model_dir: str | os.PathLike) -> Projection | None:
+    """The ``Dense`` module a model folder's ``modules.json`` lists after ``Pooling``, as a ``Projection``;
+    ``None`` when it has none (or no ``modules.json``: a plain Hugging Face folder).
+
+    Loaded with sentence-transformers' own ``Dense.load`` (safetensors or ``pytorch_model.bin``, the
+    activation resolved as it resolves it), so the layer is the one ``SentenceTransformer(dir)`` applies.
+
+    Raises:
+        DataError: ``modules.json`` lists modules seedr would not apply (anything but ``Transformer →
+            Pooling → [Dense] → [Normalize]``), or a ``Dense`` that is not a plain layer on the
+            sentence embedding (a residual, or one reading token embeddings).
+    """
+    model_dir = Path(model_dir)
+    modules = read_modules(model_dir)
+    if not modules:
+        return None
+    kinds = [_module_kind(module) for module in modules]
+    if kinds[:2] != ["Transformer", "Pooling"] or kinds[2:] not in SUPPORTED_HEADS:
+        raise DataError(model_dir / MODULES_FILE, f"seedr encodes with Transformer → Pooling → [Dense] → "
+                                                  f"[Normalize]; this model is {' → '.join(kinds)}")
+    if "Dense" not in kinds:
+        return None
+    # imported here: sentence-transformers takes seconds to import and only projected models need it
+    from sentence_transformers.sentence_transformer.modules import Dense
+
+    folder = model_dir / modules[kinds.index("Dense")]["path"]
+    dense = Dense.load(str(folder))
+    if dense.use_residual or {dense.module_input_name, dense.module_output_name} != {"sentence_embedding"}:
+        raise DataError(folder / "config.json", "seedr applies a Dense module as a plain layer on the sentence "
+                                                "embedding (no residual, sentence_embedding in and out)")
+    projection = Projection(dense.in_features, dense.out_features, bias=dense.bias,
+                            activation=dense.activation_function)
+    with torch.no_grad():
+        projection.weight.copy_(dense.linear.weight)
+        if dense.bias:
+            projection.bias.copy_(dense.linear.bias)
+    return projection
+
+
+def save_projection(projection: Projection, folder: str | os.PathLike) -> Path:
+    """Write ``projection`` into ``folder`` as sentence-transformers' ``Dense.save`` does (``config.json``
+    + ``model.safetensors``). Listing it in ``modules.json`` is ``seedr.modeling.encoder.save_encoder``'s job."""
+    from sentence_transformers.sentence_transformer.modules import Dense
+
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    has_bias = projection.bias is not None
+    dense = Dense(projection.in_features, projection.out_features, bias=has_bias,
+                  activation_function=projection.activation,
+                  init_weight=projection.weight.detach().cpu().clone(),
+                  init_bias=projection.bias.detach().cpu().clone() if has_bias else None)
+    dense.save(str(folder))
+    return folder

@@ -1,0 +1,61 @@
+"""Helpers shared by the test modules (the fixtures are in ``conftest.py``): real Wikipedia text, tiny
+BERTs, small files written in the real formats of data we do not have, and checks of ``DataError``."""
+
+from __future__ import annotations
+
+import functools
+import json
+import lzma
+from pathlib import Path
+
+import pytest
+from transformers import BertModel
+
+from seedr.data.io import DataError
+from seedr.modeling.encoder import build_encoder
+
+
+@functools.cache
+def wiki_leads(shard: Path, count: int) -> tuple[str, ...]:
+    """The first lead paragraph of the shard's first ``count`` articles that have one."""
+    leads = []
+    with lzma.open(shard, "rt", encoding="utf-8") as lines:
+        for line in lines:
+            article = json.loads(line)
+            if article["lead"]:
+                leads.append(article["lead"][0])
+            if len(leads) == count:
+                break
+    return tuple(leads)
+
+
+def wiki_token_ids(shard: Path, tokenizer, count: int, max_length: int) -> list[list[int]]:
+    """``[CLS] … [SEP]`` token-id lists of real lead paragraphs, as the tokenised-corpus shards hold."""
+    return [tokenizer(text, truncation=True, max_length=max_length)["input_ids"]
+            for text in wiki_leads(shard, count)]
+
+
+def tiny_bert(tokenizer, **sizes) -> BertModel:
+    """A freshly initialised 2-layer, 32-wide, 2-head BERT over the tokenizer's vocabulary (the tiny config
+    transformers tests its models with); ``sizes`` are further ``build_encoder`` arguments."""
+    return build_encoder(len(tokenizer), **{"hidden_size": 32, "num_hidden_layers": 2, "num_attention_heads": 2,
+                                            "max_position_embeddings": 128, **sizes})
+
+
+def write(path: Path, text: str | bytes) -> Path:
+    """Write ``text`` (UTF-8) or raw ``bytes`` to ``path``, byte for byte, and return the path."""
+    path.write_bytes(text if isinstance(text, bytes) else text.encode("utf-8"))
+    return path
+
+
+def check_data_error(info: pytest.ExceptionInfo[DataError], path: Path, line: int | None, field: str | None,
+                     reason: str | None = None) -> None:
+    """The error names the file, the line and the field, in its attributes and in its message."""
+    error = info.value
+    assert (error.path, error.line, error.field) == (str(path), line, field)
+    message = str(error)
+    assert message.startswith(str(path) if line is None else f"{path}, line {line}")
+    if field is not None:
+        assert repr(field) in message
+    if reason is not None:
+        assert reason in message

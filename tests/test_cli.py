@@ -1,0 +1,67 @@
+"""The ``seedr`` command itself: stages listed in data-flow order, every stage's help ending with an
+example, a start-up that loads none of the heavy libraries, and option help that names exactly what the
+registries hold."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+
+import pytest
+import typer
+from typer.testing import CliRunner
+
+from seedr.cli import app
+from seedr.stages import STAGES
+
+runner = CliRunner()
+
+#: What a stage needs only once it runs; `seedr --help` must not wait for any of them.
+HEAVY_PACKAGES = ("torch", "transformers", "accelerate", "sentence_transformers", "faiss", "bm25s",
+                  "ir_measures", "numpy")
+
+
+def stage_option(stage: str, option: str):
+    """The parsed option ``--name`` of a stage, as the command line holds it."""
+    command = typer.main.get_command(app).commands[stage]
+    (parameter,) = [parameter for parameter in command.params if option in parameter.opts]
+    return parameter
+
+
+def test_help_lists_the_stages_in_data_flow_order():
+    result = runner.invoke(app, ["--help"])
+    assert result.exit_code == 0, result.output
+    commands = result.output.split("Commands", 1)[1]
+    # a command's row starts at the panel's edge; its wrapped description lines are indented
+    listed = re.findall(r"^\W?\s{0,2}([a-z]+)\s", commands, flags=re.MULTILINE)
+    assert listed == STAGES
+
+
+@pytest.mark.parametrize("stage", STAGES)
+def test_every_stage_help_ends_with_an_example(stage):
+    result = runner.invoke(app, [stage, "--help"])
+    assert result.exit_code == 0, result.output
+    assert f"Example: seedr {stage}" in result.output
+
+
+def test_importing_the_cli_loads_no_heavy_library():
+    probe = f"import sys, seedr.cli; print(sorted(set({HEAVY_PACKAGES!r}) & set(sys.modules)))"
+    loaded = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout
+    assert loaded.strip() == "[]"
+
+
+def test_registry_names_written_into_option_help_match_the_registries():
+    from seedr.data.corpus import CORPUS_FORMATS
+    from seedr.losses import LOSSES
+    from seedr.negatives import NEGATIVES
+
+    assert f"auto, {', '.join(CORPUS_FORMATS.names())}." in stage_option("prepare", "--format").help
+    assert f"Negative strategy: {', '.join(NEGATIVES.names())} " in stage_option("finetune", "--negatives").help
+    assert f"Loss: {', '.join(LOSSES.names())} " in stage_option("finetune", "--loss").help
+
+
+def test_evaluate_defaults_to_the_library_metrics():
+    from seedr.evaluation.metrics import DEFAULT_METRICS
+
+    assert stage_option("evaluate", "--metrics").default == ",".join(DEFAULT_METRICS)
