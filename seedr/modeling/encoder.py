@@ -17,6 +17,7 @@ from typing import Literal
 
 import torch
 from transformers import (
+    AutoConfig,
     AutoModel,
     AutoTokenizer,
     BertConfig,
@@ -80,9 +81,29 @@ def build_encoder(vocab_size: int, hidden_size: int = 768, num_hidden_layers: in
     return BertModel(config, add_pooling_layer=False)
 
 
+def _has_pooler(folder: Path) -> bool:
+    """Whether the folder's safetensors hold BERT's pooler (seedr's own encoders never have one)."""
+    from safetensors import safe_open
+
+    files = sorted(folder.glob("*.safetensors"))
+    for file in files:
+        with safe_open(str(file), framework="pt") as weights:
+            if any(key.split(".")[-3:-1] == ["pooler", "dense"] for key in weights.keys()):  # noqa: SIM118
+                return True
+    return not files  # no safetensors (e.g. pytorch_model.bin): let transformers decide
+
+
 def load_encoder(name_or_path: str | os.PathLike) -> PreTrainedModel:
-    """Load the encoder backbone of a local Hugging Face folder (continued pre-training / fine-tuning)."""
-    return AutoModel.from_pretrained(str(resolve_model_path(name_or_path)))
+    """Load the encoder backbone of a local Hugging Face folder (continued pre-training / fine-tuning).
+
+    A BERT checkpoint without pooler weights (seedr's own, built with ``add_pooling_layer=False``) is
+    loaded without the pooler, instead of with a randomly initialised, unused one.
+    """
+    folder = resolve_model_path(name_or_path)
+    options = {}
+    if AutoConfig.from_pretrained(str(folder)).model_type == "bert" and not _has_pooler(folder):
+        options["add_pooling_layer"] = False
+    return AutoModel.from_pretrained(str(folder), **options)
 
 
 def pool(last_hidden_state: torch.Tensor, attention_mask: torch.Tensor, pooling: Pooling = "cls") -> torch.Tensor:

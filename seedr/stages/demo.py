@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Annotated
 
 import typer
 
@@ -11,8 +12,9 @@ from seedr.stages.common import clear_errors, console
 
 @clear_errors
 def command(
-    out: Path = typer.Option(Path("runs/demo"), "--out", help="Run folder (finished steps are reused)."),
-    set_: list[str] = typer.Option([], "--set", help="Override a size, e.g. pretrain_steps=300 (repeatable)."),
+    out: Annotated[Path, typer.Option("--out", help="Run folder (finished steps are reused).")] = Path("runs/demo"),
+    set_: Annotated[list[str] | None, typer.Option(
+        "--set", help="Override a size, e.g. pretrain_steps=300 (repeatable).")] = None,
 ) -> None:
     """Prepare the embedded Wikipedia leads, continue pre-training MiniLM with MLM and with SEED-Encoder,
     fine-tune both into retrievers, compare them with BM25 on held-out queries (significance-tested),
@@ -23,5 +25,5 @@ def command(
     from seedr.config import load_config
     from seedr.demo import DemoConfig, run_demo
 
-    config = load_config(DemoConfig, None, set_)
+    config = load_config(DemoConfig, None, set_ or [])
     run_demo(out, config, console)

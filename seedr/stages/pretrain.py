@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Annotated
 
 import typer
 from rich.markup import escape
@@ -13,23 +14,26 @@ from seedr.stages.common import clear_errors, console
 
 @clear_errors
 def command(
-    objective: str | None = typer.Option(
-        None, "--objective", help="Objective name (mlm, seed, cpdae, ict, bfs, wlp, ict_bfs_wlp, ...); "
-                                  "default: the recipe's objective_name, else mlm."),
-    corpus: list[Path] | None = typer.Option(
-        None, "--corpus", help="Corpus file or folder (repeatable); default: the recipe's, else the embedded "
-                               "Wikipedia leads (token objectives)."),
-    out: Path = typer.Option(..., "--out", help="Run folder: encoder/, checkpoints/, metrics.jsonl, config.yaml."),
-    config: Path | None = typer.Option(None, "--config", help="Recipe YAML, e.g. recipes/pretrain/seed.yaml."),
-    overrides: list[str] | None = typer.Option(
-        None, "--set", help="Override a recipe option: key=value, e.g. train.max_steps=200 or "
-                            "objective.attention_span=all (repeatable)."),
-    model: str | None = typer.Option(
-        None, "--model", help="Continue from a local HF folder, a seedr run folder, or 'minilm'."),
-    size: str | None = typer.Option(None, "--size", help="From scratch: tiny, mini, small, medium or base."),
-    tokenizer: str | None = typer.Option(
-        None, "--tokenizer", help="Tokenizer folder (from `seedr prepare`) for from-scratch pre-training."),
-    resume: bool = typer.Option(False, "--resume", help="Continue from the newest checkpoint in --out."),
+    out: Annotated[Path, typer.Option(
+        "--out", help="Run folder: encoder/, checkpoints/, metrics.jsonl, config.yaml.")],
+    objective: Annotated[str | None, typer.Option(
+        "--objective", help="Objective name (mlm, seed, cpdae, ict, bfs, wlp, ict_bfs_wlp, ...); "
+                            "default: the recipe's objective_name, else mlm.")] = None,
+    corpus: Annotated[list[Path] | None, typer.Option(
+        "--corpus", help="Corpus file or folder (repeatable); default: the recipe's, else the embedded "
+                         "Wikipedia leads (token objectives).")] = None,
+    config: Annotated[Path | None, typer.Option(
+        "--config", help="Recipe YAML, e.g. recipes/pretrain/seed.yaml.")] = None,
+    overrides: Annotated[list[str] | None, typer.Option(
+        "--set", help="Override a recipe option: key=value, e.g. train.max_steps=200 or "
+                      "objective.attention_span=all (repeatable).")] = None,
+    model: Annotated[str | None, typer.Option(
+        "--model", help="Continue from a local HF folder, a seedr run folder, or 'minilm'.")] = None,
+    size: Annotated[str | None, typer.Option(
+        "--size", help="From scratch: tiny, mini, small, medium or base.")] = None,
+    tokenizer: Annotated[str | None, typer.Option(
+        "--tokenizer", help="Tokenizer folder (from `seedr prepare`) for from-scratch pre-training.")] = None,
+    resume: Annotated[bool, typer.Option("--resume", help="Continue from the newest checkpoint in --out.")] = False,
 ) -> None:
     """Pre-train an encoder; writes a Hugging Face + sentence-transformers encoder to OUT/encoder.
 

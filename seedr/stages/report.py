@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Annotated
 
 import typer
 
@@ -11,9 +12,9 @@ from seedr.stages.common import clear_errors, console
 
 @clear_errors
 def command(
-    runs: list[Path] = typer.Argument(..., help="Run folders (pretrain, finetune, evaluate outputs)."),
-    out: Path = typer.Option(Path("report"), "--out", help="Folder for report.md and plots/."),
-    title: str = typer.Option("seedr report", "--title", help="Report title."),
+    runs: Annotated[list[Path], typer.Argument(help="Run folders (pretrain, finetune, evaluate outputs).")],
+    out: Annotated[Path, typer.Option("--out", help="Folder for report.md and plots/.")] = Path("report"),
+    title: Annotated[str, typer.Option("--title", help="Report title.")] = "seedr report",
 ) -> None:
     """Render tables (evaluation JSONs) and training curves (metrics.jsonl) of run folders into Markdown.
 
