@@ -31,7 +31,7 @@ from seedr.evaluation.diagnostics import (
     uniformity,
     word_probabilities,
 )
-from seedr.modeling.encoder import build_encoder, load_tokenizer
+from seedr.modeling.encoder import build_encoder
 from seedr.training.checkpoint import latest_checkpoint, model_weights_path
 from seedr.training.pretrain import DataConfig, ModelConfig, PretrainConfig, pretrain
 from seedr.training.trainer import TrainConfig
@@ -39,23 +39,9 @@ from seedr.training.trainer import TrainConfig
 runner = CliRunner()
 
 
-@pytest.fixture(autouse=True, scope="module")
-def one_thread():
-    """Small models gain nothing from intra-op threads on a shared 2-core machine."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
-
-
 @pytest.fixture(scope="module")
 def articles(wiki_shard) -> list[str]:
     return corpus_texts([wiki_shard], max_documents=40)
-
-
-@pytest.fixture(scope="module")
-def tokenizer(minilm_path):
-    return load_tokenizer(minilm_path)
 
 
 def tiny_run(wiki_shard, out, objective: str):

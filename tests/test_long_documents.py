@@ -12,7 +12,6 @@ from seedr.data.articles import read_articles
 from seedr.data.records import Document
 from seedr.data.sentences import sentence_spans
 from seedr.evaluation.metrics import evaluate_run
-from seedr.modeling.encoder import load_tokenizer
 from seedr.retrieval.encode import TextEncoder
 from seedr.retrieval.faiss_index import DenseIndex
 from seedr.retrieval.long_documents import (
@@ -27,11 +26,6 @@ from seedr.retrieval.runs import run_from_topk
 
 PASSAGE_TOKENS = 96  # short passages keep the test fast; the logic is the same at 512
 PASSAGES = 4  # ANCE MaxP keeps a document's first four passages
-
-
-@pytest.fixture(scope="module")
-def tokenizer():
-    return load_tokenizer("minilm")
 
 
 @pytest.fixture(scope="module")

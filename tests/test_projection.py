@@ -12,6 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
+from helpers import tiny_bert
 from torch import nn
 from typer.testing import CliRunner
 
@@ -22,7 +23,7 @@ from seedr.data.queries import read_queries
 from seedr.data.records import Document
 from seedr.losses import NLLLoss
 from seedr.modeling.dual_encoder import DOCUMENT_TOWER, DualEncoder
-from seedr.modeling.encoder import build_encoder, load_tokenizer, save_encoder
+from seedr.modeling.encoder import save_encoder
 from seedr.modeling.projection import Projection, load_projection, read_modules
 from seedr.objectives.ict import ICTObjective
 from seedr.objectives.two_tower import Pair, TwoTowerConfig
@@ -31,11 +32,6 @@ from seedr.training.finetune import FinetuneCollator, FinetuneConfig, FinetuneEx
 from seedr.training.trainer import TrainConfig
 
 MAX_LENGTH = 128  # the tiny BERT's positions; saved as max_seq_length so sentence-transformers cuts there too
-
-
-@pytest.fixture(scope="module")
-def tokenizer():
-    return load_tokenizer("minilm")
 
 
 @pytest.fixture(scope="module")
@@ -65,11 +61,6 @@ def scifact_train(shared_data: Path, tmp_path_factory) -> Path:
                if json.loads(line)["_id"] in qids]
     (folder / "queries.jsonl").write_text("\n".join(queries) + "\n")
     return folder
-
-
-def tiny_bert(tokenizer):
-    return build_encoder(tokenizer.vocab_size, hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
-                         max_position_embeddings=MAX_LENGTH)
 
 
 def two_tower_model(tokenizer, folder: Path, separate_towers: bool = False) -> ICTObjective:
