@@ -66,6 +66,10 @@ class DemoConfig:
     # bf16 autocast for training and encoding: 5× faster training on CPUs with avx512_bf16 (measured
     # here); "no" for full float32 on CPUs without bf16 support.
     precision: str = "bf16"
+    # A BEIR folder (corpus.jsonl, queries.jsonl, qrels/train.tsv, qrels/test.tsv), e.g.
+    # ../shared/data/scifact, instead of the embedded corpus: its whole corpus, up to test_queries of
+    # its test queries, and its training queries.
+    data: str | None = None
     tokenizer_vocab: int = 8000  # the WordPiece tokenizer trained on the corpus (shown, not used by MiniLM)
     seed: int = 13
 
@@ -85,6 +89,21 @@ def _split_queries(data_dir: Path, corpus: dict[str, Any],
     return {q: queries[q] for q in test_ids}, {q: qrels[q] for q in test_ids}, len(train_ids)
 
 
+def _beir_task(folder: Path, config: DemoConfig) -> tuple[dict[str, Any], dict[str, str], Qrels, int]:
+    """A BEIR folder's whole corpus, a seeded sample of ``test_queries`` test queries and their labels,
+    and how many training queries ``qrels/train.tsv`` labels."""
+    for needed in ("corpus.jsonl", "queries.jsonl", "qrels/train.tsv", "qrels/test.tsv"):
+        if not (folder / needed).is_file():
+            raise FileNotFoundError(f"{folder / needed}: --set data= needs a BEIR folder with corpus.jsonl, "
+                                    f"queries.jsonl, qrels/train.tsv and qrels/test.tsv")
+    corpus = load_corpus(folder / "corpus.jsonl")
+    queries = read_queries(folder / "queries.jsonl")
+    qrels = read_qrels(folder / "qrels" / "test.tsv", queries=queries, documents=corpus)
+    test_ids = sample_queries(list(qrels), count=min(config.test_queries, len(qrels)), seed=config.seed)
+    train = read_qrels(folder / "qrels" / "train.tsv", queries=queries, documents=corpus)
+    return corpus, {q: queries[q] for q in test_ids}, {q: qrels[q] for q in test_ids}, len(train)
+
+
 def _pretrain(objective: str, data_dir: Path, out_dir: Path, config: DemoConfig) -> Path:
     recipe = load_config(PretrainConfig, None, [
         f"objective_name={objective}", "model.init=minilm", f"data.corpus=[{data_dir / 'corpus.jsonl'}]",
@@ -93,7 +112,7 @@ def _pretrain(objective: str, data_dir: Path, out_dir: Path, config: DemoConfig)
         f"train.warmup_steps={config.pretrain_steps // 10}", "train.learning_rate=5e-5",
         f"train.save_every={config.pretrain_steps}", "train.log_every=5",
         f"train.mixed_precision={config.precision}",
-        f"data.max_documents={config.documents or 'null'}"])
+        f"data.max_documents={(config.documents if config.data is None else None) or 'null'}"])
     pretrain(recipe, out_dir, resume=True)
     return out_dir / "encoder"
 
@@ -130,16 +149,24 @@ def run_demo(out_dir: str | Path = "runs/demo", config: DemoConfig | None = None
     record_run(out_dir, config, config.seed, command="seedr demo")
     started = time.perf_counter()
 
-    console.rule("1. prepare: the embedded default corpus")
-    data_dir = out_dir / "data"
-    if not (data_dir / "prepared.json").exists():
-        summary = prepare_corpus(data_dir, PrepareOptions(tokenizer_vocab=config.tokenizer_vocab))
-        console.print(f"{summary.articles:,} articles → {summary.documents:,} documents, "
-                      f"{summary.queries:,} description queries, WordPiece vocabulary {summary.tokenizer_vocab:,}")
-    corpus = load_corpus(data_dir / "corpus.jsonl")
-    if config.documents is not None:
-        corpus = dict(list(corpus.items())[: config.documents])
-    test_queries, test_qrels, train_count = _split_queries(data_dir, corpus, config)
+    if config.data is None:
+        console.rule("1. prepare: the embedded default corpus")
+        data_dir = out_dir / "data"
+        if not (data_dir / "prepared.json").exists():
+            summary = prepare_corpus(data_dir, PrepareOptions(tokenizer_vocab=config.tokenizer_vocab))
+            console.print(f"{summary.articles:,} articles → {summary.documents:,} documents, "
+                          f"{summary.queries:,} description queries, "
+                          f"WordPiece vocabulary {summary.tokenizer_vocab:,}")
+        corpus = load_corpus(data_dir / "corpus.jsonl")
+        if config.documents is not None:
+            corpus = dict(list(corpus.items())[: config.documents])
+        test_queries, test_qrels, train_count = _split_queries(data_dir, corpus, config)
+        task = "description → article, held-out queries"
+    else:
+        console.rule(f"1. prepare: {config.data}")
+        data_dir = Path(config.data)
+        corpus, test_queries, test_qrels, train_count = _beir_task(data_dir, config)
+        task = f"{data_dir.name}, test queries"
     console.print(f"{len(test_queries):,} held-out queries, {train_count:,} fine-tuning queries, "
                   f"{len(corpus):,} documents")
 
@@ -156,7 +183,7 @@ def run_demo(out_dir: str | Path = "runs/demo", config: DemoConfig | None = None
         encoders[f"{label}→FT"] = (f"{objective}-finetuned", finetuned, "cls", False)
         run_dirs += [out_dir / f"pretrain-{objective}", out_dir / f"finetune-{objective}"]
 
-    console.rule("4. search and evaluate on the held-out description queries")
+    console.rule(f"4. search and evaluate: {task}")
     runs: dict[str, Run] = {"BM25": BM25Index.build(corpus.values()).search(test_queries, k=100)}
     write_trec_run(out_dir / "runs" / "bm25.trec", runs["BM25"], tag="bm25")
     for name, (slug, model, pooling, normalize) in encoders.items():
@@ -165,7 +192,7 @@ def run_demo(out_dir: str | Path = "runs/demo", config: DemoConfig | None = None
         write_trec_run(out_dir / "runs" / f"{slug}.trec", runs[name], tag=slug)
     scores = {name: per_query(run, test_qrels, METRICS) for name, run in runs.items()}
     table = comparison_table(scores, baseline="MLM→FT", metrics=METRICS)
-    console.print(table.to_rich(title="description → article, held-out queries"))
+    console.print(table.to_rich(title=task))
     with atomic_write(out_dir / "comparison.json") as stream:
         json.dump(table.to_dict(), stream, indent=2)
     with atomic_write(out_dir / "comparison.md") as stream:

@@ -35,3 +35,22 @@ def test_demo_end_to_end_tiny(tmp_path):
     for name in ("pretrain-seed", "finetune-seed"):
         assert (out / name / "encoder" / "model.safetensors").exists()
     assert len(list((out / "runs").glob("*.trec"))) == 6
+
+
+def test_demo_data_must_be_a_beir_folder(shared_data, tmp_path):
+    result = CliRunner().invoke(app, ["demo", "--out", str(tmp_path / "d"), "--data", str(shared_data / "squad")])
+    assert result.exit_code == 1
+    assert "corpus.jsonl" in result.output and "BEIR folder" in result.output
+
+
+@pytest.mark.slow
+def test_demo_on_scifact(shared_data, tmp_path):
+    out = tmp_path / "demo"
+    sizes = ["test_queries=40", "pretrain_steps=2", "finetune_steps=2", "pretrain_batch_size=4",
+             "finetune_batch_size=4"]
+    result = CliRunner().invoke(app, ["demo", "--out", str(out), "--data", str(shared_data / "scifact"),
+                                      *sum((["--set", s] for s in sizes), [])])
+    assert result.exit_code == 0, result.output
+    comparison = json.loads((out / "comparison.json").read_text())
+    assert comparison["queries"]["nDCG@10"] == 40
+    assert comparison["systems"]["BM25"]["nDCG@10"]["mean"] > 0.5  # BM25 is strong on SciFact

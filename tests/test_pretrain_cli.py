@@ -151,3 +151,29 @@ def test_ict_recipe_trains_on_pairs(wiki_shard, tmp_path):
 def test_pair_objective_without_corpus_is_a_clear_error(tmp_path):
     result = pretrain("--objective", "bfs", "--out", str(tmp_path / "bfs"), *TINY)
     assert result.exit_code == 1 and "give the corpus" in result.output
+
+
+def test_bow_mlp_baseline_trains_on_pairs_and_loads_everywhere(wiki_shard, tmp_path):
+    out = tmp_path / "bow"
+    result = pretrain("--config", str(RECIPES / "bow_mlp_ict_bfs_wlp.yaml"), "--corpus", str(wiki_shard),
+                      "--out", str(out), *settings(objective__pairs__max_articles=30, model__bow_mlp__embedding_dim=64,
+                                                   model__bow_mlp__hidden_dim=32, model__bow_mlp__output_dim=16,
+                                                   train__max_steps=2, train__batch_size=4,
+                                                   train__warmup_steps=0, train__log_every=1))
+    assert result.exit_code == 0, result.output
+    last = json.loads((out / "metrics.jsonl").read_text().splitlines()[-1])
+    assert {"ict", "bfs", "wlp"} <= set(last)
+    from sentence_transformers import SentenceTransformer
+
+    from seedr.retrieval.encode import TextEncoder
+
+    text = ["Anarchism is a political philosophy."]
+    expected = SentenceTransformer(str(out / "encoder"), device="cpu").encode(text)
+    assert expected.shape == (1, 16)  # the MLP's output is the embedding
+    assert abs(TextEncoder(out / "encoder").encode(text) - expected).max() < 1e-5
+
+
+def test_bow_mlp_needs_a_two_tower_objective(tmp_path):
+    result = pretrain("--objective", "mlm", "--tokenizer", "minilm", "--out", str(tmp_path / "bow"),
+                      "--set", "model.architecture=bow_mlp")
+    assert result.exit_code == 1 and "two-tower objective" in result.output

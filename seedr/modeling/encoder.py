@@ -99,6 +99,8 @@ def load_encoder(name_or_path: str | os.PathLike) -> PreTrainedModel:
     A BERT checkpoint without pooler weights (seedr's own, built with ``add_pooling_layer=False``) is
     loaded without the pooler, instead of with a randomly initialised, unused one.
     """
+    import seedr.modeling.bow_mlp  # noqa: F401 (registers the BoW-MLP baseline with AutoModel)
+
     folder = resolve_model_path(name_or_path)
     options = {}
     if AutoConfig.from_pretrained(str(folder)).model_type == "bert" and not _has_pooler(folder):

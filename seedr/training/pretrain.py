@@ -38,6 +38,7 @@ from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
 from seedr.config import from_dict
 from seedr.data.records import Document
+from seedr.modeling.bow_mlp import build_bow_mlp
 from seedr.modeling.encoder import build_encoder, load_encoder, load_tokenizer
 from seedr.objectives import OBJECTIVES, Objective
 from seedr.registry import Registry
@@ -64,6 +65,11 @@ class ModelConfig:
         tokenizer: tokenizer folder (``seedr prepare``) or model folder; default: that of ``init``.
         hidden_size, num_hidden_layers, num_attention_heads, intermediate_size: override the size's shape.
         dropout: hidden and attention dropout of a new encoder (BERT and both papers: 0.1).
+        architecture: ``bert`` (a Transformer encoder), or ``bow_mlp``: the ICLR 2020 paper's BoW-MLP
+            baseline (``seedr.modeling.bow_mlp``), for the two-tower objectives only; needs
+            ``tokenizer``.
+        bow_mlp: options of ``build_bow_mlp`` (embedding_dim, hidden_dim, output_dim; paper: 4096,
+            512, 512).
     """
 
     init: str | None = None
@@ -74,6 +80,8 @@ class ModelConfig:
     num_attention_heads: int | None = None
     intermediate_size: int | None = None
     dropout: float = 0.1
+    architecture: str = "bert"
+    bow_mlp: dict[str, int] = field(default_factory=dict)
 
 
 @dataclass
@@ -123,6 +131,11 @@ def build_model(config: ModelConfig, max_seq_length: int) -> tuple[PreTrainedMod
                          "written by `seedr prepare`, or a model folder); or continue from a checkpoint "
                          "with model.init / --model")
     tokenizer = load_tokenizer(config.tokenizer)
+    if config.architecture == "bow_mlp":
+        return build_bow_mlp(len(tokenizer), pad_token_id=tokenizer.pad_token_id or 0,
+                             ignored_token_ids=tokenizer.all_special_ids, **config.bow_mlp), tokenizer
+    if config.architecture != "bert":
+        raise ValueError(f"unknown model.architecture {config.architecture!r}; valid: bert, bow_mlp")
     shape = dict(MODEL_SIZES.get(config.size))
     for name in ("hidden_size", "num_hidden_layers", "num_attention_heads"):
         if getattr(config, name) is not None:
@@ -194,6 +207,9 @@ def pair_data(config: PretrainConfig, objective_config: Any) -> TrainData:
 def build_objective(config: PretrainConfig) -> Objective:
     """The objective module around a new or loaded encoder; fills ``config.objective`` with every option."""
     objective_class = OBJECTIVES.get(config.objective_name)
+    if config.model.architecture == "bow_mlp" and objective_class.input_kind != "pairs":
+        raise ValueError(f"model.architecture bow_mlp has no token states for {config.objective_name!r}: "
+                         f"use it with a two-tower objective (ict, bfs, wlp, ict_bfs_wlp)")
     objective_config = from_dict(objective_class.config_class, config.objective, "objective")
     config.objective = dataclasses.asdict(objective_config)
     set_seed(config.train.seed)  # a from-scratch encoder and new heads start from the recipe's seed
