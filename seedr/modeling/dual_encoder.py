@@ -227,11 +227,15 @@ class DualEncoder(nn.Module):
 
     # ------------------------------------------------------------------ inference with the in-memory model
 
+    #: Autocast dtype for embedding outside training (dev evaluation, ANN negative mining); fine-tuning
+    #: sets bfloat16 when it trains in bf16, so whole-corpus encodings run at the same precision.
+    inference_dtype: torch.dtype | None = None
+
     def embed_queries(self, texts: Sequence[str], batch_size: int = 64, show_progress: bool = False) -> np.ndarray:
         """Query embeddings (Q, D) as numpy, L2-normalised under cosine so an inner-product index ranks right."""
         return encode_texts(self.query_encoder, self.tokenizer, list(texts), self.pooling, self.query_max_length,
                             batch_size, projection=self.query_projection, normalize=self.similarity.name == "cosine",
-                            show_progress=show_progress)
+                            autocast_dtype=self.inference_dtype, show_progress=show_progress)
 
     def embed_documents(self, documents: Sequence[Document], batch_size: int = 64,
                         show_progress: bool = False) -> np.ndarray:
@@ -240,7 +244,8 @@ class DualEncoder(nn.Module):
         firsts, seconds = zip(*(document_segments(document) for document in documents)) if documents else ((), ())
         return encode_texts(encoder, self.tokenizer, list(firsts), self.pooling, self.document_max_length,
                             batch_size, text_pairs=list(seconds), projection=projection,
-                            normalize=self.similarity.name == "cosine", show_progress=show_progress)
+                            normalize=self.similarity.name == "cosine", autocast_dtype=self.inference_dtype,
+                            show_progress=show_progress)
 
     def rank(self, documents: Mapping[str, Document], queries: Mapping[str, str], k: int,
              batch_size: int = 64, show_progress: bool = False) -> Run:

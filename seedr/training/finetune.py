@@ -335,11 +335,14 @@ class DevEvaluation(Callback):
 
 def build_model(config: FinetuneConfig, model_path: str) -> DualEncoder:
     loss = build_loss(config.loss, config.loss_options)
-    return DualEncoder.from_pretrained(model_path, loss, shared=config.shared_encoder,
-                                       pooling=config.pooling,  # type: ignore[arg-type]
-                                       similarity=config.similarity, scale=config.scale,
-                                       query_max_length=config.query_max_length,
-                                       document_max_length=config.document_max_length)
+    model = DualEncoder.from_pretrained(model_path, loss, shared=config.shared_encoder,
+                                        pooling=config.pooling,  # type: ignore[arg-type]
+                                        similarity=config.similarity, scale=config.scale,
+                                        query_max_length=config.query_max_length,
+                                        document_max_length=config.document_max_length)
+    if config.train.mixed_precision == "bf16":
+        model.inference_dtype = torch.bfloat16
+    return model
 
 
 def _mine_or_load(strategy: NegativeStrategy, training: TrainingSet, model: DualEncoder, model_source: str,
