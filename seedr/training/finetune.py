@@ -312,7 +312,8 @@ class DevEvaluation(Callback):
         self.latest: dict[str, float] = {}
 
     def evaluate(self, model: DualEncoder) -> dict[str, float]:
-        run = model.rank(self.dev.corpus, self.dev.queries, self.depth, batch_size=self.batch_size)
+        run = model.rank(self.dev.corpus, self.dev.queries, self.depth, batch_size=self.batch_size,
+                         show_progress=True)  # a whole-corpus encoding: minutes on a CPU
         self.latest = {f"dev/{name}": value for name, value in evaluate_run(run, self.dev.qrels, self.metrics).items()}
         return self.latest
 
