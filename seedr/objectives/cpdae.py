@@ -62,7 +62,8 @@ class CpdaeConfig(MLMConfig):
         temperature: divides the similarities of eq. 5; None = the defaults above (1, i.e. none,
             for word distributions as in eq. 5; 0.05 for CPDAE′ as SimCSE).
         idf_rec: weight eq. 4's terms by IDF (the IDF-REC ablation); needs ``idf_path``.
-        idf_path: a ``.npy`` of |V| IDF values written by ``save_idf(path, compute_idf(...))``.
+        idf_path: a ``.npy`` of |V| IDF values written by ``save_idf(path, compute_idf(...))``, or
+            ``"auto"``: ``seedr pretrain`` computes it from its corpus (``seedr.training.pretrain.corpus_idf``).
         reconstruction_reduction: ``"sum"`` over the vocabulary as eq. 4 writes it, or ``"mean"``.
         bottleneck: ``h`` of eq. 1, what the decoder (and CPDAE′'s contrast) reads: ``"cls"`` (the
             paper) or ``"mean"`` (masked mean of the encoder states, for mean-pooling encoders); the
