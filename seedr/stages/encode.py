@@ -56,8 +56,8 @@ def command(
     """Encode every document of a corpus; run the same command again to resume an interrupted run.
 
     Under `torchrun` or `accelerate launch` each process encodes its own shards on its own device
-    (shard i goes to process i mod N); the folder is complete, with the same shards as one process
-    makes, when the last process finishes.
+    (shard i goes to process i mod N); the last process to finish completes the folder, whose shards
+    are those one process makes.
 
     Example: seedr encode --model runs/finetune-seed --corpus scifact/corpus.jsonl --out runs/scifact-emb
     """
@@ -85,11 +85,12 @@ def command(
                                      batch_size=batch_size, use_title=use_title, extra_settings=extra,
                                      show_progress=state.is_local_main_process, rank=state.process_index,
                                      world_size=state.num_processes)
-    state.wait_for_everyone()
-    if not state.is_main_process:
-        return
+    # No barrier: a process whose shards were done before a resume would wait, perhaps past the process
+    # group's timeout, for the others; the last process to finish writes the manifest instead.
     if not (target / MANIFEST).exists():
-        raise RuntimeError(f"{target}: some shards are missing after every process finished; run again to resume")
-    console.print(f"embeddings written to [bold]{target}[/] by {state.num_processes} process(es) "
+        console.print(f"process {state.process_index} of {state.num_processes}: its shards are in {target}; "
+                      "the last process to finish completes the folder")
+        return
+    console.print(f"embeddings written to [bold]{target}[/] "
                   f"(pooling {encoder.pooling}, normalize {encoder.normalize}, "
                   f"max length {encoder.max_length})")
