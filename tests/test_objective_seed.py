@@ -4,6 +4,7 @@ field, banded == dense attention, linear memory, and the losses on real Wikipedi
 from __future__ import annotations
 
 import inspect
+import json
 
 import pytest
 import torch
@@ -31,6 +32,12 @@ def test_registered_with_paper_defaults_and_validated_options():
     assert OBJECTIVES.get("seed") is SeedEncoder
     config = SeedConfig()
     assert (config.decoder_layers, config.attention_span, config.decoder_weight, config.decoder_dropout) == (3, 2, 1.0, 0.1)
+    # The authors' released decoder: cross-attention to [CLS], pre-LN; the decoder reads [CLS].
+    assert (config.cls_path, config.pre_layer_norm, config.bottleneck) == ("cross_attention", True, "cls")
+    with pytest.raises(ValueError, match="cls_path"):
+        SeedConfig(cls_path="prefix")
+    with pytest.raises(ValueError, match="bottleneck"):
+        SeedConfig(bottleneck="max")
     assert from_dict(SeedConfig, {"attention_span": "all"}).span is None
     assert from_dict(SeedConfig, {"attention_span": "5"}).span == 5
     with pytest.raises(ValueError, match="attention_span"):
@@ -50,8 +57,10 @@ def test_collate_gives_masked_encoder_input_and_clean_decoder_input(tokenizer, e
 
 
 @pytest.mark.parametrize("span", [2, "all"])
-def test_finite_losses_and_gradients_reach_encoder_and_decoder(tokenizer, examples, span):
-    objective = make_objective(tokenizer, attention_span=span, decoder_weight=0.5)
+@pytest.mark.parametrize(("cls_path", "pre_layer_norm"), [("cross_attention", True), ("joint", False)])
+def test_finite_losses_and_gradients_reach_encoder_and_decoder(tokenizer, examples, span, cls_path, pre_layer_norm):
+    objective = make_objective(tokenizer, attention_span=span, decoder_weight=0.5, cls_path=cls_path,
+                               pre_layer_norm=pre_layer_norm)
     output = objective(**objective.collate(examples))
     assert set(output.parts) == {"mlm", "weak_decoder"}
     assert all(torch.isfinite(part) for part in output.parts.values())
@@ -61,8 +70,10 @@ def test_finite_losses_and_gradients_reach_encoder_and_decoder(tokenizer, exampl
         assert parameter.grad is not None and parameter.grad.abs().sum() > 0, name
 
 
-def test_decoder_sees_the_encoder_only_through_cls(tokenizer, examples):
-    objective = make_objective(tokenizer)
+@pytest.mark.parametrize("pre_layer_norm", [True, False])
+@pytest.mark.parametrize("cls_path", ["cross_attention", "joint"])
+def test_decoder_sees_the_encoder_only_through_cls(tokenizer, examples, cls_path, pre_layer_norm):
+    objective = make_objective(tokenizer, cls_path=cls_path, pre_layer_norm=pre_layer_norm)
     captured = {}
     objective.encoder.register_forward_hook(lambda module, args, output: captured.update(states=output.last_hidden_state))
     output = objective(**objective.collate(examples))
@@ -93,15 +104,20 @@ def reachable_positions(decoder: WeakDecoder, input_ids: torch.Tensor, position:
     return reached
 
 
+@pytest.mark.parametrize("pre_layer_norm", [True, False])
+@pytest.mark.parametrize("cls_path", ["cross_attention", "joint"])
 @pytest.mark.parametrize(("layers", "span"), [(1, 2), (3, 2), (2, 3)])
-def test_receptive_field_is_exactly_layers_times_span_minus_one_plus_one(tokenizer, examples, layers, span):
+def test_receptive_field_is_exactly_layers_times_span_minus_one_plus_one(tokenizer, examples, layers, span,
+                                                                          cls_path, pre_layer_norm):
     encoder_config = tiny_bert(tokenizer).config
     torch.manual_seed(1)
-    decoder = WeakDecoder(encoder_config, num_layers=layers, attention_span=span).eval()
+    decoder = WeakDecoder(encoder_config, num_layers=layers, attention_span=span, cls_path=cls_path,
+                          pre_layer_norm=pre_layer_norm).eval()
     input_ids = torch.tensor([examples[0][:20]])
-    position = 15  # predicts the token at 16; sees only 15 − L(k−1) … 15
+    position = 15  # predicts the token at 16; sees only 15 − L(k−1) … 15 (and the start token 0 if released)
     reached = reachable_positions(decoder, input_ids, position, replacement=len(tokenizer) - 1)
-    assert reached == set(range(position - layers * (span - 1), position + 1))
+    window = set(range(position - layers * (span - 1), position + 1))
+    assert reached == (window | {0} if cls_path == "cross_attention" else window)
 
 
 def test_full_attention_sees_the_whole_prefix_and_never_the_future(tokenizer, examples):
@@ -111,31 +127,39 @@ def test_full_attention_sees_the_whole_prefix_and_never_the_future(tokenizer, ex
     assert reachable_positions(decoder, input_ids, 12, replacement=len(tokenizer) - 1) == set(range(13))
 
 
-def masked_softmax_attention(query, key, value, cls_key, cls_value, span):
-    """Independent oracle: softmax over [CLS] and the allowed positions of an explicit score matrix."""
+def masked_softmax_attention(query, key, value, cls_key, cls_value, span, sees_first):
+    """Independent oracle: softmax over [CLS] (if given) and the allowed positions of an explicit score
+    matrix; position 0 allowed for every query when ``sees_first``."""
     length = query.shape[2]
-    keys, values = torch.cat([cls_key, key], 2), torch.cat([cls_value, value], 2)
-    scores = query @ keys.transpose(2, 3) / query.shape[-1] ** 0.5  # (B, h, T, T+1)
     t, j = torch.arange(length).unsqueeze(1), torch.arange(length).unsqueeze(0)
-    allowed = torch.cat([torch.ones(length, 1, dtype=torch.bool), (t - j >= 0) & (t - j < span)], 1)
-    return scores.masked_fill(~allowed, float("-inf")).softmax(-1) @ values
+    allowed = ((t - j >= 0) & (t - j < span)) | ((j == 0) & sees_first)  # (T, T)
+    if cls_key is not None:
+        key, value = torch.cat([cls_key, key], 2), torch.cat([cls_value, value], 2)
+        allowed = torch.cat([torch.ones(length, 1, dtype=torch.bool), allowed], 1)
+    scores = query @ key.transpose(2, 3) / query.shape[-1] ** 0.5  # (B, h, T, T[+1])
+    return scores.masked_fill(~allowed, float("-inf")).softmax(-1) @ value
 
 
+@pytest.mark.parametrize(("with_cls", "sees_first"), [(True, False), (False, True), (True, True), (False, False)])
 @pytest.mark.parametrize(("length", "span"), [(1, 2), (7, 1), (7, 2), (33, 4), (10, 64)])
-def test_banded_attention_equals_naive_masked_attention(length, span):
+def test_banded_attention_equals_naive_masked_attention(length, span, with_cls, sees_first):
     generator = torch.Generator().manual_seed(length * 100 + span)
     query, key, value = (torch.randn(2, 3, length, 8, generator=generator) for _ in range(3))
     cls_key, cls_value = (torch.randn(2, 3, 1, 8, generator=generator) for _ in range(2))
-    banded = banded_attention(query, key, value, cls_key, cls_value, span)
-    torch.testing.assert_close(banded, masked_softmax_attention(query, key, value, cls_key, cls_value, span))
-    torch.testing.assert_close(banded, dense_attention(query, key, value, cls_key, cls_value, span))
+    if not with_cls:
+        cls_key = cls_value = None
+    banded = banded_attention(query, key, value, span, cls_key, cls_value, sees_first)
+    torch.testing.assert_close(banded, masked_softmax_attention(query, key, value, cls_key, cls_value, span, sees_first))
+    torch.testing.assert_close(banded, dense_attention(query, key, value, span, cls_key, cls_value, sees_first))
 
 
-def test_banded_and_dense_decoders_agree_in_values_and_gradients(tokenizer, examples):
+@pytest.mark.parametrize(("cls_path", "pre_layer_norm"), [("cross_attention", True), ("joint", False)])
+def test_banded_and_dense_decoders_agree_in_values_and_gradients(tokenizer, examples, cls_path, pre_layer_norm):
     config = tiny_bert(tokenizer).config
     torch.manual_seed(2)
-    banded = WeakDecoder(config, attention_span=2, implementation="banded").eval()
-    dense = WeakDecoder(config, attention_span=2, implementation="dense").eval()
+    options = {"attention_span": 2, "cls_path": cls_path, "pre_layer_norm": pre_layer_norm}
+    banded = WeakDecoder(config, implementation="banded", **options).eval()
+    dense = WeakDecoder(config, implementation="dense", **options).eval()
     dense.load_state_dict(banded.state_dict())
     input_ids = torch.tensor([example[:24] for example in examples[:4]])
     cls_vector = torch.randn(4, config.hidden_size, requires_grad=True)
@@ -159,16 +183,48 @@ class LargestTensor(TorchDispatchMode):
         return result
 
 
-def test_banded_attention_never_builds_a_length_squared_tensor():
+@pytest.mark.parametrize("cls_path", ["cross_attention", "joint"])
+def test_banded_attention_never_builds_a_length_squared_tensor(cls_path):
     length, span = 2048, 2
     query, key, value = (torch.randn(1, 1, length, 4, requires_grad=True) for _ in range(3))
     cls_key, cls_value = torch.randn(1, 1, 1, 4), torch.randn(1, 1, 1, 4)
+    # The joint path adds [CLS] as an extra key; the released path adds position 0 to every window.
+    extras = (cls_key, cls_value, False) if cls_path == "joint" else (None, None, True)
     with LargestTensor() as tracker:
-        banded_attention(query, key, value, cls_key, cls_value, span).sum().backward()
+        banded_attention(query, key, value, span, *extras).sum().backward()
     assert tracker.largest <= length * 4 * (span + 1)  # linear: a few (T, d) or (T, span+1) tensors
     with LargestTensor() as tracker:
-        dense_attention(query, key, value, cls_key, cls_value, span)
+        dense_attention(query, key, value, span, *extras)
     assert tracker.largest >= length * length  # the reference does build the full mask
+
+
+def test_released_decoder_has_cross_attention_and_pre_layer_norm(tokenizer):
+    config = tiny_bert(tokenizer).config
+    released = WeakDecoder(config)
+    assert all(layer.cross_attention is not None and layer.pre_layer_norm for layer in released.layers)
+    assert released.final_norm is not None
+    joint = WeakDecoder(config, cls_path="joint", pre_layer_norm=False)
+    assert all(layer.cross_attention is None for layer in joint.layers) and joint.final_norm is None
+
+
+@pytest.mark.parametrize("objective_name", ["seed", "cpdae"])
+def test_mean_bottleneck_reads_every_position_and_is_saved_as_the_pooling(tokenizer, examples, tmp_path,
+                                                                          objective_name):
+    torch.manual_seed(0)
+    objective = OBJECTIVES.get(objective_name)(tiny_bert(tokenizer), tokenizer,
+                                               OBJECTIVES.get(objective_name).config_class(bottleneck="mean"))
+    captured = {}
+    objective.encoder.register_forward_hook(lambda module, args, output: captured.update(states=output.last_hidden_state))
+    batch = objective.collate(examples[:4])
+    output = objective(**batch)
+    decoder_part = output.parts["weak_decoder" if objective_name == "seed" else "bow_bce"]
+    (gradient,) = torch.autograd.grad(decoder_part, captured["states"])  # (B, T, H)
+    real = batch["attention_mask"].bool()
+    assert (gradient.abs().sum(-1)[real] > 0).all()  # every real position feeds the bottleneck
+    assert torch.count_nonzero(gradient[~real]) == 0  # padding never does
+    objective.save_encoder(tmp_path / "encoder")
+    pooling = json.loads((tmp_path / "encoder" / "1_Pooling" / "config.json").read_text())
+    assert pooling["pooling_mode_mean_tokens"] and not pooling["pooling_mode_cls_token"]
 
 
 def test_untied_decoder_owns_its_embeddings(tokenizer, examples):

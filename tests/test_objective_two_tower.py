@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import math
 from pathlib import Path
 
 import pytest
@@ -162,6 +163,33 @@ def test_saved_encoder_reproduces_the_projected_query_embedding(tokenizer, ict_p
                        objective.document_encoder.embeddings.word_embeddings.weight)
 
 
+def test_log_q_correction_cancels_within_a_task_and_weighs_tasks_by_size(tokenizer, articles):
+    torch.manual_seed(0)
+    queries, documents = torch.randn(6, 8), torch.randn(6, 8)
+    plain, _ = in_batch_softmax(queries, documents)
+    constant, _ = in_batch_softmax(queries, documents, document_log_q=torch.full((6,), -7.3))
+    torch.testing.assert_close(constant, plain)  # one task: every pair equally likely, nothing changes
+    log_q = torch.tensor([-1.0, -1.0, -2.5, -2.5, -4.0, -4.0])
+    corrected, _ = in_batch_softmax(queries, documents, document_log_q=log_q)
+    expected = -F.log_softmax(queries @ documents.T - log_q, dim=-1).diagonal()  # s(q, d′) − log Q(d′)
+    torch.testing.assert_close(corrected, expected)
+    # the mixture draws the task uniformly, then a unit of it: Q = 1 / (3 · units of the task)
+    tasks = [builder(articles, PairConfig()) for builder in (ICTPairs, BFSPairs, WLPPairs)]
+    assert len({len(task) for task in tasks}) == 3  # tasks of different sizes: the correction matters
+    dataset = PairData(tasks, seed=1, pairs_per_epoch=30).dataset(0)
+    size = {task.name: len(task) for task in tasks}
+    for pair in (dataset[i] for i in range(30)):
+        assert pair.log_q == pytest.approx(-math.log(3 * size[pair.task]))
+    single = PairData(tasks[:1], seed=1).dataset(0)
+    assert single[0].log_q == pytest.approx(-math.log(size["ict"]))
+    pairs = [dataset[i] for i in range(6)]
+    on = ICTBFSWLPObjective(tower(tokenizer), tokenizer, TwoTowerConfig(document_max_length=64))
+    off = ICTBFSWLPObjective(tower(tokenizer), tokenizer, TwoTowerConfig(document_max_length=64,
+                                                                          log_q_correction=False))
+    assert "document_log_q" not in off.collate(pairs)
+    assert not torch.isclose(on(**on.collate(pairs)).loss, off(**off.collate(pairs)).loss)
+
+
 def test_mixture_reports_each_task(tokenizer, articles):
     tasks = [builder(articles, PairConfig()) for builder in (ICTPairs, BFSPairs, WLPPairs)]
     dataset = PairData(tasks, seed=1, pairs_per_epoch=12).dataset(0)
@@ -175,7 +203,7 @@ def test_mixture_reports_each_task(tokenizer, articles):
     batch_losses, _ = in_batch_softmax(
         objective.embed_queries(batch["query_input_ids"], batch["query_attention_mask"]),
         objective.embed_documents(batch["document_input_ids"], batch["document_attention_mask"],
-                                  batch["document_token_type_ids"]), batch["false_negatives"])
+                                  batch["document_token_type_ids"]), batch["false_negatives"], batch["document_log_q"])
     for index, task in enumerate(objective.tasks):
         rows = [i for i, pair in enumerate(pairs) if pair.task == task]
         assert batch["task_ids"][rows].eq(index).all()

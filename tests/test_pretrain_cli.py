@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import numpy as np
 import pytest
 import torch
 import yaml
@@ -177,3 +178,27 @@ def test_bow_mlp_needs_a_two_tower_objective(tmp_path):
     result = pretrain("--objective", "mlm", "--tokenizer", "minilm", "--out", str(tmp_path / "bow"),
                       "--set", "model.architecture=bow_mlp")
     assert result.exit_code == 1 and "two-tower objective" in result.output
+
+
+def test_idf_rec_computes_its_idf_table_from_the_corpus(wiki_shard, tmp_path):
+    out = tmp_path / "runs" / "idf-rec"
+    arguments = ["--objective", "cpdae", "--corpus", str(wiki_shard), "--out", str(out), *TINY,
+                 *settings(objective__idf_rec="true", objective__contrastive_weight=0, objective__idf_path="auto",
+                           data__max_documents=20, data__max_seq_length=64, train__max_steps=2,
+                           train__batch_size=4, train__warmup_steps=1, train__log_every=1)]
+    result = pretrain(*arguments)
+    assert result.exit_code == 0, result.output
+    recorded = yaml.safe_load((out / "config.yaml").read_text())
+    shards = Path(recorded["data"]["shards"])
+    idf_path = Path(recorded["objective"]["idf_path"])
+    assert idf_path == shards / "idf.npy"  # cached beside the token shards, the path recorded for resuming
+    from seedr.objectives.cpdae import compute_idf
+    from seedr.training.shards import TokenShards
+
+    examples = TokenShards(shards)
+    idf = np.load(idf_path)
+    np.testing.assert_allclose(idf, compute_idf(examples, len(idf)), rtol=1e-6)  # over the training examples
+    assert idf.shape == (30522,) and idf.min() == 0.0  # [CLS] is in every example
+    modified = idf_path.stat().st_mtime_ns
+    sibling = pretrain(*[str(tmp_path / "runs" / "idf-rec-2") if a == str(out) else a for a in arguments])
+    assert sibling.exit_code == 0 and idf_path.stat().st_mtime_ns == modified  # made once, reused

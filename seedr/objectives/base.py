@@ -57,8 +57,15 @@ class Objective(nn.Module):
     def collate(self, examples: list[Any]) -> dict[str, torch.Tensor]:
         raise NotImplementedError(f"{type(self).__name__} does not define collate")
 
+    @property
+    def pooling(self) -> str:
+        """How the saved encoder pools: the objective's ``bottleneck`` option where it has one
+        (the vector its decoder reads was trained to be the text's representation), else [CLS]."""
+        return getattr(self.config, "bottleneck", "cls")
+
     def save_encoder(self, directory: str | os.PathLike, max_seq_length: int = 512) -> Path:
-        return save_encoder(self.encoder, self.tokenizer, directory, pooling="cls", max_seq_length=max_seq_length)
+        return save_encoder(self.encoder, self.tokenizer, directory, pooling=self.pooling,
+                            max_seq_length=max_seq_length)
 
 
 OBJECTIVES: Registry[type[Objective]] = Registry("objective")

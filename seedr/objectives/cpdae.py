@@ -46,6 +46,7 @@ from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
 from seedr.data.io import DataError, atomic_write
 from seedr.modeling.bow_decoder import BagOfWordsDecoder
+from seedr.modeling.encoder import Pooling, pool
 from seedr.objectives.base import OBJECTIVES, ObjectiveOutput
 from seedr.objectives.mlm import MaskedLanguageModel, MLMConfig
 
@@ -61,8 +62,12 @@ class CpdaeConfig(MLMConfig):
         temperature: divides the similarities of eq. 5; None = the defaults above (1, i.e. none,
             for word distributions as in eq. 5; 0.05 for CPDAE′ as SimCSE).
         idf_rec: weight eq. 4's terms by IDF (the IDF-REC ablation); needs ``idf_path``.
-        idf_path: a ``.npy`` of |V| IDF values written by ``save_idf(path, compute_idf(...))``.
+        idf_path: a ``.npy`` of |V| IDF values written by ``save_idf(path, compute_idf(...))``, or
+            ``"auto"``: ``seedr pretrain`` computes it from its corpus (``seedr.training.pretrain.corpus_idf``).
         reconstruction_reduction: ``"sum"`` over the vocabulary as eq. 4 writes it, or ``"mean"``.
+        bottleneck: ``h`` of eq. 1, what the decoder (and CPDAE′'s contrast) reads: ``"cls"`` (the
+            paper) or ``"mean"`` (masked mean of the encoder states, for mean-pooling encoders); the
+            saved encoder records it as its pooling.
     """
 
     contrast: Literal["words", "cls"] = "words"
@@ -71,8 +76,11 @@ class CpdaeConfig(MLMConfig):
     idf_rec: bool = False
     idf_path: str | None = None
     reconstruction_reduction: Literal["sum", "mean"] = "sum"
+    bottleneck: Pooling = "cls"
 
     def __post_init__(self) -> None:
+        if self.bottleneck not in ("cls", "mean"):
+            raise ValueError(f"bottleneck must be 'cls' or 'mean', got {self.bottleneck!r}")
         if self.contrastive_weight < 0:
             raise ValueError(f"contrastive_weight must be ≥ 0, got {self.contrastive_weight}")
         if self.temperature is not None and self.temperature <= 0:
@@ -256,7 +264,7 @@ class Cpdae(MaskedLanguageModel):
                 word_targets: torch.Tensor) -> ObjectiveOutput:
         """``input_ids``: the masked views stacked (views·m, T); ``word_targets``: y per text (m, V)."""
         sequence_output = self.encoder(input_ids=input_ids, attention_mask=attention_mask).last_hidden_state
-        cls_vectors = sequence_output[:, 0]  # (views·m, H)
+        cls_vectors = pool(sequence_output, attention_mask, self.config.bottleneck)  # (views·m, H): h of eq. 1
         word_logits = self.bow_decoder(cls_vectors)  # (views·m, V)
         parts = {"mlm": self.mlm_loss(sequence_output, labels),
                  "bow_bce": self.reconstruction_loss(word_logits, word_targets.repeat(self.config.views, 1))}

@@ -34,7 +34,8 @@ import torch
 from torch.nn import functional as F
 from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
-from seedr.modeling.weak_decoder import WeakDecoder
+from seedr.modeling.encoder import Pooling, pool
+from seedr.modeling.weak_decoder import ClsPath, WeakDecoder
 from seedr.objectives.base import OBJECTIVES, ObjectiveOutput
 from seedr.objectives.mlm import MaskedLanguageModel, MLMConfig
 
@@ -51,6 +52,13 @@ class SeedConfig(MLMConfig):
         decoder_dropout: dropout inside the decoder (paper: 0.1, as the encoder).
         tie_embeddings: decoder input embeddings and output projection shared with the encoder's
             word embeddings (authors' code shares the input embeddings; default True).
+        cls_path: how [CLS] enters the decoder: ``"cross_attention"`` (the authors' released code: a
+            cross-attention sub-layer per layer, every position also sees position 0) or ``"joint"``
+            (the ablation: [CLS] as one extra key of the windowed self-attention); see ``weak_decoder``.
+        pre_layer_norm: pre-LN decoder layers with a final LayerNorm (released code) or post-LN (BERT).
+        bottleneck: the vector the decoder reads: ``"cls"`` (h0, the paper) or ``"mean"`` (the masked
+            mean of the encoder states, for encoders that are used with mean pooling); the saved
+            encoder records it as its pooling.
     """
 
     decoder_layers: int = 3
@@ -58,8 +66,15 @@ class SeedConfig(MLMConfig):
     decoder_weight: float = 1.0
     decoder_dropout: float = 0.1
     tie_embeddings: bool = True
+    cls_path: ClsPath = "cross_attention"
+    pre_layer_norm: bool = True
+    bottleneck: Pooling = "cls"
 
     def __post_init__(self) -> None:
+        if self.cls_path not in ("cross_attention", "joint"):
+            raise ValueError(f"cls_path must be 'cross_attention' or 'joint', got {self.cls_path!r}")
+        if self.bottleneck not in ("cls", "mean"):
+            raise ValueError(f"bottleneck must be 'cls' or 'mean', got {self.bottleneck!r}")
         if isinstance(self.attention_span, str) and self.attention_span != "all":
             raise ValueError(f"attention_span must be a positive integer or 'all', got {self.attention_span!r}")
         if isinstance(self.attention_span, int) and self.attention_span < 1:
@@ -92,7 +107,8 @@ class SeedEncoder(MaskedLanguageModel):
                  config: SeedConfig | None = None) -> None:
         super().__init__(encoder, tokenizer, config)
         self.decoder = WeakDecoder(encoder.config, self.config.decoder_layers, self.config.span,
-                                   self.config.decoder_dropout, self.config.tie_embeddings)
+                                   self.config.decoder_dropout, self.config.tie_embeddings,
+                                   cls_path=self.config.cls_path, pre_layer_norm=self.config.pre_layer_norm)
 
     def collate(self, examples: Sequence[Sequence[int]]) -> dict[str, torch.Tensor]:
         input_ids, attention_mask = self.pad(examples)
@@ -116,6 +132,6 @@ class SeedEncoder(MaskedLanguageModel):
         """``input_ids``: masked text (B, T); ``labels``: MLM targets; ``decoder_input_ids``: clean text."""
         sequence_output = self.encoder(input_ids=input_ids, attention_mask=attention_mask).last_hidden_state
         mlm = self.mlm_loss(sequence_output, labels)
-        decoder = self.config.decoder_weight * self.decoder_loss(sequence_output[:, 0], decoder_input_ids,
-                                                                 attention_mask)
+        bottleneck = pool(sequence_output, attention_mask, self.config.bottleneck)  # (B, H)
+        decoder = self.config.decoder_weight * self.decoder_loss(bottleneck, decoder_input_ids, attention_mask)
         return ObjectiveOutput(loss=mlm + decoder, parts={"mlm": mlm, "weak_decoder": decoder})

@@ -20,6 +20,7 @@ Where the paper is silent we follow BERT and DPR (Karpukhin et al., 2020) and sa
 from __future__ import annotations
 
 import copy
+import dataclasses
 import itertools
 import json
 import os
@@ -64,6 +65,9 @@ class Pair:
     document: str
     title: str
     source: dict[str, Any]
+    #: log Q(d): log of the probability that a drawn pair is this one (``PairDataset`` sets it), for
+    #: the sampled softmax's correction (``in_batch_softmax``).
+    log_q: float = 0.0
 
     @property
     def task(self) -> str:
@@ -145,6 +149,8 @@ class PairDataset(Dataset):
             positions = np.flatnonzero(self.task_of == task_index)
             self.rank[positions] = np.arange(len(positions))
         self.orders = [rng.permutation(len(task)) for task in self.tasks]
+        # Q of a pair of task t at any position: the task's draw (1/T) times its unit's (1/N_t).
+        self.log_q = [-float(np.log(len(self.tasks) * len(task))) for task in self.tasks]
 
     def __len__(self) -> int:
         return len(self.task_of)
@@ -155,7 +161,8 @@ class PairDataset(Dataset):
         task_index = int(self.task_of[index])
         order = self.orders[task_index]
         unit = int(order[self.rank[index] % len(order)])
-        return self.tasks[task_index].pair(unit, np.random.default_rng([self.seed, self.epoch, index]))
+        pair = self.tasks[task_index].pair(unit, np.random.default_rng([self.seed, self.epoch, index]))
+        return dataclasses.replace(pair, log_q=self.log_q[task_index])
 
 
 class PairData:
@@ -250,20 +257,27 @@ def pair_data_for(objective_name: str, corpus_paths: Sequence[str | os.PathLike]
 
 
 def in_batch_softmax(queries: torch.Tensor, documents: torch.Tensor,
-                     false_negatives: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+                     false_negatives: torch.Tensor | None = None,
+                     document_log_q: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor]:
     """Per-query loss and top-1 correctness of the sampled softmax over the documents of the batch.
 
-    −log p(d_i | q_i) with p(d | q) = exp⟨φ(q), ψ(d)⟩ / Σ_{d′ ∈ batch} exp⟨φ(q), ψ(d′)⟩ (ICLR 2020,
-    Eq. 1 and 3, D replaced by the batch's documents): the positive of row i is column i. Eq. 3's
-    sampled softmax subtracts log Q(d′) for the sampling probability Q of each negative (Bengio &
-    Senecal, 2008); in-batch negatives are the positives of pairs drawn uniformly, so Q is the same
-    for every document and the correction cancels in the softmax.
+    −log p(d_i | q_i) with p(d | q) = exp(⟨φ(q), ψ(d)⟩ − log Q(d)) / Σ_{d′ ∈ batch} exp(⟨φ(q), ψ(d′)⟩ −
+    log Q(d′)) (ICLR 2020, Eq. 1 and 3, D replaced by the batch's documents "with a proper correcting
+    term to ensure the unbiasedness of the partition function", Bengio & Senecal, 2008): the positive
+    of row i is column i, and every column is corrected by the log-probability Q that its pair was
+    drawn (as Yi et al., 2019, correct in-batch softmax). Within one task every unit is drawn with the
+    same probability, so the correction is a constant and cancels. In the ICT+BFS+WLP mix the task is
+    drawn uniformly and then a unit of it, so Q(d) = 1 / (3 · N_task(d)): a document of a task with
+    fewer units (BFS: 17.5M pairs in Table 1) is over-sampled against one of a larger task (ICT: 50.2M)
+    and its logit is lowered by the log of the size ratio; without the correction the mixed batch
+    estimates the softmax over a corpus where the small tasks' documents weigh more.
 
     Args:
         queries: (B, D) query embeddings φ(q).
         documents: (B, D) document embeddings ψ(d); row i is the positive of query i.
         false_negatives: optional (B, B) boolean, ``True`` where column j's document is identical to
             row i's positive (the same passage drawn twice): left out of row i's denominator.
+        document_log_q: optional (B,) log Q of each document's pair (``Pair.log_q``); None = no correction.
 
     Returns:
         ``(losses (B,), correct (B,))``.
@@ -273,7 +287,10 @@ def in_batch_softmax(queries: torch.Tensor, documents: torch.Tensor,
                                   false_negatives=false_negatives)
     in_denominator = candidates.negative.clone()  # (B, B)
     in_denominator.scatter_(1, candidates.target.unsqueeze(1), True)
-    logits = candidates.scores.masked_fill(~in_denominator, float("-inf"))  # (B, B)
+    scores = candidates.scores  # (B, B)
+    if document_log_q is not None:
+        scores = scores - document_log_q.to(scores.dtype).unsqueeze(0)  # column j corrected by log Q(d_j)
+    logits = scores.masked_fill(~in_denominator, float("-inf"))  # (B, B)
     losses = F.cross_entropy(logits, candidates.target, reduction="none")  # (B,)
     return losses, logits.argmax(dim=-1) == candidates.target
 
@@ -295,6 +312,9 @@ class TwoTowerConfig:
         separate_towers: a document tower with its own weights, initialised as a copy of the query
             tower. The paper draws two towers (Fig. 1) without saying whether they share weights;
             default shared (one encoder, the Siamese set-up of SEED-Encoder and CPDAE).
+        log_q_correction: subtract log Q(d) from every in-batch logit (``in_batch_softmax``), the
+            sampled-softmax correction eq. 3 mentions; it matters only for a mix of tasks of
+            different sizes (ICT+BFS+WLP) and is a no-op for one task. Default on.
         pairs: how pairs are drawn (used by ``pair_data_for``).
     """
 
@@ -302,6 +322,7 @@ class TwoTowerConfig:
     document_max_length: int = 288
     projection_dim: int | None = None
     separate_towers: bool = False
+    log_q_correction: bool = True
     pairs: PairConfig = field(default_factory=PairConfig)
 
 
@@ -361,7 +382,7 @@ class TwoTowerObjective(Objective):
         groups = torch.tensor([first_row.setdefault((pair.title, pair.document), row)
                                for row, pair in enumerate(examples)])  # (B,)
         same = groups.unsqueeze(0) == groups.unsqueeze(1)  # (B, B)
-        return {
+        batch = {
             "query_input_ids": queries["input_ids"],  # (B, Tq)
             "query_attention_mask": queries["attention_mask"],
             "document_input_ids": documents["input_ids"],  # (B, Td)
@@ -370,6 +391,9 @@ class TwoTowerObjective(Objective):
             "false_negatives": same & ~torch.eye(len(examples), dtype=torch.bool),  # (B, B)
             "task_ids": torch.tensor([self.tasks.index(pair.task) for pair in examples]),  # (B,)
         }
+        if self.config.log_q_correction:
+            batch["document_log_q"] = torch.tensor([pair.log_q for pair in examples])  # (B,)
+        return batch
 
     def _tokenize_documents(self, examples: list[Pair]) -> dict[str, torch.Tensor]:
         """``title [SEP] passage`` per pair (the passage alone without a title), padded to one length."""
@@ -401,11 +425,12 @@ class TwoTowerObjective(Objective):
     def forward(self, query_input_ids: torch.Tensor, query_attention_mask: torch.Tensor,
                 document_input_ids: torch.Tensor, document_attention_mask: torch.Tensor,
                 task_ids: torch.Tensor, document_token_type_ids: torch.Tensor | None = None,
-                false_negatives: torch.Tensor | None = None) -> ObjectiveOutput:
+                false_negatives: torch.Tensor | None = None,
+                document_log_q: torch.Tensor | None = None) -> ObjectiveOutput:
         queries = self.embed_queries(query_input_ids, query_attention_mask)  # (B, D)
         documents = self.embed_documents(document_input_ids, document_attention_mask,
                                          document_token_type_ids)  # (B, D)
-        losses, correct = in_batch_softmax(queries, documents, false_negatives)  # (B,), (B,)
+        losses, correct = in_batch_softmax(queries, documents, false_negatives, document_log_q)  # (B,), (B,)
         batch = losses.shape[0]
         # every task always has its part (0 when absent from the batch), so all processes log the same names
         parts = {task: losses[task_ids == index].sum().detach() / batch for index, task in enumerate(self.tasks)}

@@ -272,22 +272,11 @@ def _batched(items: Iterable[Document], size: int) -> Iterator[list[Document]]:
         yield chunk
 
 
-def long_document_passages(documents: Iterable[Document], tokenizer: PreTrainedTokenizerBase, mode: str,
-                           passage_length: int, chunk_size: int = 1_000) -> Iterator[Document]:
-    """Stream documents cut into passages, ``mode`` ``firstp`` or ``maxp`` of
-    ``seedr.retrieval.long_documents`` (ANCE/SEED-Encoder's MS MARCO document settings), a chunk at a
-    time so a large corpus is never tokenised at once. Passage ids are ``<document id>#<n>``."""
-    from seedr.retrieval.long_documents import LONG_DOCUMENTS
-
-    split = LONG_DOCUMENTS.get(mode)
-    for chunk in _batched(documents, chunk_size):
-        yield from split(chunk, tokenizer, passage_length).passages
-
-
 def encode_corpus_to_shards(encoder: TextEncoder, documents: Iterable[Document], out_dir: str | os.PathLike,
                             shard_size: int = 50_000, dtype: str = "float32", batch_size: int = 64,
                             use_title: bool = True, show_progress: bool = True,
-                            extra_settings: dict[str, Any] | None = None) -> Path:
+                            extra_settings: dict[str, Any] | None = None, rank: int = 0,
+                            world_size: int = 1) -> Path:
     """Encode a corpus into ``out_dir``: ``embeddings-00000.npy`` + ``ids-00000.txt`` per shard of
     ``shard_size`` documents, then ``manifest.json`` (written last: its presence means complete).
 
@@ -296,9 +285,18 @@ def encode_corpus_to_shards(encoder: TextEncoder, documents: Iterable[Document],
     silently mixed vectors); ``settings.json`` guards against resuming with another encoder or
     options. ``dtype="float16"`` halves the disk size (vectors are rounded to half precision).
     ``extra_settings`` (e.g. how long documents were cut into passages) are recorded with the rest.
+
+    Several processes (``torchrun``, ``accelerate launch``, or separate jobs on a shared file system)
+    share the work by shard: process ``rank`` of ``world_size`` encodes shards ``rank``,
+    ``rank + world_size`` ... Every process reads the whole corpus to cut the same shards, so a shard
+    holds the same documents, encoded alike, whatever the number of processes. No process waits for
+    another: each writes its shards, then writes the manifest if every shard is on disk — the last
+    one to finish does. Returns ``out_dir``; it is complete when ``manifest.json`` exists.
     """
     if dtype not in ("float32", "float16"):
         raise ValueError(f"unknown embedding dtype {dtype!r}; valid: float32, float16")
+    if not 0 <= rank < world_size:
+        raise ValueError(f"process rank {rank} is not in 0 … {world_size - 1}")
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     settings = asdict(ShardSettings(encoder.settings(), shard_size, dtype, use_title, extra_settings or {}))
@@ -309,15 +307,19 @@ def encode_corpus_to_shards(encoder: TextEncoder, documents: Iterable[Document],
             changed = sorted(key for key in settings if previous.get(key) != settings[key])
             raise DataError(settings_path, f"this folder holds embeddings made with other settings "
                                            f"({', '.join(changed)}); use a new folder or the same settings")
-    else:
+    else:  # processes starting together write the same content, each atomically
         with atomic_write(settings_path) as stream:
             json.dump(settings, stream, indent=2)
 
-    shards, count = [], 0
+    shards = []
     total = len(documents) if isinstance(documents, Sequence) else None
     progress = tqdm(total=total, desc="encode corpus", unit="doc", disable=not show_progress)
     for shard, chunk in enumerate(_batched(documents, shard_size)):
         embeddings_path, ids_path = _shard_paths(out_dir, shard)
+        shards.append({"embeddings": embeddings_path.name, "ids": ids_path.name, "count": len(chunk)})
+        progress.update(len(chunk))
+        if shard % world_size != rank:
+            continue  # another process's shard
         ids = [document.id for document in chunk]
         for doc_id in ids:
             if not doc_id or any(c.isspace() for c in doc_id):
@@ -333,14 +335,30 @@ def encode_corpus_to_shards(encoder: TextEncoder, documents: Iterable[Document],
                 np.save(stream, vectors.astype(dtype))
             with atomic_write(ids_path) as stream:
                 stream.write("".join(f"{doc_id}\n" for doc_id in ids))
-        shards.append({"embeddings": embeddings_path.name, "ids": ids_path.name, "count": len(ids)})
-        count += len(ids)
-        progress.update(len(ids))
     progress.close()
-    manifest = {**settings, "dim": encoder.dim, "count": count, "shards": shards}
+    _write_manifest_when_complete(out_dir, settings, encoder.dim, shards)
+    return out_dir
+
+
+def _write_manifest_when_complete(out_dir: Path, settings: dict[str, Any], dim: int,
+                                  shards: list[dict[str, Any]]) -> bool:
+    """Write ``manifest.json`` if every shard's files are on disk; whether it is written.
+
+    Each process writes its own shards before it looks at the others', so at least the last one to
+    finish sees them all. Shards of other processes are checked for their number of ids.
+    """
+    for shard in shards:
+        embeddings_path, ids_path = out_dir / shard["embeddings"], out_dir / shard["ids"]
+        if not (embeddings_path.exists() and ids_path.exists()):
+            return False
+        count = len(ids_path.read_text(encoding="utf-8").splitlines())
+        if count != shard["count"]:
+            raise DataError(ids_path, f"{count} ids where the corpus gives this shard {shard['count']} documents; "
+                                      "the corpus differs from the one these shards were made from")
+    manifest = {**settings, "dim": dim, "count": sum(shard["count"] for shard in shards), "shards": shards}
     with atomic_write(out_dir / MANIFEST) as stream:
         json.dump(manifest, stream, indent=2)
-    return out_dir
+    return True
 
 
 def read_manifest(directory: str | os.PathLike) -> dict[str, Any]:
@@ -352,10 +370,48 @@ def read_manifest(directory: str | os.PathLike) -> dict[str, Any]:
     return json.loads(path.read_text(encoding="utf-8"))
 
 
-def load_embeddings(directory: str | os.PathLike) -> tuple[list[str], np.ndarray]:
+class ShardedEmbeddings:
+    """The memory-mapped shards of an embeddings folder seen as one read-only ``(N, D)`` array.
+
+    A slice or a selection of rows reads only those rows from disk, so ``DenseIndex.build`` can train
+    on a sample and add a chunk at a time without the whole corpus ever being in memory (let alone
+    twice, as concatenating the shards first would). ``np.asarray`` gives the whole array.
+    """
+
+    def __init__(self, arrays: Sequence[np.ndarray]) -> None:
+        self.arrays = list(arrays)
+        self.offsets = np.cumsum([0, *(len(array) for array in self.arrays)])  # shard s: rows offsets[s]…[s+1]
+        self.shape = (int(self.offsets[-1]), self.arrays[0].shape[1])
+        self.dtype = self.arrays[0].dtype
+
+    def __len__(self) -> int:
+        return self.shape[0]
+
+    def __getitem__(self, index: slice | np.ndarray | Sequence[int]) -> np.ndarray:
+        if isinstance(index, slice) and index.step in (None, 1):
+            start, stop, _ = index.indices(len(self))
+            pieces = [array[max(start, low) - low:min(stop, high) - low]
+                      for array, low, high in zip(self.arrays, self.offsets[:-1], self.offsets[1:], strict=True)
+                      if max(start, low) < min(stop, high)]
+            return np.concatenate(pieces) if pieces else np.empty((0, self.shape[1]), self.dtype)
+        positions = np.arange(len(self))[index] if isinstance(index, slice) else np.asarray(index)
+        shard_of = np.searchsorted(self.offsets, positions, side="right") - 1  # (n,)
+        rows = np.empty((len(positions), self.shape[1]), self.dtype)
+        for shard in np.unique(shard_of):
+            selected = shard_of == shard
+            rows[selected] = self.arrays[shard][positions[selected] - self.offsets[shard]]
+        return rows
+
+    def __array__(self, dtype: np.dtype | None = None, copy: bool | None = None) -> np.ndarray:
+        whole = np.concatenate(self.arrays)
+        return whole if dtype is None else whole.astype(dtype)
+
+
+def load_embeddings(directory: str | os.PathLike) -> tuple[list[str], np.ndarray | ShardedEmbeddings]:
     """``(ids, embeddings)`` of a complete embeddings folder, embeddings (N, H) in the stored dtype.
 
-    A single shard is memory-mapped (nothing read until used); several are concatenated.
+    Nothing is read until used: one shard is a memory-mapped array, several a ``ShardedEmbeddings``
+    over their memory maps.
     """
     directory = Path(directory)
     manifest = read_manifest(directory)
@@ -371,4 +427,4 @@ def load_embeddings(directory: str | os.PathLike) -> tuple[list[str], np.ndarray
         arrays.append(array)
     if not arrays:
         return ids, np.zeros((0, manifest["dim"]), dtype=manifest["dtype"])
-    return ids, arrays[0] if len(arrays) == 1 else np.concatenate(arrays)
+    return ids, arrays[0] if len(arrays) == 1 else ShardedEmbeddings(arrays)

@@ -23,18 +23,14 @@ import os
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import faiss
 import numpy as np
 from tqdm.auto import tqdm
 
 from seedr.data.io import DataError, atomic_directory
-from seedr.data.records import Run
-from seedr.retrieval.runs import id_ranks, run_from_topk
-
-if TYPE_CHECKING:
-    from seedr.retrieval.encode import TextEncoder
+from seedr.retrieval.runs import id_ranks
 
 METRICS = {"ip": faiss.METRIC_INNER_PRODUCT, "cosine": faiss.METRIC_INNER_PRODUCT, "l2": faiss.METRIC_L2}
 
@@ -82,6 +78,20 @@ def brute_force_topk(queries: np.ndarray, documents: np.ndarray, k: int, metric:
     return np.take_along_axis(scores, positions, axis=1), positions
 
 
+def use_gpu_clustering(index: faiss.Index) -> bool:
+    """Train an IVF index's coarse quantizer with k-means on every GPU, if faiss sees any.
+
+    The faiss wiki's recipe for large IVF indexes: set ``clustering_index`` to a GPU flat index of
+    the same metric; training (the expensive part) runs there, adding and the saved index stay on the
+    CPU, so an index larger than GPU memory is built the same way. Returns whether GPUs are used.
+    """
+    ivf = faiss.try_extract_index_ivf(index)
+    if ivf is None or faiss.get_num_gpus() == 0:
+        return False
+    ivf.clustering_index = faiss.index_cpu_to_all_gpus(faiss.IndexFlat(ivf.d, ivf.metric_type))
+    return True
+
+
 @dataclass
 class DenseIndex:
     """A faiss index with the document id of every vector and the config that built it."""
@@ -103,12 +113,15 @@ class DenseIndex:
     @classmethod
     def build(cls, embeddings: np.ndarray, ids: list[str], factory: str = "Flat", metric: str = "ip",
               train_sample: int | None = None, seed: int = 0, encoder: dict[str, Any] | None = None,
-              show_progress: bool = False) -> DenseIndex:
+              show_progress: bool = False, gpu: bool = True) -> DenseIndex:
         """Index ``embeddings`` (N, H) under ``ids`` with ``faiss.index_factory(H, factory, metric)``.
 
         Indexes that need training (IVF, PQ) are trained on ``train_sample`` vectors drawn with
         ``seed`` (all vectors when ``None``). Vectors are added in chunks, so memory-mapped float16
-        shards are converted a chunk at a time. ``encoder`` (the encoder's settings) is recorded.
+        shards (or ``ShardedEmbeddings`` over many shards) are read and converted a chunk at a time.
+        ``encoder`` (the encoder's settings) is recorded. With ``gpu`` and a faiss built with GPUs,
+        the k-means of IVF training runs on all GPUs (``use_gpu_clustering``); the index itself stays
+        in CPU memory, the same index either way up to k-means' floating-point rounding.
         """
         if metric not in METRICS:
             raise ValueError(f"unknown metric {metric!r}; valid: {', '.join(METRICS)}")
@@ -122,6 +135,8 @@ class DenseIndex:
             index = faiss.index_factory(dim, factory, METRICS[metric])
         except RuntimeError as error:
             raise ValueError(f"faiss cannot build {factory!r}: {str(error).splitlines()[-1]}") from None
+        if gpu:
+            use_gpu_clustering(index)
         if not index.is_trained:
             sample = np.arange(count)
             if train_sample is not None and train_sample < count:
@@ -186,33 +201,24 @@ class DenseIndex:
 
     @classmethod
     def load(cls, directory: str | os.PathLike, mmap: bool = False) -> DenseIndex:
-        """Read an index folder; ``mmap=True`` memory-maps the faiss file instead of reading it."""
+        """Read an index folder; ``mmap=True`` memory-maps the faiss file instead of reading it.
+
+        Memory-mapped, an index larger than memory is searched from disk through the page cache:
+        ``IO_FLAG_MMAP`` maps IVF inverted lists, ``IO_FLAG_MMAP_IFC`` the codes of flat-code
+        indexes (Flat, PQ, HNSW's storage), both without a copy. Results are identical.
+        """
         directory = Path(directory)
         for name in ("index.faiss", "ids.txt", "index.json"):
             if not (directory / name).exists():
                 raise DataError(directory, f"not an index folder: {name} is missing")
-        flags = faiss.IO_FLAG_MMAP | faiss.IO_FLAG_READ_ONLY if mmap else 0
+        config = json.loads((directory / "index.json").read_text(encoding="utf-8"))
+        flags = 0
+        if mmap:  # the two flags use different readers: one per kind of index
+            ivf = "IVF" in config.get("factory", "")
+            flags = (faiss.IO_FLAG_MMAP if ivf else faiss.IO_FLAG_MMAP_IFC) | faiss.IO_FLAG_READ_ONLY
         index = faiss.read_index(str(directory / "index.faiss"), flags)
         ids = (directory / "ids.txt").read_text(encoding="utf-8").splitlines()
-        config = json.loads((directory / "index.json").read_text(encoding="utf-8"))
         if index.ntotal != len(ids):
             raise DataError(directory / "ids.txt", f"{len(ids)} ids for {index.ntotal} vectors (index.faiss)")
         return cls(index, ids, config)
 
-
-def search_text(index: DenseIndex, encoder: TextEncoder, queries: dict[str, str], k: int = 100,
-                batch_size: int = 64, show_progress: bool = False) -> Run:
-    """Encode ``queries`` (``{qid: text}``, with the encoder's query prefix) and search ``index``.
-
-    An index of long documents' passages (``seedr encode --long-documents firstp|maxp``) ranks the
-    documents, each scored by its best passage (``seedr.retrieval.long_documents``).
-    """
-    qids = list(queries)
-    vectors = encoder.encode_queries([queries[qid] for qid in qids], batch_size, show_progress)
-    if (index.config.get("encoder") or {}).get("long_documents"):
-        from seedr.retrieval.long_documents import PASSAGE_SEPARATOR, Passages, search_max_passage
-
-        parent = {passage: passage.rsplit(PASSAGE_SEPARATOR, 1)[0] for passage in index.ids}
-        return search_max_passage(index, vectors, qids, Passages([], parent), k)
-    scores, ids = index.search(vectors, k, show_progress=show_progress)
-    return run_from_topk(qids, scores, ids)

@@ -15,7 +15,8 @@ segment (encoded ``title [SEP] passage`` like any document, see ``seedr.retrieva
 from __future__ import annotations
 
 import bisect
-from collections.abc import Iterable, Mapping, Sequence
+from itertools import islice
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -108,6 +109,17 @@ def maxp_passages(documents: Iterable[Document], tokenizer: PreTrainedTokenizerB
 LONG_DOCUMENTS: Registry = Registry("long-document mode")
 LONG_DOCUMENTS.register("firstp")(firstp_passages)
 LONG_DOCUMENTS.register("maxp")(maxp_passages)
+
+
+def long_document_passages(documents: Iterable[Document], tokenizer: PreTrainedTokenizerBase, mode: str,
+                           passage_length: int, chunk_size: int = 1_000) -> Iterator[Document]:
+    """Stream documents cut into passages, ``mode`` ``firstp`` or ``maxp`` (``LONG_DOCUMENTS``;
+    ANCE/SEED-Encoder's MS MARCO document settings), a chunk at a time so a large corpus is never
+    tokenised at once. Passage ids are ``<document id>#<n>``."""
+    split = LONG_DOCUMENTS.get(mode)
+    iterator = iter(documents)
+    while chunk := list(islice(iterator, chunk_size)):
+        yield from split(chunk, tokenizer, passage_length).passages
 
 
 def max_passage_run(passage_run: Run, parent: Mapping[str, str], k: int | None = None) -> Run:

@@ -55,20 +55,24 @@ def command(
 ) -> None:
     """Encode every document of a corpus; run the same command again to resume an interrupted run.
 
+    Under `torchrun` or `accelerate launch` each process encodes its own shards on its own device
+    (shard i goes to process i mod N); the last process to finish completes the folder, whose shards
+    are those one process makes.
+
     Example: seedr encode --model runs/finetune-seed --corpus scifact/corpus.jsonl --out runs/scifact-emb
     """
-    from seedr.data.corpus import read_corpus
-    from seedr.retrieval.encode import (
-        TextEncoder,
-        encode_corpus_to_shards,
-        long_document_passages,
-        model_defaults,
-    )
+    from accelerate import PartialState
 
+    from seedr.data.corpus import read_corpus
+    from seedr.retrieval.encode import MANIFEST, TextEncoder, encode_corpus_to_shards, model_defaults
+    from seedr.retrieval.long_documents import long_document_passages
+
+    state = PartialState(cpu=device == "cpu")  # the launcher's process group; one process without one
     defaults = model_defaults(model)
     encoder = TextEncoder(model, pooling=pooling or defaults["pooling"],
                           normalize=defaults["normalize"] if normalize is None else normalize,
-                          max_length=max_length or defaults["max_length"], device=device, dtype=compute_dtype,
+                          max_length=max_length or defaults["max_length"],
+                          device=state.device if device in (None, "cuda") else device, dtype=compute_dtype,
                           document_prefix=document_prefix)
     documents = read_corpus(corpus)
     if limit is not None:
@@ -78,7 +82,15 @@ def command(
         documents = long_document_passages(documents, encoder.tokenizer, long_documents, encoder.max_length)
         extra = {"long_documents": long_documents}
     target = encode_corpus_to_shards(encoder, documents, out, shard_size=shard_size, dtype=dtype,
-                                     batch_size=batch_size, use_title=use_title, extra_settings=extra)
+                                     batch_size=batch_size, use_title=use_title, extra_settings=extra,
+                                     show_progress=state.is_local_main_process, rank=state.process_index,
+                                     world_size=state.num_processes)
+    # No barrier: a process whose shards were done before a resume would wait, perhaps past the process
+    # group's timeout, for the others; the last process to finish writes the manifest instead.
+    if not (target / MANIFEST).exists():
+        console.print(f"process {state.process_index} of {state.num_processes}: its shards are in {target}; "
+                      "the last process to finish completes the folder")
+        return
     console.print(f"embeddings written to [bold]{target}[/] "
                   f"(pooling {encoder.pooling}, normalize {encoder.normalize}, "
                   f"max length {encoder.max_length})")

@@ -24,8 +24,14 @@ def command(
         "--train-sample", help="Vectors to train IVF/PQ on (default: all)."
     )] = None,
     seed: Annotated[int, typer.Option("--seed", help="Seed of the training sample.")] = 0,
+    gpu: Annotated[bool, typer.Option(
+        "--gpu/--no-gpu", help="Train IVF k-means on every GPU when faiss has GPU support (default: yes)."
+    )] = True,
 ) -> None:
     """Index the embeddings of a corpus for `seedr search`; the folder records how it was made.
+
+    Reads the shards of every process of `seedr encode` from disk a chunk at a time (memory-mapped),
+    training IVF/PQ on --train-sample vectors only.
 
     Example: seedr index --embeddings runs/scifact-emb --out runs/scifact-index --factory HNSW32
     """
@@ -36,6 +42,6 @@ def command(
     ids, vectors = load_embeddings(embeddings)
     encoder = {**manifest["encoder"], "use_title": manifest["use_title"], **manifest["extra"]}
     index = DenseIndex.build(vectors, ids, factory=factory, metric=metric, train_sample=train_sample,
-                             seed=seed, encoder=encoder, show_progress=True)
+                             seed=seed, encoder=encoder, show_progress=True, gpu=gpu)
     index.save(out)
     console.print(f"{factory} index of {len(ids)} vectors written to [bold]{out}[/]")

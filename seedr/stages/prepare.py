@@ -28,14 +28,34 @@ def command(
     tokenizer_vocab: Annotated[int, typer.Option(
         "--tokenizer-vocab", min=0, help="Train a WordPiece tokenizer of this size into OUT/tokenizer/.")] = 0,
     cased: Annotated[bool, typer.Option("--cased", help="Keep case and accents in the tokenizer.")] = False,
+    reqa_split: Annotated[Path | None, typer.Option(
+        "--reqa-split", help="Instead of a corpus: split this SQuAD JSON into ReQA fine-tuning data (train + "
+        "validation as a BEIR folder, test.json), Chang et al. 2020.")] = None,
+    test_fraction: Annotated[float, typer.Option(
+        "--test-fraction", help="--reqa-split: share of questions for test (0.99, 0.95, 0.2 = the paper's "
+        "1% / 5% / 80% training splits).")] = 0.2,
+    seed: Annotated[int, typer.Option("--seed", help="--reqa-split: seed of the article shuffle.")] = 0,
 ) -> None:
     """Convert a corpus (BEIR, MS MARCO, wiki articles, wikiextractor, FOLDOC, ...) into seedr corpus JSONL,
-    optionally cut into DPR passages, with links and a trained tokenizer.
+    optionally cut into DPR passages, with links and a trained tokenizer; or split ReQA SQuAD for fine-tuning.
 
     Example: seedr prepare --corpus ../shared/data/wiki/enwiki-2015-00.jsonl.xz --passages 100 --links --out runs/wiki00
     """
     from rich.console import Console
     from rich.table import Table
+
+    if reqa_split is not None:
+        from seedr.data.qa import read_squad
+        from seedr.data.reqa_split import write_reqa_split
+
+        if corpus is not None:
+            raise ValueError("give --corpus or --reqa-split, not both")
+        summary = write_reqa_split(read_squad(reqa_split), out, test_fraction, seed)
+        Console().print(f"ReQA split of {reqa_split} written to [bold]{out}[/]: {summary.train_articles} "
+                        f"articles, {summary.train_questions} training and {summary.validation_questions} "
+                        f"validation questions over {summary.candidates} candidates; test.json: "
+                        f"{summary.test_articles} articles, {summary.test_questions} questions")
+        return
 
     from seedr.data.prepare import PrepareOptions, prepare_corpus
 

@@ -43,6 +43,9 @@ def command(
         "--ef-search", help="Dense HNSW indexes: search breadth."
     )] = None,
     device: Annotated[str | None, typer.Option("--device", help="Dense: cpu, cuda ...")] = None,
+    mmap: Annotated[bool, typer.Option(
+        "--mmap", help="Dense: memory-map the index instead of reading it (indexes larger than memory)."
+    )] = False,
     bm25: Annotated[bool, typer.Option("--bm25", help="BM25 instead of a dense index.")] = False,
     corpus: Annotated[Path | None, typer.Option("--corpus", help="BM25: corpus to index on the fly.")] = None,
     bm25_index: Annotated[Path | None, typer.Option(
@@ -65,7 +68,8 @@ def command(
     from seedr.evaluation.reqa import index_candidates, lexical_documents
     from seedr.retrieval.bm25 import BM25Index
     from seedr.retrieval.encode import TextEncoder, model_defaults
-    from seedr.retrieval.faiss_index import DenseIndex, search_text
+    from seedr.retrieval.faiss_index import DenseIndex
+    from seedr.retrieval.search import search_text
     from seedr.retrieval.runs import write_trec_run
 
     sources = [source for source in (queries, questions, reqa) if source is not None]
@@ -103,7 +107,7 @@ def command(
         run = search_text(searcher, encoder, texts, k, batch_size, show_progress=True)
         tag = tag or "reqa-dense"
     else:
-        searcher = DenseIndex.load(index)
+        searcher = DenseIndex.load(index, mmap=mmap)
         parameters = {"nprobe": nprobe, "efSearch": ef_search}
         searcher.set_search_parameters(**{key: value for key, value in parameters.items() if value})
         recorded = searcher.config.get("encoder") or {}

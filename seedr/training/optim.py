@@ -10,14 +10,24 @@ warm-up steps; CPDAE §4.1.3: 5e-5, warm-up over the first 10% of steps; Chang e
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import torch
 from torch import nn
 from transformers import get_linear_schedule_with_warmup
 
-if TYPE_CHECKING:
-    from seedr.training.trainer import TrainConfig
+
+class OptimizerSettings(Protocol):
+    """What the optimiser and schedule read from a training config (``seedr.training.trainer.TrainConfig``
+    has them); a protocol, so this module does not import the trainer that imports it."""
+
+    learning_rate: float
+    weight_decay: float
+    adam_beta1: float
+    adam_beta2: float
+    adam_epsilon: float
+    warmup_steps: int
+    max_steps: int
 
 #: Modules whose weights are scales, not projections: decaying them towards 0 would shrink activations.
 NORMALISATION_LAYERS: tuple[type[nn.Module], ...] = (nn.LayerNorm, nn.RMSNorm, nn.GroupNorm,
@@ -45,13 +55,13 @@ def parameter_groups(model: nn.Module, weight_decay: float) -> list[dict[str, An
             {"params": not_decayed, "weight_decay": 0.0}]
 
 
-def build_optimizer(model: nn.Module, config: TrainConfig) -> torch.optim.AdamW:
+def build_optimizer(model: nn.Module, config: OptimizerSettings) -> torch.optim.AdamW:
     """AdamW over :func:`parameter_groups` with the config's learning rate, betas and ε."""
     return torch.optim.AdamW(parameter_groups(model, config.weight_decay), lr=config.learning_rate,
                              betas=(config.adam_beta1, config.adam_beta2), eps=config.adam_epsilon)
 
 
-def build_scheduler(optimizer: torch.optim.Optimizer, config: TrainConfig) -> torch.optim.lr_scheduler.LambdaLR:
+def build_scheduler(optimizer: torch.optim.Optimizer, config: OptimizerSettings) -> torch.optim.lr_scheduler.LambdaLR:
     """Linear warm-up over ``warmup_steps`` optimiser steps, then linear decay to 0 at ``max_steps``."""
     return get_linear_schedule_with_warmup(optimizer, num_warmup_steps=config.warmup_steps,
                                            num_training_steps=config.max_steps)

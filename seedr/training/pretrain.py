@@ -42,7 +42,7 @@ from seedr.modeling.bow_mlp import build_bow_mlp
 from seedr.modeling.encoder import build_encoder, load_encoder, load_tokenizer
 from seedr.objectives import OBJECTIVES, Objective
 from seedr.registry import Registry
-from seedr.training.shards import TokenShardData, ensure_token_shards, shard_key, source_fingerprint
+from seedr.training.shards import TokenShardData, TokenShards, ensure_token_shards, shard_key, source_fingerprint
 from seedr.training.trainer import TrainConfig, TrainData, Trainer, process_state
 
 #: BERT shapes for from-scratch pre-training: (layers, hidden, heads). ``base`` is BERT-base
@@ -204,16 +204,43 @@ def pair_data(config: PretrainConfig, objective_config: Any) -> TrainData:
     return pair_data_for(config.objective_name, files, config.train.seed, objective_config.pairs)
 
 
-def build_objective(config: PretrainConfig) -> Objective:
-    """The objective module around a new or loaded encoder; fills ``config.objective`` with every option."""
+#: ``objective.idf_path: auto`` asks ``seedr pretrain`` for the IDF table of its own corpus (CPDAE's IDF-REC).
+AUTO_IDF = "auto"
+
+
+def corpus_idf(config: PretrainConfig, tokenizer: PreTrainedTokenizerBase, vocab_size: int, out_dir: Path) -> Path:
+    """The IDF table of the pre-training corpus, ``idf.npy`` in its token shard folder (made once, shared
+    by every run on those shards): ``log((N + 1) / (df + 1))`` over the N training examples
+    (``seedr.objectives.cpdae.compute_idf``). Examples, not source documents, are the texts: they are
+    what eq. 4 reconstructs, so a word's weight reflects how often it is a reconstruction target."""
+    from seedr.objectives.cpdae import compute_idf, save_idf
+
+    token_data(config, tokenizer, out_dir)  # makes or finds the shards; sets config.data.shards
+    path = Path(config.data.shards) / "idf.npy"
+    with process_state().main_process_first():
+        if not path.exists():
+            save_idf(path, compute_idf(TokenShards(config.data.shards), vocab_size))
+    return path
+
+
+def build_objective(config: PretrainConfig, out_dir: str | Path | None = None) -> Objective:
+    """The objective module around a new or loaded encoder; fills ``config.objective`` with every option.
+
+    ``objective.idf_path: auto`` is replaced by the corpus's IDF table (``corpus_idf``; needs ``out_dir``).
+    """
     objective_class = OBJECTIVES.get(config.objective_name)
     if config.model.architecture == "bow_mlp" and objective_class.input_kind != "pairs":
         raise ValueError(f"model.architecture bow_mlp has no token states for {config.objective_name!r}: "
                          f"use it with a two-tower objective (ict, bfs, wlp, ict_bfs_wlp)")
     objective_config = from_dict(objective_class.config_class, config.objective, "objective")
-    config.objective = dataclasses.asdict(objective_config)
     set_seed(config.train.seed)  # a from-scratch encoder and new heads start from the recipe's seed
     encoder, tokenizer = build_model(config.model, config.data.max_seq_length)
+    if getattr(objective_config, "idf_path", None) == AUTO_IDF:
+        if out_dir is None:
+            raise ValueError("objective.idf_path auto computes the IDF table beside the run's token shards: "
+                             "give the run folder")
+        objective_config.idf_path = str(corpus_idf(config, tokenizer, encoder.config.vocab_size, Path(out_dir)))
+    config.objective = dataclasses.asdict(objective_config)
     return objective_class(encoder, tokenizer, objective_config)
 
 
@@ -227,7 +254,7 @@ def pretrain(config: PretrainConfig, out_dir: str | Path, resume: bool = False) 
         >>> pretrain(config, "runs/seed", resume=True)
     """
     out_dir = Path(out_dir)
-    objective = build_objective(config)
+    objective = build_objective(config, out_dir)
     if objective.input_kind == "pairs":
         data = pair_data(config, objective.config)
     else:
@@ -241,5 +268,5 @@ def pretrain(config: PretrainConfig, out_dir: str | Path, resume: bool = False) 
     return trainer.train(resume=resume)
 
 
-__all__ = ["MODEL_SIZES", "DataConfig", "ModelConfig", "PretrainConfig", "build_model", "build_objective",
-           "corpus_files", "pair_data", "pretrain", "token_data"]
+__all__ = ["AUTO_IDF", "MODEL_SIZES", "DataConfig", "ModelConfig", "PretrainConfig", "build_model", "build_objective",
+           "corpus_files", "corpus_idf", "pair_data", "pretrain", "token_data"]
