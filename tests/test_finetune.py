@@ -16,6 +16,7 @@ from safetensors.torch import load_file
 from typer.testing import CliRunner
 
 from seedr.cli import app
+from seedr.config import load_config
 from seedr.data.queries import sample_queries
 from seedr.losses import NLLLoss, Similarity, TripletLoss
 from seedr.modeling.dual_encoder import DOCUMENT_TOWER, DualEncoder
@@ -33,6 +34,7 @@ from seedr.training.finetune import (
 from seedr.training.trainer import TrainConfig
 
 runner = CliRunner()
+RECIPES = Path(__file__).resolve().parents[1] / "recipes" / "finetune"
 
 
 # ------------------------------------------------------------------------------------------- fixtures
@@ -89,6 +91,27 @@ def _config(tiny_model: Path, data: Path, **changes) -> FinetuneConfig:
 
 def _metrics(run: Path) -> list[dict]:
     return [json.loads(line) for line in (run / "metrics.jsonl").read_text().splitlines()]
+
+
+# --------------------------------------------------------------------------------------- configuration
+
+
+def test_a_partial_train_mapping_keeps_fine_tuning_defaults_and_the_warmup_follows_the_run() -> None:
+    config = load_config(FinetuneConfig, None, ["train.max_steps=50"])
+    assert config.train.learning_rate == 2e-5  # fine-tuning's, not pre-training's 1e-4
+    assert (config.train.warmup_ratio, config.train.warmup_steps) == (0.1, 5)  # not 100 steps of 50
+    with pytest.raises(ValueError, match="warmup_steps=20 was given, but the other options make it 5"):
+        load_config(FinetuneConfig, None, ["train.max_steps=50", "train.warmup_steps=20"])
+    in_steps = load_config(FinetuneConfig, None, ["train.warmup_ratio=null", "train.warmup_steps=20"])
+    assert in_steps.train.warmup_steps == 20
+
+
+@pytest.mark.parametrize("recipe", sorted(RECIPES.glob("*.yaml")), ids=lambda path: path.stem)
+def test_recipes_reach_their_peak_rate_in_a_cpu_scale_run(recipe: Path) -> None:
+    """The README's CPU examples cut a recipe to 200 (or 100) steps: the warm-up is cut with it."""
+    for steps in (100, 200):
+        train = load_config(FinetuneConfig, recipe, [f"train.max_steps={steps}"]).train
+        assert train.warmup_ratio is not None and train.warmup_steps <= steps // 10
 
 
 # --------------------------------------------------------------------------------------- data + collate
@@ -208,7 +231,7 @@ def test_finetune_command_trains_and_ships_a_loadable_encoder(tiny_model: Path, 
         "finetune", "--model", str(tiny_model), "--train", str(scifact_small), "--negatives", "bm25",
         "--loss", "nll", "--out", str(out), "--dev-qrels", str(scifact_small / "qrels" / "test.tsv"),
         "--dev-every", "10", "--set", "train.max_steps=30", "--set", "train.batch_size=8",
-        "--set", "train.learning_rate=1e-3", "--set", "train.warmup_steps=0", "--set", "train.log_every=5",
+        "--set", "train.learning_rate=1e-3", "--set", "train.warmup_ratio=0", "--set", "train.log_every=5",
         "--set", "document_max_length=64", "--set", "query_max_length=32", "--set", "negative_options.depth=50",
         # a random tiny BERT learns within a few steps with mean pooling and a scaled cosine, not with [CLS]
         "--set", "pooling=mean", "--set", "similarity=cosine"])

@@ -4,14 +4,24 @@ from __future__ import annotations
 
 import dataclasses
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 from rich.console import Console
 
-from seedr.stages.common import clear_errors
+from seedr.stages.common import clear_errors, listing_train_options
 
 console = Console()  # the summary table goes to stdout; progress and errors to stderr
+
+
+def _train_defaults() -> Any:
+    from seedr.training.finetune import FinetuneConfig
+
+    return FinetuneConfig().train
+
+
+#: ``seedr finetune --help`` ends with every train.* key and its default for finetune.
+COMMAND_CLASS = listing_train_options(_train_defaults)
 
 
 @clear_errors

@@ -56,8 +56,9 @@ console = Console(stderr=True)
 
 
 def _fine_tuning_defaults() -> TrainConfig:
-    # DPR's learning rate (2e-5) and a BERT-style 10% warm-up; recipes set each paper's own values.
-    return TrainConfig(learning_rate=2e-5, batch_size=32, max_steps=1000, warmup_steps=100, save_every=500)
+    # DPR's learning rate (2e-5) and a BERT-style 10% warm-up — a share, so that a shorter run
+    # (train.max_steps, epochs) still reaches the peak rate; recipes set each paper's own values.
+    return TrainConfig(learning_rate=2e-5, batch_size=32, max_steps=1000, warmup_ratio=0.1, save_every=500)
 
 
 @dataclass
@@ -374,8 +375,7 @@ def _train_one(config: FinetuneConfig, training: TrainingSet, dev: DevSet | None
     data = FinetuneData(training, table, table_dir, out_dir, per_query, train_config.seed, episode)
     if config.epochs is not None:  # passes over the queries that can be trained on
         steps = max(1, math.ceil(config.epochs * len(data.query_ids) / per_step))
-        train_config = dataclasses.replace(train_config, max_steps=steps,
-                                           warmup_steps=min(train_config.warmup_steps, steps))
+        train_config = dataclasses.replace(train_config, max_steps=steps)  # a warm-up ratio follows
     callbacks = strategy.callbacks(data, training.corpus, training.queries, training.qrels, out_dir)
     evaluation = None
     if dev is not None:
