@@ -30,6 +30,7 @@ from seedr.training.finetune import (
     few_shot_table,
     finetune,
     load_training_set,
+    steps_for_epochs,
 )
 from seedr.training.trainer import TrainConfig
 
@@ -123,7 +124,8 @@ def test_epochs_are_deterministic_and_use_labelled_documents(scifact_small: Path
     from seedr.negatives import NEGATIVES
 
     table = NEGATIVES.build("bm25", {"depth": 30}).mine(training.corpus, training.queries, training.qrels, None, "")
-    data = FinetuneData(training, table, Path("/run/negatives"), Path("/run"), negatives_per_query=3, seed=5)
+    data = FinetuneData(training, table, Path("/run/negatives"), Path("/run"), negatives_per_query=3, seed=5,
+                        epoch_over="queries")
     first, again, second = data.dataset(0), data.dataset(0), data.dataset(1)
     assert first == again and [e.query_id for e in first] != [e.query_id for e in second]
     assert sorted(e.query_id for e in first) == sorted(training.queries)  # every query once per epoch
@@ -132,9 +134,31 @@ def test_epochs_are_deterministic_and_use_labelled_documents(scifact_small: Path
         assert len(example.negatives) == 3
         assert not {d.id for d in example.negatives} & set(training.qrels[example.query_id])
     # episodes (ANCE) are consecutive slices of the same shuffled passes
-    episodes = FinetuneData(training, table, Path("/run/negatives"), Path("/run"), 3, seed=5, examples_per_epoch=16)
+    episodes = FinetuneData(training, table, Path("/run/negatives"), Path("/run"), 3, seed=5, examples_per_epoch=16,
+                            epoch_over="queries")
     stream = [e.query_id for k in range(5) for e in episodes.dataset(k)]
     assert stream[:40] == [e.query_id for e in first] and stream[40:80] == [e.query_id for e in second]
+
+
+def test_an_epoch_passes_over_the_919_pairs_or_809_queries_of_scifact_train(shared_data: Path) -> None:
+    training = load_training_set(shared_data / "scifact")
+    no_negatives = NegativeTable({}, {"strategy": "in_batch"})
+    pairs, queries = (FinetuneData(training, no_negatives, Path("/run/negatives"), Path("/run"), 0, seed=5,
+                                   epoch_over=unit) for unit in ("pairs", "queries"))
+    labelled = sorted((qid, doc) for qid, judged in training.qrels.items() for doc, grade in judged.items() if grade > 0)
+    assert len(labelled) == 919 and len(training.queries) == 809
+    assert sorted((e.query_id, e.positive.id) for e in pairs.dataset(0)) == labelled  # each pair once
+    by_query = queries.dataset(0)
+    assert sorted(e.query_id for e in by_query) == sorted(training.queries)  # each query once
+    assert all((e.query_id, e.positive.id) in set(labelled) for e in by_query)
+    # epochs → optimizer steps, batches of 32 on one process: the partial last batch kept or dropped
+    train = TrainConfig(batch_size=32)
+    assert [steps_for_epochs(1, len(data.units), train, 1, drop) for data in (pairs, queries)
+            for drop in (False, True)] == [29, 28, 26, 25]  # 919 = 28 × 32 + 23; 809 = 25 × 32 + 9
+    assert steps_for_epochs(2, 919, TrainConfig(batch_size=16, gradient_accumulation_steps=2), 1, False) == 58
+    assert FinetuneConfig().epoch_over == "pairs" and FinetuneConfig().drop_last is False
+    with pytest.raises(ValueError, match="epoch_over"):
+        FinetuneConfig(epoch_over="documents")
 
 
 def test_collator_lays_out_positives_then_negatives(scifact_small: Path) -> None:

@@ -217,6 +217,17 @@ def test_gradient_accumulation_equals_the_big_batch(tokenizer, shards, tmp_path)
         torch.testing.assert_close(finals[0][name], finals[1][name], atol=2e-6, rtol=1e-5, msg=name)
 
 
+def test_the_last_partial_batch_is_dropped_or_kept(tokenizer, shards, tmp_path):
+    objective = mlm_objective(tokenizer)
+    config = TrainConfig(batch_size=5)  # 24 examples: 4 full batches and one of 4
+    sizes = {}
+    for drop_last in (True, False):
+        trainer = Trainer(objective, TokenShardData(shards), objective.collate, config, tmp_path, save_encoder,
+                          drop_last=drop_last)
+        sizes[drop_last] = [len(batch["input_ids"]) for batch in trainer._epoch_loader(0)]
+    assert sizes == {True: [5, 5, 5, 5], False: [5, 5, 5, 5, 4]}
+
+
 def test_logged_parts_add_up_to_the_loss_when_a_batch_lacks_one(tokenizer, shards, tmp_path):
     """A two-tower mix may have no pair of some task in a batch: that part counts as 0 for that batch."""
     from seedr.training.trainer import _RunningMeans

@@ -68,6 +68,10 @@ def command(
     labelled queries and negatives from a strategy (bm25, in_batch, static, ance), evaluated on a dev set
     during training. The product (--out/encoder) loads with AutoModel and SentenceTransformer.
 
+    An epoch (--set epochs=N) passes once over every labelled (query, positive) pair by default
+    (epoch_over=pairs; epoch_over=queries: over queries, as DPR), keeping the last partial batch
+    (drop_last=false). The warm-up is a share of the run (train.warmup_ratio, default 0.1).
+
     Example: seedr finetune --model minilm --train ../shared/data/scifact --negatives bm25 --loss nll
     --dev-qrels ../shared/data/scifact/qrels/test.tsv --set train.max_steps=200 --out runs/scifact
     """

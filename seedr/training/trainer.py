@@ -279,8 +279,7 @@ class Trainer:
     Args:
         model: returns ``ObjectiveOutput(loss, parts)`` from ``model(**batch)``.
         data: a ``TrainData``; ``data.dataset(epoch)`` is iterated in order, in batches of
-            ``config.batch_size`` (the last partial batch of an epoch is dropped: in-batch negatives
-            and batch statistics assume full batches).
+            ``config.batch_size``.
         collate: turns a list of examples into the keyword tensors of ``model.forward``.
         config: a ``TrainConfig``.
         out_dir: the run folder.
@@ -288,6 +287,8 @@ class Trainer:
             sentence-transformers form) into ``directory``.
         callbacks: ``Callback`` objects (evaluation, ANCE negative refresh, ...).
         run_config: the full configuration recorded in ``out/config.yaml`` (default: ``config``).
+        drop_last: drop the last partial batch of an epoch (the default: in-batch negatives and batch
+            statistics of pre-training assume full batches), or train on it.
 
     Example:
         >>> trainer = Trainer(objective, TokenShardData(shards, seed=42), objective.collate,
@@ -298,8 +299,8 @@ class Trainer:
 
     def __init__(self, model: nn.Module, data: TrainData, collate: Callable[[list], dict[str, Tensor]],
                  config: TrainConfig, out_dir: Path, save_product: Callable[[nn.Module, Path], None],
-                 callbacks: Sequence[Callback] = (), run_config: Any = None) -> None:
-        self.config, self.data, self.collate = config, data, collate
+                 callbacks: Sequence[Callback] = (), run_config: Any = None, drop_last: bool = True) -> None:
+        self.config, self.data, self.collate, self.drop_last = config, data, collate, drop_last
         self.out_dir = Path(out_dir)
         self.save_product, self.callbacks, self.run_config = save_product, list(callbacks), run_config
         self.accelerator = Accelerator(
@@ -412,7 +413,7 @@ class Trainer:
     def _epoch_loader(self, epoch: int) -> torch.utils.data.DataLoader:
         return torch.utils.data.DataLoader(
             _Indexed(self.data.dataset(epoch)), batch_size=self.config.batch_size, shuffle=False,
-            drop_last=True, collate_fn=_SeededCollate(self.collate, self.config.seed, epoch),
+            drop_last=self.drop_last, collate_fn=_SeededCollate(self.collate, self.config.seed, epoch),
             # Its own generator: creating a loader iterator must not draw from the global RNG.
             generator=torch.Generator().manual_seed(self.config.seed))
 
