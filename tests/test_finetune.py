@@ -274,6 +274,21 @@ def test_finetune_command_trains_and_ships_a_loadable_encoder(tiny_model: Path, 
     assert encoder.encode(["cancer"]).shape == (1, 32) and encoder.similarity_fn_name == "cosine"
 
 
+def test_config_yaml_records_the_settings_the_run_resolved(tiny_model: Path, scifact_small: Path,
+                                                            tmp_path: Path) -> None:
+    config = _config(tiny_model, scifact_small, loss="nll", epochs=1.0, train={"warmup_ratio": 0.25})
+    assert (config.pooling, config.similarity, config.scale, config.shared_encoder) == (None, None, None, None)
+    summary = finetune(config, tmp_path / "run")
+    recorded = yaml.safe_load((tmp_path / "run" / "config.yaml").read_text())
+    # the tiny model's folder says [CLS]; seedr's defaults then: one shared encoder, dot product (scale 1)
+    assert (recorded["pooling"], recorded["similarity"], recorded["scale"]) == ("cls", "dot", 1.0)
+    assert recorded["shared_encoder"] is True
+    # one epoch over the pairs in batches of 8 sets the steps, and the warm-up is a quarter of them
+    steps = summary["steps"]
+    assert recorded["train"]["max_steps"] == steps == -(-summary["examples_per_epoch"] // 8)
+    assert recorded["train"]["warmup_steps"] == -(-steps // 4)
+
+
 def test_bad_input_is_one_clear_line(tiny_model: Path, tmp_path: Path) -> None:
     result = runner.invoke(app, ["finetune", "--model", str(tiny_model), "--out", str(tmp_path / "x")])
     assert result.exit_code == 1 and "no training data" in result.output

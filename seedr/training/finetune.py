@@ -417,9 +417,13 @@ def _train_one(config: FinetuneConfig, training: TrainingSet, dev: DevSet | None
                                    config.encode_batch_size)
         callbacks.append(evaluation)
     collate = FinetuneCollator(model.tokenizer, config.query_max_length, config.document_max_length, data.relevant)
+    # config.yaml records what the run used, the model folder's settings included, not the nulls that chose them
+    resolved = dataclasses.replace(config, model=model_path, train=train_config, shared_encoder=model.shared,
+                                   pooling=model.pooling, similarity=model.similarity.name,
+                                   scale=model.similarity.scale)
     trainer = Trainer(model, data, collate, train_config, out_dir,
                       lambda unwrapped, directory: unwrapped.save(directory), callbacks,
-                      run_config=dataclasses.replace(config, train=train_config), drop_last=config.drop_last)
+                      run_config=resolved, drop_last=config.drop_last)
     if evaluation is not None and not resuming and trainer.accelerator.is_main_process:
         initial = evaluation.log_initial(model, out_dir)
         console.print("dev before fine-tuning: " + ", ".join(f"{k} {v:.4f}" for k, v in initial.items()))

@@ -214,6 +214,7 @@ def build_objective(config: PretrainConfig) -> Objective:
     config.objective = dataclasses.asdict(objective_config)
     set_seed(config.train.seed)  # a from-scratch encoder and new heads start from the recipe's seed
     encoder, tokenizer = build_model(config.model, config.data.max_seq_length)
+    config.model.tokenizer = config.model.tokenizer or config.model.init  # recorded as used
     return objective_class(encoder, tokenizer, objective_config)
 
 
