@@ -32,7 +32,7 @@ from seedr.training.finetune import (
     load_training_set,
     steps_for_epochs,
 )
-from seedr.training.trainer import TrainConfig
+from seedr.training.trainer import TrainConfig, Trainer
 
 runner = CliRunner()
 RECIPES = Path(__file__).resolve().parents[1] / "recipes" / "finetune"
@@ -298,19 +298,33 @@ def test_bad_input_is_one_clear_line(tiny_model: Path, tmp_path: Path) -> None:
     assert "seedr finetune --model minilm --train" in help_text
 
 
-def test_resume_continues_exactly(tiny_model: Path, scifact_small: Path, tmp_path: Path) -> None:
+def _killed_after_checkpoint(step: int):
+    """``Trainer._save`` that stands for a kill right after the checkpoint of ``step`` is written."""
+    save = Trainer._save
+
+    def save_then_stop(trainer: Trainer) -> None:
+        save(trainer)
+        if trainer.step == step:
+            raise KeyboardInterrupt(f"killed after the checkpoint of step {step}")
+
+    return save_then_stop
+
+
+def test_resume_continues_exactly(tiny_model: Path, scifact_small: Path, tmp_path: Path,
+                                  monkeypatch: pytest.MonkeyPatch) -> None:
     config = _config(tiny_model, scifact_small, loss="triplet", train={"max_steps": 6, "save_every": 3})
     finetune(config, tmp_path / "whole")
-    shutil.copytree(tmp_path / "whole", tmp_path / "cut")
-    shutil.rmtree(tmp_path / "cut" / "checkpoints" / "step-6")  # as if killed after step 3's checkpoint
+    with monkeypatch.context() as patch, pytest.raises(KeyboardInterrupt):
+        patch.setattr(Trainer, "_save", _killed_after_checkpoint(3))
+        finetune(config, tmp_path / "cut")
     finetune(config, tmp_path / "cut", resume=True)
     whole = load_file(tmp_path / "whole" / "encoder" / "model.safetensors")
     resumed = load_file(tmp_path / "cut" / "encoder" / "model.safetensors")
     assert all(torch.equal(whole[name], resumed[name]) for name in whole)
 
 
-def test_ance_refreshes_inline_like_a_separate_process(tiny_model: Path, scifact_small: Path,
-                                                         tmp_path: Path) -> None:
+def test_ance_refreshes_inline_like_a_separate_process(tiny_model: Path, scifact_small: Path, tmp_path: Path,
+                                                         monkeypatch: pytest.MonkeyPatch) -> None:
     config = _config(tiny_model, scifact_small, loss="nll", negatives="ance",
                      negative_options={"refresh_every": 2, "depth": 30}, train={"max_steps": 6, "save_every": 2,
                                                                                "keep_checkpoints": 3})
@@ -334,10 +348,10 @@ def test_ance_refreshes_inline_like_a_separate_process(tiny_model: Path, scifact
         {q: [n.id for n in c] for q, c in alone.negatives.items()}
     assert alone.provenance["step"] == 2  # read from the checkpoint
     # the negative table is resumable state: resuming from step 2 ends with the same weights
-    shutil.copytree(out, tmp_path / "cut")
-    for step in (4, 6):
-        shutil.rmtree(tmp_path / "cut" / "checkpoints" / f"step-{step}")
-    shutil.rmtree(tmp_path / "cut" / "ance" / "refresh-4")
+    with monkeypatch.context() as patch, pytest.raises(KeyboardInterrupt):
+        patch.setattr(Trainer, "_save", _killed_after_checkpoint(2))
+        finetune(config, tmp_path / "cut")
+    assert not (tmp_path / "cut" / "ance" / "refresh-4").exists()
     finetune(config, tmp_path / "cut", resume=True)
     whole = load_file(out / "encoder" / "model.safetensors")
     resumed = load_file(tmp_path / "cut" / "encoder" / "model.safetensors")

@@ -337,6 +337,28 @@ class CountingCallback(Callback):
         self.calls = state["calls"]
 
 
+def test_only_the_newest_checkpoint_keeps_the_optimizer_state(tokenizer, shards, tmp_path):
+    from seedr.training.checkpoint import optimizer_state_files
+
+    run(mlm_objective(tokenizer), shards, tmp_path, max_steps=6, save_every=2, keep_checkpoints=3)
+    checkpoints = list_checkpoints(tmp_path)
+    assert [step for step, _ in checkpoints] == [2, 4, 6]  # train.keep_checkpoints=3
+    assert [[path.name for path in optimizer_state_files(folder)] for _, folder in checkpoints] == \
+        [[], [], ["optimizer.bin"]]
+
+    def size(folder):
+        return sum(path.stat().st_size for path in folder.rglob("*") if path.is_file())
+
+    sizes = {step: size(folder) for step, folder in checkpoints}
+    optimizer = (checkpoints[-1][1] / "state" / "optimizer.bin").stat().st_size
+    weights = (checkpoints[-1][1] / "state" / "model.safetensors").stat().st_size
+    assert optimizer > 1.5 * weights  # AdamW's two moments
+    assert sizes[2] == sizes[4] and sizes[6] - sizes[4] == pytest.approx(optimizer, rel=0.01)
+    for _, folder in checkpoints:  # every checkpoint keeps its encoder and full weights
+        assert (folder / "encoder" / "model.safetensors").exists()
+        assert (folder / "state" / "model.safetensors").exists()
+
+
 def test_resume_gives_the_uninterrupted_parameters(finished_run, tokenizer, shards, tmp_path):
     _, _, _, expected = finished_run
     out_dir = tmp_path / "interrupted"
