@@ -4,7 +4,6 @@ rounds/few-shot/DPR input, resume) with a tiny BERT on real SciFact; one slow ru
 from __future__ import annotations
 
 import json
-import shutil
 import time
 from pathlib import Path
 
