@@ -158,6 +158,8 @@ def test_an_epoch_passes_over_the_919_pairs_or_809_queries_of_scifact_train(shar
     assert FinetuneConfig().epoch_over == "pairs" and FinetuneConfig().drop_last is False
     with pytest.raises(ValueError, match="epoch_over"):
         FinetuneConfig(epoch_over="documents")
+    with pytest.raises(ValueError, match="dev_metrics R@1000 go deeper than the 100 documents"):
+        FinetuneConfig(dev_metrics=["nDCG@10", "R@1000"], dev_depth=100)
 
 
 def test_collator_lays_out_positives_then_negatives(scifact_small: Path) -> None:

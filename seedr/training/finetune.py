@@ -42,7 +42,7 @@ from seedr.data.io import DataError, atomic_directory, atomic_write
 from seedr.data.qa import read_dpr
 from seedr.data.queries import read_qrels, read_queries, sample_queries
 from seedr.data.records import Document, Qrels
-from seedr.evaluation.metrics import evaluate_run
+from seedr.evaluation.metrics import deeper_than, evaluate_run
 from seedr.losses import build_loss
 from seedr.modeling.dual_encoder import DualEncoder, document_segments
 from seedr.negatives import NEGATIVES, NegativeStrategy, NegativeTable
@@ -120,6 +120,10 @@ class FinetuneConfig:
             raise ValueError("negatives_per_query and dev_every cannot be negative")
         if self.few_shot is not None and self.few_shot <= 0:
             raise ValueError(f"few_shot must be a positive count or fraction, got {self.few_shot}")
+        too_deep = deeper_than(self.dev_metrics, self.dev_depth)
+        if too_deep:
+            raise ValueError(f"dev_metrics {', '.join(too_deep)} go deeper than the {self.dev_depth} documents "
+                             f"retrieved per dev query: raise dev_depth or drop them")
         if self.epoch_over not in EPOCH_UNITS:
             raise ValueError(f"epoch_over must be one of {', '.join(EPOCH_UNITS)}, got {self.epoch_over!r}")
 
