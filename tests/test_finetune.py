@@ -26,6 +26,7 @@ from seedr.training.finetune import (
     FinetuneCollator,
     FinetuneConfig,
     FinetuneData,
+    FinetuneExample,
     few_shot_table,
     finetune,
     load_training_set,
@@ -288,6 +289,35 @@ def test_config_yaml_records_the_settings_the_run_resolved(tiny_model: Path, sci
     steps = summary["steps"]
     assert recorded["train"]["max_steps"] == steps == -(-summary["examples_per_epoch"] // 8)
     assert recorded["train"]["warmup_steps"] == -(-steps // 4)
+
+
+def test_the_title_mode_is_trained_recorded_and_used_by_encode(tiny_model: Path, scifact_small: Path,
+                                                                tmp_path: Path) -> None:
+    config = _config(tiny_model, scifact_small, loss="nll", title="join", train={"max_steps": 2})
+    finetune(config, tmp_path / "run")
+    encoder_dir = tmp_path / "run" / "encoder"
+    assert json.loads((encoder_dir / "seedr_dual_encoder.json").read_text())["title"] == "join"
+    assert yaml.safe_load((tmp_path / "run" / "config.yaml").read_text())["title"] == "join"
+    # fine-tuning fed "title text" as one segment: one [SEP], token type 0 throughout
+    model = DualEncoder.from_pretrained(encoder_dir, document_max_length=64)
+    assert model.title == "join"
+    training = load_training_set(scifact_small)
+    titled = next(document for document in training.corpus.values() if document.title)
+    example = FinetuneExample("q", "a query", titled, ())
+    batch = FinetuneCollator(model.tokenizer, 32, 64, {}, model.title)([example])
+    assert int((batch["document_input_ids"] == model.tokenizer.sep_token_id).sum()) == 1
+    assert not batch["document_token_type_ids"].any()
+    # seedr encode reads the mode from the model folder: the vectors the model was trained to give
+    result = runner.invoke(app, ["encode", "--model", str(encoder_dir), "--corpus", str(scifact_small / "corpus.jsonl"),
+                                 "--out", str(tmp_path / "emb"), "--limit", "5", "--max-length", "64"])
+    assert result.exit_code == 0, result.output
+    assert json.loads((tmp_path / "emb" / "manifest.json").read_text())["encoder"]["title"] == "join"
+    documents = list(training.corpus.values())[:5]
+    shipped = TextEncoder(encoder_dir, max_length=64).encode_documents(documents)
+    np.testing.assert_allclose(shipped, model.embed_documents(documents), atol=1e-5)
+    assert TextEncoder(encoder_dir, max_length=64, title="pair").title == "pair"  # unless told otherwise
+    with pytest.raises(ValueError, match="title must be one of"):
+        FinetuneConfig(title="prefix")
 
 
 def test_bad_input_is_one_clear_line(tiny_model: Path, tmp_path: Path) -> None:

@@ -40,9 +40,10 @@ def command(
         "--shard-size", help="Documents per shard (the unit of resumption)."
     )] = 50_000,
     limit: Annotated[int | None, typer.Option("--limit", help="Encode only the first N documents.")] = None,
-    use_title: Annotated[bool, typer.Option(
-        "--title/--no-title", help="Encode 'title [SEP] text' (DPR/ANCE) or text only."
-    )] = True,
+    title: Annotated[str | None, typer.Option(
+        "--title", help="How titles are encoded: pair ('title [SEP] text', DPR/ANCE), join ('title text' as "
+                        "one segment, BEIR) or none (text only); default: the model folder's, else pair."
+    )] = None,
     document_prefix: Annotated[str, typer.Option(
         "--document-prefix", help="Text put before every document."
     )] = "",
@@ -69,7 +70,7 @@ def command(
     encoder = TextEncoder(model, pooling=pooling or defaults["pooling"],
                           normalize=defaults["normalize"] if normalize is None else normalize,
                           max_length=max_length or defaults["max_length"], device=device, dtype=compute_dtype,
-                          document_prefix=document_prefix)
+                          document_prefix=document_prefix, title=title)
     documents = read_corpus(corpus)
     if limit is not None:
         documents = islice(documents, limit)
@@ -78,7 +79,7 @@ def command(
         documents = long_document_passages(documents, encoder.tokenizer, long_documents, encoder.max_length)
         extra = {"long_documents": long_documents}
     target = encode_corpus_to_shards(encoder, documents, out, shard_size=shard_size, dtype=dtype,
-                                     batch_size=batch_size, use_title=use_title, extra_settings=extra)
+                                     batch_size=batch_size, extra_settings=extra)
     console.print(f"embeddings written to [bold]{target}[/] "
                   f"(pooling {encoder.pooling}, normalize {encoder.normalize}, "
-                  f"max length {encoder.max_length})")
+                  f"max length {encoder.max_length}, title {encoder.title})")

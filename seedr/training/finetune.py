@@ -44,11 +44,11 @@ from seedr.data.queries import read_qrels, read_queries, sample_queries
 from seedr.data.records import Document, Qrels
 from seedr.evaluation.metrics import deeper_than, evaluate_run
 from seedr.losses import build_loss
-from seedr.modeling.dual_encoder import DualEncoder, document_segments
+from seedr.modeling.dual_encoder import DualEncoder
 from seedr.negatives import NEGATIVES, NegativeStrategy, NegativeTable
 from seedr.negatives.base import MinedNegative, positives
 from seedr.registry import Registry
-from seedr.retrieval.encode import tokenize_pairs
+from seedr.retrieval.encode import TITLE_MODES, document_input, tokenize_pairs
 from seedr.training.checkpoint import PRODUCT, latest_checkpoint
 from seedr.training.trainer import METRICS, Callback, TrainConfig, Trainer
 
@@ -96,6 +96,7 @@ class FinetuneConfig:
     pooling: str | None = None  # cls | mean; None = what the model folder records, else cls
     similarity: str | None = None  # dot | cosine; None = what the model folder records, else dot
     scale: float | None = None  # cosine's inverse temperature (default 20)
+    title: str | None = None  # pair | join | none; None = what the model folder records, else pair
     query_max_length: int = 64
     document_max_length: int = 512  # FirstP: the first 512 tokens of a document (ANCE, SEED-Encoder)
     loss: str = "triplet"
@@ -124,6 +125,8 @@ class FinetuneConfig:
         if too_deep:
             raise ValueError(f"dev_metrics {', '.join(too_deep)} go deeper than the {self.dev_depth} documents "
                              f"retrieved per dev query: raise dev_depth or drop them")
+        if self.title not in (None, *TITLE_MODES):
+            raise ValueError(f"title must be one of {', '.join(TITLE_MODES)}, got {self.title!r}")
         if self.epoch_over not in EPOCH_UNITS:
             raise ValueError(f"epoch_over must be one of {', '.join(EPOCH_UNITS)}, got {self.epoch_over!r}")
 
@@ -282,16 +285,16 @@ class FinetuneCollator:
     """
 
     def __init__(self, tokenizer: PreTrainedTokenizerBase, query_max_length: int, document_max_length: int,
-                 relevant: Mapping[str, set[str]]) -> None:
-        self.tokenizer, self.relevant = tokenizer, relevant
+                 relevant: Mapping[str, set[str]], title: str = "pair") -> None:
+        self.tokenizer, self.relevant, self.title = tokenizer, relevant, title
         self.query_max_length, self.document_max_length = query_max_length, document_max_length
 
     def __call__(self, examples: list[FinetuneExample]) -> dict[str, torch.Tensor]:
         queries = self.tokenizer([e.query for e in examples], padding=True, truncation=True,
                                  max_length=self.query_max_length, return_tensors="pt")
         documents = [e.positive for e in examples] + [d for e in examples for d in e.negatives]
-        firsts, seconds = zip(*(document_segments(document) for document in documents))
-        # the documents' input at search time (TextEncoder.encode_documents): title [SEP] text
+        # the documents' input at search time (TextEncoder.encode_documents), e.g. title [SEP] text
+        firsts, seconds = zip(*(document_input(document, self.title) for document in documents))
         encoded = self.tokenizer.pad(tokenize_pairs(self.tokenizer, firsts, seconds, self.document_max_length),
                                      return_tensors="pt")
         false_negatives = torch.zeros(len(examples), len(documents), dtype=torch.bool)  # (B, B + B·N)
@@ -368,7 +371,7 @@ def build_model(config: FinetuneConfig, model_path: str) -> DualEncoder:
                                         pooling=config.pooling,  # type: ignore[arg-type]
                                         similarity=config.similarity, scale=config.scale,
                                         query_max_length=config.query_max_length,
-                                        document_max_length=config.document_max_length)
+                                        document_max_length=config.document_max_length, title=config.title)
     if config.train.mixed_precision == "bf16":
         model.inference_dtype = torch.bfloat16
     return model
@@ -420,11 +423,12 @@ def _train_one(config: FinetuneConfig, training: TrainingSet, dev: DevSet | None
         evaluation = DevEvaluation(dev, config.dev_metrics, config.dev_every, config.dev_depth,
                                    config.encode_batch_size)
         callbacks.append(evaluation)
-    collate = FinetuneCollator(model.tokenizer, config.query_max_length, config.document_max_length, data.relevant)
+    collate = FinetuneCollator(model.tokenizer, config.query_max_length, config.document_max_length, data.relevant,
+                               model.title)
     # config.yaml records what the run used, the model folder's settings included, not the nulls that chose them
     resolved = dataclasses.replace(config, model=model_path, train=train_config, shared_encoder=model.shared,
                                    pooling=model.pooling, similarity=model.similarity.name,
-                                   scale=model.similarity.scale)
+                                   scale=model.similarity.scale, title=model.title)
     trainer = Trainer(model, data, collate, train_config, out_dir,
                       lambda unwrapped, directory: unwrapped.save(directory), callbacks,
                       run_config=resolved, drop_last=config.drop_last)
