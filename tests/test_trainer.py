@@ -160,6 +160,8 @@ def test_warmup_ratio_is_a_share_of_the_run_and_wins_over_steps():
     config = TrainConfig(max_steps=200, warmup_ratio=0.1, warmup_steps=10_000)
     assert config.warmup_steps == 20  # what the schedule uses, and what config.yaml records
     assert TrainConfig(max_steps=15, warmup_ratio=0.1).warmup_steps == 2  # rounded up, as transformers
+    with pytest.warns(UserWarning, match="warm-up takes 7 of 10 steps"):  # not 8, from 7.000000000000001
+        TrainConfig(max_steps=10, warmup_ratio=0.7)
     shorter = dataclasses.replace(config, max_steps=50)  # fine-tuning's `epochs` sets max_steps this way
     assert shorter.warmup_steps == 5
     with pytest.raises(ValueError, match="warmup_ratio"):

@@ -139,8 +139,9 @@ class TrainConfig:
             if not 0 <= self.warmup_ratio < 1:
                 raise ValueError(f"train.warmup_ratio is a share of train.max_steps in [0, 1), "
                                  f"got {self.warmup_ratio}")
-            # rounded up, as transformers' TrainingArguments.get_warmup_steps
-            self.warmup_steps = math.ceil(self.warmup_ratio * self.max_steps)
+            # rounded up, as transformers' TrainingArguments.get_warmup_steps (after rounding away float
+            # noise: 0.7 × 10 is 7.000000000000001)
+            self.warmup_steps = math.ceil(round(self.warmup_ratio * self.max_steps, 9))
         if self.warmup_steps < 0:
             raise ValueError(f"train.warmup_steps must be at least 0, got {self.warmup_steps}")
         if self.warmup_steps and self.warmup_steps >= self.max_steps:
