@@ -146,8 +146,8 @@ def _refuse_overridden(config: Any, given: dict[str, Any], where: str = "") -> N
             _refuse_overridden(resolved, value, f"{where}{key}.")
         elif type(resolved) in (int, float, str, bool) and isinstance(value, (int, float, str, bool)):
             if resolved != _coerce(value, type(resolved), key):
-                raise ValueError(f"{where}{key}={value} was given, but the other options make it {resolved} "
-                                 f"(a warm-up ratio sets the warm-up steps); give only one of them, "
+                raise ValueError(f"{where}{key}={value} was given, but other options make it {resolved} "
+                                 f"(e.g. train.warmup_ratio sets train.warmup_steps): give only one of them, "
                                  f"the other null")
 
 

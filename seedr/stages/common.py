@@ -8,8 +8,8 @@ from typing import Any
 
 import typer
 from rich.console import Console
-from typer.core import TyperCommand
 from rich.markup import escape
+from typer.core import TyperCommand
 
 from seedr.data.io import DataError
 

@@ -9,7 +9,7 @@ from typing import Annotated, Any
 import typer
 from rich.markup import escape
 
-from seedr.stages.common import clear_errors, listing_train_options, console
+from seedr.stages.common import clear_errors, console, listing_train_options
 
 
 def _train_defaults() -> Any:

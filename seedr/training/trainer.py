@@ -90,8 +90,8 @@ class TrainConfig:
         adam_epsilon: AdamW's ε.
         adam_beta1: AdamW's β1.
         adam_beta2: AdamW's β2.
-        scheduler: the learning-rate schedule after the warm-up: linear or cosine decay to 0 at
-            max_steps, constant, or constant_with_warmup (transformers.get_scheduler).
+        scheduler: the learning-rate schedule (transformers.get_scheduler): linear or cosine decay to 0
+            at max_steps after the warm-up, constant_with_warmup, or constant (no warm-up at all).
         warmup_ratio: warm-up as a share of max_steps, in [0, 1) (the papers' "10% warm-up" is 0.1);
             when set it wins over warmup_steps, which then records the steps it comes to.
         warmup_steps: optimizer steps of linear warm-up from 0 to the peak rate (used when warmup_ratio
