@@ -455,6 +455,7 @@ def test_minilm_fine_tuned_on_scifact_train_improves_scifact_test(shared_data: P
     out = tmp_path / "minilm-scifact"
     config = FinetuneConfig(model="minilm", train_data=str(scifact), loss="nll", negatives="bm25",
                             dev_qrels=str(scifact / "qrels" / "test.tsv"), dev_every=0, document_max_length=128,
+                            epoch_over="queries",  # as measured in recipes/finetune/dpr.yaml
                             train=TrainConfig(max_steps=200, batch_size=8, learning_rate=2e-5, warmup_steps=20,
                                               log_every=10, save_every=200, keep_checkpoints=1))
     started = time.perf_counter()
