@@ -32,4 +32,4 @@ def main(version: bool = typer.Option(False, "--version", callback=_version, is_
 
 for _stage in STAGES:
     _module = importlib.import_module(f"seedr.stages.{_stage}")
-    app.command(name=_stage)(_module.command)
+    app.command(name=_stage, cls=getattr(_module, "COMMAND_CLASS", None))(_module.command)

@@ -81,11 +81,34 @@ def _coerce(value: Any, annotation: Any, where: str) -> Any:
 def from_dict(cls: type[C], data: dict[str, Any], where: str = "config") -> C:
     """Build dataclass ``cls`` from a mapping; unknown keys are an error listing the valid ones."""
     hints = typing.get_type_hints(cls)
-    names = {f.name for f in dataclasses.fields(cls)}
-    unknown = set(data) - names
+    fields = {f.name: f for f in dataclasses.fields(cls)}
+    unknown = set(data) - set(fields)
     if unknown:
-        raise ValueError(f"{where}: unknown option(s) {sorted(unknown)}; valid: {sorted(names)}")
-    return cls(**{k: _coerce(v, hints[k], f"{where}.{k}") for k, v in data.items()})
+        raise ValueError(f"{where}: unknown option(s) {sorted(unknown)}; valid: {sorted(fields)}")
+    values = {}
+    for key, value in data.items():
+        default = _default(fields[key])
+        if dataclasses.is_dataclass(default) and isinstance(value, dict):
+            # a partial mapping completes the field's own default (fine-tuning's TrainConfig has its own
+            # learning rate and warm-up), not the defaults of the nested class
+            value = _merged(dataclasses.asdict(default), value)
+        values[key] = _coerce(value, hints[key], f"{where}.{key}")
+    return cls(**values)
+
+
+def _default(field: dataclasses.Field) -> Any:
+    if field.default_factory is not dataclasses.MISSING:
+        return field.default_factory()
+    return None if field.default is dataclasses.MISSING else field.default
+
+
+def _merged(base: dict[str, Any], update: dict[str, Any]) -> dict[str, Any]:
+    """``base`` updated by ``update``, nested mappings merged key by key."""
+    merged = dict(base)
+    for key, value in update.items():
+        both_mappings = isinstance(value, dict) and isinstance(merged.get(key), dict)
+        merged[key] = _merged(merged[key], value) if both_mappings else value
+    return merged
 
 
 def load_config(cls: type[C], recipe: str | Path | None = None, overrides: list[str] | None = None) -> C:
@@ -109,11 +132,51 @@ def load_config(cls: type[C], recipe: str | Path | None = None, overrides: list[
         for parent in parents:
             target = target.setdefault(parent, {})
         target[leaf] = parse_yaml(value) if value.strip() else value
-    return from_dict(cls, data)
+    config = from_dict(cls, data)
+    _refuse_overridden(config, data)
+    return config
+
+
+def _refuse_overridden(config: Any, given: dict[str, Any], where: str = "") -> None:
+    """Refuse a value given in the recipe or a ``--set`` that the config replaced while resolving itself
+    (``train.warmup_steps`` given while ``train.warmup_ratio`` sets it), rather than ignore it silently."""
+    for key, value in given.items():
+        resolved = getattr(config, key)
+        if dataclasses.is_dataclass(resolved) and isinstance(value, dict):
+            _refuse_overridden(resolved, value, f"{where}{key}.")
+        elif type(resolved) in (int, float, str, bool) and isinstance(value, (int, float, str, bool)):
+            if resolved != _coerce(value, type(resolved), key):
+                raise ValueError(f"{where}{key}={value} was given, but other options make it {resolved} "
+                                 f"(e.g. train.warmup_ratio sets train.warmup_steps): give only one of them, "
+                                 f"the other null")
 
 
 def to_dict(config: Any) -> dict[str, Any]:
     return dataclasses.asdict(config)
+
+
+def describe_options(config: Any, prefix: str) -> list[str]:
+    """``prefix.name = default: description`` for every field of the dataclass instance ``config``, the
+    description being the field's entry in the ``Attributes:`` section of its class docstring — the
+    listing of ``seedr finetune --help`` / ``seedr pretrain --help``, so it cannot drift from the code."""
+    from docstring_parser import parse
+
+    documented = {param.arg_name: " ".join(param.description.split())
+                  for param in parse(type(config).__doc__ or "").params if param.description}
+    lines = []
+    for field in dataclasses.fields(config):
+        if field.name not in documented:
+            raise ValueError(f"{type(config).__name__}.{field.name} has no description in the "
+                             "Attributes section of its docstring")
+        lines.append(f"{prefix}.{field.name} = {_yaml_scalar(getattr(config, field.name))}: {documented[field.name]}")
+    return lines
+
+
+def _yaml_scalar(value: Any) -> str:
+    """A value as it is written in a recipe or a ``--set`` (null, true/false, numbers, names)."""
+    if value is None or isinstance(value, bool):
+        return {None: "null", True: "true", False: "false"}[value]
+    return str(value)
 
 
 def environment() -> dict[str, str]:

@@ -109,7 +109,7 @@ def _pretrain(objective: str, data_dir: Path, out_dir: Path, config: DemoConfig)
         f"objective_name={objective}", "model.init=minilm", f"data.corpus=[{data_dir / 'corpus.jsonl'}]",
         f"data.max_seq_length={config.pretrain_max_length}", f"train.max_steps={config.pretrain_steps}",
         f"train.batch_size={config.pretrain_batch_size}", f"train.seed={config.seed}",
-        f"train.warmup_steps={config.pretrain_steps // 10}", "train.learning_rate=5e-5",
+        "train.warmup_ratio=0.1", "train.learning_rate=5e-5",
         f"train.save_every={config.pretrain_steps}", "train.log_every=5",
         f"train.mixed_precision={config.precision}",
         f"data.max_documents={(config.documents if config.data is None else None) or 'null'}"])
@@ -122,7 +122,7 @@ def _finetune(model: Path, data_dir: Path, out_dir: Path, config: DemoConfig) ->
         f"model={model}", f"train_data={data_dir}", "loss=nll", "negatives=bm25",
         f"document_max_length={config.max_length}", f"train.max_steps={config.finetune_steps}",
         f"train.batch_size={config.finetune_batch_size}", f"train.seed={config.seed}",
-        f"train.warmup_steps={config.finetune_steps // 10}", f"train.save_every={config.finetune_steps}",
+        "train.warmup_ratio=0.1", f"train.save_every={config.finetune_steps}",
         "train.log_every=5", f"train.mixed_precision={config.precision}"])
     finetune(recipe, out_dir, resume=True)
     return out_dir / "encoder"

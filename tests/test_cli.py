@@ -65,3 +65,23 @@ def test_evaluate_defaults_to_the_library_metrics():
     from seedr.evaluation.metrics import DEFAULT_METRICS
 
     assert stage_option("evaluate", "--metrics").default == ",".join(DEFAULT_METRICS)
+
+
+@pytest.mark.parametrize("stage", ["finetune", "pretrain"])
+def test_training_stage_help_lists_every_train_key_with_its_default(stage):
+    import dataclasses
+
+    from seedr.training.finetune import FinetuneConfig
+    from seedr.training.pretrain import PretrainConfig
+
+    defaults = (FinetuneConfig if stage == "finetune" else PretrainConfig)().train
+    result = runner.invoke(app, [stage, "--help"])
+    assert result.exit_code == 0, result.output
+    output = " ".join(result.output.split())  # the help is wrapped to the terminal's width
+    for field in dataclasses.fields(defaults):
+        value = getattr(defaults, field.name)
+        shown = "null" if value is None else str(value)
+        assert re.search(rf"train\.{field.name} = {re.escape(shown)}: \w", output), field.name
+    # each command shows its own defaults: fine-tuning's learning rate is not pre-training's
+    assert ("train.learning_rate = 2e-05" in output) == (stage == "finetune")
+    assert "train.scheduler = linear: " in output and "0 or null = no clipping" in output

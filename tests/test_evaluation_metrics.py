@@ -94,3 +94,12 @@ def test_aliases_and_relevance_levels():
     assert values["nDCG@3"] == pytest.approx((1 / np.log2(2) + 2 / np.log2(3)) / ideal)
     with pytest.raises(ValueError, match="unknown metric"):
         evaluate_run(run, qrels, ["Precision at ten"])
+
+
+def test_metrics_deeper_than_the_run_are_named():
+    from seedr.evaluation.metrics import deeper_than, run_depth
+
+    run = {"q1": {f"d{i}": float(-i) for i in range(100)}, "q2": {"d1": 1.0}}
+    assert run_depth(run) == 100 and run_depth({}) == 0
+    assert deeper_than(["MRR@10", "R@100", "R@1000", "nDCG@1000", "MAP", "R(rel=2)@1000"], 100) == \
+        ["R@1000", "nDCG@1000", "R(rel=2)@1000"]

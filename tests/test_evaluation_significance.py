@@ -100,3 +100,18 @@ def test_comparison_table_as_markdown_and_json(systems):
     assert data["systems"]["bm25-top10-reversed"]["nDCG@10"]["p_value"] is None
     worse = comparison_table(systems, baseline="bm25").to_markdown()
     assert WORSE in worse.splitlines()[4]
+
+
+def test_console_table_shows_each_difference_and_its_p_value(systems):
+    from rich.console import Console
+
+    table = comparison_table(systems, baseline="bm25-top10-reversed", test="ttest")
+    console = Console(width=200, record=True)
+    console.print(table.to_rich())
+    text = console.export_text()
+    for system in ("bm25", "bm25-es"):
+        for metric in ("nDCG@10", "MRR@10"):
+            result = table.comparisons[metric].systems[system]
+            assert f"{result.delta:+.4f} p={result.p_value:.2g}" in text
+    assert text.count(" p=") == 4  # none for the baseline itself
+    assert "difference to bm25-top10-reversed and the p-value" in " ".join(text.split())

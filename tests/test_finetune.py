@@ -4,7 +4,6 @@ rounds/few-shot/DPR input, resume) with a tiny BERT on real SciFact; one slow ru
 from __future__ import annotations
 
 import json
-import shutil
 import time
 from pathlib import Path
 
@@ -16,6 +15,7 @@ from safetensors.torch import load_file
 from typer.testing import CliRunner
 
 from seedr.cli import app
+from seedr.config import load_config
 from seedr.data.queries import sample_queries
 from seedr.losses import NLLLoss, Similarity, TripletLoss
 from seedr.modeling.dual_encoder import DOCUMENT_TOWER, DualEncoder
@@ -26,13 +26,16 @@ from seedr.training.finetune import (
     FinetuneCollator,
     FinetuneConfig,
     FinetuneData,
+    FinetuneExample,
     few_shot_table,
     finetune,
     load_training_set,
+    steps_for_epochs,
 )
-from seedr.training.trainer import TrainConfig
+from seedr.training.trainer import TrainConfig, Trainer
 
 runner = CliRunner()
+RECIPES = Path(__file__).resolve().parents[1] / "recipes" / "finetune"
 
 
 # ------------------------------------------------------------------------------------------- fixtures
@@ -91,6 +94,27 @@ def _metrics(run: Path) -> list[dict]:
     return [json.loads(line) for line in (run / "metrics.jsonl").read_text().splitlines()]
 
 
+# --------------------------------------------------------------------------------------- configuration
+
+
+def test_a_partial_train_mapping_keeps_fine_tuning_defaults_and_the_warmup_follows_the_run() -> None:
+    config = load_config(FinetuneConfig, None, ["train.max_steps=50"])
+    assert config.train.learning_rate == 2e-5  # fine-tuning's, not pre-training's 1e-4
+    assert (config.train.warmup_ratio, config.train.warmup_steps) == (0.1, 5)  # not 100 steps of 50
+    with pytest.raises(ValueError, match="warmup_steps=20 was given, but other options make it 5"):
+        load_config(FinetuneConfig, None, ["train.max_steps=50", "train.warmup_steps=20"])
+    in_steps = load_config(FinetuneConfig, None, ["train.warmup_ratio=null", "train.warmup_steps=20"])
+    assert in_steps.train.warmup_steps == 20
+
+
+@pytest.mark.parametrize("recipe", sorted(RECIPES.glob("*.yaml")), ids=lambda path: path.stem)
+def test_recipes_reach_their_peak_rate_in_a_cpu_scale_run(recipe: Path) -> None:
+    """The README's CPU examples cut a recipe to 200 (or 100) steps: the warm-up is cut with it."""
+    for steps in (100, 200):
+        train = load_config(FinetuneConfig, recipe, [f"train.max_steps={steps}"]).train
+        assert train.warmup_ratio is not None and train.warmup_steps <= steps // 10
+
+
 # --------------------------------------------------------------------------------------- data + collate
 
 
@@ -100,7 +124,8 @@ def test_epochs_are_deterministic_and_use_labelled_documents(scifact_small: Path
     from seedr.negatives import NEGATIVES
 
     table = NEGATIVES.build("bm25", {"depth": 30}).mine(training.corpus, training.queries, training.qrels, None, "")
-    data = FinetuneData(training, table, Path("/run/negatives"), Path("/run"), negatives_per_query=3, seed=5)
+    data = FinetuneData(training, table, Path("/run/negatives"), Path("/run"), negatives_per_query=3, seed=5,
+                        epoch_over="queries")
     first, again, second = data.dataset(0), data.dataset(0), data.dataset(1)
     assert first == again and [e.query_id for e in first] != [e.query_id for e in second]
     assert sorted(e.query_id for e in first) == sorted(training.queries)  # every query once per epoch
@@ -109,9 +134,33 @@ def test_epochs_are_deterministic_and_use_labelled_documents(scifact_small: Path
         assert len(example.negatives) == 3
         assert not {d.id for d in example.negatives} & set(training.qrels[example.query_id])
     # episodes (ANCE) are consecutive slices of the same shuffled passes
-    episodes = FinetuneData(training, table, Path("/run/negatives"), Path("/run"), 3, seed=5, examples_per_epoch=16)
+    episodes = FinetuneData(training, table, Path("/run/negatives"), Path("/run"), 3, seed=5, examples_per_epoch=16,
+                            epoch_over="queries")
     stream = [e.query_id for k in range(5) for e in episodes.dataset(k)]
     assert stream[:40] == [e.query_id for e in first] and stream[40:80] == [e.query_id for e in second]
+
+
+def test_an_epoch_passes_over_the_919_pairs_or_809_queries_of_scifact_train(shared_data: Path) -> None:
+    training = load_training_set(shared_data / "scifact")
+    no_negatives = NegativeTable({}, {"strategy": "in_batch"})
+    pairs, queries = (FinetuneData(training, no_negatives, Path("/run/negatives"), Path("/run"), 0, seed=5,
+                                   epoch_over=unit) for unit in ("pairs", "queries"))
+    labelled = sorted((qid, doc) for qid, judged in training.qrels.items() for doc, grade in judged.items() if grade > 0)
+    assert len(labelled) == 919 and len(training.queries) == 809
+    assert sorted((e.query_id, e.positive.id) for e in pairs.dataset(0)) == labelled  # each pair once
+    by_query = queries.dataset(0)
+    assert sorted(e.query_id for e in by_query) == sorted(training.queries)  # each query once
+    assert all((e.query_id, e.positive.id) in set(labelled) for e in by_query)
+    # epochs → optimizer steps, batches of 32 on one process: the partial last batch kept or dropped
+    train = TrainConfig(batch_size=32)
+    assert [steps_for_epochs(1, len(data.units), train, 1, drop) for data in (pairs, queries)
+            for drop in (False, True)] == [29, 28, 26, 25]  # 919 = 28 × 32 + 23; 809 = 25 × 32 + 9
+    assert steps_for_epochs(2, 919, TrainConfig(batch_size=16, gradient_accumulation_steps=2), 1, False) == 58
+    assert FinetuneConfig().epoch_over == "pairs" and FinetuneConfig().drop_last is False
+    with pytest.raises(ValueError, match="epoch_over"):
+        FinetuneConfig(epoch_over="documents")
+    with pytest.raises(ValueError, match="dev_metrics R@1000 go deeper than the 100 documents"):
+        FinetuneConfig(dev_metrics=["nDCG@10", "R@1000"], dev_depth=100)
 
 
 def test_collator_lays_out_positives_then_negatives(scifact_small: Path) -> None:
@@ -208,7 +257,7 @@ def test_finetune_command_trains_and_ships_a_loadable_encoder(tiny_model: Path, 
         "finetune", "--model", str(tiny_model), "--train", str(scifact_small), "--negatives", "bm25",
         "--loss", "nll", "--out", str(out), "--dev-qrels", str(scifact_small / "qrels" / "test.tsv"),
         "--dev-every", "10", "--set", "train.max_steps=30", "--set", "train.batch_size=8",
-        "--set", "train.learning_rate=1e-3", "--set", "train.warmup_steps=0", "--set", "train.log_every=5",
+        "--set", "train.learning_rate=1e-3", "--set", "train.warmup_ratio=0", "--set", "train.log_every=5",
         "--set", "document_max_length=64", "--set", "query_max_length=32", "--set", "negative_options.depth=50",
         # a random tiny BERT learns within a few steps with mean pooling and a scaled cosine, not with [CLS]
         "--set", "pooling=mean", "--set", "similarity=cosine"])
@@ -227,6 +276,50 @@ def test_finetune_command_trains_and_ships_a_loadable_encoder(tiny_model: Path, 
     assert encoder.encode(["cancer"]).shape == (1, 32) and encoder.similarity_fn_name == "cosine"
 
 
+def test_config_yaml_records_the_settings_the_run_resolved(tiny_model: Path, scifact_small: Path,
+                                                            tmp_path: Path) -> None:
+    config = _config(tiny_model, scifact_small, loss="nll", epochs=1.0, train={"warmup_ratio": 0.25})
+    assert (config.pooling, config.similarity, config.scale, config.shared_encoder) == (None, None, None, None)
+    summary = finetune(config, tmp_path / "run")
+    recorded = yaml.safe_load((tmp_path / "run" / "config.yaml").read_text())
+    # the tiny model's folder says [CLS]; seedr's defaults then: one shared encoder, dot product (scale 1)
+    assert (recorded["pooling"], recorded["similarity"], recorded["scale"]) == ("cls", "dot", 1.0)
+    assert recorded["shared_encoder"] is True
+    # one epoch over the pairs in batches of 8 sets the steps, and the warm-up is a quarter of them
+    steps = summary["steps"]
+    assert recorded["train"]["max_steps"] == steps == -(-summary["examples_per_epoch"] // 8)
+    assert recorded["train"]["warmup_steps"] == -(-steps // 4)
+
+
+def test_the_title_mode_is_trained_recorded_and_used_by_encode(tiny_model: Path, scifact_small: Path,
+                                                                tmp_path: Path) -> None:
+    config = _config(tiny_model, scifact_small, loss="nll", title="join", train={"max_steps": 2})
+    finetune(config, tmp_path / "run")
+    encoder_dir = tmp_path / "run" / "encoder"
+    assert json.loads((encoder_dir / "seedr_dual_encoder.json").read_text())["title"] == "join"
+    assert yaml.safe_load((tmp_path / "run" / "config.yaml").read_text())["title"] == "join"
+    # fine-tuning fed "title text" as one segment: one [SEP], token type 0 throughout
+    model = DualEncoder.from_pretrained(encoder_dir, document_max_length=64)
+    assert model.title == "join"
+    training = load_training_set(scifact_small)
+    titled = next(document for document in training.corpus.values() if document.title)
+    example = FinetuneExample("q", "a query", titled, ())
+    batch = FinetuneCollator(model.tokenizer, 32, 64, {}, model.title)([example])
+    assert int((batch["document_input_ids"] == model.tokenizer.sep_token_id).sum()) == 1
+    assert not batch["document_token_type_ids"].any()
+    # seedr encode reads the mode from the model folder: the vectors the model was trained to give
+    result = runner.invoke(app, ["encode", "--model", str(encoder_dir), "--corpus", str(scifact_small / "corpus.jsonl"),
+                                 "--out", str(tmp_path / "emb"), "--limit", "5", "--max-length", "64"])
+    assert result.exit_code == 0, result.output
+    assert json.loads((tmp_path / "emb" / "manifest.json").read_text())["encoder"]["title"] == "join"
+    documents = list(training.corpus.values())[:5]
+    shipped = TextEncoder(encoder_dir, max_length=64).encode_documents(documents)
+    np.testing.assert_allclose(shipped, model.embed_documents(documents), atol=1e-5)
+    assert TextEncoder(encoder_dir, max_length=64, title="pair").title == "pair"  # unless told otherwise
+    with pytest.raises(ValueError, match="title must be one of"):
+        FinetuneConfig(title="prefix")
+
+
 def test_bad_input_is_one_clear_line(tiny_model: Path, tmp_path: Path) -> None:
     result = runner.invoke(app, ["finetune", "--model", str(tiny_model), "--out", str(tmp_path / "x")])
     assert result.exit_code == 1 and "no training data" in result.output
@@ -236,19 +329,33 @@ def test_bad_input_is_one_clear_line(tiny_model: Path, tmp_path: Path) -> None:
     assert "seedr finetune --model minilm --train" in help_text
 
 
-def test_resume_continues_exactly(tiny_model: Path, scifact_small: Path, tmp_path: Path) -> None:
+def _killed_after_checkpoint(step: int):
+    """``Trainer._save`` that stands for a kill right after the checkpoint of ``step`` is written."""
+    save = Trainer._save
+
+    def save_then_stop(trainer: Trainer) -> None:
+        save(trainer)
+        if trainer.step == step:
+            raise KeyboardInterrupt(f"killed after the checkpoint of step {step}")
+
+    return save_then_stop
+
+
+def test_resume_continues_exactly(tiny_model: Path, scifact_small: Path, tmp_path: Path,
+                                  monkeypatch: pytest.MonkeyPatch) -> None:
     config = _config(tiny_model, scifact_small, loss="triplet", train={"max_steps": 6, "save_every": 3})
     finetune(config, tmp_path / "whole")
-    shutil.copytree(tmp_path / "whole", tmp_path / "cut")
-    shutil.rmtree(tmp_path / "cut" / "checkpoints" / "step-6")  # as if killed after step 3's checkpoint
+    with monkeypatch.context() as patch, pytest.raises(KeyboardInterrupt):
+        patch.setattr(Trainer, "_save", _killed_after_checkpoint(3))
+        finetune(config, tmp_path / "cut")
     finetune(config, tmp_path / "cut", resume=True)
     whole = load_file(tmp_path / "whole" / "encoder" / "model.safetensors")
     resumed = load_file(tmp_path / "cut" / "encoder" / "model.safetensors")
     assert all(torch.equal(whole[name], resumed[name]) for name in whole)
 
 
-def test_ance_refreshes_inline_like_a_separate_process(tiny_model: Path, scifact_small: Path,
-                                                         tmp_path: Path) -> None:
+def test_ance_refreshes_inline_like_a_separate_process(tiny_model: Path, scifact_small: Path, tmp_path: Path,
+                                                         monkeypatch: pytest.MonkeyPatch) -> None:
     config = _config(tiny_model, scifact_small, loss="nll", negatives="ance",
                      negative_options={"refresh_every": 2, "depth": 30}, train={"max_steps": 6, "save_every": 2,
                                                                                "keep_checkpoints": 3})
@@ -272,10 +379,10 @@ def test_ance_refreshes_inline_like_a_separate_process(tiny_model: Path, scifact
         {q: [n.id for n in c] for q, c in alone.negatives.items()}
     assert alone.provenance["step"] == 2  # read from the checkpoint
     # the negative table is resumable state: resuming from step 2 ends with the same weights
-    shutil.copytree(out, tmp_path / "cut")
-    for step in (4, 6):
-        shutil.rmtree(tmp_path / "cut" / "checkpoints" / f"step-{step}")
-    shutil.rmtree(tmp_path / "cut" / "ance" / "refresh-4")
+    with monkeypatch.context() as patch, pytest.raises(KeyboardInterrupt):
+        patch.setattr(Trainer, "_save", _killed_after_checkpoint(2))
+        finetune(config, tmp_path / "cut")
+    assert not (tmp_path / "cut" / "ance" / "refresh-4").exists()
     finetune(config, tmp_path / "cut", resume=True)
     whole = load_file(out / "encoder" / "model.safetensors")
     resumed = load_file(tmp_path / "cut" / "encoder" / "model.safetensors")
@@ -290,7 +397,8 @@ def test_static_rounds_mine_with_the_previous_round(tiny_model: Path, scifact_sm
     second = json.loads((tmp_path / "rounds" / "round-2" / "negatives" / "provenance.json").read_text())
     assert first["checkpoint"] == str(tiny_model)
     assert second["checkpoint"] == str(tmp_path / "rounds" / "round-1" / "encoder")
-    assert summary["steps"] == 5  # one epoch: 40 queries in batches of 8
+    # one epoch: the labelled pairs of the 40 queries (some have two positives) in batches of 8
+    assert summary["examples_per_epoch"] > 40 and summary["steps"] == -(-summary["examples_per_epoch"] // 8)
     assert len(summary["rounds"]) == 2 and (tmp_path / "rounds" / "encoder" / "model.safetensors").exists()
     round_two = load_file(tmp_path / "rounds" / "round-2" / "encoder" / "model.safetensors")
     final = load_file(tmp_path / "rounds" / "encoder" / "model.safetensors")
@@ -347,6 +455,7 @@ def test_minilm_fine_tuned_on_scifact_train_improves_scifact_test(shared_data: P
     out = tmp_path / "minilm-scifact"
     config = FinetuneConfig(model="minilm", train_data=str(scifact), loss="nll", negatives="bm25",
                             dev_qrels=str(scifact / "qrels" / "test.tsv"), dev_every=0, document_max_length=128,
+                            epoch_over="queries",  # as measured in recipes/finetune/dpr.yaml
                             train=TrainConfig(max_steps=200, batch_size=8, learning_rate=2e-5, warmup_steps=20,
                                               log_every=10, save_every=200, keep_checkpoints=1))
     started = time.perf_counter()

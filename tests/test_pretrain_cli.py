@@ -116,7 +116,7 @@ def test_mlm_from_scratch_on_200_wiki_articles(wiki_shard, tmp_path):
     assert pretrain(*arguments, "--resume").exit_code == 0
     assert (out / "encoder" / "model.safetensors").read_bytes() == before
     sibling = pretrain(*[str(tmp_path / "runs" / "mlm2") if a == str(out) else a for a in arguments],
-                       "--set", "train.max_steps=2")
+                       "--set", "train.max_steps=2", "--set", "train.warmup_steps=0")  # no warm-up as long as the run
     assert sibling.exit_code == 0 and "tokenising" not in sibling.output
     assert list((tmp_path / "runs" / "shards").iterdir()) == [shards]
 
@@ -139,7 +139,7 @@ def test_ict_recipe_trains_on_pairs(wiki_shard, tmp_path):
     result = pretrain("--config", str(RECIPES / "ict.yaml"), "--corpus", str(wiki_shard), "--out", str(out),
                       *TINY, *settings(objective__pairs__max_articles=30, objective__projection_dim=16,
                                        objective__document_max_length=64, train__max_steps=2,
-                                       train__batch_size=4, train__warmup_steps=0, train__log_every=1))
+                                       train__batch_size=4, train__warmup_ratio=0, train__log_every=1))
     assert result.exit_code == 0, result.output
     last = json.loads((out / "metrics.jsonl").read_text().splitlines()[-1])
     assert last["step"] == 2 and "ict" in last and "accuracy" in last
@@ -160,7 +160,7 @@ def test_bow_mlp_baseline_trains_on_pairs_and_loads_everywhere(wiki_shard, tmp_p
                       "--out", str(out), *settings(objective__pairs__max_articles=30, model__bow_mlp__embedding_dim=64,
                                                    model__bow_mlp__hidden_dim=32, model__bow_mlp__output_dim=16,
                                                    train__max_steps=2, train__batch_size=4,
-                                                   train__warmup_steps=0, train__log_every=1))
+                                                   train__warmup_ratio=0, train__log_every=1))
     assert result.exit_code == 0, result.output
     last = json.loads((out / "metrics.jsonl").read_text().splitlines()[-1])
     assert {"ict", "bfs", "wlp"} <= set(last)

@@ -11,7 +11,15 @@ import pytest
 
 from seedr.data.corpus import load_corpus
 from seedr.data.queries import read_qrels, read_queries
-from seedr.retrieval.encode import TextEncoder, encode_corpus_to_shards, encode_texts, load_embeddings
+from seedr.data.records import Document
+from seedr.retrieval.encode import (
+    TITLE_MODES,
+    TextEncoder,
+    document_input,
+    encode_corpus_to_shards,
+    encode_texts,
+    load_embeddings,
+)
 from seedr.retrieval.faiss_index import DenseIndex, brute_force_topk
 
 MAX_LENGTH = 64  # real abstracts, cut short to keep two shared CPU cores free
@@ -65,15 +73,28 @@ def test_length_sorted_batches_restore_input_order(scifact, encoder):
     np.testing.assert_allclose(forward, one_by_one, atol=1e-5)
 
 
-def test_documents_are_title_sep_text_pairs(scifact, encoder):
+def test_documents_are_encoded_as_their_title_mode_says(scifact, encoder, minilm_path):
     document = scifact[0][0]
     tokens = encoder.tokenizer(document.title, document.text, truncation=True, max_length=MAX_LENGTH)
     assert tokens["input_ids"].count(encoder.tokenizer.sep_token_id) == 2  # [CLS] title [SEP] text [SEP]
+    assert document_input(document, "pair", "> ") == ("> " + document.title, document.text)
+    assert document_input(document, "join") == (f"{document.title} {document.text}", None)
+    assert document_input(document, "none") == (document.text, None)
+    untitled = Document(document.id, document.text)
+    assert {document_input(untitled, mode) for mode in TITLE_MODES} == {(document.text, None)}
+    with pytest.raises(ValueError, match="title mode"):
+        document_input(document, "prefix")
+
+    assert encoder.title == "pair"  # MiniLM's folder records no mode: DPR's pair
     as_pair = encoder.encode([document.title], text_pairs=[document.text])
     np.testing.assert_allclose(encoder.encode_documents([document]), as_pair, atol=1e-6)
-    without_title = encoder.encode_documents([document], use_title=False)
-    np.testing.assert_allclose(without_title, encoder.encode([document.text]), atol=1e-6)
-    assert not np.allclose(without_title, as_pair, atol=1e-3)
+    vectors = {"pair": as_pair}
+    for mode, text in (("join", f"{document.title} {document.text}"), ("none", document.text)):
+        other = TextEncoder(minilm_path, pooling="mean", normalize=True, max_length=MAX_LENGTH, title=mode)
+        vectors[mode] = other.encode_documents([document])
+        np.testing.assert_allclose(vectors[mode], encoder.encode([text]), atol=1e-6)
+        assert other.settings()["title"] == mode  # recorded beside embeddings and in indexes
+    assert not np.allclose(vectors["join"], as_pair, atol=1e-3) and not np.allclose(vectors["none"], as_pair, atol=1e-3)
 
 
 def test_function_form_keeps_training_mode(scifact, encoder):

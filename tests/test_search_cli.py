@@ -79,11 +79,21 @@ def test_dense_pipeline_and_comparison_with_bm25(tmp_path, scifact_slice):
                    "--json", tmp_path / "compare.json", "--markdown", tmp_path / "compare.md")
     assert result.exit_code == 0, result.output
     assert "bm25 (baseline)" in result.output and "nDCG@10" in result.output
+    assert "left out" not in result.output  # every metric is within the runs' 10 documents
     comparison = json.loads((tmp_path / "compare.json").read_text())["comparison"]
     assert comparison["baseline"] == "bm25" and comparison["test"] == "ttest"
     assert set(comparison["systems"]) == {"bm25", "dense"}
     assert 0 < comparison["systems"]["dense"]["nDCG@10"]["mean"] <= 1
     assert (tmp_path / "compare.md").read_text().startswith("| system | nDCG@10 | MRR@10 | R@10 |")
+    ndcg = comparison["systems"]["dense"]["nDCG@10"]  # the console shows the effect and p, not only marks
+    assert f"{ndcg['delta']:+.4f} p={ndcg['p_value']:.2g}" in result.output
+
+    result = seedr("evaluate", tmp_path / "dense.trec", "--qrels", data / "qrels.tsv", "--metrics", "nDCG@10,R@100")
+    assert result.exit_code == 0, result.output
+    assert "left out R@100: the runs rank at most 10 documents" in " ".join(result.output.split())
+    assert "nDCG@10" in result.output and "R@100 " not in result.output.split("left out")[0]
+    result = seedr("evaluate", tmp_path / "dense.trec", "--qrels", data / "qrels.tsv", "--metrics", "R@100")
+    assert result.exit_code == 1 and "deeper than the runs" in result.output
 
 
 def test_long_documents_are_searched_by_their_best_passage(tmp_path, scifact_slice):
@@ -110,8 +120,11 @@ def test_single_run_json_is_flat_metrics(tmp_path, scifact_slice):
                    "--json", tmp_path / "e.json")
     assert result.exit_code == 0, result.output
     written = json.loads((tmp_path / "e.json").read_text())
-    assert set(written["metrics"]) == {"MRR@10", "MRR@100", "R@5", "R@10", "R@20", "R@50", "R@100", "R@1000",
-                                       "nDCG@10", "MAP"}
+    # the slice has 60-odd documents, so the run ranks fewer than 100 a query: the deeper metrics are left out
+    depth = len((data / "corpus.jsonl").read_text().splitlines())
+    assert written["left_out"] == {"metrics": ["MRR@100", "R@100", "R@1000"], "run_depth": depth}
+    assert set(written["metrics"]) == {"MRR@10", "R@5", "R@10", "R@20", "R@50", "nDCG@10", "MAP"}
+    assert "left out MRR@100, R@100, R@1000" in " ".join(result.output.split())
     assert written["queries"]["bm25"] == {"judged": 20, "evaluated": 20, "missing_from_run": 0,
                                           "unjudged_in_run": 0}
 

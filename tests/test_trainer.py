@@ -4,6 +4,7 @@ Wikipedia text (wiki shard 00, tokenised into memory-mapped shards)."""
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import json
 import os
@@ -11,6 +12,7 @@ import signal
 import subprocess
 import sys
 import time
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -131,6 +133,72 @@ def test_linear_warmup_then_linear_decay_to_zero():
     np.testing.assert_allclose(rates[4:], np.linspace(1e-4, 0, 9), atol=1e-12)  # decay to 0 at the end
 
 
+@pytest.mark.parametrize(("scheduler", "expected"), [
+    # steps 0, 2, 4 (end of warm-up), 8 (half-way through the decay) and 12 (the last)
+    ("linear", [0, 5e-5, 1e-4, 5e-5, 0]),
+    ("cosine", [0, 5e-5, 1e-4, 5e-5, 0]),  # cos at the decay's middle: (1 + cos(π/2)) / 2 = 0.5
+    ("constant", [1e-4, 1e-4, 1e-4, 1e-4, 1e-4]),  # no warm-up at all
+    ("constant_with_warmup", [0, 5e-5, 1e-4, 1e-4, 1e-4]),
+])
+def test_each_scheduler_gives_its_rate_at_chosen_steps(scheduler, expected):
+    model = nn.Linear(2, 2)
+    config = TrainConfig(learning_rate=1e-4, warmup_steps=4, max_steps=12, scheduler=scheduler)
+    optimizer = build_optimizer(model, config)
+    schedule = build_scheduler(optimizer, config)
+    rates = []
+    for _ in range(config.max_steps):
+        rates.append(schedule.get_last_lr()[0])
+        optimizer.step()
+        schedule.step()
+    rates.append(schedule.get_last_lr()[0])
+    np.testing.assert_allclose([rates[step] for step in (0, 2, 4, 8, 12)], expected, atol=1e-12)
+    if scheduler == "cosine":  # not linear: above the straight line in the first half of the decay
+        assert rates[6] > 7.5e-5
+
+
+def test_warmup_ratio_is_a_share_of_the_run_and_wins_over_steps():
+    config = TrainConfig(max_steps=200, warmup_ratio=0.1, warmup_steps=10_000)
+    assert config.warmup_steps == 20  # what the schedule uses, and what config.yaml records
+    assert TrainConfig(max_steps=15, warmup_ratio=0.1).warmup_steps == 2  # rounded up, as transformers
+    with pytest.warns(UserWarning, match="warm-up takes 7 of 10 steps"):  # not 8, from 7.000000000000001
+        TrainConfig(max_steps=10, warmup_ratio=0.7)
+    shorter = dataclasses.replace(config, max_steps=50)  # fine-tuning's `epochs` sets max_steps this way
+    assert shorter.warmup_steps == 5
+    with pytest.raises(ValueError, match="warmup_ratio"):
+        TrainConfig(warmup_ratio=1.0)
+
+
+def test_warmup_as_long_as_the_run_is_refused_and_a_long_one_warned():
+    with pytest.raises(ValueError, match=r"warmup_steps=200 is not fewer than train.max_steps=200"):
+        TrainConfig(max_steps=200, warmup_steps=200)
+    with pytest.raises(ValueError, match="never reach its peak"):
+        TrainConfig(max_steps=200, warmup_steps=10_000)  # the CPU example of a recipe written in steps
+    with pytest.warns(UserWarning, match="warm-up takes 120 of 200 steps"):
+        TrainConfig(max_steps=200, warmup_steps=120)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        TrainConfig(max_steps=200, warmup_ratio=0.1)
+
+
+def test_gradient_clipping_can_be_turned_off_and_the_norm_is_still_logged(tokenizer, shards, tmp_path):
+    assert not TrainConfig(max_grad_norm=0).clips_gradients and not TrainConfig(max_grad_norm=None).clips_gradients
+    with pytest.raises(ValueError, match="max_grad_norm"):
+        TrainConfig(max_grad_norm=-1)
+    finals, norms = [], []
+    for max_grad_norm in (None, 1e-3):
+        torch.manual_seed(3)
+        objective = TokenAutoencoder(tiny_encoder(tokenizer, dropout=0.0), tokenizer)
+        start = parameters(objective)
+        run(objective, shards, tmp_path / str(max_grad_norm), max_steps=1, gradient_accumulation_steps=1,
+            warmup_steps=0, log_every=1, max_grad_norm=max_grad_norm)
+        line = json.loads((tmp_path / str(max_grad_norm) / "metrics.jsonl").read_text().splitlines()[-1])
+        norms.append(line["grad_norm"])
+        finals.append(sum(float((parameters(objective)[name] - start[name]).norm()) for name in start))
+    assert norms[0] > 1e-3 and norms[0] == pytest.approx(norms[1], rel=1e-5)  # the norm before clipping
+    # Adam's first step is about lr · g / (|g| + ε): gradients clipped to a norm near ε move the weights less
+    assert finals[0] != pytest.approx(finals[1], rel=1e-3)
+
+
 def test_bad_train_config_is_refused():
     with pytest.raises(ValueError, match="batch_size"):
         TrainConfig(batch_size=0)
@@ -149,6 +217,17 @@ def test_gradient_accumulation_equals_the_big_batch(tokenizer, shards, tmp_path)
     assert finals[0].keys() == finals[1].keys()
     for name in finals[0]:
         torch.testing.assert_close(finals[0][name], finals[1][name], atol=2e-6, rtol=1e-5, msg=name)
+
+
+def test_the_last_partial_batch_is_dropped_or_kept(tokenizer, shards, tmp_path):
+    objective = mlm_objective(tokenizer)
+    config = TrainConfig(batch_size=5)  # 24 examples: 4 full batches and one of 4
+    sizes = {}
+    for drop_last in (True, False):
+        trainer = Trainer(objective, TokenShardData(shards), objective.collate, config, tmp_path, save_encoder,
+                          drop_last=drop_last)
+        sizes[drop_last] = [len(batch["input_ids"]) for batch in trainer._epoch_loader(0)]
+    assert sizes == {True: [5, 5, 5, 5], False: [5, 5, 5, 5, 4]}
 
 
 def test_logged_parts_add_up_to_the_loss_when_a_batch_lacks_one(tokenizer, shards, tmp_path):
@@ -258,6 +337,28 @@ class CountingCallback(Callback):
 
     def load_state_dict(self, state):
         self.calls = state["calls"]
+
+
+def test_only_the_newest_checkpoint_keeps_the_optimizer_state(tokenizer, shards, tmp_path):
+    from seedr.training.checkpoint import optimizer_state_files
+
+    run(mlm_objective(tokenizer), shards, tmp_path, max_steps=6, save_every=2, keep_checkpoints=3)
+    checkpoints = list_checkpoints(tmp_path)
+    assert [step for step, _ in checkpoints] == [2, 4, 6]  # train.keep_checkpoints=3
+    assert [[path.name for path in optimizer_state_files(folder)] for _, folder in checkpoints] == \
+        [[], [], ["optimizer.bin"]]
+
+    def size(folder):
+        return sum(path.stat().st_size for path in folder.rglob("*") if path.is_file())
+
+    sizes = {step: size(folder) for step, folder in checkpoints}
+    optimizer = (checkpoints[-1][1] / "state" / "optimizer.bin").stat().st_size
+    weights = (checkpoints[-1][1] / "state" / "model.safetensors").stat().st_size
+    assert optimizer > 1.5 * weights  # AdamW's two moments
+    assert sizes[2] == sizes[4] and sizes[6] - sizes[4] == pytest.approx(optimizer, rel=0.01)
+    for _, folder in checkpoints:  # every checkpoint keeps its encoder and full weights
+        assert (folder / "encoder" / "model.safetensors").exists()
+        assert (folder / "state" / "model.safetensors").exists()
 
 
 def test_resume_gives_the_uninterrupted_parameters(finished_run, tokenizer, shards, tmp_path):

@@ -60,15 +60,26 @@ class ComparisonTable:
     def label(self, system: str) -> str:
         return f"{system} (baseline)" if system == self.baseline and len(self.systems) > 1 else system
 
+    def effect(self, system: str, metric: str, digits: int = 4) -> str:
+        """A system's difference to the baseline and its p-value, e.g. ``+0.0371 p=0.0002``."""
+        result = self.comparisons[metric].systems[system]
+        return "" if result.p_value is None else f"{result.delta:+.{digits}f} p={result.p_value:.2g}"
+
     def to_rich(self, digits: int = 4, title: str | None = None) -> Table:
         """The table for the terminal (``rich``): metrics as rows, systems as columns, so that many
-        metrics fit a narrow terminal; the footnote only when there is something to compare."""
-        table = Table(title=title, caption=self._test_note() if len(self.systems) > 1 else None)
+        metrics fit a narrow terminal; each system's cell also shows its difference to the baseline and
+        the p-value (not only the marks); the footnote only when there is something to compare."""
+        caption = None
+        if len(self.systems) > 1:
+            caption = f"{self._test_note()} Below each value: its difference to {self.baseline} and the p-value."
+        table = Table(title=title, caption=caption)
         table.add_column("metric")
         for system in self.systems:
             table.add_column(self.label(system), justify="right")
         for metric in self.metrics:
-            table.add_row(metric, *(self.cell(system, metric, digits) for system in self.systems))
+            table.add_row(metric, *(self.cell(system, metric, digits) + (f"\n{self.effect(system, metric, digits)}"
+                                                                         if system != self.baseline else "")
+                                    for system in self.systems))
         return table
 
     def to_markdown(self, digits: int = 4) -> str:

@@ -39,6 +39,17 @@ def parse_metric(name: str) -> ir_measures.Measure:
         raise ValueError(f"unknown metric {name!r} ({error}); examples: {examples}") from None
 
 
+def run_depth(run: Run) -> int:
+    """How many documents the run ranks for a query, at most (``seedr search --k``)."""
+    return max((len(scores) for scores in run.values()), default=0)
+
+
+def deeper_than(metrics: Sequence[str], depth: int) -> list[str]:
+    """The metrics whose cutoff is beyond ``depth``: on a run that ranks ``depth`` documents, R@1000
+    silently equals R@``depth``, so they are not to be reported as if measured at their cutoff."""
+    return [name for name in metrics if parse_metric(name).params.get("cutoff", 0) > depth]
+
+
 def rank_scores(run: Run) -> Run:
     """The same rankings with scores replaced by strictly decreasing rank scores (no ties left).
 

@@ -26,6 +26,7 @@ from transformers import PreTrainedModel, PreTrainedTokenizerBase
 from seedr.data.records import Document, Run
 from seedr.losses.base import RetrievalLoss, Similarity
 from seedr.modeling.encoder import (
+    SETTINGS_FILE,
     Pooling,
     load_encoder,
     load_tokenizer,
@@ -34,20 +35,19 @@ from seedr.modeling.encoder import (
     save_encoder,
 )
 from seedr.modeling.projection import Projection, load_projection
-from seedr.retrieval.encode import encode_texts, model_defaults
+from seedr.retrieval.encode import TITLE_MODES, document_input, encode_texts, model_defaults
 from seedr.retrieval.faiss_index import DenseIndex
 from seedr.retrieval.runs import run_from_topk
 
 if TYPE_CHECKING:
     from seedr.objectives.base import ObjectiveOutput
 
-#: Written beside the saved encoder so a fine-tuned model reloads with its towers, pooling and similarity.
-SETTINGS_FILE = "seedr_dual_encoder.json"
 DOCUMENT_TOWER = "doc_encoder"
 
 
 def saved_settings(model: str | os.PathLike) -> dict[str, object]:
-    """Towers, pooling, similarity and scale recorded in a model folder.
+    """Towers, pooling, similarity, scale and title mode recorded in a model folder (``SETTINGS_FILE``,
+    written beside the saved encoder so a fine-tuned model reloads as it was trained).
 
     seedr's own settings file when there is one; otherwise what the sentence-transformers files say
     (``seedr.retrieval.encode.model_defaults``): a model such as all-MiniLM was trained with mean pooling
@@ -63,13 +63,6 @@ def saved_settings(model: str | os.PathLike) -> dict[str, object]:
     if st_file.exists() and json.loads(st_file.read_text()).get("similarity_fn_name") == "cosine":
         similarity = "cosine"
     return {"pooling": defaults["pooling"], "similarity": similarity}
-
-
-def document_segments(document: Document) -> tuple[str, str | None]:
-    """The text pair a document is encoded as: ``(title, text)``, or ``(text, None)`` without a title —
-    the same input as ``seedr.retrieval.encode.TextEncoder.encode_documents`` (DPR/ANCE), so a model is
-    fine-tuned on what it will be searched with."""
-    return (document.title, document.text) if document.title else (document.text, None)
 
 
 class DualEncoder(nn.Module):
@@ -94,14 +87,18 @@ class DualEncoder(nn.Module):
         query_projection: a layer on the query tower's pooled embedding (also the document tower's when
             Siamese), e.g. the two-tower models' linear layer; ``None``: the pooled embedding itself.
         document_projection: the separate document tower's own projection.
+        title: how documents' titles are encoded (``seedr.retrieval.encode.document_input``: ``pair``,
+            ``join`` or ``none``), in training and search alike; saved with the model.
     """
 
     def __init__(self, query_encoder: PreTrainedModel, tokenizer: PreTrainedTokenizerBase,
                  loss: RetrievalLoss | None = None, document_encoder: PreTrainedModel | None = None,
                  pooling: Pooling = "cls", similarity: Similarity | None = None, query_max_length: int = 64,
                  document_max_length: int = 512, query_projection: Projection | None = None,
-                 document_projection: Projection | None = None) -> None:
+                 document_projection: Projection | None = None, title: str = "pair") -> None:
         super().__init__()
+        if title not in TITLE_MODES:
+            raise ValueError(f"unknown title mode {title!r}; valid: {', '.join(TITLE_MODES)}")
         if document_encoder is None and document_projection is not None:
             raise ValueError("a document projection needs a separate document tower (document_encoder)")
         if document_encoder is not None:
@@ -121,16 +118,17 @@ class DualEncoder(nn.Module):
         self.similarity = similarity or Similarity()
         self.query_max_length = query_max_length
         self.document_max_length = document_max_length
+        self.title = title
 
     @classmethod
     def from_pretrained(cls, model: str | os.PathLike, loss: RetrievalLoss | None = None, shared: bool | None = None,
                         pooling: Pooling | None = None, similarity: str | None = None,
                         scale: float | None = None, query_max_length: int = 64,
-                        document_max_length: int = 512) -> DualEncoder:
+                        document_max_length: int = 512, title: str | None = None) -> DualEncoder:
         """Start from a local model folder (or ``minilm``, or a seedr run folder).
 
-        ``shared``/``pooling``/``similarity``/``scale`` default to what the folder records (see
-        ``saved_settings``), else one shared encoder, [CLS] and dot product. With ``shared=False`` the
+        ``shared``/``pooling``/``similarity``/``scale``/``title`` default to what the folder records (see
+        ``saved_settings``), else one shared encoder, [CLS], dot product and title [SEP] text pairs. With ``shared=False`` the
         document tower is the folder's ``doc_encoder/`` if it has one, else a copy of the query encoder
         (DPR initialises both towers from the same BERT). Each tower's projection (a sentence-transformers
         ``Dense`` module, as two-tower pre-training saves it) comes with it.
@@ -152,7 +150,8 @@ class DualEncoder(nn.Module):
                    similarity=Similarity(similarity_name,  # type: ignore[arg-type]
                                          scale if scale is not None else float(settings.get("scale", default_scale))),
                    query_max_length=query_max_length, document_max_length=document_max_length,
-                   query_projection=query_projection, document_projection=document_projection)
+                   query_projection=query_projection, document_projection=document_projection,
+                   title=title or str(settings.get("title", "pair")))
 
     @property
     def shared(self) -> bool:
@@ -221,7 +220,7 @@ class DualEncoder(nn.Module):
                          similarity=self.similarity.name, projection=projection,
                          normalize=self.similarity.name == "cosine")
         settings = {"shared": self.shared, "pooling": self.pooling, "similarity": self.similarity.name,
-                    "scale": self.similarity.scale}
+                    "scale": self.similarity.scale, "title": self.title}
         (directory / SETTINGS_FILE).write_text(json.dumps(settings, indent=2))
         return directory
 
@@ -241,7 +240,8 @@ class DualEncoder(nn.Module):
                         show_progress: bool = False) -> np.ndarray:
         """Document embeddings (N, D) as numpy, from the document tower."""
         encoder, projection = self._document_tower()
-        firsts, seconds = zip(*(document_segments(document) for document in documents)) if documents else ((), ())
+        inputs = [document_input(document, self.title) for document in documents]
+        firsts, seconds = zip(*inputs) if inputs else ((), ())
         return encode_texts(encoder, self.tokenizer, list(firsts), self.pooling, self.document_max_length,
                             batch_size, text_pairs=list(seconds), projection=projection,
                             normalize=self.similarity.name == "cosine", autocast_dtype=self.inference_dtype,

@@ -118,6 +118,11 @@ def pool(last_hidden_state: torch.Tensor, attention_mask: torch.Tensor, pooling:
     raise ValueError(f"unknown pooling {pooling!r}; valid: cls, mean")
 
 
+#: seedr's own settings beside an encoder's weights (towers, pooling, similarity, scale, title): written by
+#: fine-tuning and two-tower pre-training, read back by ``DualEncoder.from_pretrained`` and ``seedr encode``.
+SETTINGS_FILE = "seedr_dual_encoder.json"
+
+
 def save_encoder(encoder: PreTrainedModel, tokenizer: PreTrainedTokenizerBase, directory: str | os.PathLike,
                  pooling: Pooling = "cls", max_seq_length: int = 512, similarity: str = "dot",
                  projection: Projection | None = None, normalize: bool = False) -> Path:

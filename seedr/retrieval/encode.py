@@ -1,9 +1,12 @@
 """Encode queries and documents into dense vectors, and whole corpora into resumable embedding shards.
 
-Documents are encoded as the text pair ``[CLS] title [SEP] text [SEP]`` — DPR's passage input
-(Karpukhin et al. 2020, sec. 4.1: the title and the passage separated by [SEP]; ``token_type_ids`` 1
-on the text), also ANCE's for MS MARCO documents (Xiong et al. 2021), whose fine-tuning SEED-Encoder
-reuses; documents without a title, or ``use_title=False``, are encoded as the text alone. The
+Documents are encoded as their ``title`` mode says (``document_input``): by default the text pair
+``[CLS] title [SEP] text [SEP]`` — DPR's passage input (Karpukhin et al. 2020, sec. 4.1: the title and
+the passage separated by [SEP]; ``token_type_ids`` 1 on the text), also ANCE's for MS MARCO documents
+(Xiong et al. 2021), whose fine-tuning SEED-Encoder reuses; ``join``: one segment ``title text`` (BEIR's
+sentence-transformers training and evaluation, ``title + " " + text``); ``none``: the text alone, as is
+every document without a title. A fine-tuned model records its mode in its folder, and encoding uses
+it unless told otherwise, so a model is searched with the input it was trained on. The
 sequence embedding is the [CLS] vector (``pooling="cls"``, SEED-Encoder/CPDAE and the two-tower
 models of Chang et al. 2020) or the masked mean of token states (``"mean"``, sentence-transformers
 models such as MiniLM).
@@ -30,10 +33,25 @@ from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
 from seedr.data.io import DataError, atomic_write
 from seedr.data.records import Document
-from seedr.modeling.encoder import Pooling, load_encoder, load_tokenizer, pool, resolve_model_path
+from seedr.modeling.encoder import SETTINGS_FILE, Pooling, load_encoder, load_tokenizer, pool, resolve_model_path
 from seedr.modeling.projection import Projection, load_projection, read_modules
 
 _DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
+#: How a document's title and text become the encoder's input (see the module docstring).
+TITLE_MODES = ("pair", "join", "none")
+
+
+def document_input(document: Document, title: str = "pair", prefix: str = "") -> tuple[str, str | None]:
+    """The text, and the second segment of a text pair or ``None``, that ``document`` is encoded as under
+    the ``title`` mode (``pair``: ``(title, text)``; ``join``: ``("title text", None)``; ``none``:
+    ``(text, None)``; a document without a title is its text alone), ``prefix`` before the first segment."""
+    if title not in TITLE_MODES:
+        raise ValueError(f"unknown title mode {title!r}; valid: {', '.join(TITLE_MODES)}")
+    if not document.title or title == "none":
+        return prefix + document.text, None
+    if title == "join":
+        return f"{prefix}{document.title} {document.text}", None
+    return prefix + document.title, document.text
 
 
 def _autocast_dtype(dtype: str | torch.dtype | None) -> torch.dtype | None:
@@ -126,10 +144,12 @@ def model_defaults(model_path: str | os.PathLike) -> dict[str, Any]:
     ``max_seq_length``), which ``seedr.modeling.encoder.save_encoder`` also writes, in the format of
     sentence-transformers < 6 or ≥ 6 (``pooling_mode``; the length kept as the tokenizer's
     ``model_max_length``). As sentence-transformers does, the length is capped at the model's positions.
-    Without these files: [CLS] pooling, no normalisation, 512 tokens (BERT's, the papers' setting).
+    Without these files: [CLS] pooling, no normalisation, 512 tokens (BERT's, the papers' setting). The
+    ``title`` mode is the one seedr's settings file records (fine-tuning writes it), else ``pair``.
     """
     path = resolve_model_path(model_path)
-    defaults: dict[str, Any] = {"pooling": "cls", "normalize": False, "max_length": 512}
+    defaults: dict[str, Any] = {"pooling": "cls", "normalize": False, "max_length": 512,
+                                "title": _json_field(path / SETTINGS_FILE, "title") or "pair"}
     pooling_config = path / "1_Pooling" / "config.json"
     if pooling_config.exists():
         pooling = json.loads(pooling_config.read_text(encoding="utf-8"))
@@ -169,6 +189,8 @@ class TextEncoder:
         device: ``"cpu"``, ``"cuda"``...; default CUDA when available.
         dtype: ``None``/``"float32"``, or ``"bfloat16"``/``"float16"`` to run under autocast.
         query_prefix, document_prefix: text put before every query / document (E5-style instructions).
+        title: how documents' titles are encoded (``TITLE_MODES``); default: what the folder records, else
+            ``pair``.
 
     Example:
         >>> encoder = TextEncoder("minilm")  # mean pooling + Normalize, as its folder declares
@@ -179,9 +201,11 @@ class TextEncoder:
     def __init__(self, model_path: str | os.PathLike, pooling: Pooling | None = None, normalize: bool | None = None,
                  max_length: int | None = None, device: str | torch.device | None = None,
                  dtype: str | torch.dtype | None = None, query_prefix: str = "",
-                 document_prefix: str = "") -> None:
+                 document_prefix: str = "", title: str | None = None) -> None:
         if pooling not in (None, "cls", "mean"):
             raise ValueError(f"unknown pooling {pooling!r}; valid: cls, mean")
+        if title not in (None, *TITLE_MODES):
+            raise ValueError(f"unknown title mode {title!r}; valid: {', '.join(TITLE_MODES)}")
         self.model_path = resolve_model_path(model_path)
         defaults = model_defaults(self.model_path)
         self.tokenizer = load_tokenizer(self.model_path)
@@ -194,6 +218,7 @@ class TextEncoder:
         self.max_length: int = max_length or defaults["max_length"]
         self.autocast_dtype = _autocast_dtype(dtype)
         self.query_prefix, self.document_prefix = query_prefix, document_prefix
+        self.title: str = title or defaults["title"]
 
     @classmethod
     def from_settings(cls, settings: dict[str, Any], model_path: str | os.PathLike | None = None,
@@ -201,7 +226,7 @@ class TextEncoder:
         """The encoder described by ``settings()`` as recorded beside embeddings or in an index folder
         (so queries are encoded as the documents were); ``overrides`` replace single options."""
         options = {key: settings[key] for key in ("pooling", "normalize", "max_length", "query_prefix",
-                                                  "document_prefix") if key in settings}
+                                                  "document_prefix", "title") if key in settings}
         options.update({key: value for key, value in overrides.items() if value is not None})
         return cls(model_path or settings["model"], **options)
 
@@ -214,7 +239,7 @@ class TextEncoder:
         """What determines the vectors: recorded beside embeddings and indexes."""
         return {"model": str(self.model_path), "pooling": self.pooling, "normalize": self.normalize,
                 "max_length": self.max_length, "query_prefix": self.query_prefix,
-                "document_prefix": self.document_prefix, "dim": self.dim}
+                "document_prefix": self.document_prefix, "title": self.title, "dim": self.dim}
 
     def encode(self, texts: Sequence[str], batch_size: int = 64, show_progress: bool = False,
                text_pairs: Sequence[str | None] | None = None) -> np.ndarray:
@@ -229,20 +254,12 @@ class TextEncoder:
         return self.encode([self.query_prefix + query for query in queries], batch_size, show_progress)
 
     def encode_documents(self, documents: Sequence[Document], batch_size: int = 64,
-                         show_progress: bool = False, use_title: bool = True) -> np.ndarray:
-        """Embed documents as the pair ``title [SEP] text`` (DPR/ANCE), or the text alone without a title.
-
-        ``document_prefix`` goes before the first segment. ``use_title=False`` ignores titles.
-        """
-        firsts, seconds = [], []
-        for document in documents:
-            if use_title and document.title:
-                firsts.append(self.document_prefix + document.title)
-                seconds.append(document.text)
-            else:
-                firsts.append(self.document_prefix + document.text)
-                seconds.append(None)
-        return self.encode(firsts, batch_size, show_progress, text_pairs=seconds)
+                         show_progress: bool = False) -> np.ndarray:
+        """Embed documents as ``document_input`` lays them out under ``title`` (by default the pair
+        ``title [SEP] text``, DPR/ANCE); ``document_prefix`` goes before the first segment."""
+        inputs = [document_input(document, self.title, self.document_prefix) for document in documents]
+        firsts, seconds = zip(*inputs) if inputs else ((), ())
+        return self.encode(list(firsts), batch_size, show_progress, text_pairs=list(seconds))
 
 
 # ------------------------------------------------------------------ corpus shards
@@ -262,7 +279,6 @@ class ShardSettings:
     encoder: dict[str, Any]
     shard_size: int
     dtype: str
-    use_title: bool
     extra: dict[str, Any]
 
 
@@ -274,7 +290,7 @@ def _batched(items: Iterable[Document], size: int) -> Iterator[list[Document]]:
 
 def encode_corpus_to_shards(encoder: TextEncoder, documents: Iterable[Document], out_dir: str | os.PathLike,
                             shard_size: int = 50_000, dtype: str = "float32", batch_size: int = 64,
-                            use_title: bool = True, show_progress: bool = True,
+                            show_progress: bool = True,
                             extra_settings: dict[str, Any] | None = None, rank: int = 0,
                             world_size: int = 1) -> Path:
     """Encode a corpus into ``out_dir``: ``embeddings-00000.npy`` + ``ids-00000.txt`` per shard of
@@ -299,7 +315,7 @@ def encode_corpus_to_shards(encoder: TextEncoder, documents: Iterable[Document],
         raise ValueError(f"process rank {rank} is not in 0 … {world_size - 1}")
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
-    settings = asdict(ShardSettings(encoder.settings(), shard_size, dtype, use_title, extra_settings or {}))
+    settings = asdict(ShardSettings(encoder.settings(), shard_size, dtype, extra_settings or {}))
     settings_path = out_dir / SETTINGS
     if settings_path.exists():
         previous = json.loads(settings_path.read_text(encoding="utf-8"))
@@ -330,7 +346,7 @@ def encode_corpus_to_shards(encoder: TextEncoder, documents: Iterable[Document],
                 raise DataError(ids_path, "the corpus differs from the one these shards were made from "
                                           "(document ids do not match); use a new output folder")
         else:
-            vectors = encoder.encode_documents(chunk, batch_size=batch_size, use_title=use_title)
+            vectors = encoder.encode_documents(chunk, batch_size=batch_size)
             with atomic_write(embeddings_path, "wb") as stream:
                 np.save(stream, vectors.astype(dtype))
             with atomic_write(ids_path) as stream:

@@ -9,6 +9,7 @@ from typing import Any
 import typer
 from rich.console import Console
 from rich.markup import escape
+from typer.core import TyperCommand
 
 from seedr.data.io import DataError
 
@@ -34,3 +35,25 @@ def clear_errors(function: Callable[..., Any]) -> Callable[..., Any]:
             raise typer.Exit(code=1) from None
 
     return wrapper
+
+
+def listing_train_options(defaults: Callable[[], Any]) -> type[TyperCommand]:
+    """A command class whose help ends with every ``train.*`` key, its default and its description
+    (``seedr.config.describe_options`` over ``defaults()``, a ``TrainConfig``). The listing is built
+    only when the help is shown: it imports the trainer, which ``seedr --help`` must not wait for."""
+
+    class TrainOptionsCommand(TyperCommand):
+        @property
+        def epilog(self) -> str:
+            from seedr.config import describe_options
+
+            # typer's rich help joins lines within a paragraph: one paragraph per option
+            lines = ["train.* options (--set train.KEY=VALUE), with their defaults:",
+                     *describe_options(defaults(), "train")]
+            return "\n\n".join(escape(line) for line in lines)
+
+        @epilog.setter
+        def epilog(self, value: str | None) -> None:
+            """The listing replaces any given epilog."""
+
+    return TrainOptionsCommand

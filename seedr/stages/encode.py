@@ -40,9 +40,10 @@ def command(
         "--shard-size", help="Documents per shard (the unit of resumption)."
     )] = 50_000,
     limit: Annotated[int | None, typer.Option("--limit", help="Encode only the first N documents.")] = None,
-    use_title: Annotated[bool, typer.Option(
-        "--title/--no-title", help="Encode 'title [SEP] text' (DPR/ANCE) or text only."
-    )] = True,
+    title: Annotated[str | None, typer.Option(
+        "--title", help="How titles are encoded: pair ('title [SEP] text', DPR/ANCE), join ('title text' as "
+                        "one segment, BEIR) or none (text only); default: the model folder's, else pair."
+    )] = None,
     document_prefix: Annotated[str, typer.Option(
         "--document-prefix", help="Text put before every document."
     )] = "",
@@ -73,7 +74,7 @@ def command(
                           normalize=defaults["normalize"] if normalize is None else normalize,
                           max_length=max_length or defaults["max_length"],
                           device=state.device if device in (None, "cuda") else device, dtype=compute_dtype,
-                          document_prefix=document_prefix)
+                          document_prefix=document_prefix, title=title)
     documents = read_corpus(corpus)
     if limit is not None:
         documents = islice(documents, limit)
@@ -82,7 +83,7 @@ def command(
         documents = long_document_passages(documents, encoder.tokenizer, long_documents, encoder.max_length)
         extra = {"long_documents": long_documents}
     target = encode_corpus_to_shards(encoder, documents, out, shard_size=shard_size, dtype=dtype,
-                                     batch_size=batch_size, use_title=use_title, extra_settings=extra,
+                                     batch_size=batch_size, extra_settings=extra,
                                      show_progress=state.is_local_main_process, rank=state.process_index,
                                      world_size=state.num_processes)
     # No barrier: a process whose shards were done before a resume would wait, perhaps past the process
@@ -93,4 +94,4 @@ def command(
         return
     console.print(f"embeddings written to [bold]{target}[/] "
                   f"(pooling {encoder.pooling}, normalize {encoder.normalize}, "
-                  f"max length {encoder.max_length})")
+                  f"max length {encoder.max_length}, title {encoder.title})")

@@ -58,6 +58,9 @@ def command(
 ) -> None:
     """Evaluate runs (queries missing from a run score 0; ties broken by document id) and compare them.
 
+    Metrics with a cutoff beyond the runs' depth (R@1000 on runs of 100 documents a query) are left out,
+    with a note. With several runs, each cell shows the difference to the baseline and its p-value.
+
     Example: seedr evaluate dense.trec bm25.trec --qrels scifact/qrels/test.tsv --baseline bm25.trec
     """
     from rich.console import Console
@@ -67,7 +70,7 @@ def command(
     from seedr.data.qa import read_squad, reqa_candidates
     from seedr.data.queries import read_qrels
     from seedr.evaluation.compare import comparison_table
-    from seedr.evaluation.metrics import per_query, query_counts
+    from seedr.evaluation.metrics import deeper_than, per_query, query_counts, run_depth
     from seedr.evaluation.qa_coverage import coverage_per_question, first_hit_ranks, read_qa_file
     from seedr.evaluation.reqa import reqa_per_query
     from seedr.retrieval.runs import ignore_identical_ids as drop_identical_ids
@@ -107,6 +110,15 @@ def command(
     else:
         judged = read_qrels(qrels)
         wanted = [name.strip() for name in metrics.split(",") if name.strip()]
+        depth = min(run_depth(run) for run in loaded.values())
+        too_deep = deeper_than(wanted, depth)
+        if too_deep:
+            console.print(f"left out {', '.join(too_deep)}: the runs rank at most {depth} documents a query, "
+                          f"so these would equal their value at {depth} (search with a larger --k)")
+            wanted = [name for name in wanted if name not in too_deep]
+            details["left_out"] = {"metrics": too_deep, "run_depth": depth}
+        if not wanted:
+            raise ValueError(f"every metric asked for is deeper than the runs ({depth} documents a query)")
         per_system = {name: per_query(run, judged, wanted) for name, run in loaded.items()}
         details["queries"] = {name: query_counts(run, judged) for name, run in loaded.items()}
 

@@ -4,14 +4,24 @@ from __future__ import annotations
 
 import dataclasses
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 from rich.console import Console
 
-from seedr.stages.common import clear_errors
+from seedr.stages.common import clear_errors, listing_train_options
 
 console = Console()  # the summary table goes to stdout; progress and errors to stderr
+
+
+def _train_defaults() -> Any:
+    from seedr.training.finetune import FinetuneConfig
+
+    return FinetuneConfig().train
+
+
+#: ``seedr finetune --help`` ends with every train.* key and its default for finetune.
+COMMAND_CLASS = listing_train_options(_train_defaults)
 
 
 @clear_errors
@@ -57,6 +67,10 @@ def command(
     """Fine-tune an encoder for dense retrieval: a dual encoder trained with a loss (triplet, nll) on
     labelled queries and negatives from a strategy (bm25, in_batch, static, ance), evaluated on a dev set
     during training. The product (--out/encoder) loads with AutoModel and SentenceTransformer.
+
+    An epoch (--set epochs=N) passes once over every labelled (query, positive) pair by default
+    (epoch_over=pairs; epoch_over=queries: over queries, as DPR), keeping the last partial batch
+    (drop_last=false). The warm-up is a share of the run (train.warmup_ratio, default 0.1).
 
     Example: seedr finetune --model minilm --train ../shared/data/scifact --negatives bm25 --loss nll
     --dev-qrels ../shared/data/scifact/qrels/test.tsv --set train.max_steps=200 --out runs/scifact

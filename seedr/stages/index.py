@@ -40,7 +40,7 @@ def command(
 
     manifest = read_manifest(embeddings)
     ids, vectors = load_embeddings(embeddings)
-    encoder = {**manifest["encoder"], "use_title": manifest["use_title"], **manifest["extra"]}
+    encoder = {**manifest["encoder"], **manifest["extra"]}
     index = DenseIndex.build(vectors, ids, factory=factory, metric=metric, train_sample=train_sample,
                              seed=seed, encoder=encoder, show_progress=True, gpu=gpu)
     index.save(out)

@@ -4,12 +4,22 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 from rich.markup import escape
 
-from seedr.stages.common import clear_errors, console
+from seedr.stages.common import clear_errors, console, listing_train_options
+
+
+def _train_defaults() -> Any:
+    from seedr.training.pretrain import PretrainConfig
+
+    return PretrainConfig().train
+
+
+#: ``seedr pretrain --help`` ends with every train.* key and its default for pretrain.
+COMMAND_CLASS = listing_train_options(_train_defaults)
 
 
 @clear_errors

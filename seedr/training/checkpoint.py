@@ -13,7 +13,10 @@ A run folder::
 
 Each ``step-N`` folder is built under a temporary name and renamed into place once every process has
 written its part, so a folder named ``step-N`` is always complete; ``out/encoder`` is replaced the same
-way. The newest ``keep`` checkpoints are kept.
+way. The newest ``keep`` checkpoints are kept (``train.keep_checkpoints``), and only the newest keeps
+the optimizer state (``state/optimizer*``): a run resumes from its newest checkpoint, and AdamW's two
+moments weigh twice the model, so the older ones keep their encoder and full weights (to evaluate or
+inspect) but cannot be resumed from.
 """
 
 from __future__ import annotations
@@ -29,7 +32,7 @@ from typing import Any
 
 import torch
 from accelerate import Accelerator
-from accelerate.utils import broadcast_object_list
+from accelerate.utils import OPTIMIZER_NAME, broadcast_object_list
 
 from seedr.data.io import DataError, atomic_directory
 
@@ -65,12 +68,30 @@ def latest_checkpoint(out_dir: str | os.PathLike) -> Path | None:
 
 
 def prune_checkpoints(out_dir: str | os.PathLike, keep: int) -> None:
-    """Delete all but the newest ``keep`` checkpoints (and temporaries a killed save left behind)."""
+    """Delete all but the newest ``keep`` checkpoints (and temporaries a killed save left behind), and
+    the optimizer state of all but the newest (``drop_optimizer_state``)."""
     checkpoints = list_checkpoints(out_dir)
     for _, folder in checkpoints[: max(len(checkpoints) - max(keep, 1), 0)]:
         shutil.rmtree(folder, ignore_errors=True)
+    for _, folder in checkpoints[-max(keep, 1):-1]:
+        drop_optimizer_state(folder)
     for leftover in (Path(out_dir) / CHECKPOINTS).glob(".step-*"):
         shutil.rmtree(leftover, ignore_errors=True)
+
+
+def optimizer_state_files(checkpoint: Path) -> list[Path]:
+    """The optimizer state Accelerate's ``save_state`` wrote into a checkpoint (``optimizer.bin``, one
+    file per optimizer, or FSDP's sharded ``optimizer_0/`` folder)."""
+    return sorted((Path(checkpoint) / STATE).glob(f"{OPTIMIZER_NAME}*"))
+
+
+def drop_optimizer_state(checkpoint: Path) -> None:
+    """Delete a checkpoint's optimizer state, once a newer checkpoint holds the state to resume from."""
+    for path in optimizer_state_files(checkpoint):
+        if path.is_dir():
+            shutil.rmtree(path)
+        else:
+            path.unlink()
 
 
 @contextmanager
@@ -174,10 +195,12 @@ __all__ = [
     "STATE",
     "TRAINER_STATE",
     "checkpoint_path",
+    "drop_optimizer_state",
     "latest_checkpoint",
     "list_checkpoints",
     "load_model_weights",
     "model_weights_path",
+    "optimizer_state_files",
     "prune_checkpoints",
     "publish_product",
     "read_extra_state",

@@ -42,22 +42,27 @@ from seedr.data.io import DataError, atomic_directory, atomic_write
 from seedr.data.qa import read_dpr
 from seedr.data.queries import read_qrels, read_queries, sample_queries
 from seedr.data.records import Document, Qrels
-from seedr.evaluation.metrics import evaluate_run
+from seedr.evaluation.metrics import deeper_than, evaluate_run
 from seedr.losses import build_loss
-from seedr.modeling.dual_encoder import DualEncoder, document_segments
+from seedr.modeling.dual_encoder import DualEncoder
 from seedr.negatives import NEGATIVES, NegativeStrategy, NegativeTable
 from seedr.negatives.base import MinedNegative, positives
 from seedr.registry import Registry
-from seedr.retrieval.encode import tokenize_pairs
+from seedr.retrieval.encode import TITLE_MODES, document_input, tokenize_pairs
 from seedr.training.checkpoint import PRODUCT, latest_checkpoint
 from seedr.training.trainer import METRICS, Callback, TrainConfig, Trainer
 
 console = Console(stderr=True)
 
 
+#: What an epoch passes over once (``FinetuneConfig.epoch_over``).
+EPOCH_UNITS = ("pairs", "queries")
+
+
 def _fine_tuning_defaults() -> TrainConfig:
-    # DPR's learning rate (2e-5) and a BERT-style 10% warm-up; recipes set each paper's own values.
-    return TrainConfig(learning_rate=2e-5, batch_size=32, max_steps=1000, warmup_steps=100, save_every=500)
+    # DPR's learning rate (2e-5) and a BERT-style 10% warm-up — a share, so that a shorter run
+    # (train.max_steps, epochs) still reaches the peak rate; recipes set each paper's own values.
+    return TrainConfig(learning_rate=2e-5, batch_size=32, max_steps=1000, warmup_ratio=0.1, save_every=500)
 
 
 @dataclass
@@ -66,6 +71,15 @@ class FinetuneConfig:
 
     Defaults: SEED-Encoder's Siamese (BM25 Neg) — one shared encoder, [CLS] embedding, dot product,
     triplet loss, a negative from the top 100 BM25 results per (query, positive).
+
+    An epoch (``epochs``, and the order of the data) is a pass over ``epoch_over``: ``pairs`` (the
+    default) — one example per labelled (query, relevant document) pair, as BEIR's sentence-transformers
+    training makes one ``InputExample`` per qrels pair (``beir.retrieval.train.TrainRetriever.load_train``),
+    so every labelled document is trained on in every epoch (SciFact train: 919 pairs); or ``queries`` —
+    one example per query with one of its positives drawn each epoch, as DPR's trainer iterates over
+    questions (SciFact train: 809). None of the papers says which. The last partial batch of an epoch is
+    kept (``drop_last: false``, PyTorch's and sentence-transformers' default), so no pair is left out of
+    an epoch; ``drop_last: true`` drops it, for losses that want full batches of in-batch negatives.
     """
 
     model: str = "minilm"  # model folder, seedr run folder, or "minilm"
@@ -82,6 +96,7 @@ class FinetuneConfig:
     pooling: str | None = None  # cls | mean; None = what the model folder records, else cls
     similarity: str | None = None  # dot | cosine; None = what the model folder records, else dot
     scale: float | None = None  # cosine's inverse temperature (default 20)
+    title: str | None = None  # pair | join | none; None = what the model folder records, else pair
     query_max_length: int = 64
     document_max_length: int = 512  # FirstP: the first 512 tokens of a document (ANCE, SEED-Encoder)
     loss: str = "triplet"
@@ -89,7 +104,9 @@ class FinetuneConfig:
     negatives: str = "bm25"
     negative_options: dict[str, Any] = field(default_factory=dict)  # e.g. {depth: 100}
     negatives_per_query: int = 1  # hard negatives per query in a batch (DPR: 1, CPDAE: 7)
-    epochs: float | None = None  # if set, train.max_steps = this many passes over the training queries
+    epochs: float | None = None  # if set, train.max_steps = this many epochs (see epoch_over)
+    epoch_over: str = "pairs"  # an epoch passes once over: pairs (each labelled (query, positive)) | queries
+    drop_last: bool = False  # drop an epoch's last partial batch (true) or train on it (false)
     few_shot: float | None = None  # train on this many queries (≥ 1) or this fraction (< 1) of them
     seeds: list[int] = field(default_factory=list)  # few-shot: one run per seed (sample + training seed)
     encode_batch_size: int = 64  # encoding batch for dev evaluation and negative mining
@@ -104,6 +121,14 @@ class FinetuneConfig:
             raise ValueError("negatives_per_query and dev_every cannot be negative")
         if self.few_shot is not None and self.few_shot <= 0:
             raise ValueError(f"few_shot must be a positive count or fraction, got {self.few_shot}")
+        too_deep = deeper_than(self.dev_metrics, self.dev_depth)
+        if too_deep:
+            raise ValueError(f"dev_metrics {', '.join(too_deep)} go deeper than the {self.dev_depth} documents "
+                             f"retrieved per dev query: raise dev_depth or drop them")
+        if self.title not in (None, *TITLE_MODES):
+            raise ValueError(f"title must be one of {', '.join(TITLE_MODES)}, got {self.title!r}")
+        if self.epoch_over not in EPOCH_UNITS:
+            raise ValueError(f"epoch_over must be one of {', '.join(EPOCH_UNITS)}, got {self.epoch_over!r}")
 
 
 # --------------------------------------------------------------------------------------- training data
@@ -189,9 +214,10 @@ class FinetuneExample:
 
 
 class FinetuneData:
-    """The ``TrainData`` of fine-tuning: each epoch, every training query once, in an order shuffled by
-    ``(seed, pass)``, with one of its positives and ``negatives_per_query`` negatives sampled from the
-    current negative table.
+    """The ``TrainData`` of fine-tuning: each epoch, every unit once — every labelled (query, positive)
+    pair (``epoch_over="pairs"``), or every training query with one of its positives drawn
+    (``"queries"``) — in an order shuffled by ``(seed, pass)``, each with ``negatives_per_query``
+    negatives sampled from the current negative table.
 
     With ``examples_per_epoch`` set, "epochs" are episodes of that many examples cut from the endless
     sequence of shuffled passes — ANCE's set-up, where each episode trains on the negatives of the latest
@@ -199,7 +225,8 @@ class FinetuneData:
     """
 
     def __init__(self, training: TrainingSet, table: NegativeTable, table_dir: Path, run_dir: Path,
-                 negatives_per_query: int, seed: int, examples_per_epoch: int | None = None) -> None:
+                 negatives_per_query: int, seed: int, examples_per_epoch: int | None = None,
+                 epoch_over: str = "pairs") -> None:
         self.training, self.run_dir, self.seed = training, run_dir, seed
         self.negatives_per_query = negatives_per_query
         self.examples_per_epoch = examples_per_epoch
@@ -212,23 +239,27 @@ class FinetuneData:
             console.print(f"[yellow]{dropped} training queries have no negative in {table_dir} and are left out[/]")
         if not self.query_ids:
             raise ValueError(f"no training query has both a positive and a negative (negatives: {table_dir})")
+        # (query, positive), the positive None when it is drawn anew each epoch
+        self.units: list[tuple[str, str | None]] = (
+            [(qid, doc) for qid in self.query_ids for doc in sorted(self.relevant[qid])] if epoch_over == "pairs"
+            else [(qid, None) for qid in self.query_ids])
 
     def use_negatives(self, table: NegativeTable, directory: Path) -> None:
         """Sample from ``table`` (saved in ``directory``) from the next epoch on."""
         self.table, self.table_dir = table, Path(directory)
 
-    def _pass_order(self, number: int) -> list[str]:
-        order = list(self.query_ids)
+    def _pass_order(self, number: int) -> list[tuple[str, str | None]]:
+        order = list(self.units)
         random.Random(f"{self.seed}:pass:{number}").shuffle(order)
         return order
 
     def dataset(self, epoch: int) -> list[FinetuneExample]:
-        size = self.examples_per_epoch or len(self.query_ids)
+        size = self.examples_per_epoch or len(self.units)
         rng = random.Random(f"{self.seed}:epoch:{epoch}")
         examples = []
         for position in range(epoch * size, (epoch + 1) * size):
-            qid = self._pass_order(position // len(self.query_ids))[position % len(self.query_ids)]
-            positive = rng.choice(sorted(self.relevant[qid]))
+            qid, positive = self._pass_order(position // len(self.units))[position % len(self.units)]
+            positive = positive or rng.choice(sorted(self.relevant[qid]))
             negatives = self.table.sample(qid, self.negatives_per_query, rng)
             if len(negatives) < self.negatives_per_query:
                 raise ValueError(f"query {qid!r} has no negative left in {self.table_dir}")
@@ -254,16 +285,16 @@ class FinetuneCollator:
     """
 
     def __init__(self, tokenizer: PreTrainedTokenizerBase, query_max_length: int, document_max_length: int,
-                 relevant: Mapping[str, set[str]]) -> None:
-        self.tokenizer, self.relevant = tokenizer, relevant
+                 relevant: Mapping[str, set[str]], title: str = "pair") -> None:
+        self.tokenizer, self.relevant, self.title = tokenizer, relevant, title
         self.query_max_length, self.document_max_length = query_max_length, document_max_length
 
     def __call__(self, examples: list[FinetuneExample]) -> dict[str, torch.Tensor]:
         queries = self.tokenizer([e.query for e in examples], padding=True, truncation=True,
                                  max_length=self.query_max_length, return_tensors="pt")
         documents = [e.positive for e in examples] + [d for e in examples for d in e.negatives]
-        firsts, seconds = zip(*(document_segments(document) for document in documents))
-        # the documents' input at search time (TextEncoder.encode_documents): title [SEP] text
+        # the documents' input at search time (TextEncoder.encode_documents), e.g. title [SEP] text
+        firsts, seconds = zip(*(document_input(document, self.title) for document in documents))
         encoded = self.tokenizer.pad(tokenize_pairs(self.tokenizer, firsts, seconds, self.document_max_length),
                                      return_tensors="pt")
         false_negatives = torch.zeros(len(examples), len(documents), dtype=torch.bool)  # (B, B + B·N)
@@ -340,10 +371,19 @@ def build_model(config: FinetuneConfig, model_path: str) -> DualEncoder:
                                         pooling=config.pooling,  # type: ignore[arg-type]
                                         similarity=config.similarity, scale=config.scale,
                                         query_max_length=config.query_max_length,
-                                        document_max_length=config.document_max_length)
+                                        document_max_length=config.document_max_length, title=config.title)
     if config.train.mixed_precision == "bf16":
         model.inference_dtype = torch.bfloat16
     return model
+
+
+def steps_for_epochs(epochs: float, examples: int, train: TrainConfig, processes: int, drop_last: bool) -> int:
+    """Optimizer steps of ``epochs`` passes over ``examples``: each process takes batches of
+    ``train.batch_size`` (the partial last one kept unless ``drop_last``), and an epoch's last
+    accumulation window steps the optimizer even when short (Accelerate syncs at the loader's end)."""
+    per_batch = train.batch_size * processes
+    batches = examples // per_batch if drop_last else math.ceil(examples / per_batch)
+    return max(1, math.ceil(epochs * math.ceil(batches / train.gradient_accumulation_steps)))
 
 
 def _mine_or_load(strategy: NegativeStrategy, training: TrainingSet, model: DualEncoder, model_source: str,
@@ -371,27 +411,33 @@ def _train_one(config: FinetuneConfig, training: TrainingSet, dev: DevSet | None
     train_config = config.train
     per_step = train_config.batch_size * train_config.gradient_accumulation_steps * PartialState().num_processes
     episode = strategy.episode_steps * per_step if strategy.episode_steps else None
-    data = FinetuneData(training, table, table_dir, out_dir, per_query, train_config.seed, episode)
-    if config.epochs is not None:  # passes over the queries that can be trained on
-        steps = max(1, math.ceil(config.epochs * len(data.query_ids) / per_step))
-        train_config = dataclasses.replace(train_config, max_steps=steps,
-                                           warmup_steps=min(train_config.warmup_steps, steps))
+    data = FinetuneData(training, table, table_dir, out_dir, per_query, train_config.seed, episode,
+                        config.epoch_over)
+    if config.epochs is not None:  # passes over the units (pairs or queries) that can be trained on
+        steps = steps_for_epochs(config.epochs, len(data.units), train_config, PartialState().num_processes,
+                                 config.drop_last)
+        train_config = dataclasses.replace(train_config, max_steps=steps)  # a warm-up ratio follows
     callbacks = strategy.callbacks(data, training.corpus, training.queries, training.qrels, out_dir)
     evaluation = None
     if dev is not None:
         evaluation = DevEvaluation(dev, config.dev_metrics, config.dev_every, config.dev_depth,
                                    config.encode_batch_size)
         callbacks.append(evaluation)
-    collate = FinetuneCollator(model.tokenizer, config.query_max_length, config.document_max_length, data.relevant)
+    collate = FinetuneCollator(model.tokenizer, config.query_max_length, config.document_max_length, data.relevant,
+                               model.title)
+    # config.yaml records what the run used, the model folder's settings included, not the nulls that chose them
+    resolved = dataclasses.replace(config, model=model_path, train=train_config, shared_encoder=model.shared,
+                                   pooling=model.pooling, similarity=model.similarity.name,
+                                   scale=model.similarity.scale, title=model.title)
     trainer = Trainer(model, data, collate, train_config, out_dir,
                       lambda unwrapped, directory: unwrapped.save(directory), callbacks,
-                      run_config=dataclasses.replace(config, train=train_config))
+                      run_config=resolved, drop_last=config.drop_last)
     if evaluation is not None and not resuming and trainer.accelerator.is_main_process:
         initial = evaluation.log_initial(model, out_dir)
         console.print("dev before fine-tuning: " + ", ".join(f"{k} {v:.4f}" for k, v in initial.items()))
     last = trainer.train(resume=resume)
     return {"run": str(out_dir), "encoder": str(out_dir / PRODUCT), "steps": train_config.max_steps,
-            "queries": len(data.query_ids), "last": last,
+            "queries": len(data.query_ids), "examples_per_epoch": len(data.units), "last": last,
             "dev": {k: v for k, v in last.items() if k.startswith("dev/")}}
 
 
@@ -488,6 +534,7 @@ def few_shot_markdown(table: dict[str, Any], size: float | None) -> str:
 __all__ = [
     "TRAINING_FORMATS",
     "DevEvaluation",
+    "EPOCH_UNITS",
     "DevSet",
     "FinetuneCollator",
     "FinetuneConfig",
@@ -500,4 +547,5 @@ __all__ = [
     "finetune",
     "load_dev_set",
     "load_training_set",
+    "steps_for_epochs",
 ]

@@ -3,9 +3,10 @@
 AdamW (decoupled weight decay, as fairseq's ``adam`` that SEED-Encoder ran on and BERT's
 ``AdamWeightDecay``) with ε = 1e-6, β = (0.9, 0.999), weight decay 0.01 on every weight except biases
 and normalisation weights (Devlin et al., 2019, ``optimization.py``), a linear warm-up to the peak
-learning rate, then a linear decay to zero at the last step (SEED-Encoder §4.1: peak 1e-4 after 10k
-warm-up steps; CPDAE §4.1.3: 5e-5, warm-up over the first 10% of steps; Chang et al., 2020 §4.1:
-1e-4, warm-up ratio 0.1).
+learning rate, then by default a linear decay to zero at the last step (SEED-Encoder §4.1: peak 1e-4
+after 10k warm-up steps; CPDAE §4.1.3: 5e-5, warm-up over the first 10% of steps; Chang et al., 2020
+§4.1: 1e-4, warm-up ratio 0.1). ``train.scheduler`` picks another of ``transformers.get_scheduler``'s
+schedules: cosine decay, a constant rate, or a constant rate after the warm-up.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from typing import Any, Protocol
 
 import torch
 from torch import nn
-from transformers import get_linear_schedule_with_warmup
+from transformers import get_scheduler
 
 
 class OptimizerSettings(Protocol):
@@ -28,6 +29,7 @@ class OptimizerSettings(Protocol):
     adam_epsilon: float
     warmup_steps: int
     max_steps: int
+    scheduler: str
 
 #: Modules whose weights are scales, not projections: decaying them towards 0 would shrink activations.
 NORMALISATION_LAYERS: tuple[type[nn.Module], ...] = (nn.LayerNorm, nn.RMSNorm, nn.GroupNorm,
@@ -62,6 +64,7 @@ def build_optimizer(model: nn.Module, config: OptimizerSettings) -> torch.optim.
 
 
 def build_scheduler(optimizer: torch.optim.Optimizer, config: OptimizerSettings) -> torch.optim.lr_scheduler.LambdaLR:
-    """Linear warm-up over ``warmup_steps`` optimiser steps, then linear decay to 0 at ``max_steps``."""
-    return get_linear_schedule_with_warmup(optimizer, num_warmup_steps=config.warmup_steps,
-                                           num_training_steps=config.max_steps)
+    """``config.scheduler`` over ``max_steps`` optimiser steps: a linear warm-up over ``warmup_steps`` (none
+    for ``constant``), then linear or cosine decay to 0 at ``max_steps`` or a constant rate."""
+    return get_scheduler(config.scheduler, optimizer, num_warmup_steps=config.warmup_steps,
+                         num_training_steps=config.max_steps)

@@ -241,6 +241,7 @@ def build_objective(config: PretrainConfig, out_dir: str | Path | None = None) -
                              "give the run folder")
         objective_config.idf_path = str(corpus_idf(config, tokenizer, encoder.config.vocab_size, Path(out_dir)))
     config.objective = dataclasses.asdict(objective_config)
+    config.model.tokenizer = config.model.tokenizer or config.model.init  # recorded as used
     return objective_class(encoder, tokenizer, objective_config)
 
 

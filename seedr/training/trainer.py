@@ -37,11 +37,12 @@ import json
 import math
 import random
 import time
+import warnings
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, Literal, Protocol, runtime_checkable
 
 import numpy as np
 import torch
@@ -65,11 +66,44 @@ from seedr.training.checkpoint import (
 from seedr.training.optim import build_optimizer, build_scheduler
 
 METRICS = "metrics.jsonl"
+#: The learning-rate schedules of ``transformers.get_scheduler`` a run can choose (``train.scheduler``).
+SCHEDULERS = ("linear", "cosine", "constant", "constant_with_warmup")
+#: A warm-up longer than this share of the run draws a warning (the papers warm up over 10% or less).
+LARGE_WARMUP_SHARE = 0.25
 
 
 @dataclass
 class TrainConfig:
-    """Optimisation settings; the defaults are those of SEED-Encoder §4.1 (and BERT)."""
+    """Optimisation settings; the defaults are those of SEED-Encoder §4.1 (and BERT).
+
+    ``seedr pretrain --help`` and ``seedr finetune --help`` list these keys (as ``train.<name>``) with
+    their defaults and the descriptions below (``seedr.config.describe_options``).
+
+    Attributes:
+        seed: seed of the model's new weights, the data order, masking and dropout.
+        max_steps: optimizer steps to train for.
+        batch_size: examples per process per micro-step (the effective batch multiplies it by the
+            accumulation steps and the processes).
+        gradient_accumulation_steps: micro-steps whose gradients are summed into one optimizer step.
+        learning_rate: the peak learning rate, reached at the end of the warm-up.
+        weight_decay: AdamW's decoupled weight decay (not on biases and normalisation weights).
+        adam_epsilon: AdamW's ε.
+        adam_beta1: AdamW's β1.
+        adam_beta2: AdamW's β2.
+        scheduler: the learning-rate schedule (transformers.get_scheduler): linear or cosine decay to 0
+            at max_steps after the warm-up, constant_with_warmup, or constant (no warm-up at all).
+        warmup_ratio: warm-up as a share of max_steps, in [0, 1) (the papers' "10% warm-up" is 0.1);
+            when set it wins over warmup_steps, which then records the steps it comes to.
+        warmup_steps: optimizer steps of linear warm-up from 0 to the peak rate (used when warmup_ratio
+            is null); must be fewer than max_steps.
+        max_grad_norm: clip the gradients' global L2 norm to this; 0 or null = no clipping (the norm is
+            logged either way).
+        mixed_precision: no, bf16 or fp16 (passed to Accelerate; no defers to the launch config).
+        log_every: optimizer steps between lines of metrics.jsonl.
+        save_every: optimizer steps between checkpoints (one is also written at the end).
+        keep_checkpoints: how many checkpoints (each with its encoder) to keep; only the newest keeps
+            the optimizer state needed to resume.
+    """
 
     seed: int = 42
     max_steps: int = 1000  # optimizer steps
@@ -80,8 +114,10 @@ class TrainConfig:
     adam_epsilon: float = 1e-6
     adam_beta1: float = 0.9
     adam_beta2: float = 0.999
-    warmup_steps: int = 0  # then linear decay to 0 at max_steps
-    max_grad_norm: float = 1.0
+    scheduler: Literal["linear", "cosine", "constant", "constant_with_warmup"] = "linear"
+    warmup_ratio: float | None = None
+    warmup_steps: int = 0
+    max_grad_norm: float | None = 1.0
     mixed_precision: str = "no"  # "no" | "bf16" | "fp16" (passed to accelerate)
     log_every: int = 10
     save_every: int = 500  # checkpoint every N optimizer steps (and at the end)
@@ -92,10 +128,34 @@ class TrainConfig:
                      "keep_checkpoints"):
             if getattr(self, name) < 1:
                 raise ValueError(f"train.{name} must be at least 1, got {getattr(self, name)}")
-        if self.warmup_steps < 0:
-            raise ValueError(f"train.warmup_steps must be at least 0, got {self.warmup_steps}")
         if self.mixed_precision not in ("no", "bf16", "fp16"):
             raise ValueError(f"train.mixed_precision must be no, bf16 or fp16, got {self.mixed_precision!r}")
+        if self.scheduler not in SCHEDULERS:
+            raise ValueError(f"train.scheduler must be one of {', '.join(SCHEDULERS)}, got {self.scheduler!r}")
+        if self.max_grad_norm is not None and self.max_grad_norm < 0:
+            raise ValueError(f"train.max_grad_norm must be positive, or 0 / null for no clipping, "
+                             f"got {self.max_grad_norm}")
+        if self.warmup_ratio is not None:
+            if not 0 <= self.warmup_ratio < 1:
+                raise ValueError(f"train.warmup_ratio is a share of train.max_steps in [0, 1), "
+                                 f"got {self.warmup_ratio}")
+            # rounded up, as transformers' TrainingArguments.get_warmup_steps (after rounding away float
+            # noise: 0.7 × 10 is 7.000000000000001)
+            self.warmup_steps = math.ceil(round(self.warmup_ratio * self.max_steps, 9))
+        if self.warmup_steps < 0:
+            raise ValueError(f"train.warmup_steps must be at least 0, got {self.warmup_steps}")
+        if self.warmup_steps and self.warmup_steps >= self.max_steps:
+            raise ValueError(f"train.warmup_steps={self.warmup_steps} is not fewer than train.max_steps="
+                             f"{self.max_steps}: the learning rate would never reach its peak; lower the "
+                             f"warm-up or give it as a share (train.warmup_ratio=0.1)")
+        if self.warmup_steps > LARGE_WARMUP_SHARE * self.max_steps:
+            warnings.warn(f"warm-up takes {self.warmup_steps} of {self.max_steps} steps "
+                          f"({self.warmup_steps / self.max_steps:.0%}): a large share of the run trains below "
+                          f"the peak learning rate (train.warmup_ratio=0.1 is the papers' share)", stacklevel=3)
+
+    @property
+    def clips_gradients(self) -> bool:
+        return bool(self.max_grad_norm)
 
 
 @runtime_checkable
@@ -215,13 +275,12 @@ class _RunningMeans:
 
 
 class Trainer:
-    """Train ``model`` on ``data`` with AdamW + linear warm-up/decay, checkpointing and exact resume.
+    """Train ``model`` on ``data`` with AdamW + a warm-up/decay schedule, checkpointing and exact resume.
 
     Args:
         model: returns ``ObjectiveOutput(loss, parts)`` from ``model(**batch)``.
         data: a ``TrainData``; ``data.dataset(epoch)`` is iterated in order, in batches of
-            ``config.batch_size`` (the last partial batch of an epoch is dropped: in-batch negatives
-            and batch statistics assume full batches).
+            ``config.batch_size``.
         collate: turns a list of examples into the keyword tensors of ``model.forward``.
         config: a ``TrainConfig``.
         out_dir: the run folder.
@@ -229,6 +288,8 @@ class Trainer:
             sentence-transformers form) into ``directory``.
         callbacks: ``Callback`` objects (evaluation, ANCE negative refresh, ...).
         run_config: the full configuration recorded in ``out/config.yaml`` (default: ``config``).
+        drop_last: drop the last partial batch of an epoch (the default: in-batch negatives and batch
+            statistics of pre-training assume full batches), or train on it.
 
     Example:
         >>> trainer = Trainer(objective, TokenShardData(shards, seed=42), objective.collate,
@@ -239,8 +300,8 @@ class Trainer:
 
     def __init__(self, model: nn.Module, data: TrainData, collate: Callable[[list], dict[str, Tensor]],
                  config: TrainConfig, out_dir: Path, save_product: Callable[[nn.Module, Path], None],
-                 callbacks: Sequence[Callback] = (), run_config: Any = None) -> None:
-        self.config, self.data, self.collate = config, data, collate
+                 callbacks: Sequence[Callback] = (), run_config: Any = None, drop_last: bool = True) -> None:
+        self.config, self.data, self.collate, self.drop_last = config, data, collate, drop_last
         self.out_dir = Path(out_dir)
         self.save_product, self.callbacks, self.run_config = save_product, list(callbacks), run_config
         self.accelerator = Accelerator(
@@ -308,8 +369,9 @@ class Trainer:
                 with accelerator.accumulate(self.model):
                     output = self.model(**batch)
                     accelerator.backward(output.loss)
-                    if accelerator.sync_gradients:
-                        grad_norm = accelerator.clip_grad_norm_(self.model.parameters(), config.max_grad_norm)
+                    if accelerator.sync_gradients:  # clipping at ∞ only measures the norm, to log it
+                        grad_norm = accelerator.clip_grad_norm_(
+                            self.model.parameters(), config.max_grad_norm if config.clips_gradients else math.inf)
                     self.optimizer.step()
                     if accelerator.sync_gradients and not accelerator.optimizer_step_was_skipped:
                         self.scheduler.step()
@@ -352,7 +414,7 @@ class Trainer:
     def _epoch_loader(self, epoch: int) -> torch.utils.data.DataLoader:
         return torch.utils.data.DataLoader(
             _Indexed(self.data.dataset(epoch)), batch_size=self.config.batch_size, shuffle=False,
-            drop_last=True, collate_fn=_SeededCollate(self.collate, self.config.seed, epoch),
+            drop_last=self.drop_last, collate_fn=_SeededCollate(self.collate, self.config.seed, epoch),
             # Its own generator: creating a loader iterator must not draw from the global RNG.
             generator=torch.Generator().manual_seed(self.config.seed))
 
@@ -414,4 +476,4 @@ class Trainer:
         return lines[-1] if lines else {"step": self.step}
 
 
-__all__ = ["METRICS", "Callback", "TrainConfig", "TrainData", "Trainer", "process_state", "uses_cpu"]
+__all__ = ["METRICS", "SCHEDULERS", "Callback", "TrainConfig", "TrainData", "Trainer", "process_state", "uses_cpu"]
