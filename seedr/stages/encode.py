@@ -8,10 +8,11 @@ from typing import Annotated
 
 import typer
 
-from seedr.stages.common import clear_errors, console
+from seedr.stages.common import clear_errors, console, locks_output
 
 
 @clear_errors
+@locks_output("out")
 def command(
     model: Annotated[str, typer.Option(
         "--model", help="Encoder: a model folder, a seedr run folder, or 'minilm'."
@@ -58,6 +59,7 @@ def command(
     Example: seedr encode --model runs/finetune-seed --corpus scifact/corpus.jsonl --out runs/scifact-emb
     """
     from seedr.data.corpus import read_corpus
+    from seedr.data.io import check_output_folder
     from seedr.retrieval.encode import (
         TextEncoder,
         encode_corpus_to_shards,
@@ -65,6 +67,11 @@ def command(
         model_defaults,
     )
 
+    if limit is not None and limit < 0:
+        raise ValueError(f"--limit must be at least 0, got {limit}")
+    if shard_size < 1 or batch_size < 1:
+        raise ValueError(f"--shard-size and --batch-size must be at least 1, got {shard_size} and {batch_size}")
+    check_output_folder(out, "embeddings", replaces=False)
     defaults = model_defaults(model)
     encoder = TextEncoder(model, pooling=pooling or defaults["pooling"],
                           normalize=defaults["normalize"] if normalize is None else normalize,

@@ -63,7 +63,7 @@ def command(
     from rich.console import Console
 
     from seedr.data.corpus import read_corpus
-    from seedr.data.io import atomic_write
+    from seedr.data.io import DataError, atomic_write
     from seedr.data.qa import read_squad, reqa_candidates
     from seedr.data.queries import read_qrels
     from seedr.evaluation.compare import comparison_table
@@ -83,6 +83,9 @@ def command(
     names = _names(runs)
     baseline_name = names[resolved.index(baseline.resolve())] if baseline is not None else names[0]
     loaded = {name: read_trec_run(path) for name, path in zip(names, runs)}
+    for name, path in zip(names, runs):
+        if not loaded[name]:  # zeros for every query would read as a result
+            raise DataError(path, "the run ranks no documents (an empty run file): nothing to evaluate")
     if ignore_identical_ids:
         loaded = {name: drop_identical_ids(run) for name, run in loaded.items()}
 

@@ -9,12 +9,13 @@ from typing import Annotated
 import typer
 from rich.console import Console
 
-from seedr.stages.common import clear_errors
+from seedr.stages.common import clear_errors, locks_output
 
 console = Console()  # the summary table goes to stdout; progress and errors to stderr
 
 
 @clear_errors
+@locks_output("out")
 def command(
     model: Annotated[str | None, typer.Option(
         "--model", help="Model folder, seedr run folder, or the built-in 'minilm' (default: minilm).")] = None,
@@ -62,6 +63,7 @@ def command(
     --dev-qrels ../shared/data/scifact/qrels/test.tsv --set train.max_steps=200 --out runs/scifact
     """
     from seedr.config import load_config
+    from seedr.data.io import check_output_folder
     from seedr.negatives import ance_refresh
     from seedr.training.finetune import FinetuneConfig, finetune, load_training_set
 
@@ -85,6 +87,7 @@ def command(
         return
     if out is None:
         raise ValueError("give the run folder: --out DIR")
+    check_output_folder(out, "training run", replaces=False)
     summary = finetune(settings, out, resume=resume)
     _print_summary(summary)
 

@@ -7,10 +7,11 @@ from typing import Annotated
 
 import typer
 
-from seedr.stages.common import clear_errors, console
+from seedr.stages.common import clear_errors, console, locks_output
 
 
 @clear_errors
+@locks_output("out")
 def command(
     embeddings: Annotated[Path, typer.Option("--embeddings", help="Folder written by `seedr encode`.")],
     out: Annotated[Path, typer.Option(
@@ -24,14 +25,18 @@ def command(
         "--train-sample", help="Vectors to train IVF/PQ on (default: all)."
     )] = None,
     seed: Annotated[int, typer.Option("--seed", help="Seed of the training sample.")] = 0,
+    overwrite: Annotated[bool, typer.Option(
+        "--overwrite", help="Replace OUT when it already holds an index.")] = False,
 ) -> None:
     """Index the embeddings of a corpus for `seedr search`; the folder records how it was made.
 
     Example: seedr index --embeddings runs/scifact-emb --out runs/scifact-index --factory HNSW32
     """
+    from seedr.data.io import check_output_folder
     from seedr.retrieval.encode import load_embeddings, read_manifest
     from seedr.retrieval.faiss_index import DenseIndex
 
+    check_output_folder(out, "faiss index", replaces=True, overwrite=overwrite)
     manifest = read_manifest(embeddings)
     ids, vectors = load_embeddings(embeddings)
     encoder = {**manifest["encoder"], "use_title": manifest["use_title"], **manifest["extra"]}
