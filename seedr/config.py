@@ -71,10 +71,18 @@ def _coerce(value: Any, annotation: Any, where: str) -> Any:
                 return False
             raise ValueError(f"{where}: {value!r} is not a boolean")
         return bool(value)
-    if annotation in (int, float, str):
-        if annotation is int and isinstance(value, float) and not value.is_integer():
-            raise ValueError(f"{where}: {value!r} is not an integer")
-        return annotation(value)
+    if annotation in (int, float):
+        what = "an integer" if annotation is int else "a number"
+        if isinstance(value, bool) or (annotation is int and isinstance(value, float) and not value.is_integer()):
+            raise ValueError(f"{where}: {value!r} is not {what}")
+        try:
+            return annotation(value)
+        except (TypeError, ValueError):
+            raise ValueError(f"{where}: {value!r} is not {what}") from None
+    if annotation is str:
+        if isinstance(value, dict | list):
+            raise ValueError(f"{where}: {value!r} is not a string")
+        return str(value)
     return value
 
 
@@ -85,7 +93,15 @@ def from_dict(cls: type[C], data: dict[str, Any], where: str = "config") -> C:
     unknown = set(data) - names
     if unknown:
         raise ValueError(f"{where}: unknown option(s) {sorted(unknown)}; valid: {sorted(names)}")
-    return cls(**{k: _coerce(v, hints[k], f"{where}.{k}") for k, v in data.items()})
+    values = {k: _coerce(v, hints[k], f"{where}.{k}") for k, v in data.items()}
+    try:
+        return cls(**values)
+    except ValueError as error:  # a __post_init__ check: say which section the option is in
+        leaf = where.rsplit(".", 1)[-1]
+        if f"{leaf}." in str(error) or str(error).startswith(where):
+            raise
+        raise ValueError(f"{where}.{error}" if str(error).split(" ", 1)[0].isidentifier()
+                         else f"{where}: {error}") from None
 
 
 def load_config(cls: type[C], recipe: str | Path | None = None, overrides: list[str] | None = None) -> C:

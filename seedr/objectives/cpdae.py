@@ -73,6 +73,7 @@ class CpdaeConfig(MLMConfig):
     reconstruction_reduction: Literal["sum", "mean"] = "sum"
 
     def __post_init__(self) -> None:
+        super().__post_init__()
         if self.contrastive_weight < 0:
             raise ValueError(f"contrastive_weight must be ≥ 0, got {self.contrastive_weight}")
         if self.temperature is not None and self.temperature <= 0:

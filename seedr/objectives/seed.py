@@ -60,6 +60,7 @@ class SeedConfig(MLMConfig):
     tie_embeddings: bool = True
 
     def __post_init__(self) -> None:
+        super().__post_init__()
         if isinstance(self.attention_span, str) and self.attention_span != "all":
             raise ValueError(f"attention_span must be a positive integer or 'all', got {self.attention_span!r}")
         if isinstance(self.attention_span, int) and self.attention_span < 1:
