@@ -122,6 +122,21 @@ def _has_pooler(folder: Path) -> bool:
     return not files  # no safetensors (e.g. pytorch_model.bin): let transformers decide
 
 
+def _check_weights(folder: Path) -> None:
+    """A ``DataError`` naming the file when a ``*.safetensors`` of ``folder`` is truncated or corrupt
+    (transformers would fail with a traceback deep in its loader)."""
+    from safetensors import safe_open
+
+    from seedr.data.io import DataError
+
+    for file in sorted(folder.glob("*.safetensors")):
+        try:
+            with safe_open(str(file), framework="pt") as weights:
+                weights.keys()
+        except Exception as error:  # noqa: BLE001 (safetensors raises its own error type)
+            raise DataError(file, f"damaged weights ({error})") from None
+
+
 def load_encoder(name_or_path: str | os.PathLike) -> PreTrainedModel:
     """Load the encoder backbone of a local Hugging Face folder (continued pre-training / fine-tuning).
 
@@ -131,6 +146,7 @@ def load_encoder(name_or_path: str | os.PathLike) -> PreTrainedModel:
     import seedr.modeling.bow_mlp  # noqa: F401 (registers the BoW-MLP baseline with AutoModel)
 
     folder = resolve_model_path(name_or_path)
+    _check_weights(folder)
     options = {}
     if AutoConfig.from_pretrained(str(folder)).model_type == "bert" and not _has_pooler(folder):
         options["add_pooling_layer"] = False

@@ -324,9 +324,10 @@ def encode_corpus_to_shards(encoder: TextEncoder, documents: Iterable[Document],
         return _encode_shards(encoder, documents, out_dir, shard_size, dtype, batch_size, use_title, show_progress,
                               extra_settings or {})
     except (DataError, ValueError):
-        # Bad input before any shard was complete: leave nothing behind. Complete shards are kept, for
-        # the corrected command to resume from (their ids are checked against the corpus then).
-        if fresh and not any(out_dir.glob("embeddings-*.npy")):
+        # Bad input (a malformed corpus line, a broken model): a folder this run began is removed whole,
+        # so the corrected command — with other settings, maybe — starts clean. An interruption (a kill,
+        # Ctrl-C) keeps the complete shards for the same command to resume.
+        if fresh:
             shutil.rmtree(out_dir, ignore_errors=True)
         raise
 

@@ -93,7 +93,12 @@ def command(
     if qa_answers is not None:
         if passages is None:
             raise ValueError("--qa-answers needs --passages, the corpus the runs rank")
-        cutoffs = [int(k) for k in ks.split(",") if k.strip()]
+        try:
+            cutoffs = [int(k) for k in ks.split(",") if k.strip()]
+        except ValueError:
+            raise ValueError(f"--ks: {ks!r} is not a comma-separated list of integers") from None
+        if not cutoffs or min(cutoffs) < 1:
+            raise ValueError(f"--ks: every k must be at least 1, got {ks!r}")
         _, answers = read_qa_file(qa_answers)
         needed = {doc for run in loaded.values() for scores in run.values() for doc in scores}
         collection = {doc.id: doc for doc in read_corpus(passages, check_duplicates=False)

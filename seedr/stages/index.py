@@ -36,6 +36,8 @@ def command(
     from seedr.retrieval.encode import load_embeddings, read_manifest
     from seedr.retrieval.faiss_index import DenseIndex
 
+    if train_sample is not None and train_sample < 1:
+        raise ValueError(f"--train-sample must be at least 1, got {train_sample}")
     check_output_folder(out, "faiss index", replaces=True, overwrite=overwrite)
     manifest = read_manifest(embeddings)
     ids, vectors = load_embeddings(embeddings)

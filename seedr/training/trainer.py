@@ -441,7 +441,7 @@ class Trainer:
         last = latest_checkpoint(self.out_dir)
         kept = f"{last.name} and {self.out_dir / 'encoder'} are the last good ones" if last else "no checkpoint was made"
         raise NonFiniteLossError(
-            f"training diverged at step {self.step + 1}: the loss is {float(output.loss)}"
+            f"training diverged at step {self.step + 1}: the loss is {float(output.loss.detach())}"
             + (f" (not finite: {', '.join(parts)})" if parts else " (on another process)")
             + f"; stopped before updating the weights, {kept}. Start again with a lower train.learning_rate "
             f"(or train.max_grad_norm / warm-up)")
