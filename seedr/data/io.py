@@ -275,6 +275,7 @@ OUTPUT_MARKERS: dict[str, str] = {
     "faiss index": "index.json",
     "BM25 index": "seedr_bm25.json",
     "training run": "config.yaml",
+    "negatives": "provenance.json",
 }
 
 
