@@ -396,7 +396,8 @@ def test_a_damaged_newest_checkpoint_falls_back_to_the_previous_one(tokenizer, s
     assert "skipping a damaged checkpoint" in capsys.readouterr().out
     from safetensors.torch import load_file
 
-    expected, resumed = load_file(finished / "encoder" / "model.safetensors"), load_file(out / "encoder" / "model.safetensors")
+    expected = load_file(finished / "encoder" / "model.safetensors")
+    resumed = load_file(out / "encoder" / "model.safetensors")
     assert all(torch.equal(expected[name], resumed[name]) for name in expected)
 
 

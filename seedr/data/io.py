@@ -391,6 +391,6 @@ def write_jsonl(path: str | os.PathLike, records: "Iterator[dict[str, Any]] | li
 
 
 __all__ = ["CORRUPT_STREAM_ERRORS", "DataError", "OUTPUT_MARKERS", "atomic_directory", "atomic_write",
-           "check_output_folder", "iter_jsonl", "iter_lines", "json_problem", "lock_path", "open_binary", "output_kind",
-           "output_lock", "process_alive", "read_bytes", "read_json", "remove_stale_temporaries", "require",
-           "require_file", "unique_id", "write_jsonl"]
+           "check_output_folder", "iter_jsonl", "iter_lines", "json_problem", "lock_path", "open_binary",
+           "output_kind", "output_lock", "process_alive", "read_bytes", "read_json", "remove_stale_temporaries",
+           "require", "require_file", "unique_id", "write_jsonl"]

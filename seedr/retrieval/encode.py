@@ -312,7 +312,8 @@ def encode_corpus_to_shards(encoder: TextEncoder, documents: Iterable[Document],
     silently mixed vectors); ``settings.json`` guards against resuming with another encoder (its weights
     fingerprint included) or options; the batch size is not a setting (it may change, e.g. after an
     out-of-memory error). Non-finite vectors (a diverged model) are refused. ``dtype="float16"`` halves
-    the disk size (vectors are rounded to half precision). ``extra_settings`` (e.g. how long documents were cut into passages) are recorded with the rest.
+    the disk size (vectors are rounded to half precision). ``extra_settings`` (e.g. how long documents
+    were cut into passages) are recorded with the rest.
     """
     if dtype not in ("float32", "float16"):
         raise ValueError(f"unknown embedding dtype {dtype!r}; valid: float32, float16")

@@ -29,6 +29,12 @@ process and the data position (epoch, batch within the epoch). Each epoch's orde
 — Accelerate's loader fetches one batch ahead, so random masking drawn from the global RNG would
 otherwise shift by one batch after a resume. Dropout draws from the restored global RNG. A resumed
 run therefore ends with the same parameters as an uninterrupted one.
+
+Guards: a NaN or infinite loss stops the run before it reaches the weights (``NonFiniteLossError``,
+naming the step and the loss parts; the last checkpoint and ``out/encoder`` stay as they were). A
+checkpoint records the run's settings; ``resume`` refuses other settings except
+``SAFE_TO_CHANGE_ON_RESUME``, skips a damaged newest checkpoint for the one before (with a warning),
+and re-publishes ``out/encoder`` when a kill left it missing or older than the checkpoint.
 """
 
 from __future__ import annotations
@@ -431,20 +437,20 @@ class Trainer:
     def _stop_if_not_finite(self, output: Any) -> None:
         """Raise ``NonFiniteLossError`` (on every process) before a NaN/inf loss reaches the weights: the
         last checkpoint and ``out/encoder`` stay as the last good step left them."""
-        bad = (~torch.isfinite(output.loss.detach())).float().reshape(1)
-        if self.accelerator.num_processes > 1:
-            bad = self.accelerator.reduce(bad, reduction="sum")
+        local = (~torch.isfinite(output.loss.detach())).float().reshape(1)
+        bad = self.accelerator.reduce(local, reduction="sum") if self.accelerator.num_processes > 1 else local
         if not bool(bad.item()):
             return
         parts = [name for name, value in output.parts.items()
                  if not bool(torch.isfinite(torch.as_tensor(value).detach()).all())]
+        where = (f"the loss is {float(output.loss.detach())}" + (f" (not finite: {', '.join(parts)})" if parts else "")
+                 if bool(local.item()) else "the loss is not finite on another process")
         last = latest_checkpoint(self.out_dir)
-        kept = f"{last.name} and {self.out_dir / 'encoder'} are the last good ones" if last else "no checkpoint was made"
+        kept = (f"{last.name} and {self.out_dir / 'encoder'} are the last good ones" if last
+                else "no checkpoint was made")
         raise NonFiniteLossError(
-            f"training diverged at step {self.step + 1}: the loss is {float(output.loss.detach())}"
-            + (f" (not finite: {', '.join(parts)})" if parts else " (on another process)")
-            + f"; stopped before updating the weights, {kept}. Start again with a lower train.learning_rate "
-            f"(or train.max_grad_norm / warm-up)")
+            f"training diverged at step {self.step + 1}: {where}; stopped before updating the weights, {kept}. "
+            f"Start again with a lower train.learning_rate (or train.max_grad_norm / warm-up)")
 
     def _save(self) -> None:
         position = {"step": self.step, "epoch": self.epoch, "batch_in_epoch": self.batch_in_epoch,
@@ -504,4 +510,5 @@ class Trainer:
         return lines[-1] if lines else {"step": self.step}
 
 
-__all__ = ["METRICS", "SAFE_TO_CHANGE_ON_RESUME", "Callback", "NonFiniteLossError", "TrainConfig", "TrainData", "Trainer", "process_state", "uses_cpu"]
+__all__ = ["METRICS", "SAFE_TO_CHANGE_ON_RESUME", "Callback", "NonFiniteLossError", "TrainConfig", "TrainData",
+           "Trainer", "process_state", "uses_cpu"]
