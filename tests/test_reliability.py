@@ -284,6 +284,23 @@ def test_a_non_finite_loss_stops_training_and_keeps_the_last_good_product(tokeni
     assert issubclass(NonFiniteLossError, ValueError)  # the stages' clear_errors: one line, exit 1
 
 
+def test_the_issues_diverging_run_exits_non_zero_with_a_finite_product(wiki_shard, tmp_path) -> None:
+    out = tmp_path / "runs" / "diverged"  # the issue's case: train.learning_rate=1e3
+    result = seedr("pretrain", "--objective", "mlm", "--corpus", wiki_shard, "--size", "tiny", "--tokenizer", "minilm",
+                   *(item for setting in ("model.hidden_size=32", "model.num_attention_heads=2",
+                                          "model.intermediate_size=64", "data.max_documents=100",
+                                          "data.max_seq_length=64", "train.max_steps=40", "train.batch_size=4",
+                                          "train.save_every=2", "train.learning_rate=1e3")
+                     for item in ("--set", setting)), "--out", out)
+    assert_one_clear_line(result, "training diverged at step", "stopped before updating the weights")
+    assert result.output.splitlines()[-1].startswith("error:")  # on a line of its own, after the progress bar
+    from safetensors.torch import load_file
+
+    (step, newest), *_ = reversed(list_checkpoints(out))
+    assert step < 40 and model_fingerprint(out / "encoder") == model_fingerprint(newest / "encoder")
+    assert all(torch.isfinite(t).all() for t in load_file(out / "encoder" / "model.safetensors").values())
+
+
 def test_nan_vectors_are_refused_by_encode_and_index(tokenizer, corpus, embeddings, tmp_path) -> None:
     broken = save_tiny_model(tokenizer, tmp_path / "broken", fill=float("nan"))
     result = encode(broken, corpus, tmp_path / "emb")

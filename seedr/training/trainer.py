@@ -352,6 +352,7 @@ class Trainer:
                     accelerator.backward(output.loss)
                     if accelerator.sync_gradients:
                         grad_norm = accelerator.clip_grad_norm_(self.model.parameters(), config.max_grad_norm)
+                        self._stop_if_gradients_not_finite(grad_norm)
                     self.optimizer.step()
                     if accelerator.sync_gradients and not accelerator.optimizer_step_was_skipped:
                         self.scheduler.step()
@@ -451,6 +452,15 @@ class Trainer:
         raise NonFiniteLossError(
             f"training diverged at step {self.step + 1}: {where}; stopped before updating the weights, {kept}. "
             f"Start again with a lower train.learning_rate (or train.max_grad_norm / warm-up)")
+
+    def _stop_if_gradients_not_finite(self, grad_norm: Tensor | float | None) -> None:
+        """A finite loss can still give infinite gradients, and one optimizer step with them makes every
+        weight NaN: stop before it. (Under fp16 the grad scaler skips such steps itself.)"""
+        if grad_norm is None or self.accelerator.scaler is not None or math.isfinite(float(grad_norm)):
+            return
+        raise NonFiniteLossError(f"training diverged at step {self.step + 1}: the gradient norm is "
+                                 f"{float(grad_norm)}; stopped before updating the weights. Start again with a "
+                                 f"lower train.learning_rate (or train.max_grad_norm / warm-up)")
 
     def _save(self) -> None:
         position = {"step": self.step, "epoch": self.epoch, "batch_in_epoch": self.batch_in_epoch,
