@@ -11,6 +11,7 @@ import itertools
 import json
 import lzma
 import os
+import random
 import shutil
 import socket
 import subprocess
@@ -375,6 +376,65 @@ def test_a_kill_during_the_final_publish_is_repaired(tokenizer, shards, finished
     assert not (out / ".encoder.old").exists()
 
 
+def _renames_of_a_run(tokenizer, shards, out: Path, monkeypatch) -> list[str]:
+    """The targets of every ``os.replace`` a whole run makes: where a kill could leave it half-updated."""
+    real_replace, calls = os.replace, []
+
+    def counting(source, target):
+        calls.append(str(target))
+        return real_replace(source, target)
+
+    monkeypatch.setattr(os, "replace", counting)
+    trainer(mlm(tokenizer), shards, out).train()
+    monkeypatch.setattr(os, "replace", real_replace)
+    return calls
+
+
+def _stop_at_rename_then_resume(tokenizer, shards, finished: Path, out: Path, monkeypatch, chosen: int,
+                                after: bool) -> None:
+    real_replace, seen = os.replace, []
+
+    def stopping(source, target):
+        seen.append(target)
+        if len(seen) - 1 == chosen:
+            if after:
+                real_replace(source, target)
+            raise KeyboardInterrupt("killed")
+        return real_replace(source, target)
+
+    monkeypatch.setattr(os, "replace", stopping)
+    with pytest.raises(KeyboardInterrupt):
+        trainer(mlm(tokenizer), shards, out).train()
+    monkeypatch.setattr(os, "replace", real_replace)
+    trainer(mlm(tokenizer), shards, out).train(resume=True)
+    from safetensors.torch import load_file
+
+    expected = load_file(finished / "encoder" / "model.safetensors")
+    resumed = load_file(out / "encoder" / "model.safetensors")
+    assert all(torch.equal(expected[name], resumed[name]) for name in expected)
+    assert [json.loads(line)["step"] for line in (out / "metrics.jsonl").read_text().splitlines()] == [1, 2, 3, 4]
+
+
+def test_training_stopped_at_a_random_rename_resumes_exactly(tokenizer, shards, finished, tmp_path,
+                                                             monkeypatch) -> None:
+    """A stop just before or after a random rename of the run (checkpoint folders, the product, metrics,
+    config), then a resume: the product of the uninterrupted run."""
+    renames = _renames_of_a_run(tokenizer, shards, tmp_path / "counted", monkeypatch)
+    chosen, after = random.Random().randrange(len(renames)), random.Random().random() < 0.5
+    print(f"stopped {'after' if after else 'before'} rename {chosen + 1} of {len(renames)}: {renames[chosen]}")
+    _stop_at_rename_then_resume(tokenizer, shards, finished, tmp_path / "run", monkeypatch, chosen, after)
+
+
+@pytest.mark.slow
+def test_training_stopped_at_every_rename_resumes_exactly(tokenizer, shards, finished, tmp_path,
+                                                          monkeypatch) -> None:
+    renames = _renames_of_a_run(tokenizer, shards, tmp_path / "counted", monkeypatch)
+    for chosen, after in itertools.product(range(len(renames)), (False, True)):
+        _stop_at_rename_then_resume(tokenizer, shards, finished, tmp_path / f"run-{chosen}-{after}", monkeypatch,
+                                    chosen, after)
+    print(f"{2 * len(renames)} stops tried")
+
+
 def test_resume_refuses_changed_settings_but_safe_ones(tokenizer, shards, finished, tmp_path) -> None:
     out = copy_run(finished, tmp_path)
     with pytest.raises(ValueError, match=r"train\.learning_rate 0\.0001 → 0\.001.*train\.max_steps 4 → 6"):
@@ -400,6 +460,14 @@ def test_a_crafted_pickle_in_a_run_folder_is_never_run(tokenizer, shards, finish
     out = copy_run(finished, tmp_path / "second")
     torch.save({"state": Exploit()}, out / "checkpoints" / "step-4" / "state" / "optimizer.bin")
     with pytest.raises(DataError, match="cannot be restored"):
+        trainer(mlm(tokenizer), shards, out).train(resume=True)
+    assert not marker.exists()
+
+    # Accelerate would take a refused RNG pickle for "no RNG state" and resume inexactly: it is refused
+    out = copy_run(finished, tmp_path / "third")
+    for checkpoint in ("step-2", "step-4"):
+        torch.save({"random_state": Exploit()}, out / "checkpoints" / checkpoint / "state" / "random_states_0.pkl")
+    with pytest.raises(DataError, match="none of its 2 checkpoints can be read"):
         trainer(mlm(tokenizer), shards, out).train(resume=True)
     assert not marker.exists()
 

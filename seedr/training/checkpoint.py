@@ -151,6 +151,16 @@ def verify_checkpoint(path: Path) -> None:
     for file in (path / STATE).iterdir():
         if file.is_file() and file.stat().st_size == 0:
             raise DataError(file, "empty file")
+    # Accelerate reads the RNG states with weights_only=True, but takes any failure for "no RNG state" and
+    # goes on silently, which would make the resumed run differ from an uninterrupted one.
+    from accelerate.utils import load
+
+    for file in sorted((path / STATE).glob("random_states_*.pkl")):
+        try:
+            load(file)
+        except Exception as error:  # noqa: BLE001 (the unpickler raises many types; all mean "refused")
+            raise DataError(file, f"damaged, or not plain RNG state ({type(error).__name__}); nothing in it "
+                                  "was run") from None
 
 
 def read_extra_state(path: Path) -> dict[str, Any]:
