@@ -11,6 +11,7 @@ import bz2
 import gzip
 import json
 import lzma
+import shutil
 import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -24,12 +25,16 @@ from typer.testing import CliRunner
 
 from seedr.cli import app
 from seedr.data.articles import read_articles
-from seedr.data.corpus import read_corpus
+from seedr.data.corpus import load_corpus, read_corpus
 from seedr.data.glossary import read_glossary
 from seedr.data.io import DataError, iter_jsonl, read_json
 from seedr.data.links import read_links
 from seedr.data.qa import read_nq_open, read_squad
 from seedr.data.queries import read_qrels, read_queries
+from seedr.negatives import NEGATIVES, NegativeTable
+from seedr.retrieval.bm25 import BM25Index
+from seedr.retrieval.encode import TextEncoder, encode_corpus_to_shards, load_embeddings
+from seedr.retrieval.faiss_index import DenseIndex
 from seedr.retrieval.runs import read_trec_run
 
 FAST, EXHAUSTIVE = 40, 400
@@ -147,14 +152,14 @@ def write_damaged(folder: Path, name: str, data: bytes | None) -> Path:
     return path
 
 
-def _readers_property(samples: dict[str, Sample], examples: int) -> int:
-    tried = 0
+def _readers_property(samples: dict[str, Sample], examples: int) -> tuple[int, int]:
+    tried = refused = 0
 
     @settings(max_examples=examples, deadline=None, database=None,
               suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
     @given(data=st.data())
     def check(data) -> None:
-        nonlocal tried
+        nonlocal tried, refused
         kind = data.draw(st.sampled_from(sorted(READERS) + sorted(GENERIC)))
         sample = samples[data.draw(st.sampled_from(sorted(samples)))] if kind in GENERIC else samples[kind]
         name, content = data.draw(damage(sample))
@@ -166,24 +171,98 @@ def _readers_property(samples: dict[str, Sample], examples: int) -> int:
             except DataError as error:
                 assert str(error).startswith(str(path)), error  # it names the file
                 assert "\n" not in str(error)
+                refused += 1
             assert sorted(p.name for p in Path(folder).iterdir()) == [name]
         tried += 1
 
     check()
-    return tried
+    return tried, refused
 
 
 def test_every_reader_reads_or_says_what_is_wrong(samples, capsys) -> None:
-    tried = _readers_property(samples, FAST)
+    tried, refused = _readers_property(samples, FAST)
     with capsys.disabled():
-        print(f"\n{tried} damaged files given to the readers")
+        print(f"\n{tried} damaged files given to the readers, {refused} refused in one line")
 
 
 @pytest.mark.slow
 def test_every_reader_reads_or_says_what_is_wrong_exhaustive(samples, capsys) -> None:
-    tried = _readers_property(samples, EXHAUSTIVE)
+    tried, refused = _readers_property(samples, EXHAUSTIVE)
     with capsys.disabled():
-        print(f"\n{tried} damaged files given to the readers")
+        print(f"\n{tried} damaged files given to the readers, {refused} refused in one line")
+
+
+# ------------------------------------------------------------------ folders: embeddings, indexes, negatives
+
+#: Loaders of the folders seedr writes, and the files of each that are damaged (faiss's binary format
+#: is left out: faiss reads what it is given and is trusted to fail on it).
+FOLDER_READERS: dict[str, Callable[[Path], object]] = {
+    "embeddings": load_embeddings,
+    "faiss index": DenseIndex.load,
+    "BM25 index": BM25Index.load,
+    "negatives": NegativeTable.load,
+}
+
+
+@pytest.fixture(scope="module")
+def folders(samples, tiny_model, shared_data, tmp_path_factory) -> dict[str, Path]:
+    """Real folders written by seedr from the sample corpus: embeddings, a faiss index, a BM25 index and
+    the BM25 negatives of the sample's judged queries."""
+    root = tmp_path_factory.mktemp("folders")
+    corpus = load_corpus(write_damaged(root, samples["corpus"].name, samples["corpus"].data))
+    encoder = TextEncoder(tiny_model, max_length=16, device="cpu")
+    encode_corpus_to_shards(encoder, list(corpus.values()), root / "embeddings", shard_size=4, show_progress=False)
+    ids, vectors = load_embeddings(root / "embeddings")
+    DenseIndex.build(vectors, ids, encoder=encoder.settings()).save(root / "faiss index")
+    BM25Index.build(corpus.values()).save(root / "BM25 index")
+    qrels = read_qrels(write_damaged(root, samples["qrels"].name, samples["qrels"].data))
+    queries = {qid: text for qid, text in read_queries(shared_data / "scifact" / "queries.jsonl").items()
+               if qid in qrels}
+    table = NEGATIVES.build("bm25", {"depth": 3}).mine(corpus, queries, qrels, None, "none")
+    table.save(root / "negatives")
+    return {name: root / name for name in FOLDER_READERS}
+
+
+def _folders_property(folders: dict[str, Path], examples: int) -> tuple[int, int]:
+    tried = refused = 0
+
+    @settings(max_examples=examples, deadline=None, database=None,
+              suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+    @given(data=st.data())
+    def check(data) -> None:
+        nonlocal tried, refused
+        kind = data.draw(st.sampled_from(sorted(FOLDER_READERS)))
+        files = sorted(p.name for p in folders[kind].iterdir() if p.is_file() and p.name != "index.faiss")
+        name = data.draw(st.sampled_from(files))
+        _, content = data.draw(damage(Sample(name, (folders[kind] / name).read_bytes())))
+        with tempfile.TemporaryDirectory() as folder:
+            copy = Path(folder) / kind
+            shutil.copytree(folders[kind], copy)
+            (copy / name).unlink()
+            write_damaged(copy, name, content)
+            try:
+                FOLDER_READERS[kind](copy)
+            except DataError as error:
+                assert str(error).startswith(str(copy)), error
+                assert "\n" not in str(error)
+                refused += 1
+        tried += 1
+
+    check()
+    return tried, refused
+
+
+def test_every_folder_loader_reads_or_says_what_is_wrong(folders, capsys) -> None:
+    tried, refused = _folders_property(folders, FAST)
+    with capsys.disabled():
+        print(f"\n{tried} damaged folders given to the loaders, {refused} refused in one line")
+
+
+@pytest.mark.slow
+def test_every_folder_loader_reads_or_says_what_is_wrong_exhaustive(folders, capsys) -> None:
+    tried, refused = _folders_property(folders, EXHAUSTIVE)
+    with capsys.disabled():
+        print(f"\n{tried} damaged folders given to the loaders, {refused} refused in one line")
 
 
 # ------------------------------------------------------------------ the stages
@@ -216,14 +295,14 @@ def tiny_model(tokenizer, tmp_path_factory) -> Path:
                         tmp_path_factory.mktemp("model") / "tiny", max_seq_length=16)
 
 
-def _stages_property(samples: dict[str, Sample], model: Path, examples: int) -> int:
-    tried = 0
+def _stages_property(samples: dict[str, Sample], model: Path, examples: int) -> tuple[int, int]:
+    tried = refused = 0
 
     @settings(max_examples=examples, deadline=None, database=None,
               suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
     @given(data=st.data())
     def check(data) -> None:
-        nonlocal tried
+        nonlocal tried, refused
         kind, template = data.draw(st.sampled_from(STAGE_ARGUMENTS))
         name, content = data.draw(damage(samples[kind]))
         with tempfile.TemporaryDirectory() as folder:
@@ -242,21 +321,22 @@ def _stages_property(samples: dict[str, Sample], model: Path, examples: int) -> 
                 errors = [line for line in result.output.splitlines() if line.startswith("error:")]
                 assert len(errors) == 1, result.output
                 assert not out.exists(), result.output
+                refused += 1
             assert not [p.name for p in folder.iterdir() if p.name.startswith(".")]  # no lock, no temporary
         tried += 1
 
     check()
-    return tried
+    return tried, refused
 
 
 def test_every_stage_file_argument_succeeds_or_fails_in_one_line(samples, tiny_model, capsys) -> None:
-    tried = _stages_property(samples, tiny_model, FAST // 2)
+    tried, refused = _stages_property(samples, tiny_model, FAST // 2)
     with capsys.disabled():
-        print(f"\n{tried} damaged files given to the stages")
+        print(f"\n{tried} damaged files given to the stages, {refused} refused in one line")
 
 
 @pytest.mark.slow
 def test_every_stage_file_argument_succeeds_or_fails_in_one_line_exhaustive(samples, tiny_model, capsys) -> None:
-    tried = _stages_property(samples, tiny_model, EXHAUSTIVE)
+    tried, refused = _stages_property(samples, tiny_model, EXHAUSTIVE)
     with capsys.disabled():
-        print(f"\n{tried} damaged files given to the stages")
+        print(f"\n{tried} damaged files given to the stages, {refused} refused in one line")
