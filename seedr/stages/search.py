@@ -28,7 +28,8 @@ def command(
         "--index", help="Dense: index folder from `seedr index`."
     )] = None,
     model: Annotated[str | None, typer.Option(
-        "--model", help="Dense: query encoder (default: the one recorded in the index)."
+        "--model", help="Dense: query encoder (default: the one recorded in the index; another path must hold "
+                        "the same weights, checked by fingerprint)."
     )] = None,
     max_length: Annotated[int | None, typer.Option(
         "--max-length", help="Dense: tokens per query (default: as the documents)."
