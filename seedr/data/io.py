@@ -173,6 +173,8 @@ def process_alive(pid: int, host: str) -> bool | None:
     """Whether process ``pid`` runs on ``host``: ``None`` (unknown) for another host."""
     if host != _HOST:
         return None
+    if pid <= 0:  # os.kill would address a process group
+        return False
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
@@ -334,6 +336,18 @@ def _lock_holder(lock: Path) -> dict[str, Any] | None:
     return holder if isinstance(holder, dict) else {}
 
 
+def _create_whole(source: str, target: Path) -> None:
+    """Create ``target`` with the content of ``source``, failing with ``FileExistsError`` if it exists:
+    a hard link (never seen half-written), or an exclusive create where the file system has no links."""
+    try:
+        os.link(source, target)
+    except FileExistsError:
+        raise
+    except OSError:
+        with open(target, "x", encoding="utf-8") as stream:
+            stream.write(Path(source).read_text(encoding="utf-8"))
+
+
 @contextmanager
 def output_lock(path: str | os.PathLike) -> Iterator[Path]:
     """Hold an exclusive lock on output ``path`` (file or folder) for the length of a run.
@@ -355,7 +369,7 @@ def output_lock(path: str | os.PathLike) -> Iterator[Path]:
     try:
         for _ in range(3):
             try:
-                os.link(temporary, lock)
+                _create_whole(temporary, lock)
                 break
             except FileExistsError:
                 holder = _lock_holder(lock)
@@ -363,7 +377,8 @@ def output_lock(path: str | os.PathLike) -> Iterator[Path]:
                     continue  # released meanwhile
                 alive = process_alive(int(holder.get("pid", -1)), str(holder.get("host", "")))
                 if holder and alive is False:
-                    lock.unlink(missing_ok=True)  # stale: its process is gone
+                    if _lock_holder(lock) == holder:  # stale: its process is gone (and no one took it over)
+                        lock.unlink(missing_ok=True)
                     continue
                 who = (f"process {holder.get('pid')} on {holder.get('host')} (since {holder.get('started')}: "
                        f"{holder.get('command')})" if holder else "a process that is still writing its lock")
