@@ -71,10 +71,18 @@ def _coerce(value: Any, annotation: Any, where: str) -> Any:
                 return False
             raise ValueError(f"{where}: {value!r} is not a boolean")
         return bool(value)
-    if annotation in (int, float, str):
-        if annotation is int and isinstance(value, float) and not value.is_integer():
-            raise ValueError(f"{where}: {value!r} is not an integer")
-        return annotation(value)
+    if annotation in (int, float):
+        what = "an integer" if annotation is int else "a number"
+        if isinstance(value, bool) or (annotation is int and isinstance(value, float) and not value.is_integer()):
+            raise ValueError(f"{where}: {value!r} is not {what}")
+        try:
+            return annotation(value)
+        except (TypeError, ValueError):
+            raise ValueError(f"{where}: {value!r} is not {what}") from None
+    if annotation is str:
+        if isinstance(value, dict | list):
+            raise ValueError(f"{where}: {value!r} is not a string")
+        return str(value)
     return value
 
 
@@ -93,7 +101,14 @@ def from_dict(cls: type[C], data: dict[str, Any], where: str = "config") -> C:
             # learning rate and warm-up), not the defaults of the nested class
             value = _merged(dataclasses.asdict(default), value)
         values[key] = _coerce(value, hints[key], f"{where}.{key}")
-    return cls(**values)
+    try:
+        return cls(**values)
+    except ValueError as error:  # a __post_init__ check: say which section the option is in
+        leaf = where.rsplit(".", 1)[-1]
+        if f"{leaf}." in str(error) or str(error).startswith(where):
+            raise
+        raise ValueError(f"{where}.{error}" if str(error).split(" ", 1)[0].isidentifier()
+                         else f"{where}: {error}") from None
 
 
 def _default(field: dataclasses.Field) -> Any:

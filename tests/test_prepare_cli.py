@@ -51,8 +51,10 @@ def test_scifact_to_passages(tmp_path: Path, scifact_corpus: Path) -> None:
     assert "seed" in json.loads((out / "run.json").read_text())
     counts = json.loads((out / "prepared.json").read_text())
     assert counts["articles"] == 5_183 and counts["documents"] == len(passages)
-    # a prepared folder may be prepared again: it is replaced whole
+    # a prepared folder may be prepared again, replaced whole, when asked to
     result = prepare("--corpus", scifact_corpus, "--out", out)
+    assert result.exit_code == 1 and "--overwrite" in result.output
+    result = prepare("--corpus", scifact_corpus, "--out", out, "--overwrite")
     assert result.exit_code == 0, result.output
     assert len(load_corpus(out / "corpus.jsonl")) == 5_183
 

@@ -8,7 +8,12 @@ import gzip
 import json
 import lzma
 import os
+import re
+import shutil
+import socket
+import sys
 import tempfile
+import zlib
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -28,29 +33,71 @@ class DataError(ValueError):
 
 _OPENERS = {".gz": gzip.open, ".xz": lzma.open, ".bz2": bz2.open}
 
+#: What a truncated or corrupt compressed file raises while it is read: EOFError (truncated gzip, xz,
+#: bz2), gzip.BadGzipFile / OSError (not gzip; bz2's "Invalid data stream"), lzma.LZMAError, zlib.error.
+CORRUPT_STREAM_ERRORS = (EOFError, OSError, lzma.LZMAError, zlib.error)
 
-def open_binary(path: str | os.PathLike) -> IO[bytes]:
-    """Open a file for reading bytes, decompressing ``.gz``, ``.xz`` and ``.bz2`` on the fly."""
+
+def require_file(path: str | os.PathLike) -> Path:
+    """``path`` as a ``Path``; a ``DataError`` when it is missing or is a folder."""
     path = Path(path)
     if not path.exists():
         raise DataError(path, "no such file")
+    if path.is_dir():
+        raise DataError(path, "is a folder, expected a file")
+    return path
+
+
+def open_binary(path: str | os.PathLike) -> IO[bytes]:
+    """Open a file for reading bytes, decompressing ``.gz``, ``.xz`` and ``.bz2`` on the fly."""
+    path = require_file(path)
     return _OPENERS.get(path.suffix, open)(path, "rb")
+
+
+def _corrupt(path: str | os.PathLike, error: BaseException, line: int | None = None) -> DataError:
+    """The ``DataError`` for a read that failed inside the (de)compressor."""
+    kind = f"truncated or corrupt {Path(path).suffix} file" if Path(path).suffix in _OPENERS else "unreadable file"
+    detail = str(error) or type(error).__name__
+    return DataError(path, f"{kind} ({detail})", line=line)
 
 
 def iter_lines(path: str | os.PathLike) -> Iterator[tuple[int, str]]:
     """Stream ``(line_number, text)`` of a (possibly compressed) UTF-8 file, without its newline.
 
-    Streams: a whole corpus shard is never held in memory. Undecodable bytes raise a ``DataError``
-    naming the line.
+    Streams: a whole corpus shard is never held in memory. Undecodable bytes, and a truncated or
+    corrupt compressed stream, raise a ``DataError`` naming the line.
     """
     with open_binary(path) as raw:
-        for number, data in enumerate(raw, start=1):
+        number = 0
+        lines = iter(raw)
+        while True:
+            try:
+                data = next(lines)
+            except StopIteration:
+                return
+            except CORRUPT_STREAM_ERRORS as error:
+                raise _corrupt(path, error, line=number + 1) from None
+            number += 1
             try:
                 text = data.decode("utf-8")
             except UnicodeDecodeError as error:
                 raise DataError(path, f"bytes that are not UTF-8 ({error.reason} at byte {error.start})",
                                 line=number) from None
             yield number, text.rstrip("\r\n")
+
+
+def read_bytes(path: str | os.PathLike) -> bytes:
+    """The whole (decompressed) content of a file; a corrupt or truncated stream is a ``DataError``."""
+    try:
+        with open_binary(path) as raw:
+            return raw.read()
+    except CORRUPT_STREAM_ERRORS as error:
+        raise _corrupt(path, error) from None
+
+
+def json_problem(error: json.JSONDecodeError) -> str:
+    """What is wrong with a JSON text, for a ``DataError`` (``json``'s own messages may end in "at")."""
+    return f"malformed JSON: {error.msg} (column {error.colno})"
 
 
 def iter_jsonl(path: str | os.PathLike) -> Iterator[tuple[int, dict[str, Any]]]:
@@ -61,7 +108,7 @@ def iter_jsonl(path: str | os.PathLike) -> Iterator[tuple[int, dict[str, Any]]]:
         try:
             record = json.loads(text)
         except json.JSONDecodeError as error:
-            raise DataError(path, f"malformed JSON ({error.msg} at column {error.colno})", line=number) from None
+            raise DataError(path, json_problem(error), line=number) from None
         if not isinstance(record, dict):
             raise DataError(path, f"expected a JSON object, got {type(record).__name__}", line=number)
         yield number, record
@@ -69,15 +116,14 @@ def iter_jsonl(path: str | os.PathLike) -> Iterator[tuple[int, dict[str, Any]]]:
 
 def read_json(path: str | os.PathLike) -> Any:
     """Read a whole (possibly compressed) JSON document, with errors that name the file and line."""
-    with open_binary(path) as raw:
-        data = raw.read()
+    data = read_bytes(path)
     try:
         return json.loads(data.decode("utf-8"))
     except UnicodeDecodeError as error:
         line = data[: error.start].count(b"\n") + 1
         raise DataError(path, "bytes that are not UTF-8", line=line) from None
     except json.JSONDecodeError as error:
-        raise DataError(path, f"malformed JSON ({error.msg} at column {error.colno})", line=error.lineno) from None
+        raise DataError(path, json_problem(error), line=error.lineno) from None
 
 
 def require(record: dict[str, Any], field: str, path: str | os.PathLike, line: int,
@@ -114,15 +160,60 @@ def _default_mode(directory: bool) -> int:
     return (0o777 if directory else 0o666) & ~umask
 
 
+_HOST = socket.gethostname()
+
+
+def _temporary_prefix(path: Path) -> str:
+    """``.<name>.<pid>@<host>.``: a temporary beside ``path`` names the process that made it, so one
+    left behind by a killed process can be told from one still being written (``remove_stale_temporaries``)."""
+    return f".{path.name}.{os.getpid()}@{_HOST}."
+
+
+def process_alive(pid: int, host: str) -> bool | None:
+    """Whether process ``pid`` runs on ``host``: ``None`` (unknown) for another host."""
+    if host != _HOST:
+        return None
+    if pid <= 0:  # os.kill would address a process group
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # it exists, under another user
+        return True
+    return True
+
+
+def remove_stale_temporaries(path: str | os.PathLike) -> list[Path]:
+    """Delete the temporaries that killed processes of this host left beside ``path`` (by
+    ``atomic_write``/``atomic_directory``, or ``.<name>.old`` of a replacement cut short); returns them."""
+    path = Path(path)
+    if not path.parent.is_dir():
+        return []
+    pattern = re.compile(rf"^\.{re.escape(path.name)}\.(\d+)@(.+)\.[^.]+\.tmp$")
+    removed = []
+    for candidate in path.parent.iterdir():
+        match = pattern.match(candidate.name)
+        stale = match is not None and process_alive(int(match.group(1)), match.group(2)) is False
+        if stale or (candidate.name == f".{path.name}.old" and path.exists()):
+            shutil.rmtree(candidate, ignore_errors=True) if candidate.is_dir() else candidate.unlink(missing_ok=True)
+            removed.append(candidate)
+    return removed
+
+
 @contextmanager
 def atomic_write(path: str | os.PathLike, mode: str = "w", encoding: str | None = "utf-8") -> Iterator[IO]:
     """Write to a temporary file beside ``path`` and move it into place only on success.
 
-    On any error the temporary file is removed and an existing ``path`` is left untouched.
+    On any error the temporary file is removed and an existing ``path`` is left untouched; the
+    temporaries of killed processes are cleaned first (``remove_stale_temporaries``).
     """
     path = Path(path)
+    if path.is_dir():
+        raise DataError(path, "is a folder, expected a file to write")
     path.parent.mkdir(parents=True, exist_ok=True)
-    handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    remove_stale_temporaries(path)
+    handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=_temporary_prefix(path), suffix=".tmp")
     os.close(handle)
     os.chmod(temporary, _default_mode(directory=False))
     try:
@@ -140,18 +231,22 @@ def atomic_write(path: str | os.PathLike, mode: str = "w", encoding: str | None 
 def atomic_directory(path: str | os.PathLike) -> Iterator[Path]:
     """Build a directory under a temporary name and rename it into place only on success.
 
-    An existing directory at ``path`` is replaced only once the new one is complete.
+    An existing directory at ``path`` is replaced only once the new one is complete. The temporaries
+    of killed processes are cleaned first; a kill between moving the old folder aside and the new
+    one in leaves ``.<name>.old``, which is put back when nothing took its place.
     """
-    import shutil
-
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    temporary = Path(tempfile.mkdtemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp"))
+    backup = path.with_name(f".{path.name}.old")
+    if backup.is_dir() and not path.exists():
+        os.replace(backup, path)
+    remove_stale_temporaries(path)
+    temporary = Path(tempfile.mkdtemp(dir=path.parent, prefix=_temporary_prefix(path), suffix=".tmp"))
     temporary.chmod(_default_mode(directory=True))
     try:
         yield temporary
+        _open_up_modes(temporary)
         if path.exists():
-            backup = path.with_name(f".{path.name}.old")
             shutil.rmtree(backup, ignore_errors=True)
             os.replace(path, backup)
             os.replace(temporary, path)
@@ -161,6 +256,143 @@ def atomic_directory(path: str | os.PathLike) -> Iterator[Path]:
     except BaseException:
         shutil.rmtree(temporary, ignore_errors=True)
         raise
+
+
+def _open_up_modes(directory: Path) -> None:
+    """Give files the umask's mode: some writers (safetensors) create theirs 0600 while their siblings
+    are 0644, so a shared model folder would be half unreadable to the group."""
+    wanted = _default_mode(directory=False)
+    for file in directory.rglob("*"):
+        if file.is_file() and not file.is_symlink() and (file.stat().st_mode & 0o777) != wanted:
+            file.chmod(wanted)
+
+
+# ------------------------------------------------------------------ output folders
+
+#: The file that marks a folder as the output of each kind of stage; ``check_output_folder`` refuses
+#: to write into a folder that holds another kind's.
+OUTPUT_MARKERS: dict[str, str] = {
+    "prepared corpus": "prepared.json",
+    "embeddings": "settings.json",
+    "faiss index": "index.json",
+    "BM25 index": "seedr_bm25.json",
+    "training run": "config.yaml",
+    "negatives": "provenance.json",
+}
+
+
+def output_kind(path: str | os.PathLike) -> str | None:
+    """The kind of stage output ``path`` is (a key of ``OUTPUT_MARKERS``), ``None`` for anything else."""
+    path = Path(path)
+    found = [kind for kind, marker in OUTPUT_MARKERS.items() if (path / marker).is_file()]
+    if "prepared corpus" in found:  # a prepared folder records its run (config.yaml) too
+        return "prepared corpus"
+    return found[0] if len(found) == 1 else None
+
+
+def check_output_folder(path: str | os.PathLike, kind: str, *, replaces: bool, overwrite: bool = False) -> bool:
+    """Check, before anything is written, that a stage making a ``kind`` folder may write to ``path``.
+
+    A missing or empty folder is always fine. A file, or a folder that is not a ``kind`` output
+    (its marker, ``OUTPUT_MARKERS[kind]``, missing, or another kind's present), is refused: the stage
+    would delete it (``replaces``) or mix its files into it. A ``kind`` folder is continued by stages
+    that resume (``replaces=False``); stages that replace the folder whole need ``overwrite``.
+    Returns whether ``path`` is an existing ``kind`` folder.
+    """
+    path = Path(path)
+    if not path.exists():
+        return False
+    if not path.is_dir():
+        raise DataError(path, f"exists and is a file; --out needs a folder for the {kind}")
+    if not any(path.iterdir()):
+        return False
+    found = output_kind(path)
+    if found != kind:
+        what = f"a {found} folder" if found else f"not a {kind} folder (no {OUTPUT_MARKERS[kind]})"
+        raise DataError(path, f"exists and is {what}; writing the {kind} here would "
+                              f"{'delete' if replaces else 'mix into'} it: choose a new --out")
+    if replaces and not overwrite:
+        raise DataError(path, f"a {kind} folder is already here; pass --overwrite to replace it")
+    return True
+
+
+LOCK_SUFFIX = ".lock"
+
+
+def lock_path(path: str | os.PathLike) -> Path:
+    """Where ``output_lock`` keeps the lock of output ``path``: ``.<name>.lock`` beside it (a folder
+    replaced whole by ``atomic_directory`` would otherwise take its lock away with it)."""
+    path = Path(path).absolute()
+    return path.with_name(f".{path.name}{LOCK_SUFFIX}")
+
+
+def _lock_holder(lock: Path) -> dict[str, Any] | None:
+    try:
+        holder = json.loads(lock.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return None
+    except (OSError, ValueError):
+        return {}
+    return holder if isinstance(holder, dict) else {}
+
+
+def _create_whole(source: str, target: Path) -> None:
+    """Create ``target`` with the content of ``source``, failing with ``FileExistsError`` if it exists:
+    a hard link (never seen half-written), or an exclusive create where the file system has no links."""
+    try:
+        os.link(source, target)
+    except FileExistsError:
+        raise
+    except OSError:
+        with open(target, "x", encoding="utf-8") as stream:
+            stream.write(Path(source).read_text(encoding="utf-8"))
+
+
+@contextmanager
+def output_lock(path: str | os.PathLike) -> Iterator[Path]:
+    """Hold an exclusive lock on output ``path`` (file or folder) for the length of a run.
+
+    The lock is a file beside the output (``lock_path``) holding the pid, host, start time and command
+    of its holder, created atomically (written whole, then hard-linked into place, which fails if the
+    lock exists). A second run on the same output gets a ``DataError`` naming the holder; a lock whose
+    process is dead (same host) is stale and taken over. Released on exit, errors included.
+    """
+    from datetime import UTC, datetime
+
+    lock = lock_path(path)
+    lock.parent.mkdir(parents=True, exist_ok=True)
+    me = {"pid": os.getpid(), "host": _HOST, "started": datetime.now(UTC).isoformat(timespec="seconds"),
+          "command": " ".join(sys.argv)}
+    handle, temporary = tempfile.mkstemp(dir=lock.parent, prefix=_temporary_prefix(lock), suffix=".tmp")
+    with os.fdopen(handle, "w", encoding="utf-8") as stream:
+        json.dump(me, stream)
+    try:
+        for _ in range(3):
+            try:
+                _create_whole(temporary, lock)
+                break
+            except FileExistsError:
+                holder = _lock_holder(lock)
+                if holder is None:
+                    continue  # released meanwhile
+                alive = process_alive(int(holder.get("pid", -1)), str(holder.get("host", "")))
+                if holder and alive is False:
+                    if _lock_holder(lock) == holder:  # stale: its process is gone (and no one took it over)
+                        lock.unlink(missing_ok=True)
+                    continue
+                who = (f"process {holder.get('pid')} on {holder.get('host')} (since {holder.get('started')}: "
+                       f"{holder.get('command')})" if holder else "a process that is still writing its lock")
+                raise DataError(path, f"in use by {who}; wait for it to finish, or delete {lock} if that "
+                                      "process is gone") from None
+        else:
+            raise DataError(path, f"could not take the lock {lock}; try again")
+    finally:
+        Path(temporary).unlink(missing_ok=True)
+    try:
+        yield lock
+    finally:
+        if (_lock_holder(lock) or {}).get("pid") == me["pid"]:
+            lock.unlink(missing_ok=True)
 
 
 def write_jsonl(path: str | os.PathLike, records: "Iterator[dict[str, Any]] | list[dict[str, Any]]") -> int:
@@ -173,5 +405,7 @@ def write_jsonl(path: str | os.PathLike, records: "Iterator[dict[str, Any]] | li
     return count
 
 
-__all__ = ["DataError", "open_binary", "iter_lines", "iter_jsonl", "read_json", "require", "unique_id", "atomic_write",
-           "atomic_directory", "write_jsonl"]
+__all__ = ["CORRUPT_STREAM_ERRORS", "DataError", "OUTPUT_MARKERS", "atomic_directory", "atomic_write",
+           "check_output_folder", "iter_jsonl", "iter_lines", "json_problem", "lock_path", "open_binary",
+           "output_kind", "output_lock", "process_alive", "read_bytes", "read_json", "remove_stale_temporaries",
+           "require", "require_file", "unique_id", "write_jsonl"]

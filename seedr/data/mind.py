@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from seedr.data.io import DataError, iter_lines, unique_id
+from seedr.data.io import DataError, iter_lines, json_problem, unique_id
 from seedr.data.records import Document
 
 PathLike = str | os.PathLike
@@ -76,7 +76,7 @@ def _entities(path: PathLike, number: int, field: str, text: str) -> list[dict[s
     try:
         entities = json.loads(text)
     except json.JSONDecodeError as error:
-        raise DataError(path, f"malformed JSON ({error.msg} at column {error.colno})", line=number,
+        raise DataError(path, json_problem(error), line=number,
                         field=field) from None
     if not isinstance(entities, list) or not all(isinstance(entity, dict) for entity in entities):
         raise DataError(path, "expected a JSON list of entity objects", line=number, field=field)

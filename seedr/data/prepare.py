@@ -28,7 +28,7 @@ from tqdm import tqdm
 from seedr.config import record_run
 from seedr.data.corpus import article_document, read_corpus, read_corpus_articles, write_corpus
 from seedr.data.default import default_articles, default_description_queries
-from seedr.data.io import atomic_directory, atomic_write
+from seedr.data.io import OUTPUT_MARKERS, atomic_directory, atomic_write, check_output_folder
 from seedr.data.links import recover_title_links, write_links
 from seedr.data.passages import split_passages
 from seedr.data.queries import write_qrels, write_queries
@@ -36,7 +36,7 @@ from seedr.data.records import Article, Qrels
 from seedr.data.tokenizer import train_wordpiece
 
 #: The file that marks a folder as made by ``prepare`` (so a later run may replace it).
-PREPARED_MARKER = "prepared.json"
+PREPARED_MARKER = OUTPUT_MARKERS["prepared corpus"]
 
 
 @dataclass
@@ -89,24 +89,17 @@ def _passage_qrels(qrels: Qrels, words: int) -> Qrels:
             for qid, judged in qrels.items()}
 
 
-def _check_replaceable(out_dir: Path) -> None:
-    """Refuse to replace a folder that ``prepare`` did not make (it would be deleted)."""
-    if out_dir.exists() and (not out_dir.is_dir() or (any(out_dir.iterdir())
-                                                      and not (out_dir / PREPARED_MARKER).exists())):
-        raise ValueError(f"{out_dir} exists and is not a prepared corpus folder (no {PREPARED_MARKER}); choose "
-                         f"a new --out (prepare replaces the whole folder)")
-
-
 def prepare_corpus(out_dir: str | os.PathLike, options: PrepareOptions | None = None,
-                   progress: bool = True) -> PrepareSummary:
+                   progress: bool = True, overwrite: bool = False) -> PrepareSummary:
     """Write a prepared corpus folder (see the module docstring) for ``options``; returns its counts.
 
     Streams the corpus unless links are wanted: link recovery needs every title first, so the
     articles are then held in memory (about 85 MB a shard of the wiki bundle, 0.7 GB for all 8).
+    An existing prepared folder is replaced only with ``overwrite``; any other folder is refused.
     """
     options = options or PrepareOptions()
     out_dir = Path(out_dir)
-    _check_replaceable(out_dir)
+    check_output_folder(out_dir, "prepared corpus", replaces=True, overwrite=overwrite)
     summary = PrepareSummary(out_dir=out_dir)
     with atomic_directory(out_dir) as folder:
         articles: Iterable[Article] = _source_articles(options)

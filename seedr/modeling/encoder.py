@@ -57,6 +57,35 @@ def resolve_model_path(name_or_path: str | os.PathLike) -> Path:
     )
 
 
+#: The files of a model folder that determine its vectors: weights, architecture, tokenizer, and the
+#: sentence-transformers modules (pooling, projection, normalisation) — not its model card or logs.
+_FINGERPRINTED = ("config.json", "*.safetensors", "pytorch_model.bin", "tokenizer.json", "tokenizer_config.json",
+                  "vocab.txt", "special_tokens_map.json", "modules.json", "sentence_bert_config.json",
+                  "1_Pooling/config.json", "2_Dense/*")
+
+
+def model_fingerprint(name_or_path: str | os.PathLike) -> str:
+    """A sha256 over the files of a model folder that determine its vectors (``config.json``, the weights
+    — ``model.safetensors`` —, the tokenizer files and the sentence-transformers module files), each
+    under its relative name: two folders holding the same model have the same fingerprint, and a model
+    re-trained into the same folder gets a new one. Recorded beside embeddings and in index folders.
+    """
+    import hashlib
+
+    folder = resolve_model_path(name_or_path)
+    digest = hashlib.sha256()
+    files = sorted({file for pattern in _FINGERPRINTED for file in folder.glob(pattern) if file.is_file()})
+    if not files:
+        raise FileNotFoundError(f"{folder}: no model files to fingerprint")
+    for file in files:
+        digest.update(file.relative_to(folder).as_posix().encode() + b"\0")
+        with open(file, "rb") as stream:
+            for block in iter(lambda: stream.read(1 << 20), b""):
+                digest.update(block)
+        digest.update(b"\0")
+    return digest.hexdigest()
+
+
 def load_tokenizer(name_or_path: str | os.PathLike) -> PreTrainedTokenizerBase:
     """The tokenizer of a local model folder or of a tokenizer folder saved by ``seedr prepare``."""
     path = Path(str(name_or_path)).expanduser()
@@ -93,6 +122,21 @@ def _has_pooler(folder: Path) -> bool:
     return not files  # no safetensors (e.g. pytorch_model.bin): let transformers decide
 
 
+def _check_weights(folder: Path) -> None:
+    """A ``DataError`` naming the file when a ``*.safetensors`` of ``folder`` is truncated or corrupt
+    (transformers would fail with a traceback deep in its loader)."""
+    from safetensors import safe_open
+
+    from seedr.data.io import DataError
+
+    for file in sorted(folder.glob("*.safetensors")):
+        try:
+            with safe_open(str(file), framework="pt") as weights:
+                weights.keys()
+        except Exception as error:  # noqa: BLE001 (safetensors raises its own error type)
+            raise DataError(file, f"damaged weights ({error})") from None
+
+
 def load_encoder(name_or_path: str | os.PathLike) -> PreTrainedModel:
     """Load the encoder backbone of a local Hugging Face folder (continued pre-training / fine-tuning).
 
@@ -102,6 +146,7 @@ def load_encoder(name_or_path: str | os.PathLike) -> PreTrainedModel:
     import seedr.modeling.bow_mlp  # noqa: F401 (registers the BoW-MLP baseline with AutoModel)
 
     folder = resolve_model_path(name_or_path)
+    _check_weights(folder)
     options = {}
     if AutoConfig.from_pretrained(str(folder)).model_type == "bert" and not _has_pooler(folder):
         options["add_pooling_layer"] = False

@@ -7,6 +7,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from seedr.data.io import check_output_folder
 from seedr.data.records import Document, Qrels
 from seedr.modeling.dual_encoder import DualEncoder
 from seedr.negatives.base import (
@@ -158,6 +159,8 @@ def ance_refresh(checkpoint: str | Path, corpus: Mapping[str, Document], queries
             out_dir = refresh_folder(checkpoint.parent.parent, step)
     if out_dir is None:
         raise ValueError(f"{checkpoint} is not a trainer checkpoint (no {TRAINER_STATE}): give the output folder")
+    # a refresh replaces its folder whole: never another kind of folder (a run given as --out by mistake)
+    check_output_folder(out_dir, "negatives", replaces=True, overwrite=True)
     model = DualEncoder.from_pretrained(checkpoint, query_max_length=query_max_length,
                                        document_max_length=document_max_length)
     table = dense_negatives(model, corpus, queries, qrels, top, _provenance(step or 0, str(checkpoint)),

@@ -81,6 +81,7 @@ class CpdaeConfig(MLMConfig):
     def __post_init__(self) -> None:
         if self.bottleneck not in ("cls", "mean"):
             raise ValueError(f"bottleneck must be 'cls' or 'mean', got {self.bottleneck!r}")
+        super().__post_init__()
         if self.contrastive_weight < 0:
             raise ValueError(f"contrastive_weight must be ≥ 0, got {self.contrastive_weight}")
         if self.temperature is not None and self.temperature <= 0:

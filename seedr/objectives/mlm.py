@@ -35,6 +35,10 @@ class MLMConfig:
     mask_probability: float = 0.15
     mlm_head_from: str | None = None
 
+    def __post_init__(self) -> None:
+        if not 0 < self.mask_probability <= 1:
+            raise ValueError(f"mask_probability must be in (0, 1], got {self.mask_probability}")
+
 
 @OBJECTIVES.register("mlm")
 class MaskedLanguageModel(Objective):

@@ -75,6 +75,7 @@ class SeedConfig(MLMConfig):
             raise ValueError(f"cls_path must be 'cross_attention' or 'joint', got {self.cls_path!r}")
         if self.bottleneck not in ("cls", "mean"):
             raise ValueError(f"bottleneck must be 'cls' or 'mean', got {self.bottleneck!r}")
+        super().__post_init__()
         if isinstance(self.attention_span, str) and self.attention_span != "all":
             raise ValueError(f"attention_span must be a positive integer or 'all', got {self.attention_span!r}")
         if isinstance(self.attention_span, int) and self.attention_span < 1:

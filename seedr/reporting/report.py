@@ -111,7 +111,8 @@ def plot_history(runs: list[RunSummary], out_dir: Path) -> list[Path]:
         axis.legend(fontsize="small")
         figure.tight_layout()
         target = out_dir / f"{key.replace('/', '_')}.png"
-        figure.savefig(target, dpi=110)
+        with atomic_write(target, "wb") as stream:  # a kill never leaves a half-drawn plot
+            figure.savefig(stream, format="png", dpi=110)
         plt.close(figure)
         written.append(target)
     return written

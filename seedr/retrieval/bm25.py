@@ -29,7 +29,7 @@ import Stemmer
 from bm25s.tokenization import Tokenizer
 from tqdm.auto import tqdm
 
-from seedr.data.io import DataError, atomic_directory
+from seedr.data.io import DataError, atomic_directory, iter_lines, read_json
 from seedr.data.records import Document, Run
 from seedr.retrieval.runs import id_ranks
 
@@ -122,9 +122,19 @@ class BM25Index:
         directory = Path(directory)
         if not (directory / SETTINGS).exists():
             raise DataError(directory, f"not a seedr BM25 index folder: {SETTINGS} is missing")
-        settings = BM25Settings(**json.loads((directory / SETTINGS).read_text(encoding="utf-8")))
-        retriever = bm25s.BM25.load(str(directory), show_progress=False)
-        tokenizer = _tokenizer(settings)
-        tokenizer.load_vocab(str(directory))
-        ids = (directory / "ids.txt").read_text(encoding="utf-8").splitlines()
+        recorded = read_json(directory / SETTINGS)
+        try:
+            settings = BM25Settings(**recorded)
+        except TypeError:
+            raise DataError(directory / SETTINGS, f"not the settings of a seedr BM25 index: {recorded!r:.80}") from None
+        try:  # bm25s's own files: any failure to read them means a damaged folder
+            retriever = bm25s.BM25.load(str(directory), show_progress=False)
+            tokenizer = _tokenizer(settings)
+            tokenizer.load_vocab(str(directory))
+        except Exception as error:  # noqa: BLE001 (numpy, json, scipy and bm25s raise many types)
+            detail = str(error).splitlines()[0] if str(error) else ""
+            raise DataError(directory, f"a damaged BM25 index ({type(error).__name__}: {detail})") from None
+        ids = [doc_id for _, doc_id in iter_lines(directory / "ids.txt")]
+        if len(ids) != retriever.scores["num_docs"]:
+            raise DataError(directory / "ids.txt", f"{len(ids)} ids for {retriever.scores['num_docs']} documents")
         return cls(retriever, tokenizer, ids, settings)

@@ -18,8 +18,10 @@ out-of-memory error, if any, happens on the first batch).
 
 from __future__ import annotations
 
+import functools
 import json
 import os
+import shutil
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import asdict, dataclass
 from itertools import islice
@@ -31,9 +33,17 @@ import torch
 from tqdm.auto import tqdm
 from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
-from seedr.data.io import DataError, atomic_write
+from seedr.data.io import DataError, atomic_write, iter_lines, read_json, require_file, unique_id
 from seedr.data.records import Document
-from seedr.modeling.encoder import SETTINGS_FILE, Pooling, load_encoder, load_tokenizer, pool, resolve_model_path
+from seedr.modeling.encoder import (
+    SETTINGS_FILE,
+    Pooling,
+    load_encoder,
+    load_tokenizer,
+    model_fingerprint,
+    pool,
+    resolve_model_path,
+)
 from seedr.modeling.projection import Projection, load_projection, read_modules
 
 _DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
@@ -228,7 +238,19 @@ class TextEncoder:
         options = {key: settings[key] for key in ("pooling", "normalize", "max_length", "query_prefix",
                                                   "document_prefix", "title") if key in settings}
         options.update({key: value for key, value in overrides.items() if value is not None})
-        return cls(model_path or settings["model"], **options)
+        encoder = cls(model_path or settings["model"], **options)
+        recorded = settings.get("fingerprint")
+        if recorded and encoder.fingerprint != recorded:
+            raise ValueError(f"the model in {encoder.model_path} is not the one the documents were encoded with "
+                             f"(weights fingerprint {encoder.fingerprint[:12]}, recorded {recorded[:12]}): it was "
+                             f"changed or re-trained since; encode and index the corpus again, or pass --model "
+                             f"with the original model")
+        return encoder
+
+    @functools.cached_property
+    def fingerprint(self) -> str:
+        """``seedr.modeling.encoder.model_fingerprint`` of the model folder."""
+        return model_fingerprint(self.model_path)
 
     @property
     def dim(self) -> int:
@@ -236,10 +258,12 @@ class TextEncoder:
         return int(self.projection.out_features if self.projection is not None else self.model.config.hidden_size)
 
     def settings(self) -> dict[str, Any]:
-        """What determines the vectors: recorded beside embeddings and indexes."""
-        return {"model": str(self.model_path), "pooling": self.pooling, "normalize": self.normalize,
-                "max_length": self.max_length, "query_prefix": self.query_prefix,
-                "document_prefix": self.document_prefix, "title": self.title, "dim": self.dim}
+        """What determines the vectors: recorded beside embeddings and indexes. The model by its absolute
+        path (queries are encoded by the same model from any directory) and its weights fingerprint."""
+        compute_dtype = str(self.autocast_dtype).removeprefix("torch.") if self.autocast_dtype else "float32"
+        return {"model": str(self.model_path.resolve()), "fingerprint": self.fingerprint, "pooling": self.pooling,
+                "normalize": self.normalize, "max_length": self.max_length, "query_prefix": self.query_prefix,
+                "document_prefix": self.document_prefix, "title": self.title, "dim": self.dim, "compute_dtype": compute_dtype}
 
     def encode(self, texts: Sequence[str], batch_size: int = 64, show_progress: bool = False,
                text_pairs: Sequence[str | None] | None = None) -> np.ndarray:
@@ -298,9 +322,11 @@ def encode_corpus_to_shards(encoder: TextEncoder, documents: Iterable[Document],
 
     Each shard file is written atomically. Run again after an interruption and complete shards are
     skipped (their ids are checked against the corpus, so a changed corpus is an error rather than
-    silently mixed vectors); ``settings.json`` guards against resuming with another encoder or
-    options. ``dtype="float16"`` halves the disk size (vectors are rounded to half precision).
-    ``extra_settings`` (e.g. how long documents were cut into passages) are recorded with the rest.
+    silently mixed vectors); ``settings.json`` guards against resuming with another encoder (its weights
+    fingerprint included) or options; the batch size is not a setting (it may change, e.g. after an
+    out-of-memory error). Non-finite vectors (a diverged model) are refused. ``dtype="float16"`` halves
+    the disk size (vectors are rounded to half precision). ``extra_settings`` (e.g. how long documents
+    were cut into passages) are recorded with the rest.
 
     Several processes (``torchrun``, ``accelerate launch``, or separate jobs on a shared file system)
     share the work by shard: process ``rank`` of ``world_size`` encodes shards ``rank``,
@@ -311,19 +337,48 @@ def encode_corpus_to_shards(encoder: TextEncoder, documents: Iterable[Document],
     """
     if dtype not in ("float32", "float16"):
         raise ValueError(f"unknown embedding dtype {dtype!r}; valid: float32, float16")
+    if shard_size < 1 or batch_size < 1:
+        raise ValueError(f"the shard size and the batch size must be at least 1, got {shard_size} and {batch_size}")
     if not 0 <= rank < world_size:
         raise ValueError(f"process rank {rank} is not in 0 … {world_size - 1}")
     out_dir = Path(out_dir)
+    fresh = not out_dir.exists() or not any(out_dir.iterdir())
+    try:
+        return _encode_shards(encoder, documents, out_dir, shard_size, dtype, batch_size, show_progress,
+                              extra_settings or {}, rank, world_size)
+    except (DataError, ValueError):
+        # Bad input (a malformed corpus line, a broken model): a folder this run began is removed whole,
+        # so the corrected command — with other settings, maybe — starts clean. An interruption (a kill,
+        # Ctrl-C) keeps the complete shards for the same command to resume.
+        if fresh:
+            shutil.rmtree(out_dir, ignore_errors=True)
+        raise
+
+
+def _changed_settings(previous: dict[str, Any], settings: dict[str, Any]) -> list[str]:
+    """The (dotted) names of the settings that differ, e.g. ``encoder.fingerprint``."""
+    changed = []
+    for key in sorted(set(previous) | set(settings)):
+        old, new = previous.get(key), settings.get(key)
+        if isinstance(old, dict) and isinstance(new, dict):
+            changed += [f"{key}.{name}" for name in _changed_settings(old, new)]
+        elif old != new:
+            changed.append(key)
+    return changed
+
+
+def _encode_shards(encoder: TextEncoder, documents: Iterable[Document], out_dir: Path, shard_size: int, dtype: str,
+                   batch_size: int, show_progress: bool, extra_settings: dict[str, Any], rank: int,
+                   world_size: int) -> Path:
     out_dir.mkdir(parents=True, exist_ok=True)
-    settings = asdict(ShardSettings(encoder.settings(), shard_size, dtype, extra_settings or {}))
+    settings = asdict(ShardSettings(encoder.settings(), shard_size, dtype, extra_settings))
     settings_path = out_dir / SETTINGS
-    if settings_path.exists():
-        previous = json.loads(settings_path.read_text(encoding="utf-8"))
-        if previous != settings:
-            changed = sorted(key for key in settings if previous.get(key) != settings[key])
-            raise DataError(settings_path, f"this folder holds embeddings made with other settings "
-                                           f"({', '.join(changed)}); use a new folder or the same settings")
-    else:  # processes starting together write the same content, each atomically
+    previous = json.loads(settings_path.read_text(encoding="utf-8")) if settings_path.exists() else None
+    if previous is not None and previous != settings and any(out_dir.glob("embeddings-*.npy")):
+        raise DataError(settings_path, f"this folder holds embeddings made with other settings "
+                                       f"({', '.join(_changed_settings(previous, settings))}); use a new folder "
+                                       f"or the same settings")
+    if previous != settings:  # new, or no shard was made with the old settings
         with atomic_write(settings_path) as stream:
             json.dump(settings, stream, indent=2)
 
@@ -347,8 +402,14 @@ def encode_corpus_to_shards(encoder: TextEncoder, documents: Iterable[Document],
                                           "(document ids do not match); use a new output folder")
         else:
             vectors = encoder.encode_documents(chunk, batch_size=batch_size)
+            stored = vectors.astype(dtype)
+            broken = ~np.isfinite(stored).all(axis=1)
+            if broken.any():
+                raise DataError(encoder.model_path, f"the model gives non-finite vectors (NaN or inf), e.g. for "
+                                                    f"document {ids[int(np.argmax(broken))]!r}: its weights are "
+                                                    f"broken (a diverged training run?)")
             with atomic_write(embeddings_path, "wb") as stream:
-                np.save(stream, vectors.astype(dtype))
+                np.save(stream, stored)
             with atomic_write(ids_path) as stream:
                 stream.write("".join(f"{doc_id}\n" for doc_id in ids))
     progress.close()
@@ -378,12 +439,26 @@ def _write_manifest_when_complete(out_dir: Path, settings: dict[str, Any], dim: 
 
 
 def read_manifest(directory: str | os.PathLike) -> dict[str, Any]:
-    """The manifest of a complete embeddings folder (``DataError`` when the encoding did not finish)."""
+    """The manifest of a complete embeddings folder (``DataError`` when the encoding did not finish, or
+    the manifest is malformed)."""
     path = Path(directory) / MANIFEST
+    if not Path(directory).is_dir():
+        raise DataError(directory, "not a folder: --embeddings is the folder `seedr encode` wrote")
     if not path.exists():
         raise DataError(directory, f"no {MANIFEST}: not an embeddings folder, or its encoding did not finish "
                                    "(run `seedr encode` again to resume it)")
-    return json.loads(path.read_text(encoding="utf-8"))
+    manifest = read_json(path)
+    if not isinstance(manifest, dict):
+        raise DataError(path, f"expected a JSON object, got {type(manifest).__name__}")
+    for field, kind in (("shards", list), ("dim", int), ("dtype", str), ("encoder", dict), ("extra", dict)):
+        if not isinstance(manifest.get(field), kind):
+            raise DataError(path, f"missing or not {kind.__name__}", field=field)
+    for number, shard in enumerate(manifest["shards"]):
+        if not (isinstance(shard, dict) and isinstance(shard.get("ids"), str)
+                and isinstance(shard.get("embeddings"), str) and isinstance(shard.get("count"), int)):
+            raise DataError(path, f"shard {number} needs 'embeddings', 'ids' (file names) and 'count'",
+                            field="shards")
+    return manifest
 
 
 class ShardedEmbeddings:
@@ -428,17 +503,26 @@ def load_embeddings(directory: str | os.PathLike) -> tuple[list[str], np.ndarray
 
     Nothing is read until used: one shard is a memory-mapped array, several a ``ShardedEmbeddings``
     over their memory maps.
+    Missing, truncated or mis-shaped shards and duplicate ids are ``DataError``s naming the file.
     """
     directory = Path(directory)
     manifest = read_manifest(directory)
     ids: list[str] = []
+    seen: dict[str, int] = {}
     arrays = []
     for shard in manifest["shards"]:
-        shard_ids = (directory / shard["ids"]).read_text(encoding="utf-8").splitlines()
-        array = np.load(directory / shard["embeddings"], mmap_mode="r")
+        ids_path, embeddings_path = directory / shard["ids"], directory / shard["embeddings"]
+        shard_ids = [unique_id(seen, doc_id, ids_path, line) for line, doc_id in iter_lines(ids_path)]
+        require_file(embeddings_path)
+        try:
+            array = np.load(embeddings_path, mmap_mode="r")
+        except (ValueError, OSError, EOFError) as error:
+            raise DataError(embeddings_path, f"not a complete .npy array ({error})") from None
+        if array.ndim != 2 or array.shape[1] != manifest["dim"]:
+            raise DataError(embeddings_path, f"array of shape {array.shape}, expected (N, {manifest['dim']})")
         if len(shard_ids) != len(array) or len(shard_ids) != shard["count"]:
-            raise DataError(directory / shard["ids"], f"{len(shard_ids)} ids but {len(array)} embeddings "
-                                                      f"(manifest: {shard['count']})")
+            raise DataError(ids_path, f"{len(shard_ids)} ids but {len(array)} embeddings "
+                                      f"(manifest: {shard['count']})")
         ids.extend(shard_ids)
         arrays.append(array)
     if not arrays:

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import json
 import os
+from collections import Counter
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -29,7 +30,7 @@ import faiss
 import numpy as np
 from tqdm.auto import tqdm
 
-from seedr.data.io import DataError, atomic_directory
+from seedr.data.io import DataError, atomic_directory, iter_lines, read_json
 from seedr.retrieval.runs import id_ranks
 
 METRICS = {"ip": faiss.METRIC_INNER_PRODUCT, "cosine": faiss.METRIC_INNER_PRODUCT, "l2": faiss.METRIC_L2}
@@ -46,6 +47,28 @@ def _as_float32(vectors: np.ndarray, normalize: bool) -> np.ndarray:
     vectors = np.array(vectors, dtype=np.float32, order="C", copy=True)
     faiss.normalize_L2(vectors)
     return vectors
+
+
+def _finite(vectors: np.ndarray, ids: list[str], positions: np.ndarray) -> np.ndarray:
+    """``vectors``, refused when one is NaN or infinite (made by a diverged model): faiss would index them."""
+    broken = ~np.isfinite(vectors).all(axis=1)
+    if broken.any():
+        raise ValueError(f"the embedding of document {ids[int(positions[np.argmax(broken)])]!r} is not finite "
+                         f"(NaN or inf; {int(broken.sum())} such in this chunk): encode with a working model")
+    return vectors
+
+
+def _training_points_needed(index: faiss.Index) -> int:
+    """The fewest training vectors faiss can train ``index`` on: one per inverted list (k-means needs at
+    least as many points as centroids) and 2^bits per product-quantiser codebook."""
+    needed = 1
+    ivf = faiss.try_extract_index_ivf(index)
+    if ivf is not None:
+        needed = max(needed, ivf.nlist)
+    quantizer = getattr(faiss.downcast_index(ivf) if ivf is not None else faiss.downcast_index(index), "pq", None)
+    if quantizer is not None:
+        needed = max(needed, 1 << quantizer.nbits)
+    return needed
 
 
 def _order_by_score_then_id(scores: np.ndarray, id_rank: np.ndarray) -> np.ndarray:
@@ -128,7 +151,8 @@ class DenseIndex:
         if len(embeddings) != len(ids):
             raise ValueError(f"{len(embeddings)} embeddings but {len(ids)} ids")
         if len(set(ids)) != len(ids):
-            raise ValueError("document ids are not unique")
+            duplicate = next(doc_id for doc_id, seen in Counter(ids).items() if seen > 1)
+            raise ValueError(f"document ids are not unique: {duplicate!r} is there {Counter(ids)[duplicate]} times")
         count, dim = embeddings.shape
         normalize = metric == "cosine"
         try:
@@ -141,9 +165,14 @@ class DenseIndex:
             sample = np.arange(count)
             if train_sample is not None and train_sample < count:
                 sample = np.sort(np.random.default_rng(seed).choice(count, size=train_sample, replace=False))
-            index.train(_as_float32(embeddings[sample], normalize))
+            needed = _training_points_needed(index)
+            if len(sample) < needed:
+                raise ValueError(f"{factory!r} needs at least {needed} training vectors, got {len(sample)}: "
+                                 f"use fewer lists/centroids, more vectors (--train-sample), or Flat/HNSW")
+            index.train(_finite(_as_float32(embeddings[sample], normalize), ids, sample))
         for start in tqdm(range(0, count, _ADD_CHUNK), desc="index", unit="chunk", disable=not show_progress):
-            index.add(_as_float32(embeddings[start:start + _ADD_CHUNK], normalize))
+            positions = np.arange(start, min(start + _ADD_CHUNK, count))
+            index.add(_finite(_as_float32(embeddings[start:start + _ADD_CHUNK], normalize), ids, positions))
         config = {"factory": factory, "metric": metric, "dim": int(dim), "count": int(count),
                   "train_sample": train_sample, "seed": seed, "encoder": encoder,
                   "created": datetime.now(UTC).isoformat(timespec="seconds"),
@@ -211,13 +240,19 @@ class DenseIndex:
         for name in ("index.faiss", "ids.txt", "index.json"):
             if not (directory / name).exists():
                 raise DataError(directory, f"not an index folder: {name} is missing")
-        config = json.loads((directory / "index.json").read_text(encoding="utf-8"))
+        config = read_json(directory / "index.json")
+        if not isinstance(config, dict) or not isinstance(config.get("metric"), str) or "dim" not in config:
+            raise DataError(directory / "index.json", "expected a JSON object with 'metric' and 'dim'")
         flags = 0
         if mmap:  # the two flags use different readers: one per kind of index
             ivf = "IVF" in config.get("factory", "")
             flags = (faiss.IO_FLAG_MMAP if ivf else faiss.IO_FLAG_MMAP_IFC) | faiss.IO_FLAG_READ_ONLY
-        index = faiss.read_index(str(directory / "index.faiss"), flags)
-        ids = (directory / "ids.txt").read_text(encoding="utf-8").splitlines()
+        try:
+            index = faiss.read_index(str(directory / "index.faiss"), flags)
+        except RuntimeError as error:
+            raise DataError(directory / "index.faiss", f"not a readable faiss index "
+                                                       f"({str(error).strip().splitlines()[-1]})") from None
+        ids = [doc_id for _, doc_id in iter_lines(directory / "ids.txt")]
         if index.ntotal != len(ids):
             raise DataError(directory / "ids.txt", f"{len(ids)} ids for {index.ntotal} vectors (index.faiss)")
         return cls(index, ids, config)

@@ -6,6 +6,8 @@ documents (``long_documents``) meet, so each of those modules depends on the oth
 
 from __future__ import annotations
 
+import numpy as np
+
 from seedr.data.records import Run
 from seedr.retrieval.encode import TextEncoder
 from seedr.retrieval.faiss_index import DenseIndex
@@ -22,6 +24,9 @@ def search_text(index: DenseIndex, encoder: TextEncoder, queries: dict[str, str]
     """
     qids = list(queries)
     vectors = encoder.encode_queries([queries[qid] for qid in qids], batch_size, show_progress)
+    if not np.isfinite(vectors).all():
+        raise ValueError(f"the model in {encoder.model_path} gives non-finite query vectors (NaN or inf): its "
+                         f"weights are broken (a diverged training run?)")
     if (index.config.get("encoder") or {}).get("long_documents"):
         parent = {passage: passage.rsplit(PASSAGE_SEPARATOR, 1)[0] for passage in index.ids}
         return search_max_passage(index, vectors, qids, Passages([], parent), k)

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import functools
+import os
 from collections.abc import Callable
+from contextlib import nullcontext
 from typing import Any
 
 import typer
@@ -11,7 +13,7 @@ from rich.console import Console
 from rich.markup import escape
 from typer.core import TyperCommand
 
-from seedr.data.io import DataError
+from seedr.data.io import CORRUPT_STREAM_ERRORS, DataError, output_lock
 
 console = Console(stderr=True)
 
@@ -22,15 +24,24 @@ def not_built(stage: str) -> None:
     raise typer.Exit(code=2)
 
 
+def _close_progress_bars() -> None:
+    """End the progress bars an error interrupted, so the error starts on a line of its own."""
+    from tqdm import tqdm
+
+    for bar in list(getattr(tqdm, "_instances", ())):
+        bar.close()
+
+
 def clear_errors(function: Callable[..., Any]) -> Callable[..., Any]:
-    """Report bad input (file, line, field) and missing files as one red line and exit 1."""
+    """Report bad input (file, line, field), missing, unreadable or corrupt files as one red line and exit 1."""
 
     @functools.wraps(function)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         try:
             return function(*args, **kwargs)
-        except (DataError, FileNotFoundError, KeyError, ValueError) as error:
+        except (DataError, KeyError, ValueError, *CORRUPT_STREAM_ERRORS) as error:
             message = error.args[0] if isinstance(error, KeyError) and error.args else error
+            _close_progress_bars()
             console.print(f"[bold red]error[/]: {escape(str(message))}", soft_wrap=True, highlight=False)
             raise typer.Exit(code=1) from None
 
@@ -57,3 +68,21 @@ def listing_train_options(defaults: Callable[[], Any]) -> type[TyperCommand]:
             """The listing replaces any given epilog."""
 
     return TrainOptionsCommand
+
+
+def locks_output(option: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """Hold ``seedr.data.io.output_lock`` on the command's ``option`` argument (the output it writes)
+    for the whole command, so two commands never write one output at once. Under a launcher
+    (``torchrun``, ``accelerate launch``) only the main process (``RANK`` 0) holds it."""
+
+    def decorate(function: Callable[..., Any]) -> Callable[..., Any]:
+        @functools.wraps(function)
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            target = kwargs.get(option)
+            main = os.environ.get("RANK", "0") == "0"
+            with output_lock(target) if target is not None and main else nullcontext():
+                return function(*args, **kwargs)
+
+        return wrapper
+
+    return decorate

@@ -7,10 +7,11 @@ from typing import Annotated
 
 import typer
 
-from seedr.stages.common import clear_errors, console
+from seedr.stages.common import clear_errors, console, locks_output
 
 
 @clear_errors
+@locks_output("out")
 def command(
     out: Annotated[Path, typer.Option("--out", help="Run folder (finished steps are reused).")] = Path("runs/demo"),
     data: Annotated[Path | None, typer.Option(

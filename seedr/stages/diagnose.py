@@ -8,10 +8,11 @@ from typing import Annotated
 
 import typer
 
-from seedr.stages.common import clear_errors, console
+from seedr.stages.common import clear_errors, console, locks_output
 
 
 @clear_errors
+@locks_output("out")
 def command(
     model: Annotated[str, typer.Argument(
         help="Model folder, seedr run folder (a CPDAE run adds its decoded words), or 'minilm'."

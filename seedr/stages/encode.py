@@ -8,10 +8,11 @@ from typing import Annotated
 
 import typer
 
-from seedr.stages.common import clear_errors, console
+from seedr.stages.common import clear_errors, console, locks_output
 
 
 @clear_errors
+@locks_output("out")
 def command(
     model: Annotated[str, typer.Option(
         "--model", help="Encoder: a model folder, a seedr run folder, or 'minilm'."
@@ -65,9 +66,15 @@ def command(
     from accelerate import PartialState
 
     from seedr.data.corpus import read_corpus
+    from seedr.data.io import check_output_folder
     from seedr.retrieval.encode import MANIFEST, TextEncoder, encode_corpus_to_shards, model_defaults
     from seedr.retrieval.long_documents import long_document_passages
 
+    if limit is not None and limit < 0:
+        raise ValueError(f"--limit must be at least 0, got {limit}")
+    if shard_size < 1 or batch_size < 1:
+        raise ValueError(f"--shard-size and --batch-size must be at least 1, got {shard_size} and {batch_size}")
+    check_output_folder(out, "embeddings", replaces=False)
     state = PartialState(cpu=device == "cpu")  # the launcher's process group; one process without one
     defaults = model_defaults(model)
     encoder = TextEncoder(model, pooling=pooling or defaults["pooling"],

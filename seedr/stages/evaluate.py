@@ -66,7 +66,7 @@ def command(
     from rich.console import Console
 
     from seedr.data.corpus import read_corpus
-    from seedr.data.io import atomic_write
+    from seedr.data.io import DataError, atomic_write
     from seedr.data.qa import read_squad, reqa_candidates
     from seedr.data.queries import read_qrels
     from seedr.evaluation.compare import comparison_table
@@ -86,6 +86,9 @@ def command(
     names = _names(runs)
     baseline_name = names[resolved.index(baseline.resolve())] if baseline is not None else names[0]
     loaded = {name: read_trec_run(path) for name, path in zip(names, runs)}
+    for name, path in zip(names, runs):
+        if not loaded[name]:  # zeros for every query would read as a result
+            raise DataError(path, "the run ranks no documents (an empty run file): nothing to evaluate")
     if ignore_identical_ids:
         loaded = {name: drop_identical_ids(run) for name, run in loaded.items()}
 
@@ -93,7 +96,12 @@ def command(
     if qa_answers is not None:
         if passages is None:
             raise ValueError("--qa-answers needs --passages, the corpus the runs rank")
-        cutoffs = [int(k) for k in ks.split(",") if k.strip()]
+        try:
+            cutoffs = [int(k) for k in ks.split(",") if k.strip()]
+        except ValueError:
+            raise ValueError(f"--ks: {ks!r} is not a comma-separated list of integers") from None
+        if not cutoffs or min(cutoffs) < 1:
+            raise ValueError(f"--ks: every k must be at least 1, got {ks!r}")
         _, answers = read_qa_file(qa_answers)
         needed = {doc for run in loaded.values() for scores in run.values() for doc in scores}
         collection = {doc.id: doc for doc in read_corpus(passages, check_duplicates=False)

@@ -9,7 +9,7 @@ from typing import Annotated, Any
 import typer
 from rich.console import Console
 
-from seedr.stages.common import clear_errors, listing_train_options
+from seedr.stages.common import clear_errors, listing_train_options, locks_output
 
 console = Console()  # the summary table goes to stdout; progress and errors to stderr
 
@@ -25,6 +25,7 @@ COMMAND_CLASS = listing_train_options(_train_defaults)
 
 
 @clear_errors
+@locks_output("out")
 def command(
     model: Annotated[str | None, typer.Option(
         "--model", help="Model folder, seedr run folder, or the built-in 'minilm' (default: minilm).")] = None,
@@ -76,6 +77,7 @@ def command(
     --dev-qrels ../shared/data/scifact/qrels/test.tsv --set train.max_steps=200 --out runs/scifact
     """
     from seedr.config import load_config
+    from seedr.data.io import check_output_folder
     from seedr.negatives import ance_refresh
     from seedr.training.finetune import FinetuneConfig, finetune, load_training_set
 
@@ -99,6 +101,7 @@ def command(
         return
     if out is None:
         raise ValueError("give the run folder: --out DIR")
+    check_output_folder(out, "training run", replaces=False)
     summary = finetune(settings, out, resume=resume)
     _print_summary(summary)
 

@@ -7,10 +7,11 @@ from typing import Annotated
 
 import typer
 
-from seedr.stages.common import clear_errors, console
+from seedr.stages.common import clear_errors, console, locks_output
 
 
 @clear_errors
+@locks_output("out")
 def command(
     embeddings: Annotated[Path, typer.Option("--embeddings", help="Folder written by `seedr encode`.")],
     out: Annotated[Path, typer.Option(
@@ -27,6 +28,8 @@ def command(
     gpu: Annotated[bool, typer.Option(
         "--gpu/--no-gpu", help="Train IVF k-means on every GPU when faiss has GPU support (default: yes)."
     )] = True,
+    overwrite: Annotated[bool, typer.Option(
+        "--overwrite", help="Replace OUT when it already holds an index.")] = False,
 ) -> None:
     """Index the embeddings of a corpus for `seedr search`; the folder records how it was made.
 
@@ -35,9 +38,13 @@ def command(
 
     Example: seedr index --embeddings runs/scifact-emb --out runs/scifact-index --factory HNSW32
     """
+    from seedr.data.io import check_output_folder
     from seedr.retrieval.encode import load_embeddings, read_manifest
     from seedr.retrieval.faiss_index import DenseIndex
 
+    if train_sample is not None and train_sample < 1:
+        raise ValueError(f"--train-sample must be at least 1, got {train_sample}")
+    check_output_folder(out, "faiss index", replaces=True, overwrite=overwrite)
     manifest = read_manifest(embeddings)
     ids, vectors = load_embeddings(embeddings)
     encoder = {**manifest["encoder"], **manifest["extra"]}

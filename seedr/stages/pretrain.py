@@ -9,7 +9,7 @@ from typing import Annotated, Any
 import typer
 from rich.markup import escape
 
-from seedr.stages.common import clear_errors, console, listing_train_options
+from seedr.stages.common import clear_errors, console, listing_train_options, locks_output
 
 
 def _train_defaults() -> Any:
@@ -23,6 +23,7 @@ COMMAND_CLASS = listing_train_options(_train_defaults)
 
 
 @clear_errors
+@locks_output("out")
 def command(
     out: Annotated[Path, typer.Option(
         "--out", help="Run folder: encoder/, checkpoints/, metrics.jsonl, config.yaml.")],
@@ -54,6 +55,7 @@ def command(
     Example: seedr pretrain --config recipes/pretrain/seed.yaml --corpus ../shared/data/wiki --model minilm --out runs/seed --set train.max_steps=200
     """
     from seedr.config import load_config
+    from seedr.data.io import check_output_folder
     from seedr.training.pretrain import PretrainConfig, pretrain
     from seedr.training.trainer import process_state
 
@@ -64,6 +66,7 @@ def command(
     # Flags first, so that an explicit --set of the same key wins.
     given = [f"{key}={json.dumps(value)}" for key, value in flags.items() if value is not None]
     settings = load_config(PretrainConfig, config, given + list(overrides or []))
+    check_output_folder(out, "training run", replaces=False)
     speaks = process_state().is_main_process  # under accelerate launch / torchrun, one process reports
     if speaks:
         console.print(f"pre-training [bold]{settings.objective_name}[/] → {escape(str(out))}")

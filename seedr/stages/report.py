@@ -7,10 +7,11 @@ from typing import Annotated
 
 import typer
 
-from seedr.stages.common import clear_errors, console
+from seedr.stages.common import clear_errors, console, locks_output
 
 
 @clear_errors
+@locks_output("out")
 def command(
     runs: Annotated[list[Path], typer.Argument(help="Run folders (pretrain, finetune, evaluate outputs).")],
     out: Annotated[Path, typer.Option("--out", help="Folder for report.md and plots/.")] = Path("report"),

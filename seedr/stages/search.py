@@ -7,10 +7,11 @@ from typing import Annotated
 
 import typer
 
-from seedr.stages.common import clear_errors, console
+from seedr.stages.common import clear_errors, console, locks_output
 
 
 @clear_errors
+@locks_output("out")
 def command(
     out: Annotated[Path, typer.Option("--out", help="TREC run file to write.")],
     queries: Annotated[Path | None, typer.Option(
@@ -27,7 +28,8 @@ def command(
         "--index", help="Dense: index folder from `seedr index`."
     )] = None,
     model: Annotated[str | None, typer.Option(
-        "--model", help="Dense: query encoder (default: the one recorded in the index)."
+        "--model", help="Dense: query encoder (default: the one recorded in the index; another path must hold "
+                        "the same weights, checked by fingerprint)."
     )] = None,
     max_length: Annotated[int | None, typer.Option(
         "--max-length", help="Dense: tokens per query (default: as the documents)."
@@ -56,12 +58,15 @@ def command(
     tag: Annotated[str | None, typer.Option(
         "--tag", help="Run tag, last column (default: bm25 or the index folder name)."
     )] = None,
+    overwrite: Annotated[bool, typer.Option(
+        "--overwrite", help="BM25: replace --bm25-index when it already holds an index.")] = False,
 ) -> None:
     """Search a dense index or BM25 with a batch of queries and write the top k as a TREC run.
 
     Example: seedr search --index runs/scifact-index --queries scifact/queries.jsonl --out dense.trec
     """
     from seedr.data.corpus import read_corpus
+    from seedr.data.io import check_output_folder
     from seedr.data.qa import read_squad, reqa_candidates
     from seedr.data.queries import read_queries
     from seedr.evaluation.qa_coverage import read_qa_file
@@ -78,6 +83,10 @@ def command(
     dense = index is not None or (reqa is not None and model is not None)
     if bm25 == dense:
         raise ValueError("choose one way to search: --bm25, or a dense --index (--reqa: a dense --model)")
+    if k < 1 or batch_size < 1:
+        raise ValueError(f"--k and --batch-size must be at least 1, got {k} and {batch_size}")
+    if bm25 and bm25_index is not None and (corpus is not None or reqa is not None):  # it will be written
+        check_output_folder(bm25_index, "BM25 index", replaces=True, overwrite=overwrite)
     candidates = None
     if reqa is not None:
         candidates, texts, _ = reqa_candidates(read_squad(reqa))

@@ -8,8 +8,9 @@ A run folder::
         state/                   Accelerate's ``save_state``: the whole model (decoder and heads
                                  included, safetensors), optimizer, scheduler, grad scaler, and the
                                  python/numpy/torch(/cuda) RNG states of every process
-        trainer_state.json       the position: optimizer step, epoch, batch within the epoch
-        extra_state.pt           the states of the training data (e.g. ANCE negatives) and callbacks
+        trainer_state.json       the position: optimizer step, epoch, batch within the epoch, and the
+                                 settings that made the checkpoint (a resume must keep them)
+        extra_state.json         the states of the training data (e.g. ANCE negatives) and callbacks
 
 Each ``step-N`` folder is built under a temporary name and renamed into place once every process has
 written its part, so a folder named ``step-N`` is always complete; ``out/encoder`` is replaced the same
@@ -17,6 +18,10 @@ way. The newest ``keep`` checkpoints are kept (``train.keep_checkpoints``), and 
 the optimizer state (``state/optimizer*``): a run resumes from its newest checkpoint, and AdamW's two
 moments weigh twice the model, so the older ones keep their encoder and full weights (to evaluate or
 inspect) but cannot be resumed from.
+
+Nothing in a run folder is executed or unpickled: the states are JSON and safetensors, and what
+Accelerate's ``load_state`` reads with ``torch.load`` it reads with ``weights_only=True`` (tensors and
+plain containers only), so a crafted file in a shared run folder cannot run code on ``--resume``.
 """
 
 from __future__ import annotations
@@ -34,13 +39,15 @@ import torch
 from accelerate import Accelerator
 from accelerate.utils import OPTIMIZER_NAME, broadcast_object_list
 
-from seedr.data.io import DataError, atomic_directory
+from seedr.data.io import DataError, atomic_directory, read_json
 
 CHECKPOINTS = "checkpoints"
 PRODUCT = "encoder"
 STATE = "state"
 TRAINER_STATE = "trainer_state.json"
-EXTRA_STATE = "extra_state.pt"
+EXTRA_STATE = "extra_state.json"
+#: Where older checkpoints kept the extra state (a pickle: read with ``weights_only=True`` only).
+LEGACY_EXTRA_STATE = "extra_state.pt"
 _STEP_FOLDER = re.compile(r"^step-(\d+)$")
 
 
@@ -135,7 +142,7 @@ def save_checkpoint(accelerator: Accelerator, path: Path, position: dict[str, An
         if accelerator.is_main_process:
             with _without_transformers_progress_bars():
                 write_product(temporary / PRODUCT)
-            torch.save(extra_state, temporary / EXTRA_STATE)
+            (temporary / EXTRA_STATE).write_text(json.dumps(extra_state, indent=2), encoding="utf-8")
             (temporary / TRAINER_STATE).write_text(json.dumps(position, indent=2), encoding="utf-8")
     return path
 
@@ -148,9 +155,52 @@ def read_position(path: Path) -> dict[str, Any]:
         raise DataError(path / TRAINER_STATE, f"unreadable checkpoint position ({error})") from None
 
 
+def verify_checkpoint(path: Path) -> None:
+    """Cheap checks that a checkpoint can be resumed from: its position and extra state parse, the
+    state folder holds the model weights with a readable safetensors header, and no state file is
+    empty (a full disk). ``DataError`` naming the damaged file otherwise."""
+    from safetensors import safe_open
+
+    read_position(path)
+    read_extra_state(path)
+    weights = model_weights_path(path)
+    try:
+        with safe_open(str(weights), framework="pt") as stream:
+            stream.keys()
+    except Exception as error:  # noqa: BLE001 (safetensors raises its own error types)
+        raise DataError(weights, f"damaged weights ({error})") from None
+    for file in (path / STATE).iterdir():
+        if file.is_file() and file.stat().st_size == 0:
+            raise DataError(file, "empty file")
+    # Accelerate reads the RNG states with weights_only=True, but takes any failure for "no RNG state" and
+    # goes on silently, which would make the resumed run differ from an uninterrupted one.
+    from accelerate.utils import load
+
+    for file in sorted((path / STATE).glob("random_states_*.pkl")):
+        try:
+            load(file)
+        except Exception as error:  # noqa: BLE001 (the unpickler raises many types; all mean "refused")
+            raise DataError(file, f"damaged, or not plain RNG state ({type(error).__name__}); nothing in it "
+                                  "was run") from None
+
+
 def read_extra_state(path: Path) -> dict[str, Any]:
-    """The data and callback states stored in a checkpoint (saved by this code: trusted pickle)."""
-    return torch.load(path / EXTRA_STATE, weights_only=False)
+    """The data and callback states stored in a checkpoint (JSON). An older checkpoint's pickle is read
+    with ``torch.load(weights_only=True)``, which refuses anything but tensors and plain containers: a
+    run folder may be shared, and unpickling a crafted file would run its code."""
+    if (path / EXTRA_STATE).exists():
+        state = read_json(path / EXTRA_STATE)
+    elif (path / LEGACY_EXTRA_STATE).exists():
+        try:
+            state = torch.load(path / LEGACY_EXTRA_STATE, weights_only=True)
+        except Exception as error:  # noqa: BLE001 (pickle raises many types; every one means "refused")
+            raise DataError(path / LEGACY_EXTRA_STATE, f"refused: not plain data a checkpoint holds "
+                                                       f"({type(error).__name__}); nothing in it was run") from None
+    else:
+        raise DataError(path, f"incomplete checkpoint: {EXTRA_STATE} is missing")
+    if not isinstance(state, dict):
+        raise DataError(path / EXTRA_STATE, f"expected a JSON object, got {type(state).__name__}")
+    return state
 
 
 def model_weights_path(checkpoint: Path) -> Path:
@@ -180,6 +230,17 @@ def load_model_weights(checkpoint: Path, model: torch.nn.Module) -> None:
                                  f"missing {sorted(missing)[:5]}, unexpected {sorted(unexpected)[:5]}")
 
 
+def product_is_current(checkpoint: Path, out_dir: Path) -> bool:
+    """Whether ``out_dir/encoder`` is the product of ``checkpoint`` (same weights fingerprint): a kill
+    between the checkpoint and the product update leaves it missing or older."""
+    from seedr.modeling.encoder import model_fingerprint
+
+    product = out_dir / PRODUCT
+    if not (product / "config.json").exists():
+        return False
+    return model_fingerprint(product) == model_fingerprint(checkpoint / PRODUCT)
+
+
 def publish_product(checkpoint: Path, out_dir: Path) -> Path:
     """Copy a checkpoint's encoder to ``out_dir/encoder``, replacing the previous one atomically."""
     target = out_dir / PRODUCT
@@ -191,6 +252,7 @@ def publish_product(checkpoint: Path, out_dir: Path) -> Path:
 __all__ = [
     "CHECKPOINTS",
     "EXTRA_STATE",
+    "LEGACY_EXTRA_STATE",
     "PRODUCT",
     "STATE",
     "TRAINER_STATE",
@@ -201,10 +263,12 @@ __all__ = [
     "load_model_weights",
     "model_weights_path",
     "optimizer_state_files",
+    "product_is_current",
     "prune_checkpoints",
     "publish_product",
     "read_extra_state",
     "read_position",
+    "verify_checkpoint",
     "save_checkpoint",
     "shared_atomic_directory",
 ]

@@ -449,6 +449,8 @@ def finetune(config: FinetuneConfig, out_dir: str | Path, resume: bool = False) 
     out_dir = Path(out_dir)
     training = load_training_set(config.train_data, config.train_split)
     dev = load_dev_set(config, training)
+    if not (out_dir / "config.yaml").exists():  # marks the folder as a run before negatives are mined into it
+        record_run(out_dir, config, config.train.seed)
     if config.few_shot is not None:
         return _few_shot(config, training, dev, out_dir, resume)
     return _rounds(config, training, dev, out_dir, resume)

@@ -29,10 +29,17 @@ process and the data position (epoch, batch within the epoch). Each epoch's orde
 — Accelerate's loader fetches one batch ahead, so random masking drawn from the global RNG would
 otherwise shift by one batch after a resume. Dropout draws from the restored global RNG. A resumed
 run therefore ends with the same parameters as an uninterrupted one.
+
+Guards: a NaN or infinite loss stops the run before it reaches the weights (``NonFiniteLossError``,
+naming the step and the loss parts; the last checkpoint and ``out/encoder`` stay as they were). A
+checkpoint records the run's settings; ``resume`` refuses other settings except
+``SAFE_TO_CHANGE_ON_RESUME``, skips a damaged newest checkpoint for the one before (with a warning),
+and re-publishes ``out/encoder`` when a kill left it missing or older than the checkpoint.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import random
@@ -51,17 +58,21 @@ from accelerate.utils import gather_object, set_seed
 from torch import Tensor, nn
 from tqdm.auto import tqdm
 
-from seedr.config import record_run
-from seedr.data.io import atomic_write
+from seedr.config import record_run, to_dict
+from seedr.data.io import DataError, atomic_write
 from seedr.training.checkpoint import (
     STATE,
     checkpoint_path,
     latest_checkpoint,
+    list_checkpoints,
+    optimizer_state_files,
+    product_is_current,
     prune_checkpoints,
     publish_product,
     read_extra_state,
     read_position,
     save_checkpoint,
+    verify_checkpoint,
 )
 from seedr.training.optim import build_optimizer, build_scheduler
 
@@ -70,6 +81,28 @@ METRICS = "metrics.jsonl"
 SCHEDULERS = ("linear", "cosine", "constant", "constant_with_warmup")
 #: A warm-up longer than this share of the run draws a warning (the papers warm up over 10% or less).
 LARGE_WARMUP_SHARE = 0.25
+
+#: Settings a resumed run may change: they decide what is logged and kept, never the trained weights.
+#: Anything else (learning rate, batch size, max steps — the schedule decays to 0 at max_steps —,
+#: seed, data, model, objective) must stay as the checkpoint was made, or the run would be a mix of
+#: two runs that ``config.yaml`` describes as one.
+SAFE_TO_CHANGE_ON_RESUME = frozenset({"train.log_every", "train.save_every", "train.keep_checkpoints",
+                                      "dev_every", "dev_metrics", "dev_depth"})
+
+
+class NonFiniteLossError(ValueError):
+    """The loss became NaN or infinite: training stops before the weights are updated with it."""
+
+
+def _flat(settings: Any, prefix: str = "") -> dict[str, Any]:
+    """``{"train.learning_rate": 1e-4, ...}``: nested settings as dotted keys with JSON values."""
+    flat: dict[str, Any] = {}
+    for key, value in settings.items():
+        if isinstance(value, dict) and value:
+            flat.update(_flat(value, f"{prefix}{key}."))
+        else:
+            flat[f"{prefix}{key}"] = value
+    return flat
 
 
 @dataclass
@@ -340,6 +373,8 @@ class Trainer:
             raise ValueError(f"{self.out_dir} already holds checkpoints of a run; resume it (--resume) "
                              "or choose another output folder")
         if checkpoint is not None:
+            checkpoint = self._usable_checkpoint()
+            self._check_resumed_settings(checkpoint)
             self._restore_position(checkpoint)
         loader = self._epoch_loader(self.epoch)
         if not self._prepared:
@@ -350,7 +385,14 @@ class Trainer:
             raise ValueError(f"{len(loader.dataset)} training examples make no full batch of {config.batch_size} "
                              f"per process × {accelerator.num_processes} processes")
         if checkpoint is not None:
-            accelerator.load_state(str(checkpoint / STATE))
+            try:
+                self._load_state(checkpoint)
+            except Exception as error:  # noqa: BLE001 (torch.load and safetensors raise many types)
+                raise DataError(checkpoint / STATE, f"cannot be restored ({type(error).__name__}: "
+                                                    f"{str(error).splitlines()[0] if str(error) else ''}); delete "
+                                                    f"this checkpoint to resume from the one before") from None
+            if accelerator.is_main_process and not product_is_current(checkpoint, self.out_dir):
+                publish_product(checkpoint, self.out_dir)  # a kill came between the checkpoint and the product
         if accelerator.is_main_process:
             record_run(self.out_dir, self.run_config if self.run_config is not None else self.config, config.seed)
             self._truncate_metrics(self.step)
@@ -368,10 +410,12 @@ class Trainer:
             for batch in loader:
                 with accelerator.accumulate(self.model):
                     output = self.model(**batch)
+                    self._stop_if_not_finite(output)
                     accelerator.backward(output.loss)
                     if accelerator.sync_gradients:  # clipping at ∞ only measures the norm, to log it
                         grad_norm = accelerator.clip_grad_norm_(
                             self.model.parameters(), config.max_grad_norm if config.clips_gradients else math.inf)
+                        self._stop_if_gradients_not_finite(grad_norm)
                     self.optimizer.step()
                     if accelerator.sync_gradients and not accelerator.optimizer_step_was_skipped:
                         self.scheduler.step()
@@ -418,9 +462,91 @@ class Trainer:
             # Its own generator: creating a loader iterator must not draw from the global RNG.
             generator=torch.Generator().manual_seed(self.config.seed))
 
+    def _settings(self) -> dict[str, Any]:
+        """The run's settings as JSON values, dotted keys (``_flat``): recorded in every checkpoint."""
+        run_config = self.run_config if self.run_config is not None else {"train": self.config}
+        settings = to_dict(run_config) if dataclasses.is_dataclass(run_config) else dict(run_config)
+        settings = {key: to_dict(value) if dataclasses.is_dataclass(value) else value
+                    for key, value in settings.items()}
+        return _flat(json.loads(json.dumps(settings, default=str)))
+
+    def _check_resumed_settings(self, checkpoint: Path) -> None:
+        """Refuse to resume ``checkpoint`` with settings other than those that made it (but the
+        ``SAFE_TO_CHANGE_ON_RESUME`` ones). Settings the checkpoint does not record (written by an
+        older seedr, or new options) are not compared."""
+        recorded = read_position(checkpoint).get("settings")
+        if not isinstance(recorded, dict):
+            return
+        current = self._settings()
+        changed = [f"{key} {recorded[key]!r} → {current[key]!r}" for key in sorted(set(recorded) & set(current))
+                   if recorded[key] != current[key] and key not in SAFE_TO_CHANGE_ON_RESUME]
+        if changed:
+            raise ValueError(f"{checkpoint} was trained with other settings: {'; '.join(changed)}. Resume with "
+                             f"the same settings (only {', '.join(sorted(SAFE_TO_CHANGE_ON_RESUME))} may "
+                             f"change), or start a new run in another --out")
+
+    def _usable_checkpoint(self) -> Path:
+        """The newest checkpoint that is readable: a corrupt one (a disk filled or a file damaged after the
+        save) is skipped, with a warning, for the one before it."""
+        checkpoints = list_checkpoints(self.out_dir)
+        for _, candidate in reversed(checkpoints):
+            try:
+                verify_checkpoint(candidate)
+                return candidate
+            except DataError as error:
+                if self.accelerator.is_main_process:
+                    tqdm.write(f"warning: skipping a damaged checkpoint: {error}")
+        raise DataError(self.out_dir, f"none of its {len(checkpoints)} checkpoints can be read: start a new run")
+
+    def _load_state(self, checkpoint: Path) -> None:
+        """Accelerate's ``load_state`` of ``checkpoint``. Only the newest checkpoint keeps the optimizer
+        state (``prune_checkpoints``); an older one, resumed from because the newest was damaged, restores
+        everything else and AdamW's moments start afresh, with a warning that the run is no longer the
+        exact continuation of the interrupted one."""
+        accelerator = self.accelerator
+        if optimizer_state_files(checkpoint):
+            accelerator.load_state(str(checkpoint / STATE))
+            return
+        if accelerator.is_main_process:
+            tqdm.write(f"warning: {checkpoint.name} keeps no optimizer state (only the newest checkpoint does): "
+                       "the optimizer's moments start afresh, so the resumed run is not an exact continuation")
+        # Accelerate has no option to skip the optimizer: hide it from load_state for this one call.
+        optimizers, accelerator._optimizers = accelerator._optimizers, []
+        try:
+            accelerator.load_state(str(checkpoint / STATE))
+        finally:
+            accelerator._optimizers = optimizers
+
+    def _stop_if_not_finite(self, output: Any) -> None:
+        """Raise ``NonFiniteLossError`` (on every process) before a NaN/inf loss reaches the weights: the
+        last checkpoint and ``out/encoder`` stay as the last good step left them."""
+        local = (~torch.isfinite(output.loss.detach())).float().reshape(1)
+        bad = self.accelerator.reduce(local, reduction="sum") if self.accelerator.num_processes > 1 else local
+        if not bool(bad.item()):
+            return
+        parts = [name for name, value in output.parts.items()
+                 if not bool(torch.isfinite(torch.as_tensor(value).detach()).all())]
+        where = (f"the loss is {float(output.loss.detach())}" + (f" (not finite: {', '.join(parts)})" if parts else "")
+                 if bool(local.item()) else "the loss is not finite on another process")
+        last = latest_checkpoint(self.out_dir)
+        kept = (f"{last.name} and {self.out_dir / 'encoder'} are the last good ones" if last
+                else "no checkpoint was made")
+        raise NonFiniteLossError(
+            f"training diverged at step {self.step + 1}: {where}; stopped before updating the weights, {kept}. "
+            f"Start again with a lower train.learning_rate (or train.max_grad_norm / warm-up)")
+
+    def _stop_if_gradients_not_finite(self, grad_norm: Tensor | float | None) -> None:
+        """A finite loss can still give infinite gradients, and one optimizer step with them makes every
+        weight NaN: stop before it. (Under fp16 the grad scaler skips such steps itself.)"""
+        if grad_norm is None or self.accelerator.scaler is not None or math.isfinite(float(grad_norm)):
+            return
+        raise NonFiniteLossError(f"training diverged at step {self.step + 1}: the gradient norm is "
+                                 f"{float(grad_norm)}; stopped before updating the weights. Start again with a "
+                                 f"lower train.learning_rate (or train.max_grad_norm / warm-up)")
+
     def _save(self) -> None:
         position = {"step": self.step, "epoch": self.epoch, "batch_in_epoch": self.batch_in_epoch,
-                    "num_processes": self.accelerator.num_processes}
+                    "num_processes": self.accelerator.num_processes, "settings": self._settings()}
         state_dict = getattr(self.data, "state_dict", None)
         extra = {"data": state_dict() if callable(state_dict) else None,
                  "callbacks": [callback.state_dict() for callback in self.callbacks]}
@@ -476,4 +602,5 @@ class Trainer:
         return lines[-1] if lines else {"step": self.step}
 
 
-__all__ = ["METRICS", "SCHEDULERS", "Callback", "TrainConfig", "TrainData", "Trainer", "process_state", "uses_cpu"]
+__all__ = ["METRICS", "SAFE_TO_CHANGE_ON_RESUME", "SCHEDULERS", "Callback", "NonFiniteLossError", "TrainConfig",
+           "TrainData", "Trainer", "process_state", "uses_cpu"]
