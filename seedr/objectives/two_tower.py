@@ -41,13 +41,15 @@ from seedr.data.io import DataError, iter_jsonl
 from seedr.data.links import recover_title_links
 from seedr.data.records import Article
 from seedr.data.sentences import sentence_spans
-from seedr.losses.base import Similarity, candidate_scores
+from seedr.losses.base import Similarity, candidate_scores, in_batch_false_negatives
+from seedr.losses.gather import document_key
 from seedr.modeling.dual_encoder import DOCUMENT_TOWER, SETTINGS_FILE
 from seedr.modeling.encoder import pool, save_encoder
 from seedr.modeling.projection import Projection
 from seedr.objectives.base import OBJECTIVES, Objective, ObjectiveOutput
 from seedr.registry import Registry
 from seedr.retrieval.encode import tokenize_pairs
+from seedr.training.gradient_cache import GradientCacheSplit, Tower
 
 # ---------------------------------------------------------------------------------------------- pairs
 
@@ -249,8 +251,8 @@ def pair_data_for(objective_name: str, corpus_paths: Sequence[str | os.PathLike]
 # ---------------------------------------------------------------------------------------------- loss
 
 
-def in_batch_softmax(queries: torch.Tensor, documents: torch.Tensor,
-                     false_negatives: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+def in_batch_softmax(queries: torch.Tensor, documents: torch.Tensor, false_negatives: torch.Tensor | None = None,
+                     global_in_batch: bool = False) -> tuple[torch.Tensor, torch.Tensor]:
     """Per-query loss and top-1 correctness of the sampled softmax over the documents of the batch.
 
     −log p(d_i | q_i) with p(d | q) = exp⟨φ(q), ψ(d)⟩ / Σ_{d′ ∈ batch} exp⟨φ(q), ψ(d′)⟩ (ICLR 2020,
@@ -262,18 +264,21 @@ def in_batch_softmax(queries: torch.Tensor, documents: torch.Tensor,
     Args:
         queries: (B, D) query embeddings φ(q).
         documents: (B, D) document embeddings ψ(d); row i is the positive of query i.
-        false_negatives: optional (B, B) boolean, ``True`` where column j's document is identical to
+        false_negatives: optional (B, B') boolean, ``True`` where column j's document is identical to
             row i's positive (the same passage drawn twice): left out of row i's denominator.
+        global_in_batch: the batch is the global one, the documents of every process gathered
+            (``seedr.losses.gather``; B' = W·B, query i's positive is column r·B + i), as the paper's
+            8192 on 32 chips; otherwise B' = B.
 
     Returns:
         ``(losses (B,), correct (B,))``.
     """
     empty = documents.new_zeros(documents.shape[0], 0, documents.shape[-1])  # (B, 0, D): no hard negative
     candidates = candidate_scores(queries, documents, empty, Similarity("dot"), in_batch=True,
-                                  false_negatives=false_negatives)
-    in_denominator = candidates.negative.clone()  # (B, B)
+                                  false_negatives=false_negatives, global_in_batch=global_in_batch)
+    in_denominator = candidates.negative.clone()  # (B, B')
     in_denominator.scatter_(1, candidates.target.unsqueeze(1), True)
-    logits = candidates.scores.masked_fill(~in_denominator, float("-inf"))  # (B, B)
+    logits = candidates.scores.masked_fill(~in_denominator, float("-inf"))  # (B, B')
     losses = F.cross_entropy(logits, candidates.target, reduction="none")  # (B,)
     return losses, logits.argmax(dim=-1) == candidates.target
 
@@ -296,6 +301,8 @@ class TwoTowerConfig:
             tower. The paper draws two towers (Fig. 1) without saying whether they share weights;
             default shared (one encoder, the Siamese set-up of SEED-Encoder and CPDAE).
         pairs: how pairs are drawn (used by ``pair_data_for``).
+        global_in_batch: the softmax runs over the documents of the global batch, gathered from every
+            process (the paper's batch of 8192 is global); ``false``: over this process's only.
     """
 
     query_max_length: int = 64
@@ -303,6 +310,7 @@ class TwoTowerConfig:
     projection_dim: int | None = None
     separate_towers: bool = False
     pairs: PairConfig = field(default_factory=PairConfig)
+    global_in_batch: bool = True
 
 
 class TwoTowerObjective(Objective):
@@ -356,18 +364,14 @@ class TwoTowerObjective(Objective):
         queries = self.tokenizer([pair.query for pair in examples], max_length=self.config.query_max_length,
                                  truncation=True, padding=True, return_tensors="pt")
         documents = self._tokenize_documents(examples)
-        # rows whose documents are identical share a group: the first row with that document
-        first_row: dict[tuple[str, str], int] = {}
-        groups = torch.tensor([first_row.setdefault((pair.title, pair.document), row)
-                               for row, pair in enumerate(examples)])  # (B,)
-        same = groups.unsqueeze(0) == groups.unsqueeze(1)  # (B, B)
         return {
             "query_input_ids": queries["input_ids"],  # (B, Tq)
             "query_attention_mask": queries["attention_mask"],
             "document_input_ids": documents["input_ids"],  # (B, Td)
             "document_attention_mask": documents["attention_mask"],
             "document_token_type_ids": documents["token_type_ids"],
-            "false_negatives": same & ~torch.eye(len(examples), dtype=torch.bool),  # (B, B)
+            # identical documents (the same passage drawn twice) have the same key: not negatives of each other
+            "document_keys": torch.tensor([document_key(pair.title, pair.document) for pair in examples]),  # (B,)
             "task_ids": torch.tensor([self.tasks.index(pair.task) for pair in examples]),  # (B,)
         }
 
@@ -401,11 +405,32 @@ class TwoTowerObjective(Objective):
     def forward(self, query_input_ids: torch.Tensor, query_attention_mask: torch.Tensor,
                 document_input_ids: torch.Tensor, document_attention_mask: torch.Tensor,
                 task_ids: torch.Tensor, document_token_type_ids: torch.Tensor | None = None,
-                false_negatives: torch.Tensor | None = None) -> ObjectiveOutput:
+                document_keys: torch.Tensor | None = None) -> ObjectiveOutput:
         queries = self.embed_queries(query_input_ids, query_attention_mask)  # (B, D)
         documents = self.embed_documents(document_input_ids, document_attention_mask,
                                          document_token_type_ids)  # (B, D)
-        losses, correct = in_batch_softmax(queries, documents, false_negatives)  # (B,), (B,)
+        return self.loss_from_embeddings(queries, documents, task_ids, document_keys)
+
+    def split_for_gradient_cache(self, query_input_ids: torch.Tensor, query_attention_mask: torch.Tensor,
+                                 document_input_ids: torch.Tensor, document_attention_mask: torch.Tensor,
+                                 task_ids: torch.Tensor, document_token_type_ids: torch.Tensor | None = None,
+                                 document_keys: torch.Tensor | None = None) -> GradientCacheSplit:
+        """``forward``'s batch as its two towers and the loss's other inputs (``train.gradient_cache``)."""
+        documents = {"input_ids": document_input_ids, "attention_mask": document_attention_mask}
+        if document_token_type_ids is not None:
+            documents["token_type_ids"] = document_token_type_ids
+        return GradientCacheSplit(
+            [Tower(self.embed_queries, {"input_ids": query_input_ids, "attention_mask": query_attention_mask}),
+             Tower(self.embed_documents, documents)],
+            {"task_ids": task_ids, "document_keys": document_keys})
+
+    def loss_from_embeddings(self, queries: torch.Tensor, documents: torch.Tensor, task_ids: torch.Tensor,
+                             document_keys: torch.Tensor | None = None) -> ObjectiveOutput:
+        """The loss of ``forward`` given φ(q) (B, D) and ψ(d) (B, D)."""
+        global_in_batch = self.config.global_in_batch
+        false_negatives = (None if document_keys is None else
+                           in_batch_false_negatives(document_keys[:, None], document_keys, global_in_batch))
+        losses, correct = in_batch_softmax(queries, documents, false_negatives, global_in_batch)  # (B,), (B,)
         batch = losses.shape[0]
         # every task always has its part (0 when absent from the batch), so all processes log the same names
         parts = {task: losses[task_ids == index].sum().detach() / batch for index, task in enumerate(self.tasks)}

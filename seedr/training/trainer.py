@@ -9,7 +9,10 @@ Distribution and precision are Accelerate's, never code of ours: the same loop r
 ``TrainConfig.mixed_precision`` ``bf16``/``fp16`` is passed to ``Accelerator``; ``no`` (the default)
 defers to the Accelerate launch config, so ``accelerate launch --mixed_precision bf16`` works as is.
 ``batch_size`` is per process and micro-step, so the effective batch is
-``batch_size × gradient_accumulation_steps × processes`` (SEED-Encoder: 256; CPDAE: 64). On a machine
+``batch_size × gradient_accumulation_steps × processes`` (SEED-Encoder: 256; CPDAE: 64); recipes state
+the paper's ``global_batch_size`` instead and the accumulation follows from the number of processes.
+With ``gradient_cache`` the whole per-process batch enters one loss through GradCache
+(``seedr.training.gradient_cache``). On a machine
 without an accelerator the ``Accelerator`` is made with ``cpu=True``, which is what makes ``torchrun``
 start a real gloo process group on CPUs (without it every process would silently train alone).
 ``save_product`` receives the unwrapped model on the main process, so under FSDP or DeepSpeed ZeRO-3
@@ -62,6 +65,7 @@ from seedr.training.checkpoint import (
     read_position,
     save_checkpoint,
 )
+from seedr.training.gradient_cache import GradientCacheModel, average_gradients, gradient_cache_step
 from seedr.training.optim import build_optimizer, build_scheduler
 
 METRICS = "metrics.jsonl"
@@ -75,6 +79,15 @@ class TrainConfig:
     max_steps: int = 1000  # optimizer steps
     batch_size: int = 32  # per device per micro-step
     gradient_accumulation_steps: int = 1
+    # The paper's batch, over every process and micro-step: sets gradient_accumulation_steps to
+    # global_batch_size / (batch_size × processes) (``accumulation_steps``). Accumulation does not widen
+    # the in-batch negatives of a contrastive loss (each micro-batch is its own softmax); for those, a
+    # per-process batch of global_batch_size / processes with gradient_cache does.
+    global_batch_size: int | None = None
+    # GradCache (seedr.training.gradient_cache): the whole per-process batch in one loss, embedded
+    # gradient_cache_chunk rows at a time; two-tower objectives and fine-tuning only.
+    gradient_cache: bool = False
+    gradient_cache_chunk: int = 32
     learning_rate: float = 1e-4
     weight_decay: float = 0.01
     adam_epsilon: float = 1e-6
@@ -89,13 +102,32 @@ class TrainConfig:
 
     def __post_init__(self) -> None:
         for name in ("max_steps", "batch_size", "gradient_accumulation_steps", "log_every", "save_every",
-                     "keep_checkpoints"):
+                     "keep_checkpoints", "gradient_cache_chunk"):
             if getattr(self, name) < 1:
                 raise ValueError(f"train.{name} must be at least 1, got {getattr(self, name)}")
         if self.warmup_steps < 0:
             raise ValueError(f"train.warmup_steps must be at least 0, got {self.warmup_steps}")
         if self.mixed_precision not in ("no", "bf16", "fp16"):
             raise ValueError(f"train.mixed_precision must be no, bf16 or fp16, got {self.mixed_precision!r}")
+        if self.global_batch_size is not None and self.global_batch_size < 1:
+            raise ValueError(f"train.global_batch_size must be at least 1, got {self.global_batch_size}")
+
+    def accumulation_steps(self, processes: int) -> int:
+        """Micro-steps per optimizer step: ``global_batch_size / (batch_size × processes)`` when the global
+        batch is set (it must divide), else ``gradient_accumulation_steps``."""
+        if self.global_batch_size is None:
+            return self.gradient_accumulation_steps
+        per_micro_step = self.batch_size * processes
+        if self.global_batch_size % per_micro_step:
+            raise ValueError(f"train.global_batch_size {self.global_batch_size} is not a multiple of train.batch_size "
+                             f"{self.batch_size} × {processes} process(es) = {per_micro_step}: choose a batch_size "
+                             f"that divides {self.global_batch_size // math.gcd(self.global_batch_size, processes)}")
+        steps = self.global_batch_size // per_micro_step
+        if self.gradient_accumulation_steps not in (1, steps):
+            raise ValueError(f"train.gradient_accumulation_steps {self.gradient_accumulation_steps} contradicts "
+                             f"train.global_batch_size {self.global_batch_size} = {self.batch_size} × {processes} "
+                             f"process(es) × {steps}: leave it at 1 and it is set from the global batch")
+        return steps
 
 
 @runtime_checkable
@@ -244,7 +276,7 @@ class Trainer:
         self.out_dir = Path(out_dir)
         self.save_product, self.callbacks, self.run_config = save_product, list(callbacks), run_config
         self.accelerator = Accelerator(
-            gradient_accumulation_steps=config.gradient_accumulation_steps,
+            gradient_accumulation_steps=config.accumulation_steps(process_state().num_processes),
             # "no" leaves the choice to an Accelerate launch config (whose default is no mixed precision).
             mixed_precision=None if config.mixed_precision == "no" else config.mixed_precision,
             cpu=uses_cpu(),
@@ -253,6 +285,10 @@ class Trainer:
             step_scheduler_with_optimizer=False,
         )
         set_seed(config.seed, device_specific=True)
+        if config.gradient_cache and not isinstance(model, GradientCacheModel):
+            raise ValueError(f"train.gradient_cache needs a model whose loss reads one embedding per text (two-tower "
+                             f"objectives, fine-tuning); {getattr(model, 'name', '') or type(model).__name__} is not "
+                             f"one: use gradient accumulation (train.global_batch_size) instead")
         self.model: nn.Module = model
         self.optimizer = build_optimizer(model, config)
         self.scheduler = build_scheduler(self.optimizer, config)
@@ -306,8 +342,14 @@ class Trainer:
                 loader = accelerator.skip_first_batches(loader, self.batch_in_epoch)
             for batch in loader:
                 with accelerator.accumulate(self.model):
-                    output = self.model(**batch)
-                    accelerator.backward(output.loss)
+                    if config.gradient_cache:
+                        output = gradient_cache_step(self.unwrapped_model(), batch, config.gradient_cache_chunk,
+                                                     accelerator.backward, accelerator.autocast)
+                        if accelerator.sync_gradients:  # the chunks ran outside DDP's forward: average here
+                            average_gradients(self.model.parameters())
+                    else:
+                        output = self.model(**batch)
+                        accelerator.backward(output.loss)
                     if accelerator.sync_gradients:
                         grad_norm = accelerator.clip_grad_norm_(self.model.parameters(), config.max_grad_norm)
                     self.optimizer.step()
