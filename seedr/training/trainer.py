@@ -21,7 +21,9 @@ the Accelerate config must gather full weights for saving (FSDP ``FULL_STATE_DIC
 
 The model is an ``nn.Module`` whose ``forward(**batch)`` returns
 ``seedr.objectives.base.ObjectiveOutput(loss, parts)``; ``loss`` is back-propagated, every part is
-logged under its name. What a run writes (see ``seedr.training.checkpoint``): ``out/encoder/`` (the
+logged under its name, and — for a loss of several differentiable parts — each part's gradient norm on
+the encoder as ``grad_norm/<part>`` every ``log_every`` steps (``seedr.training.part_gradients``; on the
+last micro-batch of the step, averaged over processes; not under ``gradient_cache``). What a run writes (see ``seedr.training.checkpoint``): ``out/encoder/`` (the
 product), ``out/checkpoints/step-N/``, ``out/metrics.jsonl`` (one JSON line per logged step),
 ``out/config.yaml`` + ``out/run.json`` (``seedr.config.record_run``).
 
@@ -67,6 +69,7 @@ from seedr.training.checkpoint import (
 )
 from seedr.training.gradient_cache import GradientCacheModel, average_gradients, gradient_cache_step
 from seedr.training.optim import build_optimizer, build_scheduler
+from seedr.training.part_gradients import part_gradient_norms
 
 METRICS = "metrics.jsonl"
 
@@ -349,6 +352,8 @@ class Trainer:
                             average_gradients(self.model.parameters())
                     else:
                         output = self.model(**batch)
+                        if accelerator.sync_gradients and self._logs_at(self.step + 1):
+                            output.metrics.update(part_gradient_norms(self.unwrapped_model(), output.parts))
                         accelerator.backward(output.loss)
                     if accelerator.sync_gradients:
                         grad_norm = accelerator.clip_grad_norm_(self.model.parameters(), config.max_grad_norm)
@@ -367,7 +372,7 @@ class Trainer:
                 for callback in self.callbacks:
                     line.update(callback.on_step_end(self, self.step) or {})
                 self.model.train()  # a callback that evaluated may have left the model in eval mode
-                if self.step % config.log_every == 0 or self.step == config.max_steps:
+                if self._logs_at(self.step):
                     norm = float(grad_norm) if grad_norm is not None else math.nan
                     line = {**running.reduce(accelerator), "grad_norm": norm, **line}
                     progress.set_postfix({k: f"{v:.4g}" for k, v in line.items() if k != "grad_norm"})
@@ -390,6 +395,9 @@ class Trainer:
         return last_logged
 
     # ------------------------------------------------------------------------------------------ internals
+
+    def _logs_at(self, step: int) -> bool:
+        return step % self.config.log_every == 0 or step == self.config.max_steps
 
     def _epoch_loader(self, epoch: int) -> torch.utils.data.DataLoader:
         return torch.utils.data.DataLoader(
