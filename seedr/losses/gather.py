@@ -11,22 +11,24 @@ Accelerate's loader splits a global batch (process ``r`` gets rows ``r·B … r�
 Gradients (why the losses need no rescaling). The gather is PyTorch's differentiable all-gather
 (``torch.distributed._functional_collectives.all_gather_single_autograd``, which replaces the deprecated
 ``torch.distributed.nn.functional.all_gather``): its backward sums, over processes, the gradient every
-process computed for a slot and hands the sum to the process that owns the slot (a reduce-scatter). Let each process ``r`` compute its
-loss ``L_r = (1/B) Σ_{i ∈ r} ℓ_i`` — the mean over its *own* anchors (queries) against the gathered
-candidates — so that ``L = (1/W) Σ_r L_r`` is the loss of the single-process batch of ``W·B``. The
-gradient reaching process ``r``'s parameters through its own rows is then ``∂(Σ_s L_s)/∂θ`` restricted to
-those rows, and DDP's all-reduce *averages* over the ``W`` processes: ``(1/W) ∂(Σ_s L_s)/∂θ = ∂L/∂θ``,
-exactly the single-process gradient. (The other idiom, of DPR and SimCSE, gathers without gradient,
-puts the local tensor back into its slot and computes the loss over *all* ``W·B`` anchors on every
-process: each process then holds ``∂L/∂θ`` through its own rows only, the all-reduce averages these
-``W`` partial sums, and the loss has to be multiplied by ``W`` to undo the averaging. Both give the
-same gradient; this one does not compute every anchor's loss ``W`` times.) A loss that *sums* over
-anchors instead of averaging (CPDAE's eq. 5 as printed) sums over the global batch when it multiplies
-its local sum by ``world_size()``, for the same reason.
+process computed for a slot and hands the sum to the process that owns the slot (a reduce-scatter).
+Let each process ``r`` compute ``L_r = (1/B) Σ_{i ∈ r} ℓ_i``, the mean over its *own* anchors (queries)
+against the gathered candidates, so that ``L = (1/W) Σ_r L_r`` is the loss of one process holding the
+``W·B`` rows. Process ``r``'s parameter gradient ``g_r`` is the derivative of ``Σ_s L_s`` through ``r``'s
+own rows (its queries enter ``L_r`` only, its gathered documents every ``L_s``, whose gradients the
+reduce-scatter brings back). Summed over processes that is ``∂(Σ_s L_s)/∂θ = W·∂L/∂θ``, and DDP's
+all-reduce *averages*: ``(1/W) Σ_r g_r = ∂L/∂θ``, exactly the single-process gradient. (The other
+idiom, of DPR and SimCSE, gathers without gradient, puts the local tensor back into its slot and
+computes the loss over *all* ``W·B`` anchors on every process: each process then holds ``∂L/∂θ``
+through its own rows only, the all-reduce averages these ``W`` partial derivatives, and the loss has to
+be multiplied by ``W`` to undo the averaging. Both give the same gradient; this one does not compute
+every anchor's loss ``W`` times.) A loss that *sums* over anchors instead of averaging (CPDAE's eq. 5
+as printed) multiplies its local sum by ``world_size()`` for the same reason: the average of the ``W``
+processes' gradients is then that of the sum over the global batch.
 
 Requirements: every process gathers the same number of rows (the trainer drops the last partial
-batch) at the same point of its forward pass. Without a process group (one process) every function here
-is the identity.
+batch) at the same point of its forward pass. Without a process group (one process) ``gather_rows`` is
+the identity.
 """
 
 from __future__ import annotations
