@@ -145,7 +145,10 @@ def test_global_batch_size_sets_gradient_accumulation():
     assert TrainConfig(batch_size=256, global_batch_size=8192, gradient_accumulation_steps=4).accumulation_steps(8) == 4
     with pytest.raises(ValueError, match=r"global_batch_size 64 is not a multiple of train.batch_size 24 × 1"):
         TrainConfig(batch_size=24, global_batch_size=64).accumulation_steps(processes=1)
-    with pytest.raises(ValueError, match=r"global_batch_size 256 is not a multiple of train.batch_size 32 × 3"):
+    with pytest.raises(ValueError, match=r"batch_size 24 × 1 process\(es\) = 24: choose a batch_size that divides 64"):
+        TrainConfig(batch_size=24, global_batch_size=64).accumulation_steps(processes=1)
+    with pytest.raises(ValueError, match=r"global_batch_size 256 is not a multiple of train.batch_size 32 × 3.*"
+                                         r"run on a number of processes that divides it"):
         TrainConfig(batch_size=32, global_batch_size=256).accumulation_steps(processes=3)
     with pytest.raises(ValueError, match="gradient_accumulation_steps 2 contradicts"):
         TrainConfig(batch_size=32, global_batch_size=256, gradient_accumulation_steps=2).accumulation_steps(1)

@@ -12,9 +12,9 @@ defers to the Accelerate launch config, so ``accelerate launch --mixed_precision
 ``batch_size × gradient_accumulation_steps × processes`` (SEED-Encoder: 256; CPDAE: 64); recipes state
 the paper's ``global_batch_size`` instead and the accumulation follows from the number of processes.
 With ``gradient_cache`` the whole per-process batch enters one loss through GradCache
-(``seedr.training.gradient_cache``). On a machine
-without an accelerator the ``Accelerator`` is made with ``cpu=True``, which is what makes ``torchrun``
-start a real gloo process group on CPUs (without it every process would silently train alone).
+(``seedr.training.gradient_cache``). On a machine without an accelerator the ``Accelerator`` is made
+with ``cpu=True``, which is what makes ``torchrun`` start a real gloo process group on CPUs (without it
+every process would silently train alone).
 ``save_product`` receives the unwrapped model on the main process, so under FSDP or DeepSpeed ZeRO-3
 the Accelerate config must gather full weights for saving (FSDP ``FULL_STATE_DICT``,
 ``zero3_save_16bit_model``); the resumable state is Accelerate's own ``save_state`` in every set-up.
@@ -23,8 +23,8 @@ The model is an ``nn.Module`` whose ``forward(**batch)`` returns
 ``seedr.objectives.base.ObjectiveOutput(loss, parts)``; ``loss`` is back-propagated, every part is
 logged under its name, and — for a loss of several differentiable parts — each part's gradient norm on
 the encoder as ``grad_norm/<part>`` every ``log_every`` steps (``seedr.training.part_gradients``; on the
-last micro-batch of the step, averaged over processes; not under ``gradient_cache``). What a run writes (see ``seedr.training.checkpoint``): ``out/encoder/`` (the
-product), ``out/checkpoints/step-N/``, ``out/metrics.jsonl`` (one JSON line per logged step),
+last micro-batch of the step, averaged over processes; not under ``gradient_cache``). What a run writes
+(see ``seedr.training.checkpoint``): ``out/encoder/`` (the product), ``out/checkpoints/step-N/``, ``out/metrics.jsonl`` (one JSON line per logged step),
 ``out/config.yaml`` + ``out/run.json`` (``seedr.config.record_run``).
 
 Exact resumption: a checkpoint holds the parameters, optimiser, scheduler, the RNG states of every
@@ -122,9 +122,10 @@ class TrainConfig:
             return self.gradient_accumulation_steps
         per_micro_step = self.batch_size * processes
         if self.global_batch_size % per_micro_step:
+            remedy = (f"choose a batch_size that divides {self.global_batch_size // processes}"
+                      if self.global_batch_size % processes == 0 else "run on a number of processes that divides it")
             raise ValueError(f"train.global_batch_size {self.global_batch_size} is not a multiple of train.batch_size "
-                             f"{self.batch_size} × {processes} process(es) = {per_micro_step}: choose a batch_size "
-                             f"that divides {self.global_batch_size // math.gcd(self.global_batch_size, processes)}")
+                             f"{self.batch_size} × {processes} process(es) = {per_micro_step}: {remedy}")
         steps = self.global_batch_size // per_micro_step
         if self.gradient_accumulation_steps not in (1, steps):
             raise ValueError(f"train.gradient_accumulation_steps {self.gradient_accumulation_steps} contradicts "
