@@ -80,7 +80,7 @@ def test_training_stage_help_lists_every_train_key_with_its_default(stage):
     output = " ".join(result.output.split())  # the help is wrapped to the terminal's width
     for field in dataclasses.fields(defaults):
         value = getattr(defaults, field.name)
-        shown = "null" if value is None else str(value)
+        shown = "null" if value is None else str(value).lower() if isinstance(value, bool) else str(value)
         assert re.search(rf"train\.{field.name} = {re.escape(shown)}: \w", output), field.name
     # each command shows its own defaults: fine-tuning's learning rate is not pre-training's
     assert ("train.learning_rate = 2e-05" in output) == (stage == "finetune")

@@ -18,6 +18,7 @@ from seedr.cli import app
 from seedr.config import load_config
 from seedr.data.queries import sample_queries
 from seedr.losses import NLLLoss, Similarity, TripletLoss
+from seedr.losses.base import in_batch_false_negatives
 from seedr.modeling.dual_encoder import DOCUMENT_TOWER, DualEncoder
 from seedr.modeling.encoder import build_encoder, load_tokenizer, save_encoder
 from seedr.negatives import NegativeTable
@@ -180,7 +181,8 @@ def test_collator_lays_out_positives_then_negatives(scifact_small: Path) -> None
     batch = FinetuneCollator(tokenizer, 16, 48, relevant)(examples)
     assert batch["query_input_ids"].shape[0] == 2 and batch["query_input_ids"].shape[1] <= 16
     assert batch["document_input_ids"].shape[0] == 4 and batch["document_input_ids"].shape[1] <= 48
-    assert batch["false_negatives"].tolist() == [[False, True, False, False], [False, False, False, False]]
+    mask = in_batch_false_negatives(batch["relevant_keys"], batch["document_keys"])
+    assert mask.tolist() == [[False, True, False, False], [False, False, False, False]]
     # documents are "title [SEP] text": token type 1 on the text, as at search time
     first = batch["document_input_ids"][0].tolist()
     title_ids = tokenizer(examples[0].positive.title, add_special_tokens=False)["input_ids"]

@@ -122,7 +122,8 @@ def test_no_negatives_at_all_is_an_error_unless_in_batch() -> None:
 def test_build_loss_checks_options() -> None:
     assert build_loss("triplet", {"margin": 0.5}).margin == 0.5
     assert build_loss("nll").in_batch is True and build_loss("triplet").in_batch is False
-    with pytest.raises(ValueError, match=r"unknown option\(s\) \['margin'\].*valid: \['in_batch'\]"):
+    assert build_loss("nll").global_in_batch is True and build_loss("nll", {"global_in_batch": False}).global_in_batch is False
+    with pytest.raises(ValueError, match=r"unknown option\(s\) \['margin'\].*valid: \['in_batch', 'global_in_batch'\]"):
         build_loss("nll", {"margin": 1.0})
 
 

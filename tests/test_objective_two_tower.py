@@ -16,6 +16,7 @@ from helpers import tiny_bert
 from seedr.data.articles import read_articles
 from seedr.data.links import recover_title_links
 from seedr.data.records import Article
+from seedr.losses.base import in_batch_false_negatives
 from seedr.modeling.bow_mlp import build_bow_mlp
 from seedr.modeling.encoder import load_encoder
 from seedr.objectives import OBJECTIVES
@@ -60,15 +61,16 @@ def test_collate_tokenises_queries_and_title_sep_documents(tokenizer, ict_pairs)
     assert first.startswith(f"[CLS] {ict_pairs[0].title.lower()} [SEP]")
     # the passage is segment B
     assert batch["document_token_type_ids"][0].max() == 1
-    assert not batch["false_negatives"].any() and batch["task_ids"].eq(0).all()
+    assert batch["document_keys"].unique().numel() == 8 and batch["task_ids"].eq(0).all()
 
 
 def test_identical_documents_in_a_batch_are_not_negatives_of_each_other(tokenizer, ict_pairs):
     objective = ICTObjective(tower(tokenizer), tokenizer)
     batch = objective.collate([ict_pairs[0], ict_pairs[1], ict_pairs[0]])
-    assert batch["false_negatives"].tolist() == [[False, False, True],
-                                                 [False, False, False],
-                                                 [True, False, False]]
+    keys = batch["document_keys"]
+    assert in_batch_false_negatives(keys[:, None], keys).tolist() == [[False, False, True],
+                                                                     [False, False, False],
+                                                                     [True, False, False]]
 
 
 def test_in_batch_softmax_targets_the_diagonal():
@@ -203,7 +205,9 @@ def test_mixture_reports_each_task(tokenizer, articles):
     batch_losses, _ = in_batch_softmax(
         objective.embed_queries(batch["query_input_ids"], batch["query_attention_mask"]),
         objective.embed_documents(batch["document_input_ids"], batch["document_attention_mask"],
-                                  batch["document_token_type_ids"]), batch["false_negatives"], batch["document_log_q"])
+                                  batch["document_token_type_ids"]),
+        in_batch_false_negatives(batch["document_keys"][:, None], batch["document_keys"]),
+        document_log_q=batch["document_log_q"])
     for index, task in enumerate(objective.tasks):
         rows = [i for i, pair in enumerate(pairs) if pair.task == task]
         assert batch["task_ids"][rows].eq(index).all()

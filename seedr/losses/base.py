@@ -16,6 +16,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from seedr.losses.gather import false_negative_mask, gather_rows, row_offset
 from seedr.registry import Registry
 
 SimilarityName = Literal["dot", "cosine"]
@@ -62,7 +63,8 @@ class CandidateScores:
 
 def candidate_scores(queries: torch.Tensor, positives: torch.Tensor, negatives: torch.Tensor,
                      similarity: Similarity, in_batch: bool,
-                     false_negatives: torch.Tensor | None = None) -> CandidateScores:
+                     false_negatives: torch.Tensor | None = None,
+                     global_in_batch: bool = False) -> CandidateScores:
     """Score each query against its candidates.
 
     Args:
@@ -72,13 +74,18 @@ def candidate_scores(queries: torch.Tensor, positives: torch.Tensor, negatives: 
         similarity: the score function.
         in_batch: also score each query against the positives and hard negatives of the *other*
             queries of the batch (DPR, Karpukhin et al. 2020, §3.2); otherwise only against its own.
-        false_negatives: optional (B, B + B·N) boolean mask, ``True`` where a column's document is in
+        false_negatives: optional (B, C) boolean mask, ``True`` where a column's document is in
             fact relevant to the row's query (a document that is the positive of two queries of the
             batch); such columns are never used as negatives. Only read when ``in_batch``.
+        global_in_batch: with ``in_batch``, the other queries' documents are those of the *global*
+            batch, gathered from every process (``seedr.losses.gather``), and this process's queries
+            are rows ``r·B …`` of it; the same as ``in_batch`` on one process.
 
     Returns:
-        Without ``in_batch``, C = 1 + N and every target is column 0; with it, C = B + B·N and the
-        target of row i is column i.
+        Without ``in_batch``, C = 1 + N and every target is column 0; with it, C = B' + B'·N and the
+        target of row i is column o + i, where B' = W·B and o = r·B on process r of W under
+        ``global_in_batch``, else B' = B and o = 0: columns are all positives of the (global) batch,
+        then all their hard negatives, in batch order.
     """
     batch, count, _ = negatives.shape
     if not in_batch:
@@ -91,35 +98,69 @@ def candidate_scores(queries: torch.Tensor, positives: torch.Tensor, negatives: 
         negative[:, 0] = False
         target = torch.zeros(batch, dtype=torch.long, device=scores.device)
         return CandidateScores(scores, target, negative)
-    documents = torch.cat([positives, negatives.reshape(batch * count, positives.shape[-1])], dim=0)  # (B + B·N, H)
-    scores = similarity.matrix(queries, documents)  # (B, B + B·N)
-    negative = ~torch.eye(batch, scores.shape[1], dtype=torch.bool, device=scores.device)
+    offset = 0
+    if global_in_batch:
+        offset = row_offset(batch)
+        positives, negatives = gather_rows(positives), gather_rows(negatives)  # (B', H), (B', N, H)
+    documents = torch.cat([positives, negatives.reshape(-1, positives.shape[-1])], dim=0)  # (B' + B'·N, H)
+    scores = similarity.matrix(queries, documents)  # (B, B' + B'·N)
+    target = torch.arange(offset, offset + batch, device=scores.device)
+    negative = torch.ones_like(scores, dtype=torch.bool)
+    negative[torch.arange(batch, device=scores.device), target] = False
     if false_negatives is not None:
         negative &= ~false_negatives.to(torch.bool)
-    target = torch.arange(batch, device=scores.device)
     return CandidateScores(scores, target, negative)
+
+
+def in_batch_false_negatives(relevant_keys: torch.Tensor, document_keys: torch.Tensor,
+                             global_in_batch: bool = False) -> torch.Tensor:
+    """The ``false_negatives`` mask of ``candidate_scores(in_batch=True)`` from document keys
+    (``seedr.losses.gather.document_key``), so that it spans the gathered columns too.
+
+    Args:
+        relevant_keys: (B, R) keys of the documents relevant to each query (``NO_KEY`` padding).
+        document_keys: (B + B·N,) keys of this process's documents: the B positives, then the hard
+            negatives in query order (the layout of ``candidate_scores``' inputs).
+        global_in_batch: as in ``candidate_scores``: the columns are those of every process.
+
+    Returns:
+        (B, B' + B'·N): ``True`` where the column's document is relevant to the row's query but is
+        not its target.
+    """
+    batch = relevant_keys.shape[0]
+    offset = 0
+    if global_in_batch:
+        offset = row_offset(batch)
+        document_keys = torch.cat([gather_rows(document_keys[:batch]), gather_rows(document_keys[batch:])])
+    targets = torch.arange(offset, offset + batch, device=document_keys.device)
+    return false_negative_mask(relevant_keys, document_keys, targets)
 
 
 class RetrievalLoss(nn.Module):
     """Base class of fine-tuning losses; subclasses set ``name`` and implement ``forward``.
 
     ``forward(queries (B, H), positives (B, H), negatives (B, N, H), similarity, false_negatives=None)``
-    returns the scalar loss; ``in_batch`` says whether the other queries' documents are negatives too.
+    returns the scalar loss; ``in_batch`` says whether the other queries' documents are negatives too,
+    and ``global_in_batch`` (default on) whether those are the documents of the whole batch across
+    processes (``seedr.losses.gather``: the loss and gradients of W processes × B queries are those of
+    one process with W·B) or only this process's. The loss is the mean over this process's queries.
     """
 
     name: ClassVar[str] = ""
     default_in_batch: ClassVar[bool] = False
 
-    def __init__(self, in_batch: bool | None = None) -> None:
+    def __init__(self, in_batch: bool | None = None, global_in_batch: bool = True) -> None:
         super().__init__()
         self.in_batch = self.default_in_batch if in_batch is None else in_batch
+        self.global_in_batch = global_in_batch
 
     def scores(self, queries: torch.Tensor, positives: torch.Tensor, negatives: torch.Tensor,
                similarity: Similarity, false_negatives: torch.Tensor | None) -> CandidateScores:
         if negatives.shape[1] == 0 and not self.in_batch:
             raise ValueError(f"the {self.name} loss has no negatives to contrast with: give it hard negatives "
                              f"(--negatives bm25|static|ance) or turn in-batch negatives on")
-        return candidate_scores(queries, positives, negatives, similarity, self.in_batch, false_negatives)
+        return candidate_scores(queries, positives, negatives, similarity, self.in_batch, false_negatives,
+                                global_in_batch=self.in_batch and self.global_in_batch)
 
 
 LOSSES: Registry[type[RetrievalLoss]] = Registry("loss")

@@ -20,6 +20,8 @@ class NLLLoss(RetrievalLoss):
 
     Args:
         in_batch: put the other queries' documents in the denominator (on by default, as DPR).
+        global_in_batch: those of every process's queries (default), as one process with the global
+            batch would (DPR's 128 on 8 GPUs: 127 in-batch positives, not 15); ``false``: this process's.
 
     Inputs:
         queries (B, H), positives (B, H), negatives (B, N, H), a ``Similarity``, and optionally the
@@ -36,8 +38,8 @@ class NLLLoss(RetrievalLoss):
     name = "nll"
     default_in_batch = True
 
-    def __init__(self, in_batch: bool | None = None) -> None:
-        super().__init__(in_batch)
+    def __init__(self, in_batch: bool | None = None, global_in_batch: bool = True) -> None:
+        super().__init__(in_batch, global_in_batch)
 
     def forward(self, queries: torch.Tensor, positives: torch.Tensor, negatives: torch.Tensor,
                 similarity: Similarity, false_negatives: torch.Tensor | None = None) -> torch.Tensor:

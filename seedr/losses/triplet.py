@@ -23,6 +23,9 @@ class TripletLoss(RetrievalLoss):
         margin: the hinge margin (1 in the paper).
         in_batch: also form triples with the other queries' documents of the batch (off by default: the
             paper's triples are (q, d⁺, d⁻) with d⁻ a BM25 negative).
+        global_in_batch: with ``in_batch``, the other documents of every process's queries (default).
+            The sum over triples is divided by this process's count of triples, so the global batch's
+            loss is matched exactly when every process has as many triples (no false negatives).
 
     Inputs:
         queries (B, H), positives (B, H), negatives (B, N, H), a ``Similarity``, and optionally the
@@ -39,8 +42,8 @@ class TripletLoss(RetrievalLoss):
     name = "triplet"
     default_in_batch = False
 
-    def __init__(self, margin: float = 1.0, in_batch: bool | None = None) -> None:
-        super().__init__(in_batch)
+    def __init__(self, margin: float = 1.0, in_batch: bool | None = None, global_in_batch: bool = True) -> None:
+        super().__init__(in_batch, global_in_batch)
         self.margin = margin
 
     def forward(self, queries: torch.Tensor, positives: torch.Tensor, negatives: torch.Tensor,

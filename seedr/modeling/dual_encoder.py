@@ -24,7 +24,7 @@ from torch import nn
 from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
 from seedr.data.records import Document, Run
-from seedr.losses.base import RetrievalLoss, Similarity
+from seedr.losses.base import RetrievalLoss, Similarity, in_batch_false_negatives
 from seedr.modeling.encoder import (
     SETTINGS_FILE,
     Pooling,
@@ -38,6 +38,7 @@ from seedr.modeling.projection import Projection, load_projection
 from seedr.retrieval.encode import TITLE_MODES, document_input, encode_texts, model_defaults
 from seedr.retrieval.faiss_index import DenseIndex
 from seedr.retrieval.runs import run_from_topk
+from seedr.training.gradient_cache import GradientCacheSplit, Tower
 
 if TYPE_CHECKING:
     from seedr.objectives.base import ObjectiveOutput
@@ -71,7 +72,9 @@ class DualEncoder(nn.Module):
     ``forward(**batch)`` takes the keys the fine-tuning collator emits (``query_input_ids`` (B, Tq),
     ``query_attention_mask``, ``document_input_ids`` (B·(1+N), Td) — the B positives first, then the
     N hard negatives of each query in query order —, ``document_attention_mask``, optional
-    ``*_token_type_ids`` and ``false_negatives`` (B, B + B·N)) and returns ``ObjectiveOutput(loss,
+    ``*_token_type_ids``, and ``document_keys`` (B·(1+N),) with ``relevant_keys`` (B, R), from which the
+    in-batch false negatives are found across processes: ``seedr.losses.base.in_batch_false_negatives``)
+    and returns ``ObjectiveOutput(loss,
     {loss name: loss}, {"accuracy": ...})`` — accuracy being the share of queries whose positive
     outscores all their negatives —, so the shared ``seedr.training.trainer.Trainer`` runs it.
 
@@ -186,18 +189,46 @@ class DualEncoder(nn.Module):
                 document_input_ids: torch.Tensor, document_attention_mask: torch.Tensor,
                 query_token_type_ids: torch.Tensor | None = None,
                 document_token_type_ids: torch.Tensor | None = None,
-                false_negatives: torch.Tensor | None = None) -> ObjectiveOutput:
-        # imported here, not at the top: the objectives package imports this module's constants
-        from seedr.objectives.base import ObjectiveOutput
-
+                document_keys: torch.Tensor | None = None,
+                relevant_keys: torch.Tensor | None = None) -> ObjectiveOutput:
         queries = self.encode_queries(query_input_ids, query_attention_mask, query_token_type_ids)  # (B, D)
         documents = self.encode_documents(document_input_ids, document_attention_mask,
                                           document_token_type_ids)  # (B·(1+N), D)
+        return self.loss_from_embeddings(queries, documents, document_keys, relevant_keys)
+
+    def split_for_gradient_cache(self, query_input_ids: torch.Tensor, query_attention_mask: torch.Tensor,
+                                 document_input_ids: torch.Tensor, document_attention_mask: torch.Tensor,
+                                 query_token_type_ids: torch.Tensor | None = None,
+                                 document_token_type_ids: torch.Tensor | None = None,
+                                 document_keys: torch.Tensor | None = None,
+                                 relevant_keys: torch.Tensor | None = None) -> GradientCacheSplit:
+        """``forward``'s batch as the query and document towers and the loss's other inputs
+        (``train.gradient_cache``)."""
+        towers = []
+        for encode, input_ids, attention_mask, token_type_ids in (
+                (self.encode_queries, query_input_ids, query_attention_mask, query_token_type_ids),
+                (self.encode_documents, document_input_ids, document_attention_mask, document_token_type_ids)):
+            inputs = {"input_ids": input_ids, "attention_mask": attention_mask}
+            if token_type_ids is not None:
+                inputs["token_type_ids"] = token_type_ids
+            towers.append(Tower(encode, inputs))
+        return GradientCacheSplit(towers, {"document_keys": document_keys, "relevant_keys": relevant_keys})
+
+    def loss_from_embeddings(self, queries: torch.Tensor, documents: torch.Tensor,
+                             document_keys: torch.Tensor | None = None,
+                             relevant_keys: torch.Tensor | None = None) -> ObjectiveOutput:
+        """The loss of ``forward`` given the query (B, D) and document (B·(1+N), D) embeddings."""
+        # imported here, not at the top: the objectives package imports this module's constants
+        from seedr.objectives.base import ObjectiveOutput
+
         batch = queries.shape[0]
         positives = documents[:batch]  # (B, D)
         negatives = documents[batch:].reshape(batch, -1, documents.shape[-1])  # (B, N, D)
         if self.loss is None:
             raise ValueError("this DualEncoder was built without a loss: it can encode, not train")
+        false_negatives = None
+        if self.loss.in_batch and document_keys is not None and relevant_keys is not None:
+            false_negatives = in_batch_false_negatives(relevant_keys, document_keys, self.loss.global_in_batch)
         loss = self.loss(queries, positives, negatives, self.similarity, false_negatives)
         with torch.no_grad():
             accuracy = self.loss.scores(queries, positives, negatives, self.similarity, false_negatives).accuracy()

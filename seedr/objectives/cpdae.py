@@ -12,16 +12,35 @@ masked views of each text.
 Reading of the paper where it leaves details open:
 
 - Both masked views go through the encoder (eq. 1 defines ``x_i = {x_i', x_i''}``), so L_MLM and
-  L_REC are computed on all 2m views: L_MLM is BERT's mean over masked tokens, L_REC is eq. 4's sum
-  over the vocabulary averaged over the 2m views. Targets ``y`` are the token ids of the original
-  (unmasked) text minus special tokens. Eq. 4 sums over the whole vocabulary, so L_REC starts
-  near |V|·log 2 (≈ 21,000 for BERT's vocabulary) and outweighs L_MLM; ``reconstruction_reduction=
-  "mean"`` averages over the vocabulary instead (what ``torch.nn.BCEWithLogitsLoss()`` does by
-  default; the authors' code is not public, so which one they ran cannot be checked).
+  L_REC are computed on all 2m views: L_MLM is BERT's mean over masked tokens, L_REC eq. 4 averaged
+  over the 2m views. Targets ``y`` are the token ids of the original (unmasked) text minus special
+  tokens.
 - Eq. 5 has no temperature: similarities are ``−JS`` (natural log, so ``0 ≤ JS ≤ log 2``). Every
   one of the 2m views serves as an anchor whose positive is its twin and whose negatives are the
-  other 2m − 2 views (eq. 5 applied to z_i' and to z_i''), averaged over anchors (NT-Xent, Chen et
-  al. 2020) so that λ does not depend on the batch size.
+  other 2m − 2 views (eq. 5 applied to z_i' and to z_i''); the 2m views are those of the global
+  batch, gathered from every process (``global_in_batch``, ``seedr.losses.gather``).
+- The two reductions, chosen from measured gradient shares (``docs/results/cpdae_gradient_shares/``:
+  ‖∂part/∂θ_encoder‖ of each part, MiniLM, 8 texts × 64 tokens of Wikipedia). Eq. 4 as printed sums
+  over the vocabulary, so L_REC starts near |V|·log 2 ≈ 21,000 and takes 98% of the encoder's
+  gradient, λ·L_CL about 1e-6 of it: the run would be "w/o CL" in practice. Averaging eq. 5 over the
+  2m anchors (NT-Xent) instead of summing over the m texts as printed shrinks CL m-fold more:
+
+  ======================  ==========  ==========  =========
+  eq. 4 / eq. 5 (step 1)  share MLM   share REC   share CL
+  ======================  ==========  ==========  =========
+  sum / mean (old)        0.016       0.984       1.3e-06
+  sum / sum               0.016       0.984       1.0e-05
+  mean / mean             0.998       2.1e-03     8.2e-05
+  mean / sum (default)    0.997       2.1e-03     6.5e-04
+  ======================  ==========  ==========  =========
+
+  Defaults: ``reconstruction_reduction="mean"`` (what ``torch.nn.BCEWithLogitsLoss()`` does; the
+  authors' code is not public) and ``contrastive_reduction="sum"`` (eq. 5 as printed): REC, MLM and
+  CL all pull on the encoder, CL ≈ 500× more than under (sum, mean) at the first step and ≈ 3,000×
+  after 7 steps. No reduction makes CL pull hard at initialisation: the new decoder's word
+  distributions are all nearly uniform, every −JS ≈ 0 and λ·L_CL = λ·log(2m − 1); its share grows as
+  REC trains the decoder (×2.2 over the measured 8 steps). The trainer logs every part's gradient
+  norm (``grad_norm/<part>``) to watch it.
 - CPDAE′ ("directly contrasts the dense representations h") gives no similarity either: it uses the
   cosine of the [CLS] vectors over a temperature of 0.05, as SimCSE (Gao et al., 2021), the
   contrastive baseline of the paper.
@@ -45,6 +64,7 @@ from torch.utils.checkpoint import checkpoint
 from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
 from seedr.data.io import DataError, atomic_write
+from seedr.losses.gather import gather_rows, row_offset, world_size
 from seedr.modeling.bow_decoder import BagOfWordsDecoder
 from seedr.modeling.encoder import Pooling, pool
 from seedr.objectives.base import OBJECTIVES, ObjectiveOutput
@@ -64,7 +84,13 @@ class CpdaeConfig(MLMConfig):
         idf_rec: weight eq. 4's terms by IDF (the IDF-REC ablation); needs ``idf_path``.
         idf_path: a ``.npy`` of |V| IDF values written by ``save_idf(path, compute_idf(...))``, or
             ``"auto"``: ``seedr pretrain`` computes it from its corpus (``seedr.training.pretrain.corpus_idf``).
-        reconstruction_reduction: ``"sum"`` over the vocabulary as eq. 4 writes it, or ``"mean"``.
+        reconstruction_reduction: ``"sum"`` over the vocabulary as eq. 4 writes it, or ``"mean"``
+            (default; see the module docstring for why).
+        contrastive_reduction: ``"sum"`` (default): eq. 5 summed over the m texts of the (global)
+            batch as printed; ``"mean"``: averaged over its 2m anchor views (``twin_contrastive_loss``).
+        global_in_batch: the negatives of eq. 5 are the views of the whole batch, gathered from every
+            process (``seedr.losses.gather``; the paper's m = 64 is the global batch); ``false``: this
+            process's views only.
         bottleneck: ``h`` of eq. 1, what the decoder (and CPDAE′'s contrast) reads: ``"cls"`` (the
             paper) or ``"mean"`` (masked mean of the encoder states, for mean-pooling encoders); the
             saved encoder records it as its pooling.
@@ -75,7 +101,9 @@ class CpdaeConfig(MLMConfig):
     temperature: float | None = None
     idf_rec: bool = False
     idf_path: str | None = None
-    reconstruction_reduction: Literal["sum", "mean"] = "sum"
+    reconstruction_reduction: Literal["sum", "mean"] = "mean"
+    contrastive_reduction: Literal["sum", "mean"] = "sum"
+    global_in_batch: bool = True
     bottleneck: Pooling = "cls"
 
     def __post_init__(self) -> None:
@@ -144,20 +172,36 @@ def pairwise_js_divergence(p: torch.Tensor, q: torch.Tensor, block_elements: int
     return torch.cat(blocks)  # (n, m)
 
 
+def at_least_float32(tensor: torch.Tensor) -> torch.Tensor:
+    """bf16/fp16 activations in float32 for long sums; float64 (exactness tests) kept as it is."""
+    return tensor.to(torch.promote_types(tensor.dtype, torch.float32))
+
+
 def word_distribution(word_logits: torch.Tensor) -> torch.Tensor:
     """z̃ of eq. 5: the per-word sigmoid probabilities ẑ (eq. 3) normalised to sum to one."""
-    probabilities = torch.sigmoid(word_logits.float())  # (N, V); float32 for the JS sums
+    probabilities = torch.sigmoid(at_least_float32(word_logits))  # (N, V); float32 at least for the JS sums
     return probabilities / probabilities.sum(-1, keepdim=True)
 
 
-def twin_contrastive_loss(similarity: torch.Tensor) -> torch.Tensor:
-    """Eq. 5 over 2m views ordered ``[x_1' … x_m', x_1'' … x_m'']``: each view's positive is its twin,
-    the other 2m − 2 views are negatives, a view is never compared with itself; mean over views."""
+def twin_contrastive_loss(similarity: torch.Tensor, offset: int = 0,
+                          reduction: Literal["sum", "mean"] = "mean") -> torch.Tensor:
+    """Eq. 5 for 2m anchor views ordered ``[x_1' … x_m', x_1'' … x_m'']``: each view's positive is its
+    twin, every other view is a negative, a view is never compared with itself.
+
+    Args:
+        similarity: (2m, C) similarities of the anchors to the C candidate views: the anchors
+            themselves (C = 2m), or the views of every process gathered (C = W·2m, this process's
+            block starting at column ``offset``).
+        reduction: ``"mean"`` over the 2m anchors (NT-Xent), or ``"sum"``: eq. 5's sum over the m
+            texts, each text's term the mean of its two views as anchors (the sum over anchors / 2).
+    """
     count = similarity.shape[0]
-    logits = similarity.masked_fill(torch.eye(count, dtype=torch.bool, device=similarity.device),
-                                    float("-inf"))  # (2m, 2m)
-    twins = (torch.arange(count, device=similarity.device) + count // 2) % count  # (2m,)
-    return F.cross_entropy(logits, twins)
+    rows = torch.arange(count, device=similarity.device)
+    logits = similarity.clone()
+    logits[rows, offset + rows] = float("-inf")  # (2m, C)
+    twins = offset + (rows + count // 2) % count  # (2m,)
+    loss = F.cross_entropy(logits, twins, reduction=reduction)
+    return loss / 2 if reduction == "sum" else loss
 
 
 # ----- IDF for IDF-REC ----------------------------------------------------------------------------
@@ -252,14 +296,27 @@ class Cpdae(MaskedLanguageModel):
         return per_text.mean()
 
     def contrastive_loss(self, cls_vectors: torch.Tensor, word_logits: torch.Tensor) -> torch.Tensor:
-        """Eq. 5 on word distributions (−JS) or, for CPDAE′, on [CLS] vectors (cosine)."""
+        """Eq. 5 on word distributions (−JS) or, for CPDAE′, on [CLS] vectors (cosine).
+
+        This process's 2m views are the anchors; under ``global_in_batch`` the candidates are the views
+        of every process (W·2m), gathered with gradients. The ``"mean"`` reduction averages over this
+        process's anchors, which the DDP all-reduce turns into the global mean; the ``"sum"`` reduction
+        is multiplied by W so that the averaged gradient is that of the sum over the global batch
+        (``seedr.losses.gather`` derives both)."""
         if self.config.contrast == "words":
-            distributions = word_distribution(word_logits)  # (2m, V)
-            similarity = -pairwise_js_divergence(distributions, distributions)  # (2m, 2m)
+            anchors = word_distribution(word_logits)  # (2m, V)
         else:
-            normalised = F.normalize(cls_vectors.float(), dim=-1)  # (2m, H)
-            similarity = normalised @ normalised.T  # (2m, 2m)
-        return twin_contrastive_loss(similarity / self.config.effective_temperature)
+            anchors = F.normalize(at_least_float32(cls_vectors), dim=-1)  # (2m, H)
+        candidates, offset, processes = anchors, 0, 1
+        if self.config.global_in_batch:
+            candidates, offset, processes = gather_rows(anchors), row_offset(len(anchors)), world_size()
+        if self.config.contrast == "words":
+            similarity = -pairwise_js_divergence(anchors, candidates)  # (2m, W·2m)
+        else:
+            similarity = anchors @ candidates.T  # (2m, W·2m)
+        loss = twin_contrastive_loss(similarity / self.config.effective_temperature, offset,
+                                     self.config.contrastive_reduction)
+        return loss * processes if self.config.contrastive_reduction == "sum" else loss
 
     def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor, labels: torch.Tensor,
                 word_targets: torch.Tensor) -> ObjectiveOutput:

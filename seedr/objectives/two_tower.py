@@ -42,13 +42,15 @@ from seedr.data.io import DataError, iter_jsonl
 from seedr.data.links import recover_title_links
 from seedr.data.records import Article
 from seedr.data.sentences import sentence_spans
-from seedr.losses.base import Similarity, candidate_scores
+from seedr.losses.base import Similarity, candidate_scores, in_batch_false_negatives
+from seedr.losses.gather import document_key, gather_rows
 from seedr.modeling.dual_encoder import DOCUMENT_TOWER, SETTINGS_FILE
 from seedr.modeling.encoder import pool, save_encoder
 from seedr.modeling.projection import Projection
 from seedr.objectives.base import OBJECTIVES, Objective, ObjectiveOutput
 from seedr.registry import Registry
 from seedr.retrieval.encode import tokenize_pairs
+from seedr.training.gradient_cache import GradientCacheSplit, Tower
 
 # ---------------------------------------------------------------------------------------------- pairs
 
@@ -256,8 +258,8 @@ def pair_data_for(objective_name: str, corpus_paths: Sequence[str | os.PathLike]
 # ---------------------------------------------------------------------------------------------- loss
 
 
-def in_batch_softmax(queries: torch.Tensor, documents: torch.Tensor,
-                     false_negatives: torch.Tensor | None = None,
+def in_batch_softmax(queries: torch.Tensor, documents: torch.Tensor, false_negatives: torch.Tensor | None = None,
+                     global_in_batch: bool = False,
                      document_log_q: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor]:
     """Per-query loss and top-1 correctness of the sampled softmax over the documents of the batch.
 
@@ -275,22 +277,28 @@ def in_batch_softmax(queries: torch.Tensor, documents: torch.Tensor,
     Args:
         queries: (B, D) query embeddings φ(q).
         documents: (B, D) document embeddings ψ(d); row i is the positive of query i.
-        false_negatives: optional (B, B) boolean, ``True`` where column j's document is identical to
+        false_negatives: optional (B, B') boolean, ``True`` where column j's document is identical to
             row i's positive (the same passage drawn twice): left out of row i's denominator.
-        document_log_q: optional (B,) log Q of each document's pair (``Pair.log_q``); None = no correction.
+        global_in_batch: the batch is the global one, the documents of every process gathered
+            (``seedr.losses.gather``; B' = W·B, query i's positive is column r·B + i), as the paper's
+            8192 on 32 chips; otherwise B' = B.
+        document_log_q: optional (B,) log Q of each document's pair (``Pair.log_q``), gathered with the
+            documents under ``global_in_batch``; None = no correction.
 
     Returns:
         ``(losses (B,), correct (B,))``.
     """
     empty = documents.new_zeros(documents.shape[0], 0, documents.shape[-1])  # (B, 0, D): no hard negative
     candidates = candidate_scores(queries, documents, empty, Similarity("dot"), in_batch=True,
-                                  false_negatives=false_negatives)
-    in_denominator = candidates.negative.clone()  # (B, B)
+                                  false_negatives=false_negatives, global_in_batch=global_in_batch)
+    in_denominator = candidates.negative.clone()  # (B, B')
     in_denominator.scatter_(1, candidates.target.unsqueeze(1), True)
-    scores = candidates.scores  # (B, B)
+    scores = candidates.scores  # (B, B')
     if document_log_q is not None:
+        if global_in_batch:
+            document_log_q = gather_rows(document_log_q)  # (B',): one per gathered column
         scores = scores - document_log_q.to(scores.dtype).unsqueeze(0)  # column j corrected by log Q(d_j)
-    logits = scores.masked_fill(~in_denominator, float("-inf"))  # (B, B)
+    logits = scores.masked_fill(~in_denominator, float("-inf"))  # (B, B')
     losses = F.cross_entropy(logits, candidates.target, reduction="none")  # (B,)
     return losses, logits.argmax(dim=-1) == candidates.target
 
@@ -316,6 +324,8 @@ class TwoTowerConfig:
             sampled-softmax correction eq. 3 mentions; it matters only for a mix of tasks of
             different sizes (ICT+BFS+WLP) and is a no-op for one task. Default on.
         pairs: how pairs are drawn (used by ``pair_data_for``).
+        global_in_batch: the softmax runs over the documents of the global batch, gathered from every
+            process (the paper's batch of 8192 is global); ``false``: over this process's only.
     """
 
     query_max_length: int = 64
@@ -324,6 +334,7 @@ class TwoTowerConfig:
     separate_towers: bool = False
     log_q_correction: bool = True
     pairs: PairConfig = field(default_factory=PairConfig)
+    global_in_batch: bool = True
 
 
 class TwoTowerObjective(Objective):
@@ -377,18 +388,14 @@ class TwoTowerObjective(Objective):
         queries = self.tokenizer([pair.query for pair in examples], max_length=self.config.query_max_length,
                                  truncation=True, padding=True, return_tensors="pt")
         documents = self._tokenize_documents(examples)
-        # rows whose documents are identical share a group: the first row with that document
-        first_row: dict[tuple[str, str], int] = {}
-        groups = torch.tensor([first_row.setdefault((pair.title, pair.document), row)
-                               for row, pair in enumerate(examples)])  # (B,)
-        same = groups.unsqueeze(0) == groups.unsqueeze(1)  # (B, B)
         batch = {
             "query_input_ids": queries["input_ids"],  # (B, Tq)
             "query_attention_mask": queries["attention_mask"],
             "document_input_ids": documents["input_ids"],  # (B, Td)
             "document_attention_mask": documents["attention_mask"],
             "document_token_type_ids": documents["token_type_ids"],
-            "false_negatives": same & ~torch.eye(len(examples), dtype=torch.bool),  # (B, B)
+            # identical documents (the same passage drawn twice) have the same key: not negatives of each other
+            "document_keys": torch.tensor([document_key(pair.title, pair.document) for pair in examples]),  # (B,)
             "task_ids": torch.tensor([self.tasks.index(pair.task) for pair in examples]),  # (B,)
         }
         if self.config.log_q_correction:
@@ -425,12 +432,36 @@ class TwoTowerObjective(Objective):
     def forward(self, query_input_ids: torch.Tensor, query_attention_mask: torch.Tensor,
                 document_input_ids: torch.Tensor, document_attention_mask: torch.Tensor,
                 task_ids: torch.Tensor, document_token_type_ids: torch.Tensor | None = None,
-                false_negatives: torch.Tensor | None = None,
+                document_keys: torch.Tensor | None = None,
                 document_log_q: torch.Tensor | None = None) -> ObjectiveOutput:
         queries = self.embed_queries(query_input_ids, query_attention_mask)  # (B, D)
         documents = self.embed_documents(document_input_ids, document_attention_mask,
                                          document_token_type_ids)  # (B, D)
-        losses, correct = in_batch_softmax(queries, documents, false_negatives, document_log_q)  # (B,), (B,)
+        return self.loss_from_embeddings(queries, documents, task_ids, document_keys, document_log_q)
+
+    def split_for_gradient_cache(self, query_input_ids: torch.Tensor, query_attention_mask: torch.Tensor,
+                                 document_input_ids: torch.Tensor, document_attention_mask: torch.Tensor,
+                                 task_ids: torch.Tensor, document_token_type_ids: torch.Tensor | None = None,
+                                 document_keys: torch.Tensor | None = None,
+                                 document_log_q: torch.Tensor | None = None) -> GradientCacheSplit:
+        """``forward``'s batch as its two towers and the loss's other inputs (``train.gradient_cache``)."""
+        documents = {"input_ids": document_input_ids, "attention_mask": document_attention_mask}
+        if document_token_type_ids is not None:
+            documents["token_type_ids"] = document_token_type_ids
+        return GradientCacheSplit(
+            [Tower(self.embed_queries, {"input_ids": query_input_ids, "attention_mask": query_attention_mask}),
+             Tower(self.embed_documents, documents)],
+            {"task_ids": task_ids, "document_keys": document_keys, "document_log_q": document_log_q})
+
+    def loss_from_embeddings(self, queries: torch.Tensor, documents: torch.Tensor, task_ids: torch.Tensor,
+                             document_keys: torch.Tensor | None = None,
+                             document_log_q: torch.Tensor | None = None) -> ObjectiveOutput:
+        """The loss of ``forward`` given φ(q) (B, D) and ψ(d) (B, D)."""
+        global_in_batch = self.config.global_in_batch
+        false_negatives = (None if document_keys is None else
+                           in_batch_false_negatives(document_keys[:, None], document_keys, global_in_batch))
+        losses, correct = in_batch_softmax(queries, documents, false_negatives, global_in_batch,
+                                           document_log_q)  # (B,), (B,)
         batch = losses.shape[0]
         # every task always has its part (0 when absent from the batch), so all processes log the same names
         parts = {task: losses[task_ids == index].sum().detach() / batch for index, task in enumerate(self.tasks)}

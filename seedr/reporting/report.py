@@ -88,8 +88,14 @@ def results_table(runs: list[RunSummary]) -> str:
     return "\n\n".join(blocks)
 
 
+#: Logged keys with this prefix are the parts' gradient norms on the encoder
+#: (``seedr.training.part_gradients``): drawn together in one plot, on a log scale.
+_PART_GRADIENTS = "grad_norm/"
+
+
 def plot_history(runs: list[RunSummary], out_dir: Path) -> list[Path]:
-    """One PNG per logged quantity (loss, each named part, lr, dev metrics) over steps, all runs overlaid."""
+    """One PNG per logged quantity (loss, each named part, lr, dev metrics) over steps, all runs overlaid;
+    the parts' gradient norms (``grad_norm/<part>``) share one PNG, ``grad_norm_parts.png``, log scale."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -97,20 +103,31 @@ def plot_history(runs: list[RunSummary], out_dir: Path) -> list[Path]:
 
     keys = sorted({key for run in runs for record in run.history for key, value in record.items()
                    if key not in _NOT_CURVES and isinstance(value, int | float) and not isinstance(value, bool)})
-    written = []
+    figures: dict[str, list[str]] = {}  # file stem → keys drawn in it
     for key in keys:
+        stem = "grad_norm_parts" if key.startswith(_PART_GRADIENTS) else key.replace("/", "_")
+        figures.setdefault(stem, []).append(key)
+    written = []
+    for stem, figure_keys in figures.items():
         figure, axis = plt.subplots(figsize=(6, 3.5))
         for run in runs:
-            points = [(r["step"], r[key]) for r in run.history if "step" in r and isinstance(r.get(key), int | float)]
-            if points:
-                steps, values = zip(*points)
-                axis.plot(steps, values, label=run.name, marker="." if len(points) < 30 else None)
+            for key in figure_keys:
+                points = [(r["step"], r[key]) for r in run.history
+                          if "step" in r and isinstance(r.get(key), int | float)]
+                if points:
+                    steps, values = zip(*points)
+                    label = run.name if len(figure_keys) == 1 else f"{run.name}: {key.removeprefix(_PART_GRADIENTS)}"
+                    axis.plot(steps, values, label=label, marker="." if len(points) < 30 else None)
         axis.set_xlabel("step")
-        axis.set_ylabel(key)
+        if len(figure_keys) == 1:
+            axis.set_ylabel(figure_keys[0])
+        else:
+            axis.set_ylabel("gradient norm of each loss part on the encoder")
+            axis.set_yscale("log")  # parts differ by orders of magnitude (CPDAE: REC vs λ·CL)
         axis.grid(alpha=0.3)
         axis.legend(fontsize="small")
         figure.tight_layout()
-        target = out_dir / f"{key.replace('/', '_')}.png"
+        target = out_dir / f"{stem}.png"
         with atomic_write(target, "wb") as stream:  # a kill never leaves a half-drawn plot
             figure.savefig(stream, format="png", dpi=110)
         plt.close(figure)

@@ -44,6 +44,7 @@ from seedr.data.queries import read_qrels, read_queries, sample_queries
 from seedr.data.records import Document, Qrels
 from seedr.evaluation.metrics import deeper_than, evaluate_run
 from seedr.losses import build_loss
+from seedr.losses.gather import NO_KEY, document_key
 from seedr.modeling.dual_encoder import DualEncoder
 from seedr.negatives import NEGATIVES, NegativeStrategy, NegativeTable
 from seedr.negatives.base import MinedNegative, positives
@@ -280,8 +281,10 @@ class FinetuneCollator:
     """Examples → the keyword tensors of ``DualEncoder.forward``.
 
     Documents are laid out positives first (B), then each query's N negatives in query order (B·N);
-    ``false_negatives`` (B, B + B·N) marks the documents of the batch that are relevant to a row's query
-    without being its target (in-batch training must not push them away).
+    ``document_keys`` (B + B·N,) identify them and ``relevant_keys`` (B, R) the documents relevant to
+    each query (``seedr.losses.gather.document_key`` of the document id, ``NO_KEY`` padding), so that the
+    loss can tell the documents of the batch — of every process's batch under ``global_in_batch`` — that
+    are relevant to a row's query without being its target (in-batch training must not push them away).
     """
 
     def __init__(self, tokenizer: PreTrainedTokenizerBase, query_max_length: int, document_max_length: int,
@@ -297,14 +300,14 @@ class FinetuneCollator:
         firsts, seconds = zip(*(document_input(document, self.title) for document in documents))
         encoded = self.tokenizer.pad(tokenize_pairs(self.tokenizer, firsts, seconds, self.document_max_length),
                                      return_tensors="pt")
-        false_negatives = torch.zeros(len(examples), len(documents), dtype=torch.bool)  # (B, B + B·N)
-        for row, example in enumerate(examples):
-            for column, document in enumerate(documents):
-                if column != row and document.id in self.relevant.get(example.query_id, ()):
-                    false_negatives[row, column] = True
+        relevant = [sorted(self.relevant.get(example.query_id, ())) for example in examples]
+        relevant_keys = torch.full((len(examples), max(map(len, relevant), default=0)), NO_KEY)  # (B, R)
+        for row, document_ids in enumerate(relevant):
+            relevant_keys[row, :len(document_ids)] = torch.tensor([document_key(i) for i in document_ids])
         batch = {f"query_{key}": value for key, value in queries.items()}
         batch.update({f"document_{key}": value for key, value in encoded.items()})
-        batch["false_negatives"] = false_negatives
+        batch["document_keys"] = torch.tensor([document_key(document.id) for document in documents])  # (B + B·N,)
+        batch["relevant_keys"] = relevant_keys
         return batch
 
 
@@ -409,7 +412,8 @@ def _train_one(config: FinetuneConfig, training: TrainingSet, dev: DevSet | None
     table = _mine_or_load(strategy, training, model, model_path, table_dir, reuse=resuming)
     per_query = config.negatives_per_query if strategy.hard_negatives else 0
     train_config = config.train
-    per_step = train_config.batch_size * train_config.gradient_accumulation_steps * PartialState().num_processes
+    processes = PartialState().num_processes
+    per_step = train_config.batch_size * train_config.accumulation_steps(processes) * processes
     episode = strategy.episode_steps * per_step if strategy.episode_steps else None
     data = FinetuneData(training, table, table_dir, out_dir, per_query, train_config.seed, episode,
                         config.epoch_over)

@@ -9,17 +9,22 @@ Distribution and precision are Accelerate's, never code of ours: the same loop r
 ``TrainConfig.mixed_precision`` ``bf16``/``fp16`` is passed to ``Accelerator``; ``no`` (the default)
 defers to the Accelerate launch config, so ``accelerate launch --mixed_precision bf16`` works as is.
 ``batch_size`` is per process and micro-step, so the effective batch is
-``batch_size × gradient_accumulation_steps × processes`` (SEED-Encoder: 256; CPDAE: 64). On a machine
-without an accelerator the ``Accelerator`` is made with ``cpu=True``, which is what makes ``torchrun``
-start a real gloo process group on CPUs (without it every process would silently train alone).
+``batch_size × gradient_accumulation_steps × processes`` (SEED-Encoder: 256; CPDAE: 64); recipes state
+the paper's ``global_batch_size`` instead and the accumulation follows from the number of processes.
+With ``gradient_cache`` the whole per-process batch enters one loss through GradCache
+(``seedr.training.gradient_cache``). On a machine without an accelerator the ``Accelerator`` is made
+with ``cpu=True``, which is what makes ``torchrun`` start a real gloo process group on CPUs (without it
+every process would silently train alone).
 ``save_product`` receives the unwrapped model on the main process, so under FSDP or DeepSpeed ZeRO-3
 the Accelerate config must gather full weights for saving (FSDP ``FULL_STATE_DICT``,
 ``zero3_save_16bit_model``); the resumable state is Accelerate's own ``save_state`` in every set-up.
 
 The model is an ``nn.Module`` whose ``forward(**batch)`` returns
 ``seedr.objectives.base.ObjectiveOutput(loss, parts)``; ``loss`` is back-propagated, every part is
-logged under its name. What a run writes (see ``seedr.training.checkpoint``): ``out/encoder/`` (the
-product), ``out/checkpoints/step-N/``, ``out/metrics.jsonl`` (one JSON line per logged step),
+logged under its name, and — for a loss of several differentiable parts — each part's gradient norm on
+the encoder as ``grad_norm/<part>`` every ``log_every`` steps (``seedr.training.part_gradients``; on the
+last micro-batch of the step, averaged over processes; not under ``gradient_cache``). What a run writes
+(see ``seedr.training.checkpoint``): ``out/encoder/`` (the product), ``out/checkpoints/step-N/``, ``out/metrics.jsonl`` (one JSON line per logged step),
 ``out/config.yaml`` + ``out/run.json`` (``seedr.config.record_run``).
 
 Exact resumption: a checkpoint holds the parameters, optimiser, scheduler, the RNG states of every
@@ -74,7 +79,9 @@ from seedr.training.checkpoint import (
     save_checkpoint,
     verify_checkpoint,
 )
+from seedr.training.gradient_cache import GradientCacheModel, average_gradients, gradient_cache_step
 from seedr.training.optim import build_optimizer, build_scheduler
+from seedr.training.part_gradients import part_gradient_norms
 
 METRICS = "metrics.jsonl"
 #: The learning-rate schedules of ``transformers.get_scheduler`` a run can choose (``train.scheduler``).
@@ -118,6 +125,13 @@ class TrainConfig:
         batch_size: examples per process per micro-step (the effective batch multiplies it by the
             accumulation steps and the processes).
         gradient_accumulation_steps: micro-steps whose gradients are summed into one optimizer step.
+        global_batch_size: the paper's batch over every process and micro-step; sets
+            gradient_accumulation_steps to global_batch_size / (batch_size × processes), which must divide.
+            Accumulation does not widen a contrastive loss's in-batch negatives; gradient_cache does.
+        gradient_cache: GradCache (Gao et al. 2021): the whole per-process batch in one loss, embedded a
+            chunk at a time without graphs, then back-propagated chunk by chunk; two-tower objectives and
+            fine-tuning only.
+        gradient_cache_chunk: rows embedded at once under gradient_cache.
         learning_rate: the peak learning rate, reached at the end of the warm-up.
         weight_decay: AdamW's decoupled weight decay (not on biases and normalisation weights).
         adam_epsilon: AdamW's ε.
@@ -142,6 +156,9 @@ class TrainConfig:
     max_steps: int = 1000  # optimizer steps
     batch_size: int = 32  # per device per micro-step
     gradient_accumulation_steps: int = 1
+    global_batch_size: int | None = None
+    gradient_cache: bool = False
+    gradient_cache_chunk: int = 32
     learning_rate: float = 1e-4
     weight_decay: float = 0.01
     adam_epsilon: float = 1e-6
@@ -158,7 +175,7 @@ class TrainConfig:
 
     def __post_init__(self) -> None:
         for name in ("max_steps", "batch_size", "gradient_accumulation_steps", "log_every", "save_every",
-                     "keep_checkpoints"):
+                     "keep_checkpoints", "gradient_cache_chunk"):
             if getattr(self, name) < 1:
                 raise ValueError(f"train.{name} must be at least 1, got {getattr(self, name)}")
         if self.mixed_precision not in ("no", "bf16", "fp16"):
@@ -185,10 +202,30 @@ class TrainConfig:
             warnings.warn(f"warm-up takes {self.warmup_steps} of {self.max_steps} steps "
                           f"({self.warmup_steps / self.max_steps:.0%}): a large share of the run trains below "
                           f"the peak learning rate (train.warmup_ratio=0.1 is the papers' share)", stacklevel=3)
+        if self.global_batch_size is not None and self.global_batch_size < 1:
+            raise ValueError(f"train.global_batch_size must be at least 1, got {self.global_batch_size}")
 
     @property
     def clips_gradients(self) -> bool:
         return bool(self.max_grad_norm)
+
+    def accumulation_steps(self, processes: int) -> int:
+        """Micro-steps per optimizer step: ``global_batch_size / (batch_size × processes)`` when the global
+        batch is set (it must divide), else ``gradient_accumulation_steps``."""
+        if self.global_batch_size is None:
+            return self.gradient_accumulation_steps
+        per_micro_step = self.batch_size * processes
+        if self.global_batch_size % per_micro_step:
+            remedy = (f"choose a batch_size that divides {self.global_batch_size // processes}"
+                      if self.global_batch_size % processes == 0 else "run on a number of processes that divides it")
+            raise ValueError(f"train.global_batch_size {self.global_batch_size} is not a multiple of train.batch_size "
+                             f"{self.batch_size} × {processes} process(es) = {per_micro_step}: {remedy}")
+        steps = self.global_batch_size // per_micro_step
+        if self.gradient_accumulation_steps not in (1, steps):
+            raise ValueError(f"train.gradient_accumulation_steps {self.gradient_accumulation_steps} contradicts "
+                             f"train.global_batch_size {self.global_batch_size} = {self.batch_size} × {processes} "
+                             f"process(es) × {steps}: leave it at 1 and it is set from the global batch")
+        return steps
 
 
 @runtime_checkable
@@ -338,7 +375,7 @@ class Trainer:
         self.out_dir = Path(out_dir)
         self.save_product, self.callbacks, self.run_config = save_product, list(callbacks), run_config
         self.accelerator = Accelerator(
-            gradient_accumulation_steps=config.gradient_accumulation_steps,
+            gradient_accumulation_steps=config.accumulation_steps(process_state().num_processes),
             # "no" leaves the choice to an Accelerate launch config (whose default is no mixed precision).
             mixed_precision=None if config.mixed_precision == "no" else config.mixed_precision,
             cpu=uses_cpu(),
@@ -347,6 +384,10 @@ class Trainer:
             step_scheduler_with_optimizer=False,
         )
         set_seed(config.seed, device_specific=True)
+        if config.gradient_cache and not isinstance(model, GradientCacheModel):
+            raise ValueError(f"train.gradient_cache needs a model whose loss reads one embedding per text (two-tower "
+                             f"objectives, fine-tuning); {getattr(model, 'name', '') or type(model).__name__} is not "
+                             f"one: use gradient accumulation (train.global_batch_size) instead")
         self.model: nn.Module = model
         self.optimizer = build_optimizer(model, config)
         self.scheduler = build_scheduler(self.optimizer, config)
@@ -409,9 +450,18 @@ class Trainer:
                 loader = accelerator.skip_first_batches(loader, self.batch_in_epoch)
             for batch in loader:
                 with accelerator.accumulate(self.model):
-                    output = self.model(**batch)
-                    self._stop_if_not_finite(output)
-                    accelerator.backward(output.loss)
+                    if config.gradient_cache:
+                        output = gradient_cache_step(self.unwrapped_model(), batch, config.gradient_cache_chunk,
+                                                     accelerator.backward, accelerator.autocast)
+                        self._stop_if_not_finite(output)
+                        if accelerator.sync_gradients:  # the chunks ran outside DDP's forward: average here
+                            average_gradients(self.model.parameters())
+                    else:
+                        output = self.model(**batch)
+                        self._stop_if_not_finite(output)
+                        if accelerator.sync_gradients and self._logs_at(self.step + 1):
+                            output.metrics.update(part_gradient_norms(self.unwrapped_model(), output.parts))
+                        accelerator.backward(output.loss)
                     if accelerator.sync_gradients:  # clipping at ∞ only measures the norm, to log it
                         grad_norm = accelerator.clip_grad_norm_(
                             self.model.parameters(), config.max_grad_norm if config.clips_gradients else math.inf)
@@ -431,7 +481,7 @@ class Trainer:
                 for callback in self.callbacks:
                     line.update(callback.on_step_end(self, self.step) or {})
                 self.model.train()  # a callback that evaluated may have left the model in eval mode
-                if self.step % config.log_every == 0 or self.step == config.max_steps:
+                if self._logs_at(self.step):
                     norm = float(grad_norm) if grad_norm is not None else math.nan
                     line = {**running.reduce(accelerator), "grad_norm": norm, **line}
                     progress.set_postfix({k: f"{v:.4g}" for k, v in line.items() if k != "grad_norm"})
@@ -454,6 +504,9 @@ class Trainer:
         return last_logged
 
     # ------------------------------------------------------------------------------------------ internals
+
+    def _logs_at(self, step: int) -> bool:
+        return step % self.config.log_every == 0 or step == self.config.max_steps
 
     def _epoch_loader(self, epoch: int) -> torch.utils.data.DataLoader:
         return torch.utils.data.DataLoader(
