@@ -126,7 +126,7 @@ def test_qa_coverage_mode(tmp_path, wiki_shard, shared_data):
     result = seedr("search", "--bm25", "--corpus", tmp_path / "passages.jsonl",
                    "--questions", tmp_path / "nq.jsonl", "--out", tmp_path / "nq.trec", "--k", 20)
     assert result.exit_code == 0, result.output
-    result = seedr("evaluate", tmp_path / "nq.trec", "--qa-answers", tmp_path / "nq.jsonl", "--passages",
+    result = seedr("evaluate", tmp_path / "nq.trec", "--qa-answers", tmp_path / "nq.jsonl", "--corpus",
                    tmp_path / "passages.jsonl", "--ks", "5,20", "--json", tmp_path / "qa.json")
     assert result.exit_code == 0, result.output
     coverage = json.loads((tmp_path / "qa.json").read_text())

@@ -28,6 +28,7 @@ from tqdm import tqdm
 from seedr.config import record_run
 from seedr.data.corpus import article_document, read_corpus, read_corpus_articles, write_corpus
 from seedr.data.default import default_articles, default_description_queries
+from seedr.data.inputs import PREPARED_MARKER
 from seedr.data.io import atomic_directory, atomic_write
 from seedr.data.links import recover_title_links, write_links
 from seedr.data.passages import split_passages
@@ -35,17 +36,15 @@ from seedr.data.queries import write_qrels, write_queries
 from seedr.data.records import Article, Qrels
 from seedr.data.tokenizer import train_wordpiece
 
-#: The file that marks a folder as made by ``prepare`` (so a later run may replace it).
-PREPARED_MARKER = "prepared.json"
 
 
 @dataclass
 class PrepareOptions:
     """What ``prepare_corpus`` does; recorded in the folder's ``config.yaml``."""
 
-    corpus: str | None = None  # None: the embedded default corpus (seedr.data.default)
+    corpus: list[str] = field(default_factory=list)  # files, globs, folders; empty: the embedded default corpus
     format: str = "auto"
-    passages: int = 0  # words per DPR passage; 0 keeps documents whole
+    passage_words: int = 0  # words per DPR passage; 0 keeps documents whole
     links: bool = False
     min_title_words: int = 2
     tokenizer_vocab: int = 0  # 0: no tokenizer
@@ -69,7 +68,7 @@ class PrepareSummary:
 
 
 def _source_articles(options: PrepareOptions) -> Iterator[Article]:
-    if options.corpus is None:
+    if not options.corpus:
         return default_articles()
     return read_corpus_articles(options.corpus, options.format)
 
@@ -116,14 +115,14 @@ def prepare_corpus(out_dir: str | os.PathLike, options: PrepareOptions | None = 
             summary.links = sum(len(article.links) for article in articles)
             write_links(folder / "links.jsonl", articles)
         counted = tqdm(articles, desc="articles", unit="", disable=not progress)
-        documents = (split_passages(counted, words=options.passages) if options.passages
+        documents = (split_passages(counted, words=options.passage_words) if options.passage_words
                      else map(article_document, counted))
         summary.documents = write_corpus(folder / "corpus.jsonl", documents)
         summary.articles = counted.n
-        if options.corpus is None:
+        if not options.corpus:
             queries, qrels = default_description_queries()
-            if options.passages:
-                qrels = _passage_qrels(qrels, options.passages)
+            if options.passage_words:
+                qrels = _passage_qrels(qrels, options.passage_words)
             summary.queries = write_queries(folder / "queries.jsonl", queries)
             write_qrels(folder / "qrels" / "test.tsv", qrels, format="beir")
             summary.qrels = sum(map(len, qrels.values()))

@@ -14,7 +14,6 @@ prepends the title, as DPR's ``use_title`` option does with ``title + " . " + te
 
 from __future__ import annotations
 
-import os
 import unicodedata
 from collections.abc import Iterable, Sequence
 from functools import lru_cache
@@ -22,6 +21,7 @@ from functools import lru_cache
 import numpy as np
 import regex
 
+from seedr.data.inputs import Sources, input_files
 from seedr.data.qa import read_nq_open
 from seedr.data.records import Document, Run
 from seedr.retrieval.runs import rank_documents
@@ -76,11 +76,23 @@ def first_hit_ranks(run: Run, passages: dict[str, Document], answers: dict[str, 
     return ranks
 
 
-def read_qa_file(path: str | os.PathLike) -> tuple[dict[str, str], dict[str, list[str]]]:
-    """``(questions, answers)`` of an NQ-open / DPR QA JSONL file, keyed by ``read_nq_open``'s ids
-    (the ``id`` field, else the line number): the same ids for searching and for scoring."""
-    examples = read_nq_open(path)
-    return {e.id: e.question for e in examples}, {e.id: list(e.answers) for e in examples}
+def read_qa_file(path: Sources) -> tuple[dict[str, str], dict[str, list[str]]]:
+    """``(questions, answers)`` of NQ-open / DPR QA JSONL, keyed by ``read_nq_open``'s ids (the ``id``
+    field, else the line number): the same ids for searching and for scoring.
+
+    ``path``: a file, or several files, quoted globs or a folder (``seedr.data.inputs.input_files``);
+    with several files an id is prefixed by its file's name (``NQ-open.dev.jsonl:12``), as line
+    numbers repeat from file to file.
+    """
+    files = input_files(path, "questions")
+    questions: dict[str, str] = {}
+    answers: dict[str, list[str]] = {}
+    for file in files:
+        prefix = f"{file.name}:" if len(files) > 1 else ""
+        for example in read_nq_open(file):
+            questions[prefix + example.id] = example.question
+            answers[prefix + example.id] = list(example.answers)
+    return questions, answers
 
 
 def coverage_per_question(first_hits: dict[str, int | None], ks: Sequence[int] = (1, 5, 20, 100)

@@ -16,8 +16,9 @@ def command(
     model: Annotated[str, typer.Option(
         "--model", help="Encoder: a model folder, a seedr run folder, or 'minilm'."
     )],
-    corpus: Annotated[Path, typer.Option(
-        "--corpus", help="Corpus in any format seedr reads (BEIR, seedr JSONL, MS MARCO TSV, articles ...)."
+    corpus: Annotated[list[Path], typer.Option(
+        "--corpus", help="Corpus in any format seedr reads (BEIR, seedr JSONL, MS MARCO TSV, articles ...): "
+                         "a file, a folder (of shards, or made by `seedr prepare`) or a quoted glob; repeatable."
     )],
     out: Annotated[Path, typer.Option(
         "--out", help="Folder for embeddings-*.npy, ids-*.txt and manifest.json."

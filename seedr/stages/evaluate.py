@@ -27,11 +27,13 @@ def command(
     metrics: Annotated[str, typer.Option(
         "--metrics", help="Comma-separated ir_measures names: MRR@10, nDCG@10, R@100, MAP, R(rel=2)@1000 ..."
     )] = ",".join(DEFAULT_METRICS),
-    qa_answers: Annotated[Path | None, typer.Option(
-        "--qa-answers", help="QA coverage: NQ-open / DPR QA JSONL with answers."
+    qa_answers: Annotated[list[Path] | None, typer.Option(
+        "--qa-answers", help="QA coverage: NQ-open / DPR QA JSONL with answers, the questions the runs "
+                             "were searched with (repeatable, folders and quoted globs too)."
     )] = None,
-    passages: Annotated[Path | None, typer.Option(
-        "--passages", help="QA coverage: the passage corpus the runs rank."
+    corpus: Annotated[list[Path] | None, typer.Option(
+        "--corpus", help="QA coverage: the passage corpus the runs rank: a file, a folder (of shards, or "
+                         "made by `seedr prepare`) or a quoted glob; repeatable."
     )] = None,
     ks: Annotated[str, typer.Option("--ks", help="QA coverage: the k of top-k accuracy.")] = "1,5,20,100",
     qa_title: Annotated[bool, typer.Option(
@@ -74,9 +76,9 @@ def command(
     from seedr.retrieval.runs import read_trec_run
 
     given = {"qrels": qrels, "qa": qa_answers, "reqa": reqa}
-    modes = [mode for mode, path in given.items() if path is not None]
+    modes = [mode for mode, path in given.items() if path]
     if len(modes) != 1:
-        raise ValueError("give exactly one of --qrels, --qa-answers (with --passages), --reqa")
+        raise ValueError("give exactly one of --qrels, --qa-answers (with --corpus), --reqa")
     resolved = [path.resolve() for path in runs]
     if baseline is not None and baseline.resolve() not in resolved:
         runs, resolved = [baseline, *runs], [baseline.resolve(), *resolved]
@@ -87,13 +89,13 @@ def command(
         loaded = {name: drop_identical_ids(run) for name, run in loaded.items()}
 
     details: dict[str, object] = {}
-    if qa_answers is not None:
-        if passages is None:
-            raise ValueError("--qa-answers needs --passages, the corpus the runs rank")
+    if qa_answers:
+        if not corpus:
+            raise ValueError("--qa-answers needs --corpus, the passage corpus the runs rank")
         cutoffs = [int(k) for k in ks.split(",") if k.strip()]
         _, answers = read_qa_file(qa_answers)
         needed = {doc for run in loaded.values() for scores in run.values() for doc in scores}
-        collection = {doc.id: doc for doc in read_corpus(passages, check_duplicates=False)
+        collection = {doc.id: doc for doc in read_corpus(corpus, check_duplicates=False)
                       if doc.id in needed}
         per_system = {}
         for name, run in loaded.items():

@@ -13,11 +13,13 @@ from seedr.stages.common import clear_errors, console
 @clear_errors
 def command(
     out: Annotated[Path, typer.Option("--out", help="TREC run file to write.")],
-    queries: Annotated[Path | None, typer.Option(
-        "--queries", help="Queries: BEIR queries.jsonl or TSV (qid<TAB>text)."
+    queries: Annotated[list[Path] | None, typer.Option(
+        "--queries", help="Queries: BEIR queries.jsonl or TSV (qid<TAB>text), or a BEIR / `seedr prepare` "
+                          "folder holding queries.jsonl; repeatable, quoted globs too."
     )] = None,
-    questions: Annotated[Path | None, typer.Option(
-        "--questions", help="Or questions of an NQ-open / DPR QA JSONL file."
+    questions: Annotated[list[Path] | None, typer.Option(
+        "--questions", help="Or questions of NQ-open / DPR QA JSONL files (repeatable, folders and quoted "
+                            "globs too)."
     )] = None,
     reqa: Annotated[Path | None, typer.Option(
         "--reqa", help="Or ReQA: SQuAD JSON; its questions against its (sentence, paragraph) candidates."
@@ -44,7 +46,10 @@ def command(
     )] = None,
     device: Annotated[str | None, typer.Option("--device", help="Dense: cpu, cuda ...")] = None,
     bm25: Annotated[bool, typer.Option("--bm25", help="BM25 instead of a dense index.")] = False,
-    corpus: Annotated[Path | None, typer.Option("--corpus", help="BM25: corpus to index on the fly.")] = None,
+    corpus: Annotated[list[Path] | None, typer.Option(
+        "--corpus", help="BM25: corpus to index on the fly: a file, a folder (of shards, or made by "
+                         "`seedr prepare`) or a quoted glob; repeatable."
+    )] = None,
     bm25_index: Annotated[Path | None, typer.Option(
         "--bm25-index", help="BM25: a saved index folder (or where to save one built from --corpus)."
     )] = None,
@@ -68,7 +73,7 @@ def command(
     from seedr.retrieval.faiss_index import DenseIndex, search_text
     from seedr.retrieval.runs import write_trec_run
 
-    sources = [source for source in (queries, questions, reqa) if source is not None]
+    sources = [source for source in (queries, questions, reqa) if source]
     if len(sources) != 1:
         raise ValueError("give exactly one of --queries, --questions, --reqa")
     dense = index is not None or (reqa is not None and model is not None)
@@ -83,7 +88,7 @@ def command(
         texts = read_queries(queries)
 
     if bm25:
-        if corpus is None and candidates is None:
+        if not corpus and candidates is None:
             if bm25_index is None:
                 raise ValueError("BM25 needs --corpus (or --reqa) to index, or a saved --bm25-index")
             searcher = BM25Index.load(bm25_index)
