@@ -134,6 +134,34 @@ def test_qa_coverage_mode(tmp_path, wiki_shard, shared_data):
     assert 0 <= coverage["metrics"]["Top-5"] <= coverage["metrics"]["Top-20"] <= 1
 
 
+def test_a_qa_run_scored_against_other_questions_is_refused(tmp_path, wiki_shard, shared_data):
+    write_corpus(tmp_path / "passages.jsonl", split_passages(itertools.islice(read_articles(wiki_shard), 20)))
+    lines = (shared_data / "nq-open" / "NQ-open.dev.jsonl").read_text().splitlines()
+    (tmp_path / "asked.jsonl").write_text("\n".join(lines[:40]) + "\n")
+    (tmp_path / "other.jsonl").write_text("\n".join(lines[40:80]) + "\n")  # the same ids: lines 1..40
+    result = seedr("search", "--bm25", "--corpus", tmp_path / "passages.jsonl", "--questions",
+                   tmp_path / "asked.jsonl", "--out", tmp_path / "run.trec", "--k", 5)
+    assert result.exit_code == 0, result.output
+    record = json.loads((tmp_path / "run.trec.json").read_text())["queries"]
+    assert record["kind"] == "questions" and record["count"] == 40
+    assert record["files"] == [str(tmp_path / "asked.jsonl")]
+    assert len(read_trec_run(tmp_path / "run.trec")) == 40  # the run file itself stays plain TREC
+
+    evaluate = ("evaluate", tmp_path / "run.trec", "--corpus", tmp_path / "passages.jsonl", "--ks", "5")
+    result = seedr(*evaluate, "--qa-answers", tmp_path / "other.jsonl")
+    assert result.exit_code == 1
+    assert "run.trec: the run was searched with other questions (40 from" in result.output
+    assert seedr(*evaluate, "--qa-answers", tmp_path / "asked.jsonl").exit_code == 0
+    # a copy of the same questions is the same questions
+    (tmp_path / "copy.jsonl").write_text((tmp_path / "asked.jsonl").read_text())
+    result = seedr(*evaluate, "--qa-answers", tmp_path / "copy.jsonl")
+    assert result.exit_code == 0 and "warning" not in result.output
+    # a run from another tool has no record: scored, with a warning
+    (tmp_path / "run.trec.json").unlink()
+    result = seedr(*evaluate, "--qa-answers", tmp_path / "other.jsonl")
+    assert result.exit_code == 0 and "cannot be checked against" in result.output
+
+
 def test_reqa_mode(tmp_path, shared_data):
     with gzip.open(shared_data / "squad" / "squad-dev-v1.1.json.gz", "rt", encoding="utf-8") as stream:
         squad = json.load(stream)

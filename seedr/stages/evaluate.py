@@ -18,6 +18,19 @@ def _names(paths: list[Path]) -> list[str]:
     return stems if len(set(stems)) == len(stems) else [str(path) for path in paths]
 
 
+def _check_questions(runs: list[Path], questions: dict[str, str], given: str) -> None:
+    """Refuse runs searched with other questions (question ids are line numbers: only the texts tell two
+    question files apart); warn about runs that do not record theirs."""
+    from rich.markup import escape
+
+    from seedr.retrieval.runs import check_run_queries
+
+    for path in runs:
+        warning = check_run_queries(path, questions, given)
+        if warning:
+            console.print(f"[yellow]warning[/]: {escape(warning)}", soft_wrap=True, highlight=False)
+
+
 @clear_errors
 def command(
     runs: Annotated[list[Path], typer.Argument(help="TREC run files (several: a comparison table).")],
@@ -93,7 +106,8 @@ def command(
         if not corpus:
             raise ValueError("--qa-answers needs --corpus, the passage corpus the runs rank")
         cutoffs = [int(k) for k in ks.split(",") if k.strip()]
-        _, answers = read_qa_file(qa_answers)
+        questions, answers = read_qa_file(qa_answers)
+        _check_questions(runs, questions, ", ".join(map(str, qa_answers)))
         needed = {doc for run in loaded.values() for scores in run.values() for doc in scores}
         collection = {doc.id: doc for doc in read_corpus(corpus, check_duplicates=False)
                       if doc.id in needed}
@@ -103,7 +117,8 @@ def command(
             per_system[name] = coverage_per_question(first_hits, cutoffs)
         details["questions"] = len(answers)
     elif reqa is not None:
-        _, _, judged = reqa_candidates(read_squad(reqa))
+        _, questions, judged = reqa_candidates(read_squad(reqa))
+        _check_questions(runs, questions, str(reqa))
         per_system = {name: reqa_per_query(run, judged) for name, run in loaded.items()}
         details["questions"] = len(judged)
     else:

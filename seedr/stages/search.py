@@ -71,7 +71,8 @@ def command(
     from seedr.retrieval.bm25 import BM25Index
     from seedr.retrieval.encode import TextEncoder, model_defaults
     from seedr.retrieval.faiss_index import DenseIndex, search_text
-    from seedr.retrieval.runs import write_trec_run
+    from seedr.data.inputs import input_files
+    from seedr.retrieval.runs import write_run_record, write_trec_run
 
     sources = [source for source in (queries, questions, reqa) if source]
     if len(sources) != 1:
@@ -82,10 +83,13 @@ def command(
     candidates = None
     if reqa is not None:
         candidates, texts, _ = reqa_candidates(read_squad(reqa))
-    elif questions is not None:
+        kind, files = "reqa", [reqa]
+    elif questions:
         texts, _ = read_qa_file(questions)
+        kind, files = "questions", input_files(questions, "questions")
     else:
         texts = read_queries(queries)
+        kind, files = "queries", input_files(queries, "queries")
 
     if bm25:
         if not corpus and candidates is None:
@@ -119,4 +123,5 @@ def command(
         run = search_text(searcher, encoder, texts, k, batch_size, show_progress=True)
         tag = tag or index.name
     lines = write_trec_run(out, run, tag=tag)
-    console.print(f"{len(run)} queries, {lines} lines written to [bold]{out}[/]")
+    record = write_run_record(out, texts, kind, files)  # lets `seedr evaluate` check the questions
+    console.print(f"{len(run)} queries, {lines} lines written to [bold]{out}[/] (its queries: {record.name})")
