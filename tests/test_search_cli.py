@@ -16,6 +16,7 @@ from seedr.data.articles import read_articles
 from seedr.data.corpus import write_corpus
 from seedr.data.passages import split_passages
 from seedr.data.queries import read_qrels, read_queries, write_qrels, write_queries
+from seedr.retrieval.encode import TextEncoder, native_bf16
 from seedr.retrieval.runs import read_trec_run
 
 runner = CliRunner()
@@ -53,11 +54,16 @@ def test_dense_pipeline_and_comparison_with_bm25(tmp_path, scifact_slice):
     count = len((data / "corpus.jsonl").read_text().splitlines())  # 60 and a few: some have 2 relevant
     assert manifest["count"] == count and len(manifest["shards"]) == 3
     assert manifest["encoder"]["pooling"] == "mean" and manifest["encoder"]["normalize"]  # MiniLM's own
+    # bf16 by default where the CPU computes it natively, recorded, and followed by the query encoder
+    assert manifest["encoder"]["compute_dtype"] == ("bfloat16" if native_bf16("cpu") else "float32")
+    assert f"computed in {manifest['encoder']['compute_dtype']}" in result.output
 
     result = seedr("index", "--embeddings", tmp_path / "emb", "--out", tmp_path / "index",
                    "--factory", "HNSW32")
     assert result.exit_code == 0, result.output
-    assert json.loads((tmp_path / "index" / "index.json").read_text())["encoder"]["max_length"] == 64
+    recorded = json.loads((tmp_path / "index" / "index.json").read_text())["encoder"]
+    assert recorded["max_length"] == 64
+    assert TextEncoder.from_settings(recorded).settings().items() <= recorded.items()  # queries as documents
 
     result = seedr("search", "--index", tmp_path / "index", "--queries", data / "queries.jsonl",
                    "--out", tmp_path / "dense.trec", "--k", 10, "--ef-search", 64)
@@ -89,8 +95,10 @@ def test_dense_pipeline_and_comparison_with_bm25(tmp_path, scifact_slice):
 def test_long_documents_are_searched_by_their_best_passage(tmp_path, scifact_slice):
     data = scifact_slice
     result = seedr("encode", "--model", "minilm", "--corpus", data / "corpus.jsonl",
-                   "--out", tmp_path / "emb", "--max-length", 48, "--limit", 8, "--long-documents", "maxp")
+                   "--out", tmp_path / "emb", "--max-length", 48, "--limit", 8, "--long-documents", "maxp",
+                   "--compute-dtype", "float32")  # how bf16 is turned off
     assert result.exit_code == 0, result.output
+    assert json.loads((tmp_path / "emb" / "manifest.json").read_text())["encoder"]["compute_dtype"] == "float32"
     ids = (tmp_path / "emb" / "ids-00000.txt").read_text().split()
     assert len(ids) > 8 and all("#" in passage for passage in ids)  # abstracts cut into 48-token passages
     assert seedr("index", "--embeddings", tmp_path / "emb", "--out", tmp_path / "index").exit_code == 0

@@ -36,6 +36,27 @@ from seedr.modeling.projection import Projection, load_projection, read_modules
 _DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
 
 
+def native_bf16(device: str | torch.device) -> bool:
+    """Does ``device`` compute bfloat16 natively: a CUDA GPU that supports it, or a CPU with AVX512-BF16
+    or AMX instructions (where oneDNN runs bf16 matrix products in hardware; without them it emulates
+    bf16, more slowly than float32)?"""
+    device = torch.device(device)
+    if device.type == "cuda":
+        return torch.cuda.is_available() and torch.cuda.is_bf16_supported()
+    if device.type != "cpu":
+        return False
+    # torch.cpu exposes these checks only as private functions; absent from a torch build = unsupported
+    checks = ("_is_avx512_bf16_supported", "_is_amx_tile_supported")
+    return any(getattr(torch.cpu, name, lambda: False)() for name in checks)
+
+
+def default_compute_dtype(device: str | torch.device) -> str:
+    """What ``seedr encode --compute-dtype auto`` runs under: ``bfloat16`` autocast where ``native_bf16``,
+    else ``float32``. Vectors are stored in float32 either way, and bf16 ones stay close to the float32
+    ones (``tests/test_retrieval_dense.py`` checks their cosine)."""
+    return "bfloat16" if native_bf16(device) else "float32"
+
+
 def _autocast_dtype(dtype: str | torch.dtype | None) -> torch.dtype | None:
     """``None``/``float32`` mean full precision; ``bfloat16``/``float16`` mean autocast to that type."""
     if dtype is None:
@@ -167,7 +188,8 @@ class TextEncoder:
             folder lists a ``Normalize`` module.
         max_length: tokens per input, truncating longer ones; default: the folder's ``max_seq_length``, else 512.
         device: ``"cpu"``, ``"cuda"``...; default CUDA when available.
-        dtype: ``None``/``"float32"``, or ``"bfloat16"``/``"float16"`` to run under autocast.
+        dtype: ``None``/``"float32"``, or ``"bfloat16"``/``"float16"`` to run under autocast, or ``"auto"``:
+            ``default_compute_dtype`` of the device (bf16 where it is native).
         query_prefix, document_prefix: text put before every query / document (E5-style instructions).
 
     Example:
@@ -192,7 +214,7 @@ class TextEncoder:
         self.pooling: Pooling = pooling or defaults["pooling"]
         self.normalize: bool = defaults["normalize"] if normalize is None else normalize
         self.max_length: int = max_length or defaults["max_length"]
-        self.autocast_dtype = _autocast_dtype(dtype)
+        self.autocast_dtype = _autocast_dtype(default_compute_dtype(self.device) if dtype == "auto" else dtype)
         self.query_prefix, self.document_prefix = query_prefix, document_prefix
 
     @classmethod
@@ -202,6 +224,8 @@ class TextEncoder:
         (so queries are encoded as the documents were); ``overrides`` replace single options."""
         options = {key: settings[key] for key in ("pooling", "normalize", "max_length", "query_prefix",
                                                   "document_prefix") if key in settings}
+        if "compute_dtype" in settings:  # queries are encoded in the precision the documents were
+            options["dtype"] = settings["compute_dtype"]
         options.update({key: value for key, value in overrides.items() if value is not None})
         return cls(model_path or settings["model"], **options)
 
@@ -214,7 +238,8 @@ class TextEncoder:
         """What determines the vectors: recorded beside embeddings and indexes."""
         return {"model": str(self.model_path), "pooling": self.pooling, "normalize": self.normalize,
                 "max_length": self.max_length, "query_prefix": self.query_prefix,
-                "document_prefix": self.document_prefix, "dim": self.dim}
+                "document_prefix": self.document_prefix, "dim": self.dim,
+                "compute_dtype": str(self.autocast_dtype or torch.float32).removeprefix("torch.")}
 
     def encode(self, texts: Sequence[str], batch_size: int = 64, show_progress: bool = False,
                text_pairs: Sequence[str | None] | None = None) -> np.ndarray:

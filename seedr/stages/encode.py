@@ -34,9 +34,12 @@ def command(
     )] = None,
     batch_size: Annotated[int, typer.Option("--batch-size", help="Documents per forward pass.")] = 64,
     dtype: Annotated[str, typer.Option("--dtype", help="Stored precision: float32 or float16.")] = "float32",
-    compute_dtype: Annotated[str | None, typer.Option(
-        "--compute-dtype", help="Run under autocast: bfloat16 or float16."
-    )] = None,
+    compute_dtype: Annotated[str, typer.Option(
+        "--compute-dtype", help="Precision of the forward pass: auto (bfloat16 autocast where the CPU or GPU "
+                                "computes bf16 natively, else float32), float32, bfloat16 or float16. "
+                                "--compute-dtype float32 turns bf16 off. Recorded with the embeddings; "
+                                "`seedr search` encodes queries the same way."
+    )] = "auto",
     shard_size: Annotated[int, typer.Option(
         "--shard-size", help="Documents per shard (the unit of resumption)."
     )] = 50_000,
@@ -82,4 +85,4 @@ def command(
                                      batch_size=batch_size, use_title=use_title, extra_settings=extra)
     console.print(f"embeddings written to [bold]{target}[/] "
                   f"(pooling {encoder.pooling}, normalize {encoder.normalize}, "
-                  f"max length {encoder.max_length})")
+                  f"max length {encoder.max_length}, computed in {encoder.settings()['compute_dtype']})")

@@ -50,7 +50,10 @@ def command(
     )] = None,
     ks: Annotated[str, typer.Option("--ks", help="QA coverage: the k of top-k accuracy.")] = "1,5,20,100",
     qa_title: Annotated[bool, typer.Option(
-        "--qa-title/--no-qa-title", help="QA coverage: search titles for answers too."
+        "--qa-title/--no-qa-title", help="QA coverage: look for answers in passage titles too. Default: text "
+                                         "only, DPR's convention (its has_answer reads the passage text), so "
+                                         "figures compare with DPR's Table 2; retrieval still reads titles "
+                                         "(BM25 indexes them, encoders see 'title [SEP] text')."
     )] = False,
     reqa: Annotated[Path | None, typer.Option(
         "--reqa", help="ReQA: the SQuAD JSON the runs were made from (Recall@k, MRR)."
