@@ -27,7 +27,7 @@ from pathlib import Path
 from seedr.data.articles import read_articles, read_wikiextractor
 from seedr.data.glossary import read_glossary
 from seedr.data.inputs import Sources, input_files
-from seedr.data.io import DataError, iter_jsonl, iter_lines, require, unique_id, write_jsonl
+from seedr.data.io import DataError, iter_jsonl, iter_lines, open_binary, require, unique_id, write_jsonl
 from seedr.data.qa import read_dpr_passages
 from seedr.data.records import Article, Document
 from seedr.registry import Registry
@@ -49,6 +49,7 @@ class CorpusFormat:
     read_articles: Callable[[Path], Iterator[Article]] | None = None
     id_field: str = "id"  # what the format calls the id and the text, for error messages
     text_field: str = "text"
+    line_per_document: bool = False  # one document per non-blank line: counted cheaply for progress bars
 
 
 CORPUS_FORMATS: Registry[CorpusFormat] = Registry("corpus format")
@@ -100,17 +101,20 @@ def _from_articles(reader: Callable[[Path], Iterator[Article]]) -> Callable[[Pat
 CORPUS_FORMATS.register("seedr")(CorpusFormat(
     sniff=lambda path, first: {"id", "text"} <= _first_json(first).keys() and "url" not in _first_json(first),
     read=lambda path: _read_jsonl(path, "id"),
+    line_per_document=True,
 ))
 CORPUS_FORMATS.register("beir")(CorpusFormat(
     sniff=lambda path, first: "_id" in _first_json(first),
     read=lambda path: _read_jsonl(path, "_id"),
     id_field="_id",
+    line_per_document=True,
 ))
 CORPUS_FORMATS.register("msmarco-passage")(CorpusFormat(
     sniff=lambda path, first: first.count("\t") == 1,
     read=lambda path: _read_tsv(path, ("pid", "passage"), lambda v: Document(id=v[0].strip(), text=v[1])),
     id_field="pid",
     text_field="passage",
+    line_per_document=True,
 ))
 CORPUS_FORMATS.register("msmarco-doc")(CorpusFormat(
     sniff=lambda path, first: first.count("\t") == 3,
@@ -118,6 +122,7 @@ CORPUS_FORMATS.register("msmarco-doc")(CorpusFormat(
                                 lambda v: Document(id=v[0].strip(), text=v[3], title=v[2])),
     id_field="docid",
     text_field="body",
+    line_per_document=True,
 ))
 CORPUS_FORMATS.register("dpr")(CorpusFormat(
     sniff=lambda path, first: sorted(first.split("\t")) == ["id", "text", "title"],
@@ -127,6 +132,7 @@ CORPUS_FORMATS.register("articles")(CorpusFormat(
     sniff=lambda path, first: bool({"lead", "sections"} & _first_json(first).keys()),
     read=_from_articles(read_articles),
     read_articles=read_articles,
+    line_per_document=True,
 ))
 CORPUS_FORMATS.register("wikiextractor")(CorpusFormat(
     sniff=lambda path, first: first.lstrip().startswith("<doc") or {"url", "text"} <= _first_json(first).keys(),
@@ -210,6 +216,18 @@ def read_corpus_articles(path: Sources, format: str = "auto") -> Iterator[Articl
                           lead=(document.text,) if document.text.strip() else ())
 
 
+def count_documents(path: Sources, format: str = "auto") -> int | None:
+    """How many documents ``read_corpus(path, format)`` yields at most (the total of a progress bar, for
+    an ETA), counted from the lines of formats with one document per line; ``None`` for other formats."""
+    total = 0
+    for file in input_files(path, "corpus"):
+        if not CORPUS_FORMATS.get(_resolve_format(file, format)).line_per_document:
+            return None
+        with open_binary(file) as raw:
+            total += sum(1 for line in raw if line.strip())
+    return total
+
+
 def write_corpus(path: str | os.PathLike, documents: Iterable[Document]) -> int:
     """Write documents as seedr corpus JSONL (``{"id", "title", "text"}``), atomically; returns the count."""
     return write_jsonl(path, ({"id": d.id, "title": d.title, "text": d.text} for d in documents))
@@ -225,6 +243,7 @@ __all__ = [
     "CORPUS_FORMATS",
     "CorpusFormat",
     "article_document",
+    "count_documents",
     "detect_format",
     "load_corpus",
     "read_corpus",

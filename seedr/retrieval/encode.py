@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import asdict, dataclass
 from itertools import islice
 from pathlib import Path
@@ -96,7 +96,7 @@ def encode_texts(model: PreTrainedModel, tokenizer: PreTrainedTokenizerBase, tex
                  pooling: Pooling = "cls", max_length: int = 512, batch_size: int = 64, *,
                  text_pairs: Sequence[str | None] | None = None, projection: Projection | None = None,
                  normalize: bool = False, autocast_dtype: str | torch.dtype | None = None,
-                 show_progress: bool = False) -> np.ndarray:
+                 show_progress: bool = False, on_batch: Callable[[int], object] | None = None) -> np.ndarray:
     """Embed ``texts`` (optionally paired with ``text_pairs``) with an in-memory model; (N, D) float32.
 
     This is the function form used on a model being trained (e.g. to validate or mine negatives
@@ -104,6 +104,7 @@ def encode_texts(model: PreTrainedModel, tokenizer: PreTrainedTokenizerBase, tex
     restored afterwards. The pooled embedding goes through ``projection`` when given (the linear
     layer of the ICLR 2020 two-tower models: D = its output size, else D = H), then ``normalize``
     L2-normalises it (cosine similarity as a dot product) — sentence-transformers' module order.
+    ``on_batch(n)`` is called after each batch of ``n`` texts (e.g. a caller's progress bar).
     """
     if text_pairs is not None and len(text_pairs) != len(texts):
         raise ValueError(f"{len(texts)} texts but {len(text_pairs)} text pairs")
@@ -134,6 +135,8 @@ def encode_texts(model: PreTrainedModel, tokenizer: PreTrainedTokenizerBase, tex
                 if normalize:
                     vectors = torch.nn.functional.normalize(vectors, dim=-1)
                 output[indices] = vectors.cpu().numpy()
+                if on_batch is not None:
+                    on_batch(len(indices))
     finally:
         model.train(was_training)
     return output
@@ -242,11 +245,12 @@ class TextEncoder:
                 "compute_dtype": str(self.autocast_dtype or torch.float32).removeprefix("torch.")}
 
     def encode(self, texts: Sequence[str], batch_size: int = 64, show_progress: bool = False,
-               text_pairs: Sequence[str | None] | None = None) -> np.ndarray:
-        """Embed raw ``texts`` (no prefix added); (N, D) float32."""
+               text_pairs: Sequence[str | None] | None = None,
+               on_batch: Callable[[int], object] | None = None) -> np.ndarray:
+        """Embed raw ``texts`` (no prefix added); (N, D) float32. ``on_batch``: as ``encode_texts``'."""
         return encode_texts(self.model, self.tokenizer, texts, self.pooling, self.max_length, batch_size,
                             text_pairs=text_pairs, projection=self.projection, normalize=self.normalize,
-                            autocast_dtype=self.autocast_dtype, show_progress=show_progress)
+                            autocast_dtype=self.autocast_dtype, show_progress=show_progress, on_batch=on_batch)
 
     def encode_queries(self, queries: Sequence[str], batch_size: int = 64,
                        show_progress: bool = False) -> np.ndarray:
@@ -254,7 +258,8 @@ class TextEncoder:
         return self.encode([self.query_prefix + query for query in queries], batch_size, show_progress)
 
     def encode_documents(self, documents: Sequence[Document], batch_size: int = 64,
-                         show_progress: bool = False, use_title: bool = True) -> np.ndarray:
+                         show_progress: bool = False, use_title: bool = True,
+                         on_batch: Callable[[int], object] | None = None) -> np.ndarray:
         """Embed documents as the pair ``title [SEP] text`` (DPR/ANCE), or the text alone without a title.
 
         ``document_prefix`` goes before the first segment. ``use_title=False`` ignores titles.
@@ -267,7 +272,7 @@ class TextEncoder:
             else:
                 firsts.append(self.document_prefix + document.text)
                 seconds.append(None)
-        return self.encode(firsts, batch_size, show_progress, text_pairs=seconds)
+        return self.encode(firsts, batch_size, show_progress, text_pairs=seconds, on_batch=on_batch)
 
 
 # ------------------------------------------------------------------ corpus shards
@@ -312,7 +317,7 @@ def long_document_passages(documents: Iterable[Document], tokenizer: PreTrainedT
 def encode_corpus_to_shards(encoder: TextEncoder, documents: Iterable[Document], out_dir: str | os.PathLike,
                             shard_size: int = 50_000, dtype: str = "float32", batch_size: int = 64,
                             use_title: bool = True, show_progress: bool = True,
-                            extra_settings: dict[str, Any] | None = None) -> Path:
+                            extra_settings: dict[str, Any] | None = None, total: int | None = None) -> Path:
     """Encode a corpus into ``out_dir``: ``embeddings-00000.npy`` + ``ids-00000.txt`` per shard of
     ``shard_size`` documents, then ``manifest.json`` (written last: its presence means complete).
 
@@ -321,6 +326,8 @@ def encode_corpus_to_shards(encoder: TextEncoder, documents: Iterable[Document],
     silently mixed vectors); ``settings.json`` guards against resuming with another encoder or
     options. ``dtype="float16"`` halves the disk size (vectors are rounded to half precision).
     ``extra_settings`` (e.g. how long documents were cut into passages) are recorded with the rest.
+    The progress bar moves every batch, with passages/s and, given the ``total`` of documents (e.g.
+    ``seedr.data.corpus.count_documents``), an ETA.
     """
     if dtype not in ("float32", "float16"):
         raise ValueError(f"unknown embedding dtype {dtype!r}; valid: float32, float16")
@@ -339,8 +346,10 @@ def encode_corpus_to_shards(encoder: TextEncoder, documents: Iterable[Document],
             json.dump(settings, stream, indent=2)
 
     shards, count = [], 0
-    total = len(documents) if isinstance(documents, Sequence) else None
-    progress = tqdm(total=total, desc="encode corpus", unit="doc", disable=not show_progress)
+    if total is None and isinstance(documents, Sequence):
+        total = len(documents)
+    progress = tqdm(total=total, desc="encode corpus", unit="passage", disable=not show_progress,
+                    smoothing=0.1)
     for shard, chunk in enumerate(_batched(documents, shard_size)):
         embeddings_path, ids_path = _shard_paths(out_dir, shard)
         ids = [document.id for document in chunk]
@@ -352,15 +361,16 @@ def encode_corpus_to_shards(encoder: TextEncoder, documents: Iterable[Document],
             if done != ids:
                 raise DataError(ids_path, "the corpus differs from the one these shards were made from "
                                           "(document ids do not match); use a new output folder")
+            progress.update(len(ids))  # done by an earlier run
         else:
-            vectors = encoder.encode_documents(chunk, batch_size=batch_size, use_title=use_title)
+            vectors = encoder.encode_documents(chunk, batch_size=batch_size, use_title=use_title,
+                                               on_batch=progress.update)
             with atomic_write(embeddings_path, "wb") as stream:
                 np.save(stream, vectors.astype(dtype))
             with atomic_write(ids_path) as stream:
                 stream.write("".join(f"{doc_id}\n" for doc_id in ids))
         shards.append({"embeddings": embeddings_path.name, "ids": ids_path.name, "count": len(ids)})
         count += len(ids)
-        progress.update(len(ids))
     progress.close()
     manifest = {**settings, "dim": encoder.dim, "count": count, "shards": shards}
     with atomic_write(out_dir / MANIFEST) as stream:

@@ -21,6 +21,15 @@ def not_built(stage: str) -> None:
     raise typer.Exit(code=2)
 
 
+def _end_progress_bars() -> None:
+    """Close the progress bars an error interrupted, so that the error starts a line of its own instead of
+    being glued to a half-drawn bar (tqdm keeps every open bar in ``tqdm._instances``)."""
+    from tqdm import tqdm
+
+    for bar in list(tqdm._instances):
+        bar.close()
+
+
 def clear_errors(function: Callable[..., Any]) -> Callable[..., Any]:
     """Report bad input (file, line, field) and missing files as one red line and exit 1."""
 
@@ -30,6 +39,7 @@ def clear_errors(function: Callable[..., Any]) -> Callable[..., Any]:
             return function(*args, **kwargs)
         except (DataError, FileNotFoundError, KeyError, ValueError) as error:
             message = error.args[0] if isinstance(error, KeyError) and error.args else error
+            _end_progress_bars()
             console.print(f"[bold red]error[/]: {escape(str(message))}", soft_wrap=True, highlight=False)
             raise typer.Exit(code=1) from None
 

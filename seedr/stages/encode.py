@@ -61,7 +61,7 @@ def command(
 
     Example: seedr encode --model runs/finetune-seed --corpus scifact/corpus.jsonl --out runs/scifact-emb
     """
-    from seedr.data.corpus import read_corpus
+    from seedr.data.corpus import count_documents, read_corpus
     from seedr.retrieval.encode import (
         TextEncoder,
         encode_corpus_to_shards,
@@ -75,14 +75,18 @@ def command(
                           max_length=max_length or defaults["max_length"], device=device, dtype=compute_dtype,
                           document_prefix=document_prefix)
     documents = read_corpus(corpus)
+    total = count_documents(corpus)  # for the progress bar's ETA (None when the format cannot tell cheaply)
     if limit is not None:
         documents = islice(documents, limit)
+        total = min(limit, total) if total is not None else None
     extra = {}
     if long_documents is not None:
+        total = None  # passages, not documents
         documents = long_document_passages(documents, encoder.tokenizer, long_documents, encoder.max_length)
         extra = {"long_documents": long_documents}
     target = encode_corpus_to_shards(encoder, documents, out, shard_size=shard_size, dtype=dtype,
-                                     batch_size=batch_size, use_title=use_title, extra_settings=extra)
+                                     batch_size=batch_size, use_title=use_title, extra_settings=extra,
+                                     total=total)
     console.print(f"embeddings written to [bold]{target}[/] "
                   f"(pooling {encoder.pooling}, normalize {encoder.normalize}, "
                   f"max length {encoder.max_length}, computed in {encoder.settings()['compute_dtype']})")

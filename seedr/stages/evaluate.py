@@ -80,13 +80,12 @@ def command(
     """
     from rich.console import Console
 
-    from seedr.data.corpus import read_corpus
     from seedr.data.io import atomic_write
     from seedr.data.qa import read_squad, reqa_candidates
     from seedr.data.queries import read_qrels
     from seedr.evaluation.compare import comparison_table
     from seedr.evaluation.metrics import per_query, query_counts
-    from seedr.evaluation.qa_coverage import coverage_per_question, first_hit_ranks, read_qa_file
+    from seedr.evaluation.qa_coverage import coverage_per_question, first_hit_ranks, ranked_passages, read_qa_file
     from seedr.evaluation.reqa import reqa_per_query
     from seedr.retrieval.runs import ignore_identical_ids as drop_identical_ids
     from seedr.retrieval.runs import read_trec_run
@@ -111,12 +110,10 @@ def command(
         cutoffs = [int(k) for k in ks.split(",") if k.strip()]
         questions, answers = read_qa_file(qa_answers)
         _check_questions(runs, questions, ", ".join(map(str, qa_answers)))
-        needed = {doc for run in loaded.values() for scores in run.values() for doc in scores}
-        collection = {doc.id: doc for doc in read_corpus(corpus, check_duplicates=False)
-                      if doc.id in needed}
+        collection = ranked_passages(loaded.values(), corpus, show_progress=True)
         per_system = {}
         for name, run in loaded.items():
-            first_hits = first_hit_ranks(run, collection, answers, max(cutoffs), qa_title)
+            first_hits = first_hit_ranks(run, collection, answers, max(cutoffs), qa_title, show_progress=True)
             per_system[name] = coverage_per_question(first_hits, cutoffs)
         details["questions"] = len(answers)
     elif reqa is not None:
@@ -130,7 +127,8 @@ def command(
         per_system = {name: per_query(run, judged, wanted) for name, run in loaded.items()}
         details["queries"] = {name: query_counts(run, judged) for name, run in loaded.items()}
 
-    table = comparison_table(per_system, baseline_name, test=test, alpha=alpha, n_resamples=resamples)
+    table = comparison_table(per_system, baseline_name, test=test, alpha=alpha, n_resamples=resamples,
+                             show_progress=True)
     Console().print(table.to_rich(title=f"{modes[0]} evaluation"))
     for name, counts in (details.get("queries") or {}).items():
         if counts["missing_from_run"] or counts["unjudged_in_run"]:

@@ -63,7 +63,7 @@ def command(
 
     Example: seedr search --index runs/scifact-index --queries scifact/queries.jsonl --out dense.trec
     """
-    from seedr.data.corpus import read_corpus
+    from seedr.data.corpus import count_documents, read_corpus
     from seedr.data.qa import read_squad, reqa_candidates
     from seedr.data.queries import read_queries
     from seedr.evaluation.qa_coverage import read_qa_file
@@ -97,8 +97,11 @@ def command(
                 raise ValueError("BM25 needs --corpus (or --reqa) to index, or a saved --bm25-index")
             searcher = BM25Index.load(bm25_index)
         else:
-            documents = lexical_documents(candidates) if candidates is not None else read_corpus(corpus)
-            searcher = BM25Index.build(documents, k1=k1, b=b, show_progress=True)
+            if candidates is not None:
+                documents, total = lexical_documents(candidates), len(candidates)
+            else:
+                documents, total = read_corpus(corpus), count_documents(corpus)
+            searcher = BM25Index.build(documents, k1=k1, b=b, show_progress=True, total=total)
             if bm25_index is not None:
                 searcher.save(bm25_index)
         run = searcher.search(texts, k=k, show_progress=True)
