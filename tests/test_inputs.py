@@ -102,6 +102,10 @@ def test_every_stage_reads_folders_and_globs(shards, prepared, questions, tmp_pa
     again = tmp_path / "again"
     assert seedr("prepare", "--corpus", shards, "--passage-words", "100", "--out", again).exit_code == 0
     assert (again / "corpus.jsonl").read_text() == (prepared / "corpus.jsonl").read_text()
+    # --max-articles counts over all the files: 40 articles are shard 00's 30 and shard 01's first 10
+    assert seedr("prepare", "--corpus", shards, "--max-articles", 40, "--out", again).exit_code == 0
+    titles = [document.title for document in read_corpus(again)]
+    assert titles == [document.title for document in itertools.islice(read_corpus(shards), 40)]
 
     # search (BM25): a prepared folder as the corpus, a folder of question files; same run as with files
     for name, corpus, asked in (("folders", prepared, questions),

@@ -17,6 +17,7 @@ It is built beside its final place and renamed into place only when complete.
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 from collections.abc import Iterable, Iterator
@@ -45,6 +46,7 @@ class PrepareOptions:
     corpus: list[str] = field(default_factory=list)  # files, globs, folders; empty: the embedded default corpus
     format: str = "auto"
     passage_words: int = 0  # words per DPR passage; 0 keeps documents whole
+    max_articles: int | None = None  # read only the first N articles (of all files, in order)
     links: bool = False
     min_title_words: int = 2
     tokenizer_vocab: int = 0  # 0: no tokenizer
@@ -68,9 +70,8 @@ class PrepareSummary:
 
 
 def _source_articles(options: PrepareOptions) -> Iterator[Article]:
-    if not options.corpus:
-        return default_articles()
-    return read_corpus_articles(options.corpus, options.format)
+    articles = default_articles() if not options.corpus else read_corpus_articles(options.corpus, options.format)
+    return itertools.islice(articles, options.max_articles)
 
 
 def _with_links(articles: list[Article], options: PrepareOptions, summary: PrepareSummary) -> list[Article]:
@@ -104,6 +105,8 @@ def prepare_corpus(out_dir: str | os.PathLike, options: PrepareOptions | None = 
     articles are then held in memory (about 85 MB a shard of the wiki bundle, 0.7 GB for all 8).
     """
     options = options or PrepareOptions()
+    if options.max_articles is not None and not options.corpus:
+        raise ValueError("max_articles cuts a given corpus; the embedded one comes whole, with its queries")
     out_dir = Path(out_dir)
     _check_replaceable(out_dir)
     summary = PrepareSummary(out_dir=out_dir)

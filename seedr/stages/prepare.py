@@ -21,6 +21,9 @@ def command(
                          "wikiextractor.")] = "auto",
     passage_words: Annotated[int, typer.Option(
         "--passage-words", min=0, help="Cut into DPR passages of this many words (0: whole documents).")] = 0,
+    max_articles: Annotated[int | None, typer.Option(
+        "--max-articles", min=1, help="Read only the first N articles (of all the files, in order): a "
+                                      "smaller corpus to try things on.")] = None,
     links: Annotated[bool, typer.Option(
         "--links", help="Write links.jsonl: the source's hyperlinks, or links recovered from mentions of "
         "other articles' titles.")] = False,
@@ -41,7 +44,7 @@ def command(
     from seedr.data.prepare import PrepareOptions, prepare_corpus
 
     options = PrepareOptions(corpus=[str(path) for path in corpus or []], format=format, passage_words=passage_words,
-                             links=links, min_title_words=min_title_words, tokenizer_vocab=tokenizer_vocab,
+                             max_articles=max_articles, links=links, min_title_words=min_title_words, tokenizer_vocab=tokenizer_vocab,
                              lowercase=not cased)
     summary = prepare_corpus(out, options)
     table = Table(title=f"prepared {out}", show_header=False)
