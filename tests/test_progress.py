@@ -3,11 +3,13 @@ significance tests), and errors that start a line of their own after an interrup
 
 from __future__ import annotations
 
+import functools
 import itertools
 import re
 from pathlib import Path
 
 import pytest
+from tqdm.auto import tqdm
 from typer.testing import CliRunner
 
 from seedr.cli import app
@@ -46,7 +48,11 @@ def test_counting_documents_for_an_eta(shared_data, scifact_head):
     assert count_documents(shared_data / "foldoc" / "foldoc.jsonl.gz") is None  # a glossary: not counted
 
 
-def test_encode_shows_passages_per_second_and_an_error_starts_its_own_line(scifact_head, tmp_path):
+def test_encode_shows_passages_per_second_and_an_error_starts_its_own_line(scifact_head, tmp_path, monkeypatch):
+    from seedr.retrieval import encode
+
+    # draw every update, however fast the batches (tqdm skips redraws within 0.1 s)
+    monkeypatch.setattr(encode, "tqdm", functools.partial(tqdm, mininterval=0, miniters=1))
     result = seedr("encode", "--model", "minilm", "--corpus", scifact_head, "--max-length", 32,
                    "--batch-size", 4, "--shard-size", 8, "--out", tmp_path / "emb")
     assert result.exit_code == 1
