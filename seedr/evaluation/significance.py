@@ -29,10 +29,11 @@ from seedr.registry import Registry
 SignificanceTest = Callable[[np.ndarray, np.ndarray, int, int], float]
 TESTS: Registry[SignificanceTest] = Registry("significance test")
 
-#: Per-query values held at once by one chunk of resamples (resamples × queries): about 32 MB of
-#: float64 per array scipy builds for it, where all 10,000 resamples of 3,610 NQ questions at once
-#: peaked at several GB.
-RESAMPLE_CHUNK_VALUES = 4_000_000
+#: Resampled values (resamples × queries) drawn at once. scipy holds about 70 bytes per value (the
+#: index array, its permutation, the gathered scores), so a chunk peaks near 70 MB however many
+#: queries and resamples there are; all 10,000 resamples of 3,610 NQ-open questions at once peaked at
+#: 2.5 GB (``bench/bench_significance.py``).
+RESAMPLE_CHUNK_VALUES = 1_000_000
 
 
 def resample_chunk(queries: int, n_resamples: int) -> int:
