@@ -115,3 +115,28 @@ def test_console_table_shows_each_difference_and_its_p_value(systems):
             assert f"{result.delta:+.4f} p={result.p_value:.2g}" in text
     assert text.count(" p=") == 4  # none for the baseline itself
     assert "difference to bm25-top10-reversed and the p-value" in " ".join(text.split())
+
+
+def test_chunked_permutation_test_equals_drawing_all_resamples_at_once(systems):
+    _, scores = align({name: by_metric["nDCG@10"] for name, by_metric in systems.items()})
+    for system in ("bm25-es", "bm25-top10-reversed"):
+        at_once = permutation_test(scores[system], scores["bm25"], n_resamples=3000, seed=7, chunk=3000)
+        for chunk in (1, 7, 1000, None):  # None: the default chunk for 300 queries
+            assert permutation_test(scores[system], scores["bm25"], n_resamples=3000, seed=7,
+                                    chunk=chunk) == at_once
+
+
+def test_chunked_permutation_test_keeps_memory_flat(systems):
+    import tracemalloc
+
+    _, scores = align({name: by_metric["nDCG@10"] for name, by_metric in systems.items()})
+    system, baseline = np.tile(scores["bm25-es"], 4), np.tile(scores["bm25"], 4)  # 1,200 paired values
+
+    def peak(chunk: int) -> int:
+        tracemalloc.start()
+        permutation_test(system, baseline, n_resamples=5000, seed=1, chunk=chunk)
+        _, highest = tracemalloc.get_traced_memory()
+        tracemalloc.stop()
+        return highest
+
+    assert peak(100) * 10 < peak(5000)  # 5000 × 1200 resampled values at once: about 100 MB

@@ -38,7 +38,7 @@ def wiki_head(wiki_shard: Path, tmp_path: Path) -> Path:
 
 def test_scifact_to_passages(tmp_path: Path, scifact_corpus: Path) -> None:
     out = tmp_path / "scifact"
-    result = prepare("--corpus", scifact_corpus, "--passages", "100", "--out", out)
+    result = prepare("--corpus", scifact_corpus, "--passage-words", "100", "--out", out)
     assert result.exit_code == 0, result.output
     assert "5,183" in result.output and "passages written" in result.output
     passages = load_corpus(out / "corpus.jsonl")
@@ -47,7 +47,7 @@ def test_scifact_to_passages(tmp_path: Path, scifact_corpus: Path) -> None:
     assert " ".join(p.text for p in own).split() == abstract.text.split()
     assert all(p.title == abstract.title for p in own)
     config = yaml.safe_load((out / "config.yaml").read_text())
-    assert config["passages"] == 100 and config["corpus"] == str(scifact_corpus)
+    assert config["passage_words"] == 100 and config["corpus"] == [str(scifact_corpus)]
     assert "seed" in json.loads((out / "run.json").read_text())
     counts = json.loads((out / "prepared.json").read_text())
     assert counts["articles"] == 5_183 and counts["documents"] == len(passages)

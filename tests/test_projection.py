@@ -199,7 +199,8 @@ def test_fine_tuning_trains_and_ships_the_projection(tokenizer, scifact, scifact
     corpus.write_text("".join(json.dumps({"_id": d.id, "title": d.title, "text": d.text}) + "\n"
                               for d in documents[:20]))
     result = CliRunner().invoke(app, ["encode", "--model", str(product), "--corpus", str(corpus),
-                                      "--out", str(tmp_path / "embeddings"), "--title", "none"])
+                                      "--out", str(tmp_path / "embeddings"), "--title", "none",
+                                      "--compute-dtype", "float32"])  # exactly sentence-transformers' vectors
     assert result.exit_code == 0, result.output
     ids, vectors = load_embeddings(tmp_path / "embeddings")
     assert ids == [d.id for d in documents[:20]]

@@ -171,14 +171,14 @@ def test_bm25_index_output_needs_overwrite_and_is_never_another_folder(embedding
 def test_encode_refuses_shards_of_a_changed_model_or_precision(tokenizer, corpus: Path, tmp_path: Path) -> None:
     model = save_tiny_model(tokenizer, tmp_path / "run" / "encoder", seed=1)
     out = tmp_path / "emb"
-    assert encode(model, corpus, out).exit_code == 0
+    assert encode(model, corpus, out, "--compute-dtype", "float32").exit_code == 0
     settings = json.loads((out / "settings.json").read_text())
     assert settings["encoder"]["fingerprint"] == model_fingerprint(model)
     assert settings["encoder"]["model"] == str(model.resolve()) and settings["encoder"]["compute_dtype"] == "float32"
     assert_one_clear_line(encode(model, corpus, out, "--compute-dtype", "bfloat16"), "encoder.compute_dtype")
     save_tiny_model(tokenizer, model, seed=2)  # re-trained into the same run folder
     before = snapshot(out)
-    assert_one_clear_line(encode(model, corpus, out), "encoder.fingerprint")
+    assert_one_clear_line(encode(model, corpus, out, "--compute-dtype", "float32"), "encoder.fingerprint")
     assert snapshot(out) == before
 
 
@@ -551,8 +551,9 @@ def test_bad_files_given_to_the_stages_are_one_line_each(model, corpus, queries,
         + "\n".join((p / "ids-00001.txt").read_text().splitlines()[1:]) + "\n"))
     out = tmp_path / "out"
     cases = [
-        (("encode", "--model", model, "--corpus", folder, "--out", out), ["a-folder", "is a folder"]),
-        (("search", "--bm25", "--corpus", corpus, "--queries", folder, "--out", out), ["a-folder", "is a folder"]),
+        # a folder is a valid input (its shards); an empty one is named as such
+        (("encode", "--model", model, "--corpus", folder, "--out", out), ["a-folder", "holds no corpus files"]),
+        (("search", "--bm25", "--corpus", corpus, "--queries", folder, "--out", out), ["a-folder", "holds no"]),
         (("evaluate", folder, "--qrels", folder), ["a-folder", "is a folder"]),
         (("search", "--index", broken_index, "--queries", queries, "--out", out), ["index.faiss", "not a readable"]),
         (("encode", "--model", broken_model, "--corpus", corpus, "--out", out), ["model.safetensors", "damaged"]),

@@ -16,6 +16,7 @@ from seedr.data.articles import read_articles
 from seedr.data.corpus import write_corpus
 from seedr.data.passages import split_passages
 from seedr.data.queries import read_qrels, read_queries, write_qrels, write_queries
+from seedr.retrieval.encode import TextEncoder, native_bf16
 from seedr.retrieval.runs import read_trec_run
 
 runner = CliRunner()
@@ -53,11 +54,16 @@ def test_dense_pipeline_and_comparison_with_bm25(tmp_path, scifact_slice):
     count = len((data / "corpus.jsonl").read_text().splitlines())  # 60 and a few: some have 2 relevant
     assert manifest["count"] == count and len(manifest["shards"]) == 3
     assert manifest["encoder"]["pooling"] == "mean" and manifest["encoder"]["normalize"]  # MiniLM's own
+    # bf16 by default where the CPU computes it natively, recorded, and followed by the query encoder
+    assert manifest["encoder"]["compute_dtype"] == ("bfloat16" if native_bf16("cpu") else "float32")
+    assert f"computed in {manifest['encoder']['compute_dtype']}" in result.output
 
     result = seedr("index", "--embeddings", tmp_path / "emb", "--out", tmp_path / "index",
                    "--factory", "HNSW32")
     assert result.exit_code == 0, result.output
-    assert json.loads((tmp_path / "index" / "index.json").read_text())["encoder"]["max_length"] == 64
+    recorded = json.loads((tmp_path / "index" / "index.json").read_text())["encoder"]
+    assert recorded["max_length"] == 64
+    assert TextEncoder.from_settings(recorded).settings().items() <= recorded.items()  # queries as documents
 
     result = seedr("search", "--index", tmp_path / "index", "--queries", data / "queries.jsonl",
                    "--out", tmp_path / "dense.trec", "--k", 10, "--ef-search", 64)
@@ -99,8 +105,10 @@ def test_dense_pipeline_and_comparison_with_bm25(tmp_path, scifact_slice):
 def test_long_documents_are_searched_by_their_best_passage(tmp_path, scifact_slice):
     data = scifact_slice
     result = seedr("encode", "--model", "minilm", "--corpus", data / "corpus.jsonl",
-                   "--out", tmp_path / "emb", "--max-length", 48, "--limit", 8, "--long-documents", "maxp")
+                   "--out", tmp_path / "emb", "--max-length", 48, "--limit", 8, "--long-documents", "maxp",
+                   "--compute-dtype", "float32")  # how bf16 is turned off
     assert result.exit_code == 0, result.output
+    assert json.loads((tmp_path / "emb" / "manifest.json").read_text())["encoder"]["compute_dtype"] == "float32"
     ids = (tmp_path / "emb" / "ids-00000.txt").read_text().split()
     assert len(ids) > 8 and all("#" in passage for passage in ids)  # abstracts cut into 48-token passages
     assert seedr("index", "--embeddings", tmp_path / "emb", "--out", tmp_path / "index").exit_code == 0
@@ -139,12 +147,40 @@ def test_qa_coverage_mode(tmp_path, wiki_shard, shared_data):
     result = seedr("search", "--bm25", "--corpus", tmp_path / "passages.jsonl",
                    "--questions", tmp_path / "nq.jsonl", "--out", tmp_path / "nq.trec", "--k", 20)
     assert result.exit_code == 0, result.output
-    result = seedr("evaluate", tmp_path / "nq.trec", "--qa-answers", tmp_path / "nq.jsonl", "--passages",
+    result = seedr("evaluate", tmp_path / "nq.trec", "--qa-answers", tmp_path / "nq.jsonl", "--corpus",
                    tmp_path / "passages.jsonl", "--ks", "5,20", "--json", tmp_path / "qa.json")
     assert result.exit_code == 0, result.output
     coverage = json.loads((tmp_path / "qa.json").read_text())
     assert coverage["questions"] == len(lines)
     assert 0 <= coverage["metrics"]["Top-5"] <= coverage["metrics"]["Top-20"] <= 1
+
+
+def test_a_qa_run_scored_against_other_questions_is_refused(tmp_path, wiki_shard, shared_data):
+    write_corpus(tmp_path / "passages.jsonl", split_passages(itertools.islice(read_articles(wiki_shard), 20)))
+    lines = (shared_data / "nq-open" / "NQ-open.dev.jsonl").read_text().splitlines()
+    (tmp_path / "asked.jsonl").write_text("\n".join(lines[:40]) + "\n")
+    (tmp_path / "other.jsonl").write_text("\n".join(lines[40:80]) + "\n")  # the same ids: lines 1..40
+    result = seedr("search", "--bm25", "--corpus", tmp_path / "passages.jsonl", "--questions",
+                   tmp_path / "asked.jsonl", "--out", tmp_path / "run.trec", "--k", 5)
+    assert result.exit_code == 0, result.output
+    record = json.loads((tmp_path / "run.trec.json").read_text())["queries"]
+    assert record["kind"] == "questions" and record["count"] == 40
+    assert record["files"] == [str(tmp_path / "asked.jsonl")]
+    assert len(read_trec_run(tmp_path / "run.trec")) == 40  # the run file itself stays plain TREC
+
+    evaluate = ("evaluate", tmp_path / "run.trec", "--corpus", tmp_path / "passages.jsonl", "--ks", "5")
+    result = seedr(*evaluate, "--qa-answers", tmp_path / "other.jsonl")
+    assert result.exit_code == 1
+    assert "run.trec: the run was searched with other questions (40 from" in result.output
+    assert seedr(*evaluate, "--qa-answers", tmp_path / "asked.jsonl").exit_code == 0
+    # a copy of the same questions is the same questions
+    (tmp_path / "copy.jsonl").write_text((tmp_path / "asked.jsonl").read_text())
+    result = seedr(*evaluate, "--qa-answers", tmp_path / "copy.jsonl")
+    assert result.exit_code == 0 and "warning" not in result.output
+    # a run from another tool has no record: scored, with a warning
+    (tmp_path / "run.trec.json").unlink()
+    result = seedr(*evaluate, "--qa-answers", tmp_path / "other.jsonl")
+    assert result.exit_code == 0 and "cannot be checked against" in result.output
 
 
 def test_reqa_mode(tmp_path, shared_data):

@@ -26,6 +26,7 @@ from pathlib import Path
 
 from seedr.data.articles import read_articles, read_wikiextractor
 from seedr.data.glossary import read_glossary
+from seedr.data.inputs import Sources, input_files
 from seedr.data.io import DataError, iter_jsonl, iter_lines, require, unique_id, write_jsonl
 from seedr.data.qa import read_dpr_passages
 from seedr.data.records import Article, Document
@@ -48,6 +49,7 @@ class CorpusFormat:
     read_articles: Callable[[Path], Iterator[Article]] | None = None
     id_field: str = "id"  # what the format calls the id and the text, for error messages
     text_field: str = "text"
+    line_per_document: bool = False  # one document per non-blank line: counted cheaply for progress bars
 
 
 CORPUS_FORMATS: Registry[CorpusFormat] = Registry("corpus format")
@@ -99,17 +101,20 @@ def _from_articles(reader: Callable[[Path], Iterator[Article]]) -> Callable[[Pat
 CORPUS_FORMATS.register("seedr")(CorpusFormat(
     sniff=lambda path, first: {"id", "text"} <= _first_json(first).keys() and "url" not in _first_json(first),
     read=lambda path: _read_jsonl(path, "id"),
+    line_per_document=True,
 ))
 CORPUS_FORMATS.register("beir")(CorpusFormat(
     sniff=lambda path, first: "_id" in _first_json(first),
     read=lambda path: _read_jsonl(path, "_id"),
     id_field="_id",
+    line_per_document=True,
 ))
 CORPUS_FORMATS.register("msmarco-passage")(CorpusFormat(
     sniff=lambda path, first: first.count("\t") == 1,
     read=lambda path: _read_tsv(path, ("pid", "passage"), lambda v: Document(id=v[0].strip(), text=v[1])),
     id_field="pid",
     text_field="passage",
+    line_per_document=True,
 ))
 CORPUS_FORMATS.register("msmarco-doc")(CorpusFormat(
     sniff=lambda path, first: first.count("\t") == 3,
@@ -117,6 +122,7 @@ CORPUS_FORMATS.register("msmarco-doc")(CorpusFormat(
                                 lambda v: Document(id=v[0].strip(), text=v[3], title=v[2])),
     id_field="docid",
     text_field="body",
+    line_per_document=True,
 ))
 CORPUS_FORMATS.register("dpr")(CorpusFormat(
     sniff=lambda path, first: sorted(first.split("\t")) == ["id", "text", "title"],
@@ -126,6 +132,7 @@ CORPUS_FORMATS.register("articles")(CorpusFormat(
     sniff=lambda path, first: bool({"lead", "sections"} & _first_json(first).keys()),
     read=_from_articles(read_articles),
     read_articles=read_articles,
+    line_per_document=True,
 ))
 CORPUS_FORMATS.register("wikiextractor")(CorpusFormat(
     sniff=lambda path, first: first.lstrip().startswith("<doc") or {"url", "text"} <= _first_json(first).keys(),
@@ -160,14 +167,17 @@ def _resolve_format(path: Path, format: str) -> str:
     return name
 
 
-def read_corpus(path: str | os.PathLike, format: str = "auto", skip_empty: bool = False,
+def read_corpus(path: Sources, format: str = "auto", skip_empty: bool = False,
                 check_duplicates: bool = True) -> Iterator[Document]:
-    """Stream the documents of a corpus file in any format of ``CORPUS_FORMATS`` (compression transparent).
+    """Stream the documents of a corpus in any format of ``CORPUS_FORMATS`` (compression transparent).
 
     Args:
-        format: a name from ``CORPUS_FORMATS``, or ``"auto"`` to recognise it from the file.
+        path: a file, or several files, quoted globs or folders (a folder of shards, or one made by
+            ``seedr prepare``: ``seedr.data.inputs.input_files``), read one after another.
+        format: a name from ``CORPUS_FORMATS``, or ``"auto"`` to recognise it from each file.
         skip_empty: skip documents with neither title nor text instead of raising.
-        check_duplicates: raise on an id seen earlier (keeps one string per document in memory).
+        check_duplicates: raise on an id seen earlier, in any of the files (keeps one string per
+            document in memory).
 
     Raises:
         DataError: naming the file, line and field of malformed JSON, a missing id, an empty
@@ -178,31 +188,43 @@ def read_corpus(path: str | os.PathLike, format: str = "auto", skip_empty: bool 
         >>> next(docs).id
         '4983'
     """
-    path = Path(path)
-    corpus_format = CORPUS_FORMATS.get(_resolve_format(path, format))
     seen: dict[str, int] = {}
-    for line, document in corpus_format.read(path):
-        if not document.text.strip() and not document.title.strip():
-            if skip_empty:
-                continue
-            raise DataError(path, "empty: the document has neither text nor title", line=line,
-                            field=corpus_format.text_field)
-        if check_duplicates:
-            unique_id(seen, document.id, path, line, field=corpus_format.id_field)
-        yield document
+    for file in input_files(path, "corpus"):
+        corpus_format = CORPUS_FORMATS.get(_resolve_format(file, format))
+        for line, document in corpus_format.read(file):
+            if not document.text.strip() and not document.title.strip():
+                if skip_empty:
+                    continue
+                raise DataError(file, "empty: the document has neither text nor title", line=line,
+                                field=corpus_format.text_field)
+            if check_duplicates:
+                unique_id(seen, document.id, file, line, field=corpus_format.id_field)
+            yield document
 
 
-def read_corpus_articles(path: str | os.PathLike, format: str = "auto") -> Iterator[Article]:
-    """Stream a corpus as articles: structured formats keep their sections and links; a flat document
-    becomes an article whose lead is its text (one paragraph)."""
-    path = Path(path)
-    name = _resolve_format(path, format)
-    reader = CORPUS_FORMATS.get(name).read_articles
-    if reader is not None:
-        yield from reader(path)
-        return
-    for document in read_corpus(path, name):
-        yield Article(id=document.id, title=document.title, lead=(document.text,) if document.text.strip() else ())
+def read_corpus_articles(path: Sources, format: str = "auto") -> Iterator[Article]:
+    """Stream a corpus (files, globs or folders, as ``read_corpus``) as articles: structured formats keep
+    their sections and links; a flat document becomes an article whose lead is its text (one paragraph)."""
+    for file in input_files(path, "corpus"):
+        name = _resolve_format(file, format)
+        reader = CORPUS_FORMATS.get(name).read_articles
+        if reader is not None:
+            yield from reader(file)
+            continue
+        for document in read_corpus(file, name):
+            yield Article(id=document.id, title=document.title,
+                          lead=(document.text,) if document.text.strip() else ())
+
+
+def count_documents(path: Sources, format: str = "auto") -> int | None:
+    """How many documents ``read_corpus(path, format)`` yields at most (the total of a progress bar, for
+    an ETA), counted from the lines of formats with one document per line; ``None`` for other formats."""
+    total = 0
+    for file in input_files(path, "corpus"):
+        if not CORPUS_FORMATS.get(_resolve_format(file, format)).line_per_document:
+            return None
+        total += sum(1 for _, line in iter_lines(file) if line.strip())  # a damaged file: a DataError naming it
+    return total
 
 
 def write_corpus(path: str | os.PathLike, documents: Iterable[Document]) -> int:
@@ -210,8 +232,9 @@ def write_corpus(path: str | os.PathLike, documents: Iterable[Document]) -> int:
     return write_jsonl(path, ({"id": d.id, "title": d.title, "text": d.text} for d in documents))
 
 
-def load_corpus(path: str | os.PathLike, format: str = "auto") -> dict[str, Document]:
-    """The whole corpus in memory, by id (duplicate ids are an error)."""
+def load_corpus(path: Sources, format: str = "auto") -> dict[str, Document]:
+    """The whole corpus (files, globs or folders, as ``read_corpus``) in memory, by id (duplicate ids are
+    an error)."""
     return {document.id: document for document in read_corpus(path, format)}
 
 
@@ -219,6 +242,7 @@ __all__ = [
     "CORPUS_FORMATS",
     "CorpusFormat",
     "article_document",
+    "count_documents",
     "detect_format",
     "load_corpus",
     "read_corpus",

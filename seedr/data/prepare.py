@@ -17,6 +17,7 @@ It is built beside its final place and renamed into place only when complete.
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 from collections.abc import Iterable, Iterator
@@ -28,24 +29,24 @@ from tqdm import tqdm
 from seedr.config import record_run
 from seedr.data.corpus import article_document, read_corpus, read_corpus_articles, write_corpus
 from seedr.data.default import default_articles, default_description_queries
-from seedr.data.io import OUTPUT_MARKERS, atomic_directory, atomic_write, check_output_folder
+from seedr.data.inputs import PREPARED_MARKER
+from seedr.data.io import atomic_directory, atomic_write, check_output_folder
 from seedr.data.links import recover_title_links, write_links
 from seedr.data.passages import split_passages
 from seedr.data.queries import write_qrels, write_queries
 from seedr.data.records import Article, Qrels
 from seedr.data.tokenizer import train_wordpiece
 
-#: The file that marks a folder as made by ``prepare`` (so a later run may replace it).
-PREPARED_MARKER = OUTPUT_MARKERS["prepared corpus"]
 
 
 @dataclass
 class PrepareOptions:
     """What ``prepare_corpus`` does; recorded in the folder's ``config.yaml``."""
 
-    corpus: str | None = None  # None: the embedded default corpus (seedr.data.default)
+    corpus: list[str] = field(default_factory=list)  # files, globs, folders; empty: the embedded default corpus
     format: str = "auto"
-    passages: int = 0  # words per DPR passage; 0 keeps documents whole
+    passage_words: int = 0  # words per DPR passage; 0 keeps documents whole
+    max_articles: int | None = None  # read only the first N articles (of all files, in order)
     links: bool = False
     min_title_words: int = 2
     tokenizer_vocab: int = 0  # 0: no tokenizer
@@ -69,9 +70,8 @@ class PrepareSummary:
 
 
 def _source_articles(options: PrepareOptions) -> Iterator[Article]:
-    if options.corpus is None:
-        return default_articles()
-    return read_corpus_articles(options.corpus, options.format)
+    articles = default_articles() if not options.corpus else read_corpus_articles(options.corpus, options.format)
+    return itertools.islice(articles, options.max_articles)
 
 
 def _with_links(articles: list[Article], options: PrepareOptions, summary: PrepareSummary) -> list[Article]:
@@ -98,6 +98,8 @@ def prepare_corpus(out_dir: str | os.PathLike, options: PrepareOptions | None = 
     An existing prepared folder is replaced only with ``overwrite``; any other folder is refused.
     """
     options = options or PrepareOptions()
+    if options.max_articles is not None and not options.corpus:
+        raise ValueError("max_articles cuts a given corpus; the embedded one comes whole, with its queries")
     out_dir = Path(out_dir)
     check_output_folder(out_dir, "prepared corpus", replaces=True, overwrite=overwrite)
     summary = PrepareSummary(out_dir=out_dir)
@@ -109,14 +111,14 @@ def prepare_corpus(out_dir: str | os.PathLike, options: PrepareOptions | None = 
             summary.links = sum(len(article.links) for article in articles)
             write_links(folder / "links.jsonl", articles)
         counted = tqdm(articles, desc="articles", unit="", disable=not progress)
-        documents = (split_passages(counted, words=options.passages) if options.passages
+        documents = (split_passages(counted, words=options.passage_words) if options.passage_words
                      else map(article_document, counted))
         summary.documents = write_corpus(folder / "corpus.jsonl", documents)
         summary.articles = counted.n
-        if options.corpus is None:
+        if not options.corpus:
             queries, qrels = default_description_queries()
-            if options.passages:
-                qrels = _passage_qrels(qrels, options.passages)
+            if options.passage_words:
+                qrels = _passage_qrels(qrels, options.passage_words)
             summary.queries = write_queries(folder / "queries.jsonl", queries)
             write_qrels(folder / "qrels" / "test.tsv", qrels, format="beir")
             summary.qrels = sum(map(len, qrels.values()))

@@ -14,6 +14,7 @@ from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
 from collections.abc import Set as AbstractSet
 from typing import Literal
 
+from seedr.data.inputs import Sources, input_files
 from seedr.data.io import DataError, atomic_write, iter_jsonl, iter_lines, require, unique_id, write_jsonl
 from seedr.data.records import Qrels
 from seedr.registry import Registry
@@ -78,8 +79,12 @@ def _sniff_query_format(path: PathLike) -> str:
     return "beir" if _first_line(path)[1].lstrip().startswith("{") else "tsv"
 
 
-def read_queries(path: PathLike, format: Literal["auto", "beir", "tsv"] = "auto") -> dict[str, str]:
+def read_queries(path: Sources, format: Literal["auto", "beir", "tsv"] = "auto") -> dict[str, str]:
     """Read queries as ``{qid: text}``, in file order.
+
+    ``path``: a file, or several files, quoted globs or folders (a BEIR folder or one made by
+    ``seedr prepare`` stands for its ``queries.jsonl``: ``seedr.data.inputs.input_files``), read one
+    after another; an id is unique across all of them.
 
     ``format``: ``"beir"`` (``queries.jsonl``: ``_id``, ``text``; other keys such as ``metadata`` are
     ignored), ``"tsv"`` (MS MARCO ``queries.*.tsv``, TREC DL topics: ``qid<TAB>text``) or ``"auto"``
@@ -91,12 +96,13 @@ def read_queries(path: PathLike, format: Literal["auto", "beir", "tsv"] = "auto"
         >>> queries["0"]  # doctest: +SKIP
         '0-dimensional biomaterials lack inductive properties.'
     """
-    name = _resolve_format(path, format, QUERY_FORMATS, _sniff_query_format)
-    id_field = "_id" if name == "beir" else "qid"
     queries: dict[str, str] = {}
     lines_of_ids: dict[str, int] = {}
-    for number, qid, text in QUERY_FORMATS.get(name)(path):
-        queries[unique_id(lines_of_ids, qid, path, number, field=id_field)] = text
+    for file in input_files(path, "queries"):
+        name = _resolve_format(file, format, QUERY_FORMATS, _sniff_query_format)
+        id_field = "_id" if name == "beir" else "qid"
+        for number, qid, text in QUERY_FORMATS.get(name)(file):
+            queries[unique_id(lines_of_ids, qid, file, number, field=id_field)] = text
     return queries
 
 

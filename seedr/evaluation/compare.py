@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from rich.table import Table
+from tqdm.auto import tqdm
 
 from seedr.evaluation.significance import Comparison, compare_runs
 
@@ -94,10 +95,11 @@ class ComparisonTable:
 
 def comparison_table(per_query_by_system: dict[str, dict[str, dict[str, float]]], baseline: str,
                      metrics: Sequence[str] | None = None, test: str = "permutation", alpha: float = 0.05,
-                     n_resamples: int = 10_000, seed: int = 0) -> ComparisonTable:
+                     n_resamples: int = 10_000, seed: int = 0, show_progress: bool = False) -> ComparisonTable:
     """Compare systems given ``{system: {metric: {qid: value}}}`` (e.g. from ``metrics.per_query``).
 
     ``metrics`` defaults to those of the baseline, in its order; every system must have them all.
+    ``show_progress``: a bar over the metrics' tests (when there are systems to compare).
     """
     if baseline not in per_query_by_system:
         raise KeyError(f"baseline {baseline!r} is not among the systems: {', '.join(per_query_by_system)}")
@@ -107,7 +109,8 @@ def comparison_table(per_query_by_system: dict[str, dict[str, dict[str, float]]]
         if missing:
             raise KeyError(f"system {system!r} has no per-query values for {', '.join(missing)}")
     comparisons = {}
-    for metric in metrics:
+    testing = show_progress and len(per_query_by_system) > 1
+    for metric in tqdm(metrics, desc="significance", unit="metric", disable=not testing):
         scores = {system: by_metric[metric] for system, by_metric in per_query_by_system.items()}
         comparisons[metric] = compare_runs(scores, baseline, test, alpha, n_resamples, seed)
     return ComparisonTable(list(per_query_by_system), metrics, baseline, test, alpha, comparisons)

@@ -470,11 +470,12 @@ def is_cpdae_run(path: str | os.PathLike) -> bool:
 
 def corpus_texts(paths: Sequence[str | os.PathLike], max_documents: int | None = None) -> list[str]:
     """The texts (bodies, without titles) of the first ``max_documents`` documents of corpus files in
-    any format ``seedr.data.corpus.read_corpus`` reads (folders: every file inside, in name order)."""
+    any format ``seedr.data.corpus.read_corpus`` reads (files, quoted globs, folders:
+    ``seedr.data.inputs.input_files``)."""
     from seedr.data.corpus import read_corpus
-    from seedr.training.pretrain import corpus_files
+    from seedr.data.inputs import input_files
 
-    documents = (document for path in corpus_files([str(p) for p in paths])
+    documents = (document for path in input_files(paths, "corpus")
                  for document in read_corpus(path, skip_empty=True))
     return [document.text for document in itertools.islice(documents, max_documents) if document.text.strip()]
 

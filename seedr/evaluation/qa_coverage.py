@@ -14,14 +14,16 @@ prepends the title, as DPR's ``use_title`` option does with ``title + " . " + te
 
 from __future__ import annotations
 
-import os
 import unicodedata
 from collections.abc import Iterable, Sequence
 from functools import lru_cache
 
 import numpy as np
 import regex
+from tqdm.auto import tqdm
 
+from seedr.data.corpus import count_documents, read_corpus
+from seedr.data.inputs import Sources, input_files
 from seedr.data.qa import read_nq_open
 from seedr.data.records import Document, Run
 from seedr.retrieval.runs import rank_documents
@@ -59,11 +61,13 @@ def has_answer(answers: Iterable[str], text: str) -> bool:
 
 
 def first_hit_ranks(run: Run, passages: dict[str, Document], answers: dict[str, Sequence[str]],
-                    depth: int = 100, include_title: bool = False) -> dict[str, int | None]:
+                    depth: int = 100, include_title: bool = False, show_progress: bool = False
+                    ) -> dict[str, int | None]:
     """For each question of ``answers``: the rank (1-based) of its first answer-bearing passage within
     the top ``depth``, or ``None``. Questions the run does not answer get ``None``."""
     ranks: dict[str, int | None] = {}
-    for qid, question_answers in answers.items():
+    for qid, question_answers in tqdm(answers.items(), desc="answer coverage", unit="question",
+                                      disable=not show_progress):
         ranks[qid] = None
         for rank, (doc_id, _) in enumerate(rank_documents(run.get(qid, {}))[:depth], start=1):
             passage = passages.get(doc_id)
@@ -76,11 +80,32 @@ def first_hit_ranks(run: Run, passages: dict[str, Document], answers: dict[str, 
     return ranks
 
 
-def read_qa_file(path: str | os.PathLike) -> tuple[dict[str, str], dict[str, list[str]]]:
-    """``(questions, answers)`` of an NQ-open / DPR QA JSONL file, keyed by ``read_nq_open``'s ids
-    (the ``id`` field, else the line number): the same ids for searching and for scoring."""
-    examples = read_nq_open(path)
-    return {e.id: e.question for e in examples}, {e.id: list(e.answers) for e in examples}
+def ranked_passages(runs: Iterable[Run], corpus: Sources, show_progress: bool = False) -> dict[str, Document]:
+    """The passages of ``corpus`` (files, globs, folders) that ``runs`` rank, by id: all that answer
+    coverage reads, kept in memory however large the corpus."""
+    needed = {doc for run in runs for scores in run.values() for doc in scores}
+    documents = tqdm(read_corpus(corpus, check_duplicates=False), desc="read passages", unit="passage",
+                     total=count_documents(corpus) if show_progress else None, disable=not show_progress)
+    return {document.id: document for document in documents if document.id in needed}
+
+
+def read_qa_file(path: Sources) -> tuple[dict[str, str], dict[str, list[str]]]:
+    """``(questions, answers)`` of NQ-open / DPR QA JSONL, keyed by ``read_nq_open``'s ids (the ``id``
+    field, else the line number): the same ids for searching and for scoring.
+
+    ``path``: a file, or several files, quoted globs or a folder (``seedr.data.inputs.input_files``);
+    with several files an id is prefixed by its file's name (``NQ-open.dev.jsonl:12``), as line
+    numbers repeat from file to file.
+    """
+    files = input_files(path, "questions")
+    questions: dict[str, str] = {}
+    answers: dict[str, list[str]] = {}
+    for file in files:
+        prefix = f"{file.name}:" if len(files) > 1 else ""
+        for example in read_nq_open(file):
+            questions[prefix + example.id] = example.question
+            answers[prefix + example.id] = list(example.answers)
+    return questions, answers
 
 
 def coverage_per_question(first_hits: dict[str, int | None], ks: Sequence[int] = (1, 5, 20, 100)

@@ -4,7 +4,10 @@
   systems' scores on a query are exchangeable, so the sign of each per-query difference is flipped at
   random and the mean difference recomputed; the two-sided p-value is the share of resamples at
   least as extreme as the observed mean difference (``scipy.stats.permutation_test`` with
-  ``permutation_type="samples"``; exact when 2^n ≤ ``n_resamples``, seeded otherwise). SEED-Encoder
+  ``permutation_type="samples"``; exact when 2^n ≤ ``n_resamples``, seeded otherwise). The
+  resamples are drawn and reduced in chunks of about ``RESAMPLE_CHUNK_VALUES`` values (scipy's
+  ``batch``), so memory stays flat however many queries and resamples there are; the p-value is the
+  same as drawing them all at once (scipy draws the same random stream either way). SEED-Encoder
   (Lu et al. 2021, sec. 5) reports it at p < 0.05; Smucker et al. (CIKM 2007) recommend it for IR.
 * ``ttest`` — the two-tailed paired t-test (``scipy.stats.ttest_rel``), CPDAE's test (Table 1, p ≤ 0.05).
 
@@ -26,11 +29,25 @@ from seedr.registry import Registry
 SignificanceTest = Callable[[np.ndarray, np.ndarray, int, int], float]
 TESTS: Registry[SignificanceTest] = Registry("significance test")
 
+#: Resampled values (resamples × queries) drawn at once. scipy holds about 70 bytes per value (the
+#: index array, its permutation, the gathered scores), so a chunk peaks near 70 MB however many
+#: queries and resamples there are; all 10,000 resamples of 3,610 NQ-open questions at once peaked at
+#: 2.5 GB (``bench/bench_significance.py``).
+RESAMPLE_CHUNK_VALUES = 1_000_000
+
+
+def resample_chunk(queries: int, n_resamples: int) -> int:
+    """How many resamples to draw at once for ``queries`` paired values (at least 1)."""
+    return max(1, min(n_resamples, RESAMPLE_CHUNK_VALUES // max(queries, 1)))
+
 
 @TESTS.register("permutation")
 def permutation_test(system: np.ndarray, baseline: np.ndarray, n_resamples: int = 10_000,
-                     seed: int = 0) -> float:
-    """Two-sided p-value of the paired sign-flipping randomisation test on the mean difference."""
+                     seed: int = 0, chunk: int | None = None) -> float:
+    """Two-sided p-value of the paired sign-flipping randomisation test on the mean difference.
+
+    ``chunk``: resamples drawn at once (default ``resample_chunk``); it changes memory, not the result.
+    """
     if np.array_equal(system, baseline):
         return 1.0
 
@@ -39,6 +56,7 @@ def permutation_test(system: np.ndarray, baseline: np.ndarray, n_resamples: int 
 
     result = stats.permutation_test((system, baseline), mean_difference, permutation_type="samples",
                                     vectorized=True, n_resamples=n_resamples, alternative="two-sided",
+                                    batch=chunk or resample_chunk(len(system), n_resamples),
                                     rng=np.random.default_rng(seed))
     return float(result.pvalue)
 

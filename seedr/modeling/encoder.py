@@ -26,6 +26,7 @@ from transformers import (
     PreTrainedTokenizerBase,
 )
 
+from seedr.modeling.model_card import write_model_card
 from seedr.modeling.projection import MODULES_FILE, PROJECTION_FOLDER, Projection, save_projection
 
 Pooling = Literal["cls", "mean"]
@@ -175,7 +176,8 @@ def save_encoder(encoder: PreTrainedModel, tokenizer: PreTrainedTokenizerBase, d
 
     Writes ``config.json``, ``model.safetensors`` and the tokenizer files (transformers), then
     ``modules.json``, ``sentence_bert_config.json``, ``config_sentence_transformers.json`` and
-    ``1_Pooling/config.json`` (sentence-transformers) describing ``pooling`` and the similarity;
+    ``1_Pooling/config.json`` (sentence-transformers) describing ``pooling`` and the similarity, and a
+    model card ``README.md`` (``seedr.modeling.model_card``);
     ``projection`` (the ICLR 2020 linear layer on [CLS]) becomes a ``Dense`` module in ``2_Dense/``
     and ``normalize`` appends a ``Normalize`` module, so ``SentenceTransformer(dir)`` gives the
     embedding seedr trained (``seedr.modeling.projection.load_projection`` reads the head back).
@@ -213,4 +215,5 @@ def save_encoder(encoder: PreTrainedModel, tokenizer: PreTrainedTokenizerBase, d
         "pooling_mode_max_tokens": False,
         "pooling_mode_mean_sqrt_len_tokens": False,
     }, indent=2))
+    write_model_card(directory)  # a run's details are added when it publishes the encoder
     return directory

@@ -77,11 +77,16 @@ class BM25Index:
     @classmethod
     def build(cls, documents: Iterable[Document], k1: float = 0.9, b: float = 0.4, method: str = "lucene",
               stemmer: str | None = "english", stopwords: str | None = "en", include_title: bool = True,
-              show_progress: bool = False) -> BM25Index:
-        """Index ``documents``; ``method`` is a bm25s variant (lucene, robertson, atire, bm25l, bm25+)."""
+              show_progress: bool = False, total: int | None = None) -> BM25Index:
+        """Index ``documents``; ``method`` is a bm25s variant (lucene, robertson, atire, bm25l, bm25+).
+
+        With ``show_progress``, reading the documents shows passages/s (and an ETA given their ``total``,
+        e.g. ``seedr.data.corpus.count_documents``), then bm25s's tokenising and indexing bars.
+        """
         settings = BM25Settings(k1, b, method, stemmer, stopwords, include_title)
         ids, texts = [], []
-        for document in documents:
+        reading = tqdm(documents, desc="bm25 read", unit="passage", total=total, disable=not show_progress)
+        for document in reading:
             ids.append(document.id)
             title = document.title if include_title else ""
             texts.append(f"{title} {document.text}" if title else document.text)

@@ -22,7 +22,7 @@ import functools
 import json
 import os
 import shutil
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import asdict, dataclass
 from itertools import islice
 from pathlib import Path
@@ -64,6 +64,27 @@ def document_input(document: Document, title: str = "pair", prefix: str = "") ->
     return prefix + document.title, document.text
 
 
+def native_bf16(device: str | torch.device) -> bool:
+    """Does ``device`` compute bfloat16 natively: a CUDA GPU that supports it, or a CPU with AVX512-BF16
+    or AMX instructions (where oneDNN runs bf16 matrix products in hardware; without them it emulates
+    bf16, more slowly than float32)?"""
+    device = torch.device(device)
+    if device.type == "cuda":
+        return torch.cuda.is_available() and torch.cuda.is_bf16_supported()
+    if device.type != "cpu":
+        return False
+    # torch.cpu exposes these checks only as private functions; absent from a torch build = unsupported
+    checks = ("_is_avx512_bf16_supported", "_is_amx_tile_supported")
+    return any(getattr(torch.cpu, name, lambda: False)() for name in checks)
+
+
+def default_compute_dtype(device: str | torch.device) -> str:
+    """What ``seedr encode --compute-dtype auto`` runs under: ``bfloat16`` autocast where ``native_bf16``,
+    else ``float32``. Vectors are stored in float32 either way, and bf16 ones stay close to the float32
+    ones (``tests/test_retrieval_dense.py`` checks their cosine)."""
+    return "bfloat16" if native_bf16(device) else "float32"
+
+
 def _autocast_dtype(dtype: str | torch.dtype | None) -> torch.dtype | None:
     """``None``/``float32`` mean full precision; ``bfloat16``/``float16`` mean autocast to that type."""
     if dtype is None:
@@ -103,7 +124,7 @@ def encode_texts(model: PreTrainedModel, tokenizer: PreTrainedTokenizerBase, tex
                  pooling: Pooling = "cls", max_length: int = 512, batch_size: int = 64, *,
                  text_pairs: Sequence[str | None] | None = None, projection: Projection | None = None,
                  normalize: bool = False, autocast_dtype: str | torch.dtype | None = None,
-                 show_progress: bool = False) -> np.ndarray:
+                 show_progress: bool = False, on_batch: Callable[[int], object] | None = None) -> np.ndarray:
     """Embed ``texts`` (optionally paired with ``text_pairs``) with an in-memory model; (N, D) float32.
 
     This is the function form used on a model being trained (e.g. to validate or mine negatives
@@ -111,6 +132,7 @@ def encode_texts(model: PreTrainedModel, tokenizer: PreTrainedTokenizerBase, tex
     restored afterwards. The pooled embedding goes through ``projection`` when given (the linear
     layer of the ICLR 2020 two-tower models: D = its output size, else D = H), then ``normalize``
     L2-normalises it (cosine similarity as a dot product) — sentence-transformers' module order.
+    ``on_batch(n)`` is called after each batch of ``n`` texts (e.g. a caller's progress bar).
     """
     if text_pairs is not None and len(text_pairs) != len(texts):
         raise ValueError(f"{len(texts)} texts but {len(text_pairs)} text pairs")
@@ -141,6 +163,8 @@ def encode_texts(model: PreTrainedModel, tokenizer: PreTrainedTokenizerBase, tex
                 if normalize:
                     vectors = torch.nn.functional.normalize(vectors, dim=-1)
                 output[indices] = vectors.cpu().numpy()
+                if on_batch is not None:
+                    on_batch(len(indices))
     finally:
         model.train(was_training)
     return output
@@ -197,7 +221,8 @@ class TextEncoder:
             folder lists a ``Normalize`` module.
         max_length: tokens per input, truncating longer ones; default: the folder's ``max_seq_length``, else 512.
         device: ``"cpu"``, ``"cuda"``...; default CUDA when available.
-        dtype: ``None``/``"float32"``, or ``"bfloat16"``/``"float16"`` to run under autocast.
+        dtype: ``None``/``"float32"``, or ``"bfloat16"``/``"float16"`` to run under autocast, or ``"auto"``:
+            ``default_compute_dtype`` of the device (bf16 where it is native).
         query_prefix, document_prefix: text put before every query / document (E5-style instructions).
         title: how documents' titles are encoded (``TITLE_MODES``); default: what the folder records, else
             ``pair``.
@@ -226,7 +251,7 @@ class TextEncoder:
         self.pooling: Pooling = pooling or defaults["pooling"]
         self.normalize: bool = defaults["normalize"] if normalize is None else normalize
         self.max_length: int = max_length or defaults["max_length"]
-        self.autocast_dtype = _autocast_dtype(dtype)
+        self.autocast_dtype = _autocast_dtype(default_compute_dtype(self.device) if dtype == "auto" else dtype)
         self.query_prefix, self.document_prefix = query_prefix, document_prefix
         self.title: str = title or defaults["title"]
 
@@ -237,6 +262,8 @@ class TextEncoder:
         (so queries are encoded as the documents were); ``overrides`` replace single options."""
         options = {key: settings[key] for key in ("pooling", "normalize", "max_length", "query_prefix",
                                                   "document_prefix", "title") if key in settings}
+        if "compute_dtype" in settings:  # queries are encoded in the precision the documents were
+            options["dtype"] = settings["compute_dtype"]
         options.update({key: value for key, value in overrides.items() if value is not None})
         encoder = cls(model_path or settings["model"], **options)
         recorded = settings.get("fingerprint")
@@ -260,17 +287,18 @@ class TextEncoder:
     def settings(self) -> dict[str, Any]:
         """What determines the vectors: recorded beside embeddings and indexes. The model by its absolute
         path (queries are encoded by the same model from any directory) and its weights fingerprint."""
-        compute_dtype = str(self.autocast_dtype).removeprefix("torch.") if self.autocast_dtype else "float32"
         return {"model": str(self.model_path.resolve()), "fingerprint": self.fingerprint, "pooling": self.pooling,
                 "normalize": self.normalize, "max_length": self.max_length, "query_prefix": self.query_prefix,
-                "document_prefix": self.document_prefix, "title": self.title, "dim": self.dim, "compute_dtype": compute_dtype}
+                "document_prefix": self.document_prefix, "title": self.title, "dim": self.dim,
+                "compute_dtype": str(self.autocast_dtype or torch.float32).removeprefix("torch.")}
 
     def encode(self, texts: Sequence[str], batch_size: int = 64, show_progress: bool = False,
-               text_pairs: Sequence[str | None] | None = None) -> np.ndarray:
-        """Embed raw ``texts`` (no prefix added); (N, D) float32."""
+               text_pairs: Sequence[str | None] | None = None,
+               on_batch: Callable[[int], object] | None = None) -> np.ndarray:
+        """Embed raw ``texts`` (no prefix added); (N, D) float32. ``on_batch``: as ``encode_texts``'."""
         return encode_texts(self.model, self.tokenizer, texts, self.pooling, self.max_length, batch_size,
                             text_pairs=text_pairs, projection=self.projection, normalize=self.normalize,
-                            autocast_dtype=self.autocast_dtype, show_progress=show_progress)
+                            autocast_dtype=self.autocast_dtype, show_progress=show_progress, on_batch=on_batch)
 
     def encode_queries(self, queries: Sequence[str], batch_size: int = 64,
                        show_progress: bool = False) -> np.ndarray:
@@ -278,12 +306,14 @@ class TextEncoder:
         return self.encode([self.query_prefix + query for query in queries], batch_size, show_progress)
 
     def encode_documents(self, documents: Sequence[Document], batch_size: int = 64,
-                         show_progress: bool = False) -> np.ndarray:
+                         show_progress: bool = False,
+                         on_batch: Callable[[int], object] | None = None) -> np.ndarray:
         """Embed documents as ``document_input`` lays them out under ``title`` (by default the pair
-        ``title [SEP] text``, DPR/ANCE); ``document_prefix`` goes before the first segment."""
+        ``title [SEP] text``, DPR/ANCE); ``document_prefix`` goes before the first segment.
+        ``on_batch``: as ``encode_texts``'."""
         inputs = [document_input(document, self.title, self.document_prefix) for document in documents]
         firsts, seconds = zip(*inputs) if inputs else ((), ())
-        return self.encode(list(firsts), batch_size, show_progress, text_pairs=list(seconds))
+        return self.encode(list(firsts), batch_size, show_progress, text_pairs=list(seconds), on_batch=on_batch)
 
 
 # ------------------------------------------------------------------ corpus shards
@@ -316,7 +346,7 @@ def encode_corpus_to_shards(encoder: TextEncoder, documents: Iterable[Document],
                             shard_size: int = 50_000, dtype: str = "float32", batch_size: int = 64,
                             show_progress: bool = True,
                             extra_settings: dict[str, Any] | None = None, rank: int = 0,
-                            world_size: int = 1) -> Path:
+                            world_size: int = 1, total: int | None = None) -> Path:
     """Encode a corpus into ``out_dir``: ``embeddings-00000.npy`` + ``ids-00000.txt`` per shard of
     ``shard_size`` documents, then ``manifest.json`` (written last: its presence means complete).
 
@@ -334,6 +364,8 @@ def encode_corpus_to_shards(encoder: TextEncoder, documents: Iterable[Document],
     holds the same documents, encoded alike, whatever the number of processes. No process waits for
     another: each writes its shards, then writes the manifest if every shard is on disk — the last
     one to finish does. Returns ``out_dir``; it is complete when ``manifest.json`` exists.
+    The progress bar moves every batch, with passages/s and, given the ``total`` of documents (e.g.
+    ``seedr.data.corpus.count_documents``), an ETA.
     """
     if dtype not in ("float32", "float16"):
         raise ValueError(f"unknown embedding dtype {dtype!r}; valid: float32, float16")
@@ -345,7 +377,7 @@ def encode_corpus_to_shards(encoder: TextEncoder, documents: Iterable[Document],
     fresh = not out_dir.exists() or not any(out_dir.iterdir())
     try:
         return _encode_shards(encoder, documents, out_dir, shard_size, dtype, batch_size, show_progress,
-                              extra_settings or {}, rank, world_size)
+                              extra_settings or {}, rank, world_size, total)
     except (DataError, ValueError):
         # Bad input (a malformed corpus line, a broken model): a folder this run began is removed whole,
         # so the corrected command — with other settings, maybe — starts clean. An interruption (a kill,
@@ -369,7 +401,7 @@ def _changed_settings(previous: dict[str, Any], settings: dict[str, Any]) -> lis
 
 def _encode_shards(encoder: TextEncoder, documents: Iterable[Document], out_dir: Path, shard_size: int, dtype: str,
                    batch_size: int, show_progress: bool, extra_settings: dict[str, Any], rank: int,
-                   world_size: int) -> Path:
+                   world_size: int, total: int | None) -> Path:
     out_dir.mkdir(parents=True, exist_ok=True)
     settings = asdict(ShardSettings(encoder.settings(), shard_size, dtype, extra_settings))
     settings_path = out_dir / SETTINGS
@@ -383,14 +415,16 @@ def _encode_shards(encoder: TextEncoder, documents: Iterable[Document], out_dir:
             json.dump(settings, stream, indent=2)
 
     shards = []
-    total = len(documents) if isinstance(documents, Sequence) else None
-    progress = tqdm(total=total, desc="encode corpus", unit="doc", disable=not show_progress)
+    if total is None and isinstance(documents, Sequence):
+        total = len(documents)
+    progress = tqdm(total=total, desc="encode corpus", unit="passage", disable=not show_progress,
+                    smoothing=0.1)
     for shard, chunk in enumerate(_batched(documents, shard_size)):
         embeddings_path, ids_path = _shard_paths(out_dir, shard)
         shards.append({"embeddings": embeddings_path.name, "ids": ids_path.name, "count": len(chunk)})
-        progress.update(len(chunk))
         if shard % world_size != rank:
-            continue  # another process's shard
+            progress.update(len(chunk))  # another process's shard
+            continue
         ids = [document.id for document in chunk]
         for doc_id in ids:
             if not doc_id or any(c.isspace() for c in doc_id):
@@ -400,8 +434,9 @@ def _encode_shards(encoder: TextEncoder, documents: Iterable[Document], out_dir:
             if done != ids:
                 raise DataError(ids_path, "the corpus differs from the one these shards were made from "
                                           "(document ids do not match); use a new output folder")
+            progress.update(len(ids))  # done by an earlier run
         else:
-            vectors = encoder.encode_documents(chunk, batch_size=batch_size)
+            vectors = encoder.encode_documents(chunk, batch_size=batch_size, on_batch=progress.update)
             stored = vectors.astype(dtype)
             broken = ~np.isfinite(stored).all(axis=1)
             if broken.any():

@@ -11,12 +11,20 @@ published figures; fixing one order removes them.)
 
 A line of a run file is ``qid Q0 docid rank score tag`` (TREC; also what Anserini, Pyserini and
 ``trec_eval`` read and write).
+
+Beside a run, ``seedr search`` writes ``<run>.json`` (``write_run_record``): the files its queries came
+from and a fingerprint of their ids and texts, so that ``seedr evaluate`` can refuse to score the run
+against other questions (NQ-open's question ids are line numbers: any question file has the same ids).
+The run file itself stays plain TREC, readable by every tool.
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
 import os
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from pathlib import Path
 
 import numpy as np
 
@@ -118,3 +126,48 @@ def read_trec_run(path: str | os.PathLike) -> Run:
         scores[doc] = value
     return run
 
+
+
+def run_record_path(run_path: str | os.PathLike) -> Path:
+    """Where the record of a run's queries lies: ``<run file>.json`` (``bm25.trec`` → ``bm25.trec.json``)."""
+    return Path(f"{os.fspath(run_path)}.json")
+
+
+def queries_fingerprint(queries: Mapping[str, str]) -> str:
+    """sha256 of the queries' ids and texts, in id order: the same for any copy of the same questions."""
+    digest = hashlib.sha256()
+    for qid in sorted(queries):
+        digest.update(f"{qid}\t{queries[qid]}\n".encode())
+    return digest.hexdigest()
+
+
+def write_run_record(run_path: str | os.PathLike, queries: Mapping[str, str], kind: str,
+                     files: Sequence[str | os.PathLike]) -> Path:
+    """Record beside ``run_path`` which queries (``kind``: queries, questions, reqa) it answers; atomic."""
+    record = {"queries": {"kind": kind, "files": [str(path) for path in files], "count": len(queries),
+                          "sha256": queries_fingerprint(queries)}}
+    path = run_record_path(run_path)
+    with atomic_write(path) as stream:
+        json.dump(record, stream, indent=2)
+    return path
+
+
+def check_run_queries(run_path: str | os.PathLike, queries: Mapping[str, str], given: str) -> str | None:
+    """Check that the run at ``run_path`` was searched with ``queries`` (read from ``given``).
+
+    Returns a warning when the run has no record (made by another tool, or by an older seedr), ``None``
+    when it matches.
+
+    Raises:
+        DataError: the run records other queries — scoring it would compare answers to the wrong questions.
+    """
+    path = run_record_path(run_path)
+    if not path.exists():
+        return f"{run_path}: no {path.name} beside it, so it cannot be checked against {given}"
+    recorded = json.loads(path.read_text(encoding="utf-8")).get("queries", {})
+    if recorded.get("sha256") != queries_fingerprint(queries):
+        files = ", ".join(recorded.get("files", [])) or "unknown files"
+        raise DataError(run_path, f"the run was searched with other {recorded.get('kind', 'queries')} "
+                                  f"({recorded.get('count', '?')} from {files}) than the {len(queries)} of "
+                                  f"{given}; score it against the questions it was searched with")
+    return None

@@ -24,8 +24,9 @@ def not_built(stage: str) -> None:
     raise typer.Exit(code=2)
 
 
-def _close_progress_bars() -> None:
-    """End the progress bars an error interrupted, so the error starts on a line of its own."""
+def _end_progress_bars() -> None:
+    """Close the progress bars an error interrupted, so that the error starts a line of its own instead of
+    being glued to a half-drawn bar (tqdm keeps every open bar in ``tqdm._instances``)."""
     from tqdm import tqdm
 
     for bar in list(getattr(tqdm, "_instances", ())):
@@ -41,7 +42,7 @@ def clear_errors(function: Callable[..., Any]) -> Callable[..., Any]:
             return function(*args, **kwargs)
         except (DataError, KeyError, ValueError, *CORRUPT_STREAM_ERRORS) as error:
             message = error.args[0] if isinstance(error, KeyError) and error.args else error
-            _close_progress_bars()
+            _end_progress_bars()
             console.print(f"[bold red]error[/]: {escape(str(message))}", soft_wrap=True, highlight=False)
             raise typer.Exit(code=1) from None
 

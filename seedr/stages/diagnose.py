@@ -22,8 +22,8 @@ def command(
                       "`seedr report`)."
     )],
     corpus: Annotated[list[Path] | None, typer.Option(
-        "--corpus", help="Texts for random-pair similarity and CPDAE's words: corpus files or folders in any "
-                         "seedr format, e.g. the wiki shards (repeatable)."
+        "--corpus", help="Texts for random-pair similarity and CPDAE's words: corpus files, folders or quoted "
+                         "globs in any seedr format, e.g. the wiki shards (repeatable)."
     )] = None,
     max_documents: Annotated[int, typer.Option(
         "--max-documents", help="Read at most this many documents (articles, for ICT pairs)."

@@ -17,8 +17,9 @@ def command(
     model: Annotated[str, typer.Option(
         "--model", help="Encoder: a model folder, a seedr run folder, or 'minilm'."
     )],
-    corpus: Annotated[Path, typer.Option(
-        "--corpus", help="Corpus in any format seedr reads (BEIR, seedr JSONL, MS MARCO TSV, articles ...)."
+    corpus: Annotated[list[Path], typer.Option(
+        "--corpus", help="Corpus in any format seedr reads (BEIR, seedr JSONL, MS MARCO TSV, articles ...): "
+                         "a file, a folder (of shards, or made by `seedr prepare`) or a quoted glob; repeatable."
     )],
     out: Annotated[Path, typer.Option(
         "--out", help="Folder for embeddings-*.npy, ids-*.txt and manifest.json."
@@ -34,9 +35,12 @@ def command(
     )] = None,
     batch_size: Annotated[int, typer.Option("--batch-size", help="Documents per forward pass.")] = 64,
     dtype: Annotated[str, typer.Option("--dtype", help="Stored precision: float32 or float16.")] = "float32",
-    compute_dtype: Annotated[str | None, typer.Option(
-        "--compute-dtype", help="Run under autocast: bfloat16 or float16."
-    )] = None,
+    compute_dtype: Annotated[str, typer.Option(
+        "--compute-dtype", help="Precision of the forward pass: auto (bfloat16 autocast where the CPU or GPU "
+                                "computes bf16 natively, else float32), float32, bfloat16 or float16. "
+                                "--compute-dtype float32 turns bf16 off. Recorded with the embeddings; "
+                                "`seedr search` encodes queries the same way."
+    )] = "auto",
     shard_size: Annotated[int, typer.Option(
         "--shard-size", help="Documents per shard (the unit of resumption)."
     )] = 50_000,
@@ -65,7 +69,7 @@ def command(
     """
     from accelerate import PartialState
 
-    from seedr.data.corpus import read_corpus
+    from seedr.data.corpus import count_documents, read_corpus
     from seedr.data.io import check_output_folder
     from seedr.retrieval.encode import MANIFEST, TextEncoder, encode_corpus_to_shards, model_defaults
     from seedr.retrieval.long_documents import long_document_passages
@@ -83,14 +87,17 @@ def command(
                           device=state.device if device in (None, "cuda") else device, dtype=compute_dtype,
                           document_prefix=document_prefix, title=title)
     documents = read_corpus(corpus)
+    total = count_documents(corpus)  # for the progress bar's ETA (None when the format cannot tell cheaply)
     if limit is not None:
         documents = islice(documents, limit)
+        total = min(limit, total) if total is not None else None
     extra = {}
     if long_documents is not None:
+        total = None  # passages, not documents
         documents = long_document_passages(documents, encoder.tokenizer, long_documents, encoder.max_length)
         extra = {"long_documents": long_documents}
     target = encode_corpus_to_shards(encoder, documents, out, shard_size=shard_size, dtype=dtype,
-                                     batch_size=batch_size, extra_settings=extra,
+                                     batch_size=batch_size, extra_settings=extra, total=total,
                                      show_progress=state.is_local_main_process, rank=state.process_index,
                                      world_size=state.num_processes)
     # No barrier: a process whose shards were done before a resume would wait, perhaps past the process
@@ -101,4 +108,5 @@ def command(
         return
     console.print(f"embeddings written to [bold]{target}[/] "
                   f"(pooling {encoder.pooling}, normalize {encoder.normalize}, "
-                  f"max length {encoder.max_length}, title {encoder.title})")
+                  f"max length {encoder.max_length}, title {encoder.title}, "
+                  f"computed in {encoder.settings()['compute_dtype']})")

@@ -18,6 +18,19 @@ def _names(paths: list[Path]) -> list[str]:
     return stems if len(set(stems)) == len(stems) else [str(path) for path in paths]
 
 
+def _check_questions(runs: list[Path], questions: dict[str, str], given: str) -> None:
+    """Refuse runs searched with other questions (question ids are line numbers: only the texts tell two
+    question files apart); warn about runs that do not record theirs."""
+    from rich.markup import escape
+
+    from seedr.retrieval.runs import check_run_queries
+
+    for path in runs:
+        warning = check_run_queries(path, questions, given)
+        if warning:
+            console.print(f"[yellow]warning[/]: {escape(warning)}", soft_wrap=True, highlight=False)
+
+
 @clear_errors
 def command(
     runs: Annotated[list[Path], typer.Argument(help="TREC run files (several: a comparison table).")],
@@ -27,15 +40,20 @@ def command(
     metrics: Annotated[str, typer.Option(
         "--metrics", help="Comma-separated ir_measures names: MRR@10, nDCG@10, R@100, MAP, R(rel=2)@1000 ..."
     )] = ",".join(DEFAULT_METRICS),
-    qa_answers: Annotated[Path | None, typer.Option(
-        "--qa-answers", help="QA coverage: NQ-open / DPR QA JSONL with answers."
+    qa_answers: Annotated[list[Path] | None, typer.Option(
+        "--qa-answers", help="QA coverage: NQ-open / DPR QA JSONL with answers, the questions the runs "
+                             "were searched with (repeatable, folders and quoted globs too)."
     )] = None,
-    passages: Annotated[Path | None, typer.Option(
-        "--passages", help="QA coverage: the passage corpus the runs rank."
+    corpus: Annotated[list[Path] | None, typer.Option(
+        "--corpus", help="QA coverage: the passage corpus the runs rank: a file, a folder (of shards, or "
+                         "made by `seedr prepare`) or a quoted glob; repeatable."
     )] = None,
     ks: Annotated[str, typer.Option("--ks", help="QA coverage: the k of top-k accuracy.")] = "1,5,20,100",
     qa_title: Annotated[bool, typer.Option(
-        "--qa-title/--no-qa-title", help="QA coverage: search titles for answers too."
+        "--qa-title/--no-qa-title", help="QA coverage: look for answers in passage titles too. Default: text "
+                                         "only, DPR's convention (its has_answer reads the passage text), so "
+                                         "figures compare with DPR's Table 2; retrieval still reads titles "
+                                         "(BM25 indexes them, encoders see 'title [SEP] text')."
     )] = False,
     reqa: Annotated[Path | None, typer.Option(
         "--reqa", help="ReQA: the SQuAD JSON the runs were made from (Recall@k, MRR)."
@@ -65,21 +83,20 @@ def command(
     """
     from rich.console import Console
 
-    from seedr.data.corpus import read_corpus
     from seedr.data.io import DataError, atomic_write
     from seedr.data.qa import read_squad, reqa_candidates
     from seedr.data.queries import read_qrels
     from seedr.evaluation.compare import comparison_table
     from seedr.evaluation.metrics import deeper_than, per_query, query_counts, run_depth
-    from seedr.evaluation.qa_coverage import coverage_per_question, first_hit_ranks, read_qa_file
+    from seedr.evaluation.qa_coverage import coverage_per_question, first_hit_ranks, ranked_passages, read_qa_file
     from seedr.evaluation.reqa import reqa_per_query
     from seedr.retrieval.runs import ignore_identical_ids as drop_identical_ids
     from seedr.retrieval.runs import read_trec_run
 
     given = {"qrels": qrels, "qa": qa_answers, "reqa": reqa}
-    modes = [mode for mode, path in given.items() if path is not None]
+    modes = [mode for mode, path in given.items() if path]
     if len(modes) != 1:
-        raise ValueError("give exactly one of --qrels, --qa-answers (with --passages), --reqa")
+        raise ValueError("give exactly one of --qrels, --qa-answers (with --corpus), --reqa")
     resolved = [path.resolve() for path in runs]
     if baseline is not None and baseline.resolve() not in resolved:
         runs, resolved = [baseline, *runs], [baseline.resolve(), *resolved]
@@ -93,26 +110,26 @@ def command(
         loaded = {name: drop_identical_ids(run) for name, run in loaded.items()}
 
     details: dict[str, object] = {}
-    if qa_answers is not None:
-        if passages is None:
-            raise ValueError("--qa-answers needs --passages, the corpus the runs rank")
+    if qa_answers:
+        if not corpus:
+            raise ValueError("--qa-answers needs --corpus, the passage corpus the runs rank")
         try:
             cutoffs = [int(k) for k in ks.split(",") if k.strip()]
         except ValueError:
             raise ValueError(f"--ks: {ks!r} is not a comma-separated list of integers") from None
         if not cutoffs or min(cutoffs) < 1:
             raise ValueError(f"--ks: every k must be at least 1, got {ks!r}")
-        _, answers = read_qa_file(qa_answers)
-        needed = {doc for run in loaded.values() for scores in run.values() for doc in scores}
-        collection = {doc.id: doc for doc in read_corpus(passages, check_duplicates=False)
-                      if doc.id in needed}
+        questions, answers = read_qa_file(qa_answers)
+        _check_questions(runs, questions, ", ".join(map(str, qa_answers)))
+        collection = ranked_passages(loaded.values(), corpus, show_progress=True)
         per_system = {}
         for name, run in loaded.items():
-            first_hits = first_hit_ranks(run, collection, answers, max(cutoffs), qa_title)
+            first_hits = first_hit_ranks(run, collection, answers, max(cutoffs), qa_title, show_progress=True)
             per_system[name] = coverage_per_question(first_hits, cutoffs)
         details["questions"] = len(answers)
     elif reqa is not None:
-        _, _, judged = reqa_candidates(read_squad(reqa))
+        _, questions, judged = reqa_candidates(read_squad(reqa))
+        _check_questions(runs, questions, str(reqa))
         per_system = {name: reqa_per_query(run, judged) for name, run in loaded.items()}
         details["questions"] = len(judged)
     else:
@@ -130,7 +147,8 @@ def command(
         per_system = {name: per_query(run, judged, wanted) for name, run in loaded.items()}
         details["queries"] = {name: query_counts(run, judged) for name, run in loaded.items()}
 
-    table = comparison_table(per_system, baseline_name, test=test, alpha=alpha, n_resamples=resamples)
+    table = comparison_table(per_system, baseline_name, test=test, alpha=alpha, n_resamples=resamples,
+                             show_progress=True)
     Console().print(table.to_rich(title=f"{modes[0]} evaluation"))
     for name, counts in (details.get("queries") or {}).items():
         if counts["missing_from_run"] or counts["unjudged_in_run"]:

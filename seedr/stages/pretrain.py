@@ -31,8 +31,9 @@ def command(
         "--objective", help="Objective name (mlm, seed, cpdae, ict, bfs, wlp, ict_bfs_wlp, ...); "
                             "default: the recipe's objective_name, else mlm.")] = None,
     corpus: Annotated[list[Path] | None, typer.Option(
-        "--corpus", help="Corpus file or folder (repeatable); default: the recipe's, else the embedded "
-                         "Wikipedia leads (token objectives).")] = None,
+        "--corpus", help="Corpus: a file, a folder (of shards, or made by `seedr prepare`) or a quoted glob "
+                         "(repeatable); default: the recipe's, else the embedded Wikipedia leads (token "
+                         "objectives).")] = None,
     config: Annotated[Path | None, typer.Option(
         "--config", help="Recipe YAML, e.g. recipes/pretrain/seed.yaml.")] = None,
     overrides: Annotated[list[str] | None, typer.Option(

@@ -14,11 +14,13 @@ from seedr.stages.common import clear_errors, console, locks_output
 @locks_output("out")
 def command(
     out: Annotated[Path, typer.Option("--out", help="TREC run file to write.")],
-    queries: Annotated[Path | None, typer.Option(
-        "--queries", help="Queries: BEIR queries.jsonl or TSV (qid<TAB>text)."
+    queries: Annotated[list[Path] | None, typer.Option(
+        "--queries", help="Queries: BEIR queries.jsonl or TSV (qid<TAB>text), or a BEIR / `seedr prepare` "
+                          "folder holding queries.jsonl; repeatable, quoted globs too."
     )] = None,
-    questions: Annotated[Path | None, typer.Option(
-        "--questions", help="Or questions of an NQ-open / DPR QA JSONL file."
+    questions: Annotated[list[Path] | None, typer.Option(
+        "--questions", help="Or questions of NQ-open / DPR QA JSONL files (repeatable, folders and quoted "
+                            "globs too)."
     )] = None,
     reqa: Annotated[Path | None, typer.Option(
         "--reqa", help="Or ReQA: SQuAD JSON; its questions against its (sentence, paragraph) candidates."
@@ -49,7 +51,10 @@ def command(
         "--mmap", help="Dense: memory-map the index instead of reading it (indexes larger than memory)."
     )] = False,
     bm25: Annotated[bool, typer.Option("--bm25", help="BM25 instead of a dense index.")] = False,
-    corpus: Annotated[Path | None, typer.Option("--corpus", help="BM25: corpus to index on the fly.")] = None,
+    corpus: Annotated[list[Path] | None, typer.Option(
+        "--corpus", help="BM25: corpus to index on the fly: a file, a folder (of shards, or made by "
+                         "`seedr prepare`) or a quoted glob; repeatable."
+    )] = None,
     bm25_index: Annotated[Path | None, typer.Option(
         "--bm25-index", help="BM25: a saved index folder (or where to save one built from --corpus)."
     )] = None,
@@ -65,7 +70,8 @@ def command(
 
     Example: seedr search --index runs/scifact-index --queries scifact/queries.jsonl --out dense.trec
     """
-    from seedr.data.corpus import read_corpus
+    from seedr.data.corpus import count_documents, read_corpus
+    from seedr.data.inputs import input_files
     from seedr.data.io import check_output_folder
     from seedr.data.qa import read_squad, reqa_candidates
     from seedr.data.queries import read_queries
@@ -74,10 +80,10 @@ def command(
     from seedr.retrieval.bm25 import BM25Index
     from seedr.retrieval.encode import TextEncoder, model_defaults
     from seedr.retrieval.faiss_index import DenseIndex
+    from seedr.retrieval.runs import write_run_record, write_trec_run
     from seedr.retrieval.search import search_text
-    from seedr.retrieval.runs import write_trec_run
 
-    sources = [source for source in (queries, questions, reqa) if source is not None]
+    sources = [source for source in (queries, questions, reqa) if source]
     if len(sources) != 1:
         raise ValueError("give exactly one of --queries, --questions, --reqa")
     dense = index is not None or (reqa is not None and model is not None)
@@ -90,19 +96,25 @@ def command(
     candidates = None
     if reqa is not None:
         candidates, texts, _ = reqa_candidates(read_squad(reqa))
-    elif questions is not None:
+        kind, files = "reqa", [reqa]
+    elif questions:
         texts, _ = read_qa_file(questions)
+        kind, files = "questions", input_files(questions, "questions")
     else:
         texts = read_queries(queries)
+        kind, files = "queries", input_files(queries, "queries")
 
     if bm25:
-        if corpus is None and candidates is None:
+        if not corpus and candidates is None:
             if bm25_index is None:
                 raise ValueError("BM25 needs --corpus (or --reqa) to index, or a saved --bm25-index")
             searcher = BM25Index.load(bm25_index)
         else:
-            documents = lexical_documents(candidates) if candidates is not None else read_corpus(corpus)
-            searcher = BM25Index.build(documents, k1=k1, b=b, show_progress=True)
+            if candidates is not None:
+                documents, total = lexical_documents(candidates), len(candidates)
+            else:
+                documents, total = read_corpus(corpus), count_documents(corpus)
+            searcher = BM25Index.build(documents, k1=k1, b=b, show_progress=True, total=total)
             if bm25_index is not None:
                 searcher.save(bm25_index)
         run = searcher.search(texts, k=k, show_progress=True)
@@ -127,4 +139,5 @@ def command(
         run = search_text(searcher, encoder, texts, k, batch_size, show_progress=True)
         tag = tag or index.name
     lines = write_trec_run(out, run, tag=tag)
-    console.print(f"{len(run)} queries, {lines} lines written to [bold]{out}[/]")
+    record = write_run_record(out, texts, kind, files)  # lets `seedr evaluate` check the questions
+    console.print(f"{len(run)} queries, {lines} lines written to [bold]{out}[/] (its queries: {record.name})")

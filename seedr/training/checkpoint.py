@@ -242,10 +242,14 @@ def product_is_current(checkpoint: Path, out_dir: Path) -> bool:
 
 
 def publish_product(checkpoint: Path, out_dir: Path) -> Path:
-    """Copy a checkpoint's encoder to ``out_dir/encoder``, replacing the previous one atomically."""
+    """Copy a checkpoint's encoder to ``out_dir/encoder``, replacing the previous one atomically, with a
+    model card that describes the run (``seedr.modeling.model_card``)."""
+    from seedr.modeling.model_card import write_model_card
+
     target = out_dir / PRODUCT
     with atomic_directory(target) as temporary:
         shutil.copytree(checkpoint / PRODUCT, temporary, dirs_exist_ok=True)
+        write_model_card(temporary, run_dir=out_dir, step=read_position(checkpoint).get("step"))
     return target
 
 

@@ -87,8 +87,8 @@ class FinetuneConfig:
     train_data: str = ""  # BEIR folder (corpus.jsonl, queries.jsonl, qrels/<split>.tsv) or DPR JSON
     train_split: str = "train"
     dev_qrels: str | None = None  # dev labels: evaluated during training (SEED-Encoder Figure 6)
-    dev_queries: str | None = None  # default: queries.jsonl of the training folder
-    dev_corpus: str | None = None  # default: the training corpus
+    dev_queries: str | None = None  # file, folder or quoted glob; default: queries.jsonl of the training folder
+    dev_corpus: str | None = None  # file, folder or quoted glob; default: the training corpus
     dev_every: int = 0  # optimizer steps between dev evaluations; 0 = only at the end
     dev_metrics: list[str] = field(default_factory=lambda: ["MRR@10", "nDCG@10", "R@100"])
     dev_depth: int = 100  # documents retrieved per dev query
@@ -326,11 +326,11 @@ def load_dev_set(config: FinetuneConfig, training: TrainingSet) -> DevSet | None
     if config.dev_qrels is None:
         return None
     corpus = load_corpus(config.dev_corpus) if config.dev_corpus else training.corpus
-    queries_path = Path(config.dev_queries) if config.dev_queries else Path(config.train_data) / "queries.jsonl"
-    if not queries_path.exists():
+    queries_path = config.dev_queries or Path(config.train_data) / "queries.jsonl"
+    if not config.dev_queries and not Path(queries_path).exists():
         raise DataError(queries_path, "no dev queries: give --dev-queries (needed unless the training data "
                                       "is a BEIR folder with queries.jsonl)")
-    queries = read_queries(queries_path)
+    queries = read_queries(queries_path)  # a file, a folder or a quoted glob (seedr.data.inputs)
     qrels = read_qrels(config.dev_qrels, queries=queries, documents=corpus)
     return DevSet(corpus, {qid: queries[qid] for qid in qrels}, qrels)
 

