@@ -1,7 +1,7 @@
 """Search: faiss Flat against HNSW, IVF and IVF-PQ, and BM25 (bm25s), on the same real passages.
 
 The corpus is the MiniLM embeddings (384 dimensions, normalised, inner product) of the wiki passages
-the encoding benchmark encoded; the queries are Natural Questions open-domain dev questions
+the encoding benchmark encoded (seedr, bf16 autocast, float32 vectors); the queries are Natural Questions open-domain dev questions
 (``../shared/data/nq-open``) encoded with the same model. Indexes are built with seedr's
 ``DenseIndex.build`` (faiss factory strings) and searched for the top 100 with the faiss index itself,
 all queries in one call; queries/s is the best of three searches. Recall@100 is measured against Flat's
@@ -93,7 +93,7 @@ def run(tiny: bool, threads: int) -> Section:
                                                                                  show_progress=False, n_threads=threads))
 
     section = Section("search", "5. Search", [
-        f"corpus: {len(ids):,} wiki passages (all the encoding benchmark encoded), MiniLM, 384 dimensions, "
+        f"corpus: {len(ids):,} wiki passages (all the encoding benchmark encoded: seedr, bf16), MiniLM, 384 dims, "
         f"inner product; queries: {len(questions):,} NQ-open dev questions; top {k}",
         f"faiss {faiss.__version__}, {threads} threads, all queries in one search call, best of 3; "
         "recall against Flat's exact top k",

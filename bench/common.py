@@ -21,6 +21,7 @@ import resource
 import subprocess
 import time
 from collections.abc import Callable, Iterator
+from concurrent.futures import ProcessPoolExecutor
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -274,9 +275,8 @@ def _peak_rss_child(function: Callable[..., Any], args: tuple) -> tuple[Any, flo
 def in_fresh_process(function: Callable[..., Any], *args: Any) -> tuple[Any, float]:
     """Run ``function(*args)`` (a module-level function) in a new Python process; returns its result
     and that process's peak resident memory in MiB (interpreter and imports included)."""
-    context = multiprocessing.get_context("spawn")
-    with context.Pool(1, maxtasksperchild=1) as pool:
-        return pool.apply(_peak_rss_child, (function, args))
+    with ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn")) as pool:
+        return pool.submit(_peak_rss_child, function, args).result()
 
 
 # ----------------------------------------------------------------------------------- formatting
