@@ -152,12 +152,15 @@ def hf_loop(setting: Setting, examples: list[list[int]], tokenizer, precision: s
     """``BertForMaskedLM`` + AdamW, the plain loop, on batches masked by seedr's ``mlm`` collator."""
     from transformers import BertForMaskedLM
 
-    from seedr.modeling.encoder import build_encoder
-    from seedr.objectives.mlm import MaskedLanguageModel
+    from seedr.objectives.masking import mask_tokens, pad_token_ids, special_tokens_mask
 
     torch.manual_seed(0)
-    masker = MaskedLanguageModel(build_encoder(len(tokenizer), 32, 1, 1), tokenizer)  # only its collate
-    batches = [masker.collate(examples[i:i + setting.batch]) for i in range(0, len(examples), setting.batch)]
+    batches = []
+    for start in range(0, len(examples), setting.batch):  # what seedr's mlm collate does
+        input_ids, attention_mask = pad_token_ids(examples[start:start + setting.batch], tokenizer.pad_token_id)
+        masked, labels = mask_tokens(input_ids, special_tokens_mask(input_ids, tokenizer.all_special_ids),
+                                     tokenizer.mask_token_id, len(tokenizer))
+        batches.append({"input_ids": masked, "attention_mask": attention_mask, "labels": labels})
     model = BertForMaskedLM(_bert_config(setting, tokenizer)).train()
     optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4)
     autocast = (torch.autocast("cpu", dtype=torch.bfloat16) if precision == "bf16" else contextlib.nullcontext())
@@ -239,17 +242,15 @@ def run(tiny: bool, threads: int) -> Section:
         "each system starts from a fresh BERT of the shape; AdamW, lr 1e-4; dropout 0.1",
         "FLOP ratios: matrix multiplications only (bench/flops.py); time ratio = (mlm tokens/s) / (x tokens/s)",
     ])
-    results: dict[str, dict[str, float]] = {}
-    for setting in settings(tiny):
+    for position, setting in enumerate(settings(tiny)):
         examples = packed_sequences(tokenizer, setting.batch * setting.total_steps, setting.length)
         rates = {"HF loop": hf_loop(setting, examples, tokenizer),
                  "HF Trainer": hf_trainer(setting, examples, tokenizer)}
         for name, (objective, options) in SEEDR_VARIANTS.items():
             rates[name] = seedr_objective(objective, options, setting, examples)
-        if setting is settings(tiny)[0]:  # bf16 pair at the small shape
+        if position == 0:  # a bf16 pair at the small shape
             rates["HF loop bf16"] = hf_loop(setting, examples, tokenizer, "bf16")
             rates["seedr mlm bf16"] = seedr_objective("mlm", {}, setting, examples, "bf16")
-        results[setting.name] = rates
         shape = flops.Shape(setting.layers, setting.hidden, 4 * setting.hidden, len(tokenizer), setting.batch,
                             setting.length)
         step_flops = {name: flops.objective_step(FLOP_NAMES[name.removesuffix(" bf16")], shape,
