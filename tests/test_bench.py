@@ -44,8 +44,9 @@ def test_every_benchmark_runs_at_tiny_size_and_writes_well_formed_results(tmp_pa
             assert goal["status"] == {True: "met", False: "MISSED", None: "not measured"}[goal["met"]]
             assert f"| {section['title']} | {goal['goal']} | {goal['measured']} | {goal['status']} |" in markdown
     # every goal of the issue has its row
-    assert len(sections["pretrain"]["goals"]) == 3 and len(sections["ceiling"]["goals"]) == 2
-    assert all(len(sections[key]["goals"]) == 1 for key in ("finetune", "encode", "search"))
+    assert len(sections["pretrain"]["goals"]) == 3
+    assert len(sections["ceiling"]["goals"]) == len(sections["encode"]["goals"]) == 2  # float32 and bf16
+    assert len(sections["finetune"]["goals"]) == len(sections["search"]["goals"]) == 1
 
     # what the numbers stand on: the systems compared and real data
     rates = sections["pretrain"]["data"]["tiny"]["tokens_per_second"]
