@@ -12,9 +12,8 @@ from __future__ import annotations
 import contextlib
 import time
 
-import torch
-
 import flops
+import torch
 from common import Goal, Section, Table, best_of, main, number
 
 PRECISIONS = {"float32": torch.float32, "bf16": torch.bfloat16}
@@ -44,6 +43,7 @@ def shapes(tiny: bool) -> dict[str, object]:
 
 def run(tiny: bool, threads: int) -> Section:
     from bench_pretrain import packed_sequences
+
     from seedr.modeling.encoder import build_encoder, load_tokenizer
     from seedr.objectives.mlm import MaskedLanguageModel
 
@@ -65,7 +65,7 @@ def run(tiny: bool, threads: int) -> Section:
     for precision in PRECISIONS:
         encoder.eval()
 
-        def forward() -> None:
+        def forward(precision: str = precision) -> None:
             with torch.inference_mode(), autocast(precision):
                 encoder(input_ids=forward_ids, attention_mask=torch.ones_like(forward_ids))
 
@@ -77,7 +77,7 @@ def run(tiny: bool, threads: int) -> Section:
         batches = [objective.collate(sequences[i:i + shape["train_batch"]])
                    for i in range(0, 2 * shape["train_batch"], shape["train_batch"])]
 
-        def step(batch=batches[0]) -> None:
+        def step(batch: dict = batches[0], precision: str = precision) -> None:
             with autocast(precision):
                 loss = objective(**batch).loss
             loss.backward()
@@ -98,12 +98,12 @@ def run(tiny: bool, threads: int) -> Section:
                      f"{achieved['train', precision] / peak[precision]:.0%}"])
     name = f"{shape['layers']} layers × {shape['hidden']} hidden"
     section = Section("ceiling", "4. Arithmetic ceiling", [
-        f"matmul: {shape['matmul']} × {shape['matmul']} by {shape['matmul']} × {shape['matmul']}, best of 5; "
-        f"{threads} threads",
-        f"encoder forward: BERT {name}, batch {shape['forward_batch']} × {shape['length']} tokens (wiki text), "
-        "inference mode, best of the timed runs",
-        f"training step: seedr mlm (forward, backward, AdamW) on BERT {name}, batch {shape['train_batch']} × "
-        f"{shape['length']}",
+        (f"matmul: {shape['matmul']} × {shape['matmul']} by {shape['matmul']} × {shape['matmul']}, best of 5; "
+        f"{threads} threads"),
+        (f"encoder forward: BERT {name}, batch {shape['forward_batch']} × {shape['length']} tokens (wiki text), "
+        "inference mode, best of the timed runs"),
+        (f"training step: seedr mlm (forward, backward, AdamW) on BERT {name}, batch {shape['train_batch']} × "
+        f"{shape['length']}"),
         "GFLOP/s from analytic FLOPs (matrix products only), fraction = of the same precision's matmul rate",
     ])
     section.tables.append(Table("GFLOP/s and fraction of the matmul rate",

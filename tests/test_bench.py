@@ -16,7 +16,7 @@ SECTIONS = ["pretrain", "finetune", "encode", "ceiling", "search", "memory"]
 def test_every_benchmark_runs_at_tiny_size_and_writes_well_formed_results(tmp_path: Path, shared_data: Path) -> None:
     out = tmp_path / "results"
     result = subprocess.run([sys.executable, "bench/run.py", "--size", "tiny", "--threads", "1", "--out", str(out)],
-                            cwd=REPOSITORY, capture_output=True, text=True,
+                            cwd=REPOSITORY, capture_output=True, text=True, check=False,
                             env={**os.environ, "SEEDR_SHARED_DATA": str(shared_data)})
     assert result.returncode == 0, result.stderr[-4000:]
 
