@@ -2,13 +2,14 @@
 
 The corpus is the MiniLM embeddings (384 dimensions, normalised, inner product) of the wiki passages
 the encoding benchmark encoded (seedr, bf16 autocast, float32 vectors); the queries are Natural
-Questions open-domain dev questions (``../shared/data/nq-open``) encoded with the same model. Indexes are built with seedr's
-``DenseIndex.build`` (faiss factory strings) and searched for the top 100 with the faiss index itself,
-all queries in one call; queries/s is the best of three searches. Recall@100 is measured against Flat's
-exact top 100 (the share of Flat's documents the approximate index also returns). BM25 is seedr's
-``BM25Index`` (bm25s, Lucene BM25, stemmed) over the passages' title and text: documents indexed per
-second, and queries per second for seedr's search (every document scored, deterministic ties) and for
-bm25s' own ``retrieve``.
+Questions open-domain dev questions (``../shared/data/nq-open``) encoded with the same model.
+Indexes are built with seedr's ``DenseIndex.build`` (faiss factory strings; PQ with ``np``: no
+polysemous training) and searched for the top 100 with the faiss index itself, all queries in one
+call; queries/s is the best of three searches. Recall@100 is measured against Flat's exact top 100
+(the share of Flat's documents the approximate index also returns). BM25 is seedr's ``BM25Index``
+(bm25s, Lucene BM25, stemmed) over the passages' title and text: documents indexed per second, and
+queries per second for seedr's search (every document scored, deterministic ties) and for bm25s'
+own ``retrieve``.
 """
 
 from __future__ import annotations
