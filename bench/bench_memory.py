@@ -70,8 +70,11 @@ def index_child(path: str, count: int, factory: str, threads: int) -> float:
 
 
 def fit(counts: list[int], values: list[float]) -> tuple[float, float]:
-    """Least-squares ``a + b·N`` through the measurements."""
+    """Least-squares ``a + b·N`` through the measurements; where noise makes the slope negative
+    (memory cannot shrink with the corpus), ``b = 0`` and ``a`` = the largest measurement."""
     slope, intercept = np.polyfit(np.array(counts, dtype=float), np.array(values, dtype=float), 1)
+    if slope < 0:
+        return float(max(values)), 0.0
     return float(intercept), float(slope)
 
 
@@ -124,7 +127,7 @@ def run(tiny: bool, threads: int) -> Section:
          *[f"{name} peak RSS to index GiB" for name in factories], "peak RSS to encode GiB",
          "CPU hours to encode (this machine)", "GPU hours to encode"], rows))
     section.setup += [
-        f"projection arithmetic: index GiB = bytes/passage at {largest:,} × N; peak RSS to index = a + b·N fitted "
+        f"projection arithmetic: index GiB = N × the bytes/passage measured at {largest:,} passages; peak RSS to index = a + b·N fitted "
         "per index (" + "; ".join(f"{name}: {a:.0f} MiB + {b * 1024:.2f} KiB·N" for name, (a, b) in fits.items())
         + f"); peak RSS to encode = {encode_a:.0f} MiB + {encode_b * 1024:.2f} KiB·min(N, {SHARD_SIZE:,}); "
         f"CPU hours = N / {number(rate)} passages/s / 3600; GPU hours = CPU hours × {number(cpu_bf16)} / "
