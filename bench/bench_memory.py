@@ -127,8 +127,8 @@ def run(tiny: bool, threads: int) -> Section:
          *[f"{name} peak RSS to index GiB" for name in factories], "peak RSS to encode GiB",
          "CPU hours to encode (this machine)", "GPU hours to encode"], rows))
     section.setup += [
-        f"projection arithmetic: index GiB = N × the bytes/passage measured at {largest:,} passages; peak RSS to index = a + b·N fitted "
-        "per index (" + "; ".join(f"{name}: {a:.0f} MiB + {b * 1024:.2f} KiB·N" for name, (a, b) in fits.items())
+        f"projection arithmetic: index GiB = N × the bytes/passage measured at {largest:,} passages; "
+        "peak RSS to index = a + b·N fitted per index (" + "; ".join(f"{name}: {a:.0f} MiB + {b * 1024:.2f} KiB·N" for name, (a, b) in fits.items())
         + f"); peak RSS to encode = {encode_a:.0f} MiB + {encode_b * 1024:.2f} KiB·min(N, {SHARD_SIZE:,}); "
         f"CPU hours = N / {number(rate)} passages/s / 3600; GPU hours = CPU hours × {number(cpu_bf16)} / "
         f"{GPU_BF16_GFLOPS:,.0f} (GFLOP/s, bf16)",
