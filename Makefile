@@ -19,8 +19,9 @@ test: $(VENV)/.installed
 test-slow: $(VENV)/.installed
 	$(PY) -m pytest -m slow
 
-# Speed ratios, each measured within one run (see bench/*.py docstrings).
+# seedr against what users would otherwise run, each comparison within one run (bench/*.py docstrings);
+# writes docs/bench/results.md and results.json (about 20 minutes on the 2-core development machine).
 bench: $(VENV)/.installed
-	for script in bench/bench_*.py; do echo "== $$script"; $(PY) $$script || exit 1; done
+	$(PY) bench/run.py
 
 .PHONY: install demo test test-slow bench

@@ -18,7 +18,8 @@ def command(
         "--out", help="Index folder to write (index.faiss, ids.txt, index.json)."
     )],
     factory: Annotated[str, typer.Option(
-        "--factory", help="faiss index_factory string: Flat, HNSW32, IVF256,PQ16 ..."
+        "--factory", help="faiss index_factory string: Flat, HNSW32, IVF256,PQ16np ... "
+        "(np: no polysemous training, which plain PQ search does not use and which is slow)"
     )] = "Flat",
     metric: Annotated[str, typer.Option("--metric", help="ip (dot product), cosine or l2.")] = "ip",
     train_sample: Annotated[int | None, typer.Option(

@@ -1,0 +1,307 @@
+"""Pre-training step throughput: seedr's objectives against what a user would otherwise run.
+
+On the same batches of real text (Wikipedia passages of ``../shared/data/wiki``, tokenised with the
+MiniLM WordPiece vocabulary and packed into full sequences of T tokens, so every step feeds B × T
+tokens and no system gains from padding), a fresh BERT of the given shape trains with:
+
+- ``HF loop``: ``transformers.BertForMaskedLM`` + ``torch.optim.AdamW``, a plain loop over batches
+  masked in advance by seedr's collator (the same masks; their cost is not timed);
+- ``HF Trainer``: ``transformers.Trainer`` with ``DataCollatorForLanguageModeling`` (15% masking);
+- seedr ``mlm``, ``seed`` (weak decoder, span 2), ``seed`` (span ``all``: the strong decoder) and
+  ``cpdae``: ``seedr.training.pretrain.build_objective`` + seedr's ``Trainer`` (Accelerate, AdamW with
+  BERT's parameter groups, gradient clipping, schedule), as ``seedr pretrain`` runs them, minus
+  checkpoint writing.
+
+Tokens/s is counted over the steps after the warm-up, from the end of one step to the end of the
+last (data loading and collation included for the two trainers). seed/mlm and cpdae/mlm time ratios
+are set beside their analytic FLOP ratios (``bench/flops.py``). The weak decoder's time and peak
+memory (forward + backward, each length in a fresh process) at T = 128/512/2048 show whether it
+stays linear in length, beside the full-attention implementation.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import shutil
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import flops
+import torch
+from common import Goal, Section, Table, in_fresh_process, main, number, ratio, wiki_passages
+
+
+@dataclass(frozen=True)
+class Setting:
+    """One shape of the benchmark."""
+
+    name: str
+    layers: int
+    hidden: int
+    heads: int
+    batch: int
+    length: int
+    warmup: int
+    steps: int  # timed steps after the warm-up
+
+    @property
+    def total_steps(self) -> int:
+        return self.warmup + self.steps
+
+
+def settings(tiny: bool) -> list[Setting]:
+    if tiny:
+        return [Setting("tiny", 1, 32, 2, 2, 32, 1, 1)]
+    return [Setting("BERT-mini", 4, 256, 4, 16, 128, 2, 6),
+            Setting("BERT-base", 12, 768, 12, 2, 512, 1, 2)]
+
+
+# ----------------------------------------------------------------------------------- data
+
+
+def packed_sequences(tokenizer, count: int, length: int) -> list[list[int]]:
+    """``count`` sequences ``[CLS] … [SEP]`` of exactly ``length`` tokens cut from consecutive wiki passages."""
+    body = length - 2
+    needed, ids = count * body, []
+    passages = wiki_passages(max(8, needed // 100 + 8))
+    for passage in passages:
+        ids.extend(tokenizer(passage.text, add_special_tokens=False)["input_ids"])
+        if len(ids) >= needed:
+            break
+    if len(ids) < needed:
+        raise ValueError(f"not enough wiki text for {count} sequences of {length} tokens")
+    return [[tokenizer.cls_token_id, *ids[i * body:(i + 1) * body], tokenizer.sep_token_id] for i in range(count)]
+
+
+# ----------------------------------------------------------------------------------- the systems
+
+
+class _Examples(torch.utils.data.Dataset):
+    """The token-id lists in a fixed order (seedr's ``TrainData`` protocol and a map-style dataset)."""
+
+    def __init__(self, examples: list[list[int]], as_dict: bool = False) -> None:
+        self.examples, self.as_dict = examples, as_dict
+
+    def __len__(self) -> int:
+        return len(self.examples)
+
+    def __getitem__(self, index: int):
+        return {"input_ids": self.examples[index]} if self.as_dict else self.examples[index]
+
+    def dataset(self, epoch: int) -> _Examples:
+        return self
+
+
+def _rate(stamps: list[float], warmup: int, tokens_per_step: int) -> float:
+    """Tokens/s from the end of the warm-up's last step to the end of the last step."""
+    timed = len(stamps) - warmup
+    return tokens_per_step * timed / (stamps[-1] - stamps[warmup - 1])
+
+
+def seedr_objective(objective: str, options: dict, setting: Setting, examples: list[list[int]],
+                    precision: str = "no") -> float:
+    """seedr's ``Trainer`` on ``build_objective``'s objective, as ``seedr pretrain`` builds them."""
+    from accelerate.state import AcceleratorState
+
+    from seedr.training.pretrain import DataConfig, ModelConfig, PretrainConfig, build_objective
+    from seedr.training.trainer import Callback, TrainConfig, Trainer
+
+    class NoCheckpoints(Trainer):
+        def _save(self) -> None:  # writing checkpoints is not part of a step
+            pass
+
+    class Stamps(Callback):
+        def __init__(self) -> None:
+            self.stamps: list[float] = []
+
+        def on_step_end(self, trainer, step):
+            self.stamps.append(time.perf_counter())
+
+    AcceleratorState._reset_state(reset_partial_state=True)  # each run chooses its own precision
+    config = PretrainConfig(objective_name=objective, objective=dict(options),
+                            model=ModelConfig(tokenizer="minilm", hidden_size=setting.hidden,
+                                              num_hidden_layers=setting.layers,
+                                              num_attention_heads=setting.heads),
+                            data=DataConfig(max_seq_length=setting.length),
+                            train=TrainConfig(max_steps=setting.total_steps, batch_size=setting.batch,
+                                              log_every=10**6, save_every=10**6, mixed_precision=precision))
+    model = build_objective(config)
+    stamps = Stamps()
+    out_dir = Path(tempfile.mkdtemp(prefix="seedr-bench-"))
+    try:
+        NoCheckpoints(model, _Examples(examples), model.collate, config.train, out_dir,
+                      lambda *_: None, [stamps]).train()
+    finally:
+        shutil.rmtree(out_dir, ignore_errors=True)
+    return _rate(stamps.stamps, setting.warmup, setting.batch * setting.length)
+
+
+def _bert_config(setting: Setting, tokenizer):
+    from transformers import BertConfig
+
+    return BertConfig(vocab_size=len(tokenizer), hidden_size=setting.hidden, num_hidden_layers=setting.layers,
+                      num_attention_heads=setting.heads, intermediate_size=4 * setting.hidden,
+                      max_position_embeddings=max(512, setting.length), pad_token_id=tokenizer.pad_token_id)
+
+
+def hf_loop(setting: Setting, examples: list[list[int]], tokenizer, precision: str = "no") -> float:
+    """``BertForMaskedLM`` + AdamW, the plain loop, on batches masked by seedr's ``mlm`` collator."""
+    from transformers import BertForMaskedLM
+
+    from seedr.objectives.masking import mask_tokens, pad_token_ids, special_tokens_mask
+
+    torch.manual_seed(0)
+    batches = []
+    for start in range(0, len(examples), setting.batch):  # what seedr's mlm collate does
+        input_ids, attention_mask = pad_token_ids(examples[start:start + setting.batch], tokenizer.pad_token_id)
+        masked, labels = mask_tokens(input_ids, special_tokens_mask(input_ids, tokenizer.all_special_ids),
+                                     tokenizer.mask_token_id, len(tokenizer))
+        batches.append({"input_ids": masked, "attention_mask": attention_mask, "labels": labels})
+    model = BertForMaskedLM(_bert_config(setting, tokenizer)).train()
+    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4)
+    autocast = (torch.autocast("cpu", dtype=torch.bfloat16) if precision == "bf16" else contextlib.nullcontext())
+    stamps = []
+    for batch in batches[:setting.total_steps]:
+        with autocast:
+            loss = model(**batch).loss
+        loss.backward()
+        optimizer.step()
+        optimizer.zero_grad(set_to_none=True)
+        stamps.append(time.perf_counter())
+    return _rate(stamps, setting.warmup, setting.batch * setting.length)
+
+
+def hf_trainer(setting: Setting, examples: list[list[int]], tokenizer) -> float:
+    """``transformers.Trainer`` + ``DataCollatorForLanguageModeling``, the Hugging Face recipe."""
+    from accelerate.state import AcceleratorState
+    from transformers import (
+        BertForMaskedLM,
+        DataCollatorForLanguageModeling,
+        Trainer,
+        TrainerCallback,
+        TrainingArguments,
+    )
+
+    class Stamps(TrainerCallback):
+        def __init__(self) -> None:
+            self.stamps: list[float] = []
+
+        def on_step_end(self, args, state, control, **kwargs):
+            self.stamps.append(time.perf_counter())
+
+    AcceleratorState._reset_state(reset_partial_state=True)
+    torch.manual_seed(0)
+    model = BertForMaskedLM(_bert_config(setting, tokenizer))
+    out_dir = Path(tempfile.mkdtemp(prefix="seedr-bench-"))
+    stamps = Stamps()
+    arguments = TrainingArguments(output_dir=str(out_dir), per_device_train_batch_size=setting.batch,
+                                  max_steps=setting.total_steps, learning_rate=1e-4, save_strategy="no",
+                                  logging_strategy="no", report_to="none", use_cpu=True,
+                                  dataloader_num_workers=0, disable_tqdm=True)
+    try:
+        Trainer(model=model, args=arguments, train_dataset=_Examples(examples, as_dict=True),
+                data_collator=DataCollatorForLanguageModeling(tokenizer, mlm_probability=0.15),
+                callbacks=[stamps]).train()
+    finally:
+        shutil.rmtree(out_dir, ignore_errors=True)
+    return _rate(stamps.stamps, setting.warmup, setting.batch * setting.length)
+
+
+# ----------------------------------------------------------------------------------- the decoder
+
+
+def decoder_scaling(tiny: bool, threads: int) -> dict[str, dict[int, tuple[float, float]]]:
+    """(seconds, peak extra MiB) of the weak decoder's forward + backward per implementation and length."""
+    from bench_weak_decoder import measure
+
+    lengths = [16, 32, 64] if tiny else [128, 512, 2048]
+    hidden, heads = (32, 2) if tiny else (768, 12)
+    args = argparse.Namespace(lengths=lengths, batch=1, hidden=hidden, heads=heads, layers=3, span=2,
+                              repeats=1 if tiny else 3, threads=threads, backward=True)
+    return {implementation: {length: in_fresh_process(measure, args, implementation, length)[0]
+                             for length in lengths}
+            for implementation in ("banded", "dense")}
+
+
+# ----------------------------------------------------------------------------------- the benchmark
+
+
+SEEDR_VARIANTS = {"seedr mlm": ("mlm", {}), "seedr seed (span 2)": ("seed", {"attention_span": 2}),
+                  "seedr seed (span all)": ("seed", {"attention_span": "all"}), "seedr cpdae": ("cpdae", {})}
+FLOP_NAMES = {"HF loop": "hf", "HF Trainer": "hf", "seedr mlm": "mlm", "seedr seed (span 2)": "seed",
+              "seedr seed (span all)": "seed", "seedr cpdae": "cpdae"}
+
+
+def run(tiny: bool, threads: int) -> Section:
+    from seedr.modeling.encoder import load_tokenizer
+
+    tokenizer = load_tokenizer("minilm")
+    section = Section("pretrain", "1. Pre-training step", [
+        ("data: Wikipedia passages (../shared/data/wiki), MiniLM WordPiece vocabulary (30,522), packed into "
+        "full sequences (B × T tokens per step, no padding); the same sequences for every system"),
+        "precision: float32 for every system unless marked bf16 (autocast)",
+        "each system starts from a fresh BERT of the shape; AdamW, lr 1e-4; dropout 0.1",
+        "FLOP ratios: matrix multiplications only (bench/flops.py); time ratio = (mlm tokens/s) / (x tokens/s)",
+    ])
+    for position, setting in enumerate(settings(tiny)):
+        examples = packed_sequences(tokenizer, setting.batch * setting.total_steps, setting.length)
+        rates = {"HF loop": hf_loop(setting, examples, tokenizer),
+                 "HF Trainer": hf_trainer(setting, examples, tokenizer)}
+        for name, (objective, options) in SEEDR_VARIANTS.items():
+            rates[name] = seedr_objective(objective, options, setting, examples)
+        if position == 0:  # a bf16 pair at the small shape
+            rates["HF loop bf16"] = hf_loop(setting, examples, tokenizer, "bf16")
+            rates["seedr mlm bf16"] = seedr_objective("mlm", {}, setting, examples, "bf16")
+        shape = flops.Shape(setting.layers, setting.hidden, 4 * setting.hidden, len(tokenizer), setting.batch,
+                            setting.length)
+        step_flops = {name: flops.objective_step(FLOP_NAMES[name.removesuffix(" bf16")], shape,
+                                                 span=None if "all" in name else 2) for name in rates}
+        table = Table(f"{setting.name}: {setting.layers} layers × {setting.hidden} hidden, batch {setting.batch} × "
+                      f"{setting.length} tokens, {setting.steps} timed steps after {setting.warmup} warm-up",
+                      ["system", "tokens/s", "× HF loop", "× HF Trainer", "time ratio to seedr mlm",
+                       "FLOP ratio to seedr mlm", "GFLOP/s"])
+        for name, rate in rates.items():
+            base = "seedr mlm bf16" if name.endswith("bf16") else "seedr mlm"
+            loop = "HF loop bf16" if name.endswith("bf16") else "HF loop"
+            table.rows.append([name, number(rate), ratio(rate / rates[loop]),
+                               ratio(rate / rates["HF Trainer"]) if not name.endswith("bf16") else "",
+                               ratio(rates[base] / rate), ratio(step_flops[name] / step_flops[base]),
+                               number(step_flops[name] * rate / (setting.batch * setting.length) / 1e9)])
+        section.tables.append(table)
+        mlm = rates["seedr mlm"]
+        section.goals.append(Goal(f"seedr mlm ≥ 1.0× the plain HF loop, float32 ({setting.name})",
+                                  ratio(mlm / rates["HF loop"]), mlm >= rates["HF loop"]))
+        time_ratio = mlm / rates["seedr seed (span 2)"]
+        flop_ratio = step_flops["seedr seed (span 2)"] / step_flops["seedr mlm"]
+        section.goals.append(Goal(f"seed/mlm time within 10% of its FLOP ratio ({setting.name})",
+                                  f"time {ratio(time_ratio)} vs FLOPs {ratio(flop_ratio)}",
+                                  abs(time_ratio / flop_ratio - 1) <= 0.10))
+        section.data[setting.name] = {"setting": setting.__dict__, "tokens_per_second": rates,
+                                      "step_flops": step_flops}
+
+    decoder = decoder_scaling(tiny, threads)
+    lengths = sorted(decoder["banded"])
+    table = Table("Weak decoder (3 layers, span 2, batch 1), forward + backward, each in a fresh process",
+                  ["T", "banded ms", "banded peak MiB", "full-attention ms", "full-attention peak MiB",
+                   "banded ms per 1k tokens"])
+    for length in lengths:
+        (banded_s, banded_mib), (dense_s, dense_mib) = decoder["banded"][length], decoder["dense"][length]
+        table.rows.append([str(length), number(banded_s * 1e3), number(banded_mib), number(dense_s * 1e3),
+                           number(dense_mib), number(banded_s * 1e6 / length)])
+    section.tables.append(table)
+    first, last = lengths[-2], lengths[-1]  # the shortest length is dominated by fixed costs
+    growth = last / first
+    time_growth = decoder["banded"][last][0] / decoder["banded"][first][0]
+    memory_growth = decoder["banded"][last][1] / max(decoder["banded"][first][1], 1.0)
+    section.goals.append(Goal(f"decoder time and memory linear in length (T {first}→{last}: ≤ {growth:.0f}× "
+                              f"+ 25%)", f"time {ratio(time_growth)}, memory {ratio(memory_growth)}",
+                              time_growth <= 1.25 * growth and memory_growth <= 1.25 * growth))
+    section.data["decoder"] = {impl: {str(k): v for k, v in values.items()} for impl, values in decoder.items()}
+    return section
+
+
+if __name__ == "__main__":
+    main(run, __doc__.split("\n\n")[0])
