@@ -1,0 +1,219 @@
+"""Experiments as data (`seedr experiment`): every file in experiments/ validates at both scales; a tiny
+experiment on a slice of SciFact runs end to end into a report (md, png, html) and results.json;
+`--verify` fails on a drifted figure; an interrupted run resumes, redoing only what did not finish; the
+README's claims table matches the committed result files."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+from pathlib import Path
+
+import pytest
+import yaml
+from typer.testing import CliRunner
+
+from seedr.cli import app
+from seedr.experiments.results import claims_table, readme_claims
+from seedr.experiments.spec import SCALES, load_experiment
+
+ROOT = Path(__file__).resolve().parents[1]
+EXPERIMENTS = sorted((ROOT / "experiments").glob("*.yaml"))
+#: Files that use options other helpers are adding in parallel (NAMES.md); once merged, these pass and
+#: the marks must go (strict xfail: an unexpected pass fails the suite, as a reminder).
+PENDING_OPTIONS = {
+    "finetune_calibration": "train.scheduler, epoch_over, title (from the [sched] branch)",
+    "decoder_ablation": "objective.bottleneck (from the [fidb] branch)",
+}
+runner = CliRunner()
+
+
+def _validation_params():
+    for path in EXPERIMENTS:
+        marks = ([pytest.mark.xfail(reason=f"needs {PENDING_OPTIONS[path.stem]}", strict=True, raises=ValueError)]
+                 if path.stem in PENDING_OPTIONS else [])
+        for scale in SCALES:
+            yield pytest.param(path, scale, marks=marks, id=f"{path.stem}-{scale}")
+
+
+@pytest.mark.parametrize(("path", "scale"), list(_validation_params()))
+def test_experiment_file_validates(path, scale):
+    experiment = load_experiment(path, scale)
+    assert experiment.conditions and experiment.tasks
+    assert experiment.baseline in {*experiment.conditions, *experiment.groups}
+
+
+def test_the_issue_experiments_exist():
+    names = {path.stem for path in EXPERIMENTS}
+    assert {"demo", "domain_adaptation", "finetune_calibration", "from_scratch", "decoder_ablation", "few_shot",
+            "diagnostics"} <= names
+
+
+def test_unknown_option_is_a_clear_error(tmp_path):
+    text = (ROOT / "experiments" / "domain_adaptation.yaml").read_text()
+    bad = tmp_path / "experiments" / "bad.yaml"
+    bad.parent.mkdir()
+    bad.write_text(text.replace("learning_rate:", "learning_rat:", 1))
+    with pytest.raises(ValueError, match=r"bad\.yaml.*learning_rat"):
+        load_experiment(bad)
+    result = runner.invoke(app, ["experiment", str(bad), "--scale", "paper"])
+    assert result.exit_code == 1 and "learning_rat" in result.output
+
+
+def test_unknown_variable_in_set_is_an_error():
+    with pytest.raises(ValueError, match="unknown variable 'nope'"):
+        load_experiment("domain_adaptation", "cpu", ["nope=1"])
+
+
+def test_paper_scale_is_validated_not_run(tmp_path):
+    result = runner.invoke(app, ["experiment", "domain_adaptation", "--scale", "paper", "--out", str(tmp_path / "x")])
+    assert result.exit_code == 0, result.output
+    assert "nothing was run" in result.output and not (tmp_path / "x").exists()
+
+
+# ------------------------------------------------------------------ a tiny experiment, end to end
+
+
+@pytest.fixture(scope="module")
+def scifact_slice(shared_data, tmp_path_factory):
+    """A real BEIR folder cut from SciFact: 12 test and 24 training queries, their judged abstracts and
+    the first 60 others."""
+    from seedr.data.corpus import load_corpus, write_corpus
+    from seedr.data.queries import read_qrels, read_queries, write_qrels
+
+    source = shared_data / "scifact"
+    folder = tmp_path_factory.mktemp("scifact-slice")
+    corpus = load_corpus(source / "corpus.jsonl")
+    queries = read_queries(source / "queries.jsonl")
+    test = dict(list(read_qrels(source / "qrels" / "test.tsv").items())[:12])
+    train = dict(list(read_qrels(source / "qrels" / "train.tsv").items())[:24])
+    kept = [*list(corpus)[:60], *{doc for judged in [*test.values(), *train.values()] for doc in judged}]
+    write_corpus(folder / "corpus.jsonl", [corpus[doc] for doc in dict.fromkeys(kept)])
+    with open(folder / "queries.jsonl", "w") as stream:
+        for qid in [*test, *train]:
+            stream.write(json.dumps({"_id": qid, "text": queries[qid]}) + "\n")
+    write_qrels(folder / "qrels" / "test.tsv", test, format="beir")
+    write_qrels(folder / "qrels" / "train.tsv", train, format="beir")
+    return folder
+
+
+TINY = """\
+title: Tiny fine-tuning check
+description: MiniLM zero-shot, fine-tuned for two steps, and BM25 on a slice of SciFact.
+variables: {data: "", steps: 2}
+tasks:
+  scifact:
+    kind: qrels
+    corpus: "{data}/corpus.jsonl"
+    queries: "{data}/queries.jsonl"
+    qrels: "{data}/qrels/test.tsv"
+    metrics: [nDCG@10, R@100]
+defaults:
+  finetune: {train_data: "{data}", loss: nll, negatives: in_batch, pooling: mean, document_max_length: 64,
+             query_max_length: 32, train.max_steps: "{steps}", train.batch_size: 4, train.save_every: "{steps}",
+             train.log_every: 1, train.learning_rate: 2.0e-5}
+  retrieve: {max_length: 64, pooling: mean}
+conditions:
+  bm25: {retrieve: bm25}
+  zeroshot: {retrieve: {model: minilm}}
+  finetuned: {steps: [{finetune: {}}]}
+baseline: zeroshot
+groups: {dense: [zeroshot, finetuned]}
+tolerance: {nDCG@10: 0.001, R@100: 0.001}
+resamples: 500
+claims:
+  - {claim: fine-tuning helps, paper: "–", condition: finetuned, against: zeroshot, task: scifact,
+     metric: nDCG@10, expect: higher}
+  - {claim: BM25 beats fine-tuning, condition: bm25, against: finetuned, task: scifact, metric: nDCG@10}
+scales:
+  paper: {variables: {steps: 1000}}
+"""
+
+
+@pytest.fixture
+def tiny_experiment(tmp_path, scifact_slice):
+    path = tmp_path / "repo" / "experiments" / "tiny.yaml"
+    path.parent.mkdir(parents=True)
+    path.write_text(TINY)
+    return path, ["--set", f"data={scifact_slice}"]
+
+
+def test_tiny_experiment_end_to_end_then_verify_and_resume(tiny_experiment, tmp_path):
+    path, data = tiny_experiment
+    out = tmp_path / "out"
+    result = runner.invoke(app, ["experiment", str(path), "--out", str(out), "--record", *data])
+    assert result.exit_code == 0, result.output
+    report = out / "report"
+    markdown = (report / "report.md").read_text()
+    assert "## Comparison" in markdown and "### Claims" in markdown and "fine-tuning helps" in markdown
+    assert (report / "plots" / "comparison-scifact.png").stat().st_size > 1000
+    assert (report / "plots" / "loss.png").exists()  # the fine-tuning curve
+    page = (report / "report.html").read_text()
+    assert "<table>" in page and page.count("data:image/png;base64,") >= 2
+    assert not re.search(r"""(src|href)=["'](?!data:|#)""", page)  # no external reference at all
+
+    results = json.loads((report / "results.json").read_text())
+    systems = results["tasks"]["scifact"]["systems"]
+    assert set(systems) == {"bm25", "zeroshot", "finetuned", "dense"}
+    assert systems["bm25"]["nDCG@10"]["mean"] > 0.3  # BM25 is strong on SciFact
+    dense = systems["dense"]["nDCG@10"]["mean"]
+    assert dense == pytest.approx((systems["zeroshot"]["nDCG@10"]["mean"] + systems["finetuned"]["nDCG@10"]["mean"]) / 2)
+    assert {claim["verdict"] for claim in results["claims"]} <= {"holds", "does not hold", "not significant"}
+    assert results["claims"][1]["p_value"] is not None and results["wall_seconds"] > 0
+    assert len(results["figures"]) == 4 * 2
+    recorded = path.parent.parent / "docs" / "results" / "tiny"
+    assert (recorded / "results.json").exists() and (recorded / "report.html").exists()
+
+    # a second run reuses everything; --verify passes against the recorded figures
+    result = runner.invoke(app, ["experiment", str(path), "--out", str(out), "--verify", *data])
+    assert result.exit_code == 0, result.output
+    assert "reused" in result.output and "verified" in result.output
+
+    # a recorded figure edited by hand is caught
+    edited = json.loads((recorded / "results.json").read_text())
+    figure = next(f for f in edited["figures"] if f["system"] == "finetuned" and f["metric"] == "nDCG@10")
+    figure["value"] += 0.05
+    (recorded / "results.json").write_text(json.dumps(edited))
+    result = runner.invoke(app, ["experiment", str(path), "--out", str(out), "--verify", *data])
+    assert result.exit_code == 1
+    assert "drifted" in result.output and "scifact/finetuned/nDCG@10" in result.output
+
+    # an interrupted run: the fine-tuning and its retrieval did not finish; only they are redone
+    from seedr.experiments.runner import run_experiment
+
+    experiment = load_experiment(path, "cpu", [data[1]])
+    finetune_folder = Path(results["steps"]["finetuned"][0])
+    shutil.rmtree(finetune_folder)
+    for run in (out / "retrieval" / "scifact").glob("*/run.trec"):
+        if json.loads((run.parent / "settings.json").read_text())["model"] == str(finetune_folder / "encoder"):
+            run.unlink()
+    outcome = run_experiment(experiment, out)
+    assert [Path(p).parent.name for p in outcome.executed] == ["steps", "scifact"]
+    assert Path(outcome.executed[0]) == finetune_folder
+    assert len(outcome.reused) == 2  # BM25 and zero-shot retrievals
+    assert outcome.results["tasks"]["scifact"]["systems"]["bm25"] == systems["bm25"]
+
+
+# ------------------------------------------------------------------ the README's claims table
+
+
+def test_claims_table_renders_committed_results(tmp_path):
+    root = tmp_path / "results"
+    (root / "x").mkdir(parents=True)
+    claim = {"claim": "SEED beats MLM", "paper": "+1.2 MRR@10 (Table 1)", "task": "scifact", "metric": "nDCG@10",
+             "condition": "seed", "against": "mlm", "expect": "higher", "value": 0.61, "against_value": 0.6,
+             "delta": 0.01, "p_value": 0.3, "verdict": "not significant", "scale": "cpu"}
+    (root / "x" / "results.json").write_text(json.dumps({"claims": [claim]}))
+    table = claims_table(root, relative_to=tmp_path)
+    assert "| SEED beats MLM | +1.2 MRR@10 (Table 1) | seed 0.6100 vs mlm 0.6000" in table
+    assert "not significant" in table and "(results/x/report.md)" in table
+
+
+def test_readme_claims_table_matches_committed_results():
+    assert readme_claims(ROOT / "README.md") == claims_table(ROOT / "docs" / "results", relative_to=ROOT)
+
+
+def test_experiment_files_are_yaml_mappings():
+    for path in EXPERIMENTS:
+        assert isinstance(yaml.safe_load(path.read_text()), dict), path
