@@ -19,6 +19,7 @@ import dataclasses
 import hashlib
 import json
 import platform
+import shutil
 import sys
 import time
 from dataclasses import dataclass, field
@@ -120,7 +121,7 @@ class _Runner:
         return products[-1]
 
     def retrieve_config(self, condition: Any) -> RetrieveConfig | None:
-        if condition.retrieve == "bm25":
+        if condition.retrieve in ("bm25", "none"):
             return None
         return from_dict(RetrieveConfig, nested(self.resolve(condition.retrieve)),
                          f"{self.experiment.path}: conditions.{condition.name}.retrieve")
@@ -208,8 +209,9 @@ def run_experiment(experiment: Experiment, out_dir: str | Path, console: Console
              for name, task in experiment.tasks.items()}
     models = {name: runner.final_model(condition, chains[name])
               for name, condition in experiment.conditions.items()}
-    retrievals = {(task, name): runner.retrieval_folder(task, condition, models[name])
-                  for task in tasks for name, condition in experiment.conditions.items()}
+    retrieving = [name for name, condition in experiment.conditions.items() if condition.retrieve != "none"]
+    retrievals = {(task, name): runner.retrieval_folder(task, experiment.conditions[name], models[name])
+                  for task in tasks for name in retrieving}
     progress = _Progress(len(setup_steps) + len(unique_steps) + len(set(retrievals.values())), console)
     console.print(f"experiment [bold]{experiment.name}[/] ({experiment.scale} scale): "
                   f"{len(experiment.conditions)} conditions, {len(tasks)} task(s), {progress.total} units of work "
@@ -225,8 +227,8 @@ def run_experiment(experiment: Experiment, out_dir: str | Path, console: Console
                 runner.run_step(step, folder, progress, f"{name}: {type(step).__name__.removesuffix('Step').lower()}")
                 done_steps.add(folder)
         for task in tasks.values():
-            folder = retrievals[(task.name, name)]
-            if folder not in done_retrievals:
+            folder = retrievals.get((task.name, name))
+            if folder is not None and folder not in done_retrievals:
                 runner.run_retrieval(task, condition, models[name], folder, progress)
                 done_retrievals.add(folder)
 
@@ -235,7 +237,7 @@ def run_experiment(experiment: Experiment, out_dir: str | Path, console: Console
     comparisons, tables, all_scores = {}, {}, {}
     for task in tasks.values():
         scores = {name: task.per_query(read_trec_run(retrievals[(task.name, name)] / "run.trec"))
-                  for name in experiment.conditions}
+                  for name in retrieving}
         for group, members in experiment.groups.items():
             scores[group] = _group_scores([scores[member] for member in members])
         table = comparison_table(scores, experiment.baseline, task.metrics, test=experiment.test,
@@ -244,14 +246,18 @@ def run_experiment(experiment: Experiment, out_dir: str | Path, console: Console
         all_scores[task.name] = scores
         comparisons[task.name] = table.to_dict()
         console.print(table.to_rich(title=f"{experiment.title}: {task.name}"))
+    diagnostics = {name: json.loads((folder / "diagnostics.json").read_text(encoding="utf-8"))["metrics"]
+                   for name in experiment.conditions for step, folder in chains[name]
+                   if (folder / "diagnostics.json").exists()}
     wall = time.perf_counter() - started
 
     results = {
         "experiment": experiment.name, "title": experiment.title, "scale": experiment.scale,
         "file": str(experiment.path), "command": command, "machine": machine(), "started": started_at,
         "wall_seconds": round(wall, 1), "variables": experiment.variables, "tasks": comparisons,
-        "figures": figures(comparisons, experiment.tolerance),
-        "claims": claim_results(experiment, comparisons, all_scores),
+        "diagnostics": diagnostics,
+        "figures": figures(comparisons, experiment.tolerance, diagnostics),
+        "claims": claim_results(experiment, comparisons, all_scores, diagnostics),
         "steps": {name: [str(folder) for _, folder in chains[name]] for name in experiment.conditions},
     }
     report_dir = out_dir / "report"
@@ -260,6 +266,11 @@ def run_experiment(experiment: Experiment, out_dir: str | Path, console: Console
         json.dump(results, stream, indent=2)
     plots = [plot_comparison(table, report_dir / "plots" / f"comparison-{task}.png", title=task)
              for task, table in tables.items()]
+    for name in experiment.conditions:  # the steps' own figures, e.g. diagnostics.png
+        for step, folder in chains[name]:
+            for figure in step.figures(folder):
+                plots.append(report_dir / "plots" / f"{name}-{figure.name}")
+                shutil.copyfile(figure, plots[-1])
     run_dirs = {f"{name}/{type(step).__name__.removesuffix('Step').lower()}": history
                 for name in experiment.conditions for step, folder in chains[name]
                 for history in step.history_dirs(folder)}
@@ -288,6 +299,13 @@ def _results_markdown(experiment: Experiment, tables: dict[str, Any], results: d
     blocks = []
     for task, table in tables.items():
         blocks += [f"### {task}", "", table.to_markdown()]
+    if results["diagnostics"]:
+        metrics = sorted({metric for values in results["diagnostics"].values() for metric in values})
+        blocks += ["### Diagnostics", "", "| condition | " + " | ".join(metrics) + " |",
+                   "|---|" + "---:|" * len(metrics)]
+        blocks += [f"| {name} | " + " | ".join(f"{values[m]:.4f}" if m in values else "–" for m in metrics) + " |"
+                   for name, values in results["diagnostics"].items()]
+        blocks.append("")
     if results["claims"]:
         blocks += ["### Claims", "", claims_markdown(results["claims"])]
     return "\n".join(blocks)

@@ -14,14 +14,15 @@ An experiment is a YAML file in ``experiments/`` (``seedr experiment NAME``)::
       pretrain: {train.max_steps: 300}
       finetune: {train.learning_rate: 2.0e-5}
       retrieve: {pooling: mean}
-    conditions:                         # name → a chain of steps, then retrieval (dense, or bm25)
+    conditions:                         # name → a chain of steps, then retrieval (dense, bm25, or none)
       bm25: {retrieve: bm25}
       none: {steps: [{finetune: {}}]}
       mlm: {steps: [{pretrain: {objective_name: mlm}}, {finetune: {}}]}
     baseline: none                      # significance tests are against this condition (or group)
     groups: {}                          # name → conditions whose per-query scores are averaged (seeds)
     tolerance: {nDCG@10: 0.02}          # how far a re-run may move a figure (`--verify`)
-    claims: []                          # the papers' claims this experiment checks (README table)
+    claims: []                          # the papers' claims this experiment checks (README table);
+                                        # task "diagnostics": a metric of the conditions' diagnose steps
     scales:                             # cpu (runs here) and paper (validated only): variables/defaults
       cpu: {variables: {...}, defaults: {...}}
       paper: {variables: {...}, defaults: {...}}
@@ -63,7 +64,8 @@ class Step:
 
 @dataclass
 class Condition:
-    """A chain of steps whose last model is evaluated on every task (``retrieve: bm25``: BM25 instead)."""
+    """A chain of steps whose last model is evaluated on every task (``retrieve: bm25``: BM25 instead;
+    ``retrieve: none``: not evaluated, e.g. a chain that ends in a ``diagnose`` step)."""
 
     name: str
     steps: list[Step]
@@ -286,7 +288,7 @@ def load_experiment(name: str | Path, scale: str = "cpu", overrides: list[str] |
                      for i, entry in enumerate(body.get("steps") or [])]
             steps = [Step(step.kind, _merge(defaults.get(step.kind) or {}, step.settings)) for step in steps]
             retrieve = body.get("retrieve", {})
-            if retrieve != "bm25":
+            if retrieve not in ("bm25", "none"):
                 retrieve = _merge(defaults.get("retrieve") or {}, retrieve or {})
             conditions[name] = Condition(name, steps, retrieve)
 

@@ -76,8 +76,12 @@ class ExperimentStep:
         return str(out_dir / "encoder")
 
     def history_dirs(self, out_dir: Path) -> list[Path]:
-        """Run folders whose training curves the report plots."""
+        """Run folders whose training curves (and result JSONs) the report shows."""
         return [out_dir]
+
+    def figures(self, out_dir: Path) -> list[Path]:
+        """Figures of the step itself that the report shows."""
+        return []
 
 
 @STEPS.register("pretrain")
@@ -185,6 +189,32 @@ class DiagnoseStep(ExperimentStep):
     def product(self, out_dir: Path) -> str | None:
         return None
 
+    def figures(self, out_dir: Path) -> list[Path]:
+        return [out_dir / "diagnostics.png"]
+
+
+@STEPS.register("prepare")
+class PrepareStep(ExperimentStep):
+    """``seedr prepare`` (a setup step): settings are ``PrepareOptions`` keys, e.g. ``corpus`` and
+    ``passages: 100`` for DPR's 100-word passages; the product is the prepared folder."""
+
+    def config(self) -> Any:
+        from seedr.data.prepare import PrepareOptions
+
+        return from_dict(PrepareOptions, nested(self.settings), f"{self.where} prepare")
+
+    def validate(self) -> None:
+        self.config()
+
+    def run(self, out_dir: Path) -> dict[str, Any]:
+        from seedr.data.prepare import prepare_corpus
+
+        summary = prepare_corpus(out_dir, self.config())
+        return {"articles": summary.articles, "documents": summary.documents}
+
+    def product(self, out_dir: Path) -> str | None:
+        return str(out_dir)
+
     def history_dirs(self, out_dir: Path) -> list[Path]:
         return []
 
@@ -285,23 +315,32 @@ def validate(experiment: Any) -> None:
     for condition in experiment.conditions.values():
         for index, step in enumerate(condition.steps):
             build_step(step.kind, step.settings, f"{where}: conditions.{condition.name}.steps[{index}]").validate()
-        if condition.retrieve != "bm25":
+        if condition.retrieve not in ("bm25", "none"):
             retrieve = from_dict(RetrieveConfig, nested(condition.retrieve),
                                  f"{where}: conditions.{condition.name}.retrieve")
             if not condition.steps and not retrieve.model:
                 raise ValueError(f"{where}: conditions.{condition.name} has no steps: its retrieve needs a model "
                                  "(or retrieve: bm25)")
-    systems = set(experiment.conditions) | set(experiment.groups)
+    retrieving = {name for name, condition in experiment.conditions.items() if condition.retrieve != "none"}
+    if retrieving and not experiment.tasks:
+        raise ValueError(f"{where}: conditions retrieve but there are no tasks to evaluate them on")
+    diagnosing = {name for name, condition in experiment.conditions.items()
+                  if any(step.kind == "diagnose" for step in condition.steps)}
+    systems = retrieving | set(experiment.groups)
     for group, members in experiment.groups.items():
-        missing = sorted(set(members) - set(experiment.conditions))
+        missing = sorted(set(members) - retrieving)
         if missing:
             raise ValueError(f"{where}: groups.{group} names unknown condition(s) {missing}")
-    if experiment.baseline not in systems:
-        raise ValueError(f"{where}: baseline {experiment.baseline!r} is not a condition or group")
+    if retrieving and experiment.baseline not in systems:
+        raise ValueError(f"{where}: baseline {experiment.baseline!r} is not a retrieving condition or group")
     for index, claim in enumerate(experiment.claims):
+        known = diagnosing if claim.task == "diagnostics" else systems
         for system in (claim.condition, claim.against):
-            if system not in systems:
-                raise ValueError(f"{where}: claims[{index}] names unknown condition or group {system!r}")
+            if system not in known:
+                raise ValueError(f"{where}: claims[{index}] names {system!r}, not a condition or group that "
+                                 f"{'ends in diagnose' if claim.task == 'diagnostics' else 'retrieves'}")
+        if claim.task == "diagnostics":
+            continue
         if claim.task not in experiment.tasks or claim.metric not in experiment.tasks[claim.task].metrics:
             raise ValueError(f"{where}: claims[{index}]: task {claim.task!r} does not report {claim.metric!r}")
         if claim.expect not in ("higher", "lower", "similar"):
