@@ -1,16 +1,19 @@
 """Run an experiment: every condition's chain of steps, retrieval on every task, paired significance
 tests, one report and a results file (``seedr experiment``).
 
-Layout of the output folder::
+Layout of the work folder (``runs/experiments`` unless ``--out`` says otherwise)::
 
-    OUT/steps/<kind>-<key>/        one folder per distinct step (shared by the conditions that chain
-                                   the same settings from the same model); step.json once finished
-    OUT/retrieval/<task>/<key>/    embeddings and run.trec of one model (or BM25) on one task
-    OUT/report/                    report.md, report.html, plots/*.png, results.json
+    OUT/steps/<kind>-<key>/        one folder per distinct step (shared by the conditions — and the
+                                   experiments — that chain the same settings from the same model);
+                                   step.json once finished
+    OUT/retrieval/<task>-<key>/    embeddings and run.trec of one model (or BM25) on one task
+    OUT/reports/NAME/              report.md, report.html, plots/*.png, results.json, config.yaml, run.json
 
 A step's key hashes its kind, its settings and the model it starts from, so a finished step is reused
-by a re-run (resuming an interrupted experiment redoes only what did not finish) and by every
-condition that shares it, and a changed setting gives a new folder instead of mixing results.
+by a re-run (resuming an interrupted experiment redoes only what did not finish), by every condition
+that shares it and by other experiments run into the same work folder (the from-scratch pre-trainings
+of ``few_shot`` and ``diagnostics`` are those of ``from_scratch``), and a changed setting gives a new
+folder instead of mixing results.
 """
 
 from __future__ import annotations
@@ -106,7 +109,7 @@ class _Runner:
         for index, spec in enumerate(condition.steps):
             where = f"{self.experiment.path}: conditions.{condition.name}.steps[{index}]"
             step = build_step(spec.kind, self.resolve(spec.settings), where).with_model(model)
-            folder = self.out_dir / "steps" / f"{spec.kind}-{_key(spec.kind, step.settings)}"
+            folder = self.out_dir / "steps" / f"{spec.kind}-{_key(spec.kind, nested(step.settings))}"
             chained.append((step, folder))
             model = step.product(folder) or model
         return chained
@@ -126,10 +129,11 @@ class _Runner:
         return from_dict(RetrieveConfig, nested(self.resolve(condition.retrieve)),
                          f"{self.experiment.path}: conditions.{condition.name}.retrieve")
 
-    def retrieval_folder(self, task: str, condition: Any, model: str | None) -> Path:
+    def retrieval_folder(self, task: RetrievalTask, condition: Any, model: str | None) -> Path:
         retrieve = self.retrieve_config(condition)
-        key = _key("bm25") if retrieve is None else _key(model, dataclasses.asdict(retrieve))
-        return self.out_dir / "retrieval" / task / key
+        what = ("bm25",) if retrieve is None else (model, dataclasses.asdict(retrieve))
+        task_settings = (type(task).__name__, dataclasses.asdict(task.config), task.metrics)
+        return self.out_dir / "retrieval" / f"{task.name}-{_key(task_settings, *what)}"
 
     # ---------------------------------------------------------------- running
     def run_step(self, step: Any, folder: Path, progress: _Progress, label: str) -> None:
@@ -181,8 +185,9 @@ def _group_scores(members: list[dict[str, dict[str, float]]]) -> dict[str, dict[
 
 def run_experiment(experiment: Experiment, out_dir: str | Path, console: Console | None = None,
                    command: str | None = None) -> Outcome:
-    """Run ``experiment`` into ``out_dir`` (finished steps and retrievals are reused); evaluate, test,
-    and write ``out_dir/report`` (``report.md``, ``report.html``, ``plots/``, ``results.json``)."""
+    """Run ``experiment`` into the work folder ``out_dir`` (finished steps and retrievals are reused);
+    evaluate, test, and write ``out_dir/reports/NAME`` (``report.md``, ``report.html``, ``plots/``,
+    ``results.json``)."""
     from seedr.evaluation.compare import comparison_table
     from seedr.experiments.results import claim_results, figures
     from seedr.reporting.report import plot_comparison, render_report
@@ -190,15 +195,16 @@ def run_experiment(experiment: Experiment, out_dir: str | Path, console: Console
     console = console or Console(stderr=True)
     out_dir = Path(out_dir)
     command = command or " ".join(["seedr", *sys.argv[1:]])
-    record_run(out_dir, {"experiment": str(experiment.path), "scale": experiment.scale,
-                         "variables": experiment.variables}, None, command=command)
+    report_dir = out_dir / "reports" / experiment.name
+    record_run(report_dir, {"experiment": str(experiment.path), "scale": experiment.scale,
+                            "variables": experiment.variables}, None, command=command)
     started_at = datetime.now(UTC).isoformat(timespec="seconds")
     started = time.perf_counter()
     runner = _Runner(experiment, out_dir, console)
 
     setup_steps = {name: build_step(spec.kind, spec.settings, f"{experiment.path}: setup.{name}")
                    for name, spec in experiment.setup.items()}
-    setup_folders = {name: out_dir / "steps" / f"{name}-{_key(spec.kind, spec.settings)}"
+    setup_folders = {name: out_dir / "steps" / f"{name}-{_key(spec.kind, nested(spec.settings))}"
                      for name, spec in experiment.setup.items()}
     runner.setup_folders = {name: str(step.product(setup_folders[name]) or setup_folders[name])
                             for name, step in setup_steps.items()}
@@ -210,7 +216,7 @@ def run_experiment(experiment: Experiment, out_dir: str | Path, console: Console
     models = {name: runner.final_model(condition, chains[name])
               for name, condition in experiment.conditions.items()}
     retrieving = [name for name, condition in experiment.conditions.items() if condition.retrieve != "none"]
-    retrievals = {(task, name): runner.retrieval_folder(task, experiment.conditions[name], models[name])
+    retrievals = {(task, name): runner.retrieval_folder(tasks[task], experiment.conditions[name], models[name])
                   for task in tasks for name in retrieving}
     progress = _Progress(len(setup_steps) + len(unique_steps) + len(set(retrievals.values())), console)
     console.print(f"experiment [bold]{experiment.name}[/] ({experiment.scale} scale): "
@@ -260,7 +266,6 @@ def run_experiment(experiment: Experiment, out_dir: str | Path, console: Console
         "claims": claim_results(experiment, comparisons, all_scores, diagnostics),
         "steps": {name: [str(folder) for _, folder in chains[name]] for name in experiment.conditions},
     }
-    report_dir = out_dir / "report"
     (report_dir / "plots").mkdir(parents=True, exist_ok=True)
     with atomic_write(report_dir / "results.json") as stream:
         json.dump(results, stream, indent=2)

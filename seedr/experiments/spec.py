@@ -159,29 +159,31 @@ def _merge(base: dict[str, Any], update: dict[str, Any]) -> dict[str, Any]:
     return merged
 
 
-def substitute(value: Any, variables: dict[str, Any], where: str) -> Any:
+def substitute(value: Any, variables: dict[str, Any], where: str, strict: bool = True) -> Any:
     """Replace ``{name}`` in every string of ``value``; a string that is exactly ``{name}`` takes the
-    variable's own value (a number stays a number, ``null`` stays ``None``)."""
+    variable's own value (a number stays a number, ``null`` stays ``None``). ``strict``: an unknown
+    name is an error (else it is left for a later pass, as grids do: ``{fraction_{labels}}``)."""
     if isinstance(value, dict):
-        return {substitute(k, variables, where): substitute(v, variables, where) for k, v in value.items()}
+        return {substitute(k, variables, where, strict): substitute(v, variables, where, strict)
+                for k, v in value.items()}
     if isinstance(value, list):
-        return [substitute(v, variables, where) for v in value]
+        return [substitute(v, variables, where, strict) for v in value]
     if not isinstance(value, str):
         return value
     whole = _PLACEHOLDER.fullmatch(value)
     if whole:
-        return _lookup(whole.group(1), variables, where)
+        return _lookup(whole.group(1), variables, where, strict)
 
     def text(match: re.Match[str]) -> str:
-        found = _lookup(match.group(1), variables, where)
+        found = _lookup(match.group(1), variables, where, strict)
         return "" if found is None else str(found)
 
     return _PLACEHOLDER.sub(text, value)
 
 
-def _lookup(name: str, variables: dict[str, Any], where: str) -> Any:
+def _lookup(name: str, variables: dict[str, Any], where: str, strict: bool) -> Any:
     if name not in variables:
-        if "." in name:  # {setup.NAME} and {steps...} are resolved when the experiment runs
+        if "." in name or not strict:  # {setup.NAME} is resolved when the experiment runs
             return "{" + name + "}"
         raise ValueError(f"{where}: unknown variable {{{name}}}; defined: {', '.join(sorted(variables))}")
     return variables[name]
@@ -206,7 +208,7 @@ def _expand_grid(name: str, body: dict[str, Any], where: str) -> list[tuple[str,
     expanded = []
     for values in itertools.product(*grid.values()):
         binding = dict(zip(grid, values))
-        expanded.append((substitute(name, binding, where), substitute(body, binding, where)))
+        expanded.append((substitute(name, binding, where), substitute(body, binding, where, strict=False)))
     return expanded
 
 

@@ -122,6 +122,10 @@ class FinetuneStep(ExperimentStep):
         from seedr.training.finetune import FinetuneConfig
 
         config = from_dict(FinetuneConfig, nested(self.settings), f"{self.where} finetune")
+        if config.few_shot is not None and len(config.seeds) > 1:
+            raise ValueError(f"{self.where} finetune: few-shot with several seeds trains several encoders; give "
+                             "one condition per seed (grid: {{seed: [...]}} with train.seed) and average them "
+                             "with groups")
         check_options(LOSSES, config.loss, config.loss_options, f"{self.where} finetune.loss_options")
         check_options(NEGATIVES, config.negatives, config.negative_options,
                       f"{self.where} finetune.negative_options")
@@ -134,6 +138,18 @@ class FinetuneStep(ExperimentStep):
         from seedr.training.finetune import finetune
 
         return finetune(self.config(), out_dir, resume=True)
+
+    def product(self, out_dir: Path) -> str | None:
+        config = self.config()
+        if config.few_shot is not None:  # the one seed's run folder (seedr.training.finetune._few_shot)
+            return str(out_dir / f"seed-{(config.seeds or [config.train.seed])[0]}" / "encoder")
+        return str(out_dir / "encoder")
+
+    def history_dirs(self, out_dir: Path) -> list[Path]:
+        config = self.config()
+        if config.few_shot is not None:
+            return [out_dir / f"seed-{(config.seeds or [config.train.seed])[0]}"]
+        return [out_dir]
 
 
 @dataclasses.dataclass

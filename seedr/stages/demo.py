@@ -23,7 +23,7 @@ def command(
 ) -> None:
     """Prepare the embedded Wikipedia leads, continue pre-training MiniLM with MLM and with SEED-Encoder,
     fine-tune both into retrievers, compare them with BM25 on held-out queries (significance-tested),
-    and write a report (Markdown, HTML) with tables and training curves into OUT/report.
+    and write a report (Markdown, HTML) with tables and training curves into OUT/reports/demo.
 
     Example: seedr demo --out runs/demo-scifact --data ../shared/data/scifact --set pretrain_steps=300
     """

@@ -16,8 +16,9 @@ def command(
                                              "a YAML file.")],
     scale: Annotated[str, typer.Option(
         "--scale", help="cpu: run it (this machine's budget); paper: the papers' settings, validated only.")] = "cpu",
-    out: Annotated[Path | None, typer.Option(
-        "--out", help="Work folder (finished steps are reused); default runs/experiments/NAME.")] = None,
+    out: Annotated[Path, typer.Option(
+        "--out", help="Work folder, shared by experiments (finished steps are reused); the report goes to "
+                      "OUT/reports/NAME.")] = Path("runs/experiments"),
     verify: Annotated[bool, typer.Option(
         "--verify", help="Run, then fail when a figure leaves the tolerance of the recorded results "
                          "(docs/results/NAME/results.json).")] = False,
@@ -29,9 +30,9 @@ def command(
 ) -> None:
     """Run every condition of an experiment (resumable, with progress and ETA), evaluate each on the
     experiment's tasks with paired significance tests against the baseline, and write one report
-    (report.md, plots, a self-contained report.html) and results.json into OUT/report.
+    (report.md, plots, a self-contained report.html) and results.json into OUT/reports/NAME.
 
-    Example: seedr experiment domain_adaptation --out runs/experiments/domain_adaptation
+    Example: seedr experiment domain_adaptation --out runs/experiments
     """
     from seedr.experiments.results import load_results, record as record_results, update_readme, verify as check
     from seedr.experiments.runner import run_experiment
@@ -44,7 +45,7 @@ def command(
                       "GPUs, not here; nothing was run.", highlight=False)
         return
     recorded = load_results(experiment.results_dir) if verify else None
-    outcome = run_experiment(experiment, out or Path("runs") / "experiments" / experiment.name, console)
+    outcome = run_experiment(experiment, out, console)
     if recorded is not None:
         problems = check(outcome.results, recorded)
         if problems:
