@@ -139,7 +139,7 @@ class _Runner:
     def run_step(self, step: Any, folder: Path, progress: _Progress, label: str) -> None:
         if (folder / "step.json").exists():
             self.outcome_reused.append(str(folder))
-            progress.finished(f"{label}: reused {folder.name}", None)
+            progress.finished(f"{label} {folder.name}", None)
             return
         self.console.rule(f"{label} → {folder}")
         started = time.perf_counter()
@@ -156,7 +156,7 @@ class _Runner:
         label = f"{condition.name}: retrieve {task.name}"
         if (folder / "run.trec").exists():
             self.outcome_reused.append(str(folder))
-            progress.finished(f"{label}: reused", None)
+            progress.finished(label, None)
             return
         self.console.rule(f"{label} → {folder}")
         started = time.perf_counter()
