@@ -43,6 +43,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import yaml
+
 from seedr.config import parse_yaml
 from seedr.data.io import DataError
 
@@ -225,7 +227,7 @@ def load_experiment(name: str | Path, scale: str = "cpu", overrides: list[str] |
         raise ValueError(f"unknown scale {scale!r}; valid: {', '.join(SCALES)}")
     try:
         raw = parse_yaml(path.read_text(encoding="utf-8")) or {}
-    except Exception as error:  # yaml.YAMLError with its position
+    except yaml.YAMLError as error:
         mark = getattr(error, "problem_mark", None)
         raise DataError(path, f"malformed YAML: {error}", line=mark.line + 1 if mark else None) from None
     if not isinstance(raw, dict):

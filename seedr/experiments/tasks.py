@@ -232,8 +232,10 @@ class QaTask(RetrievalTask):
         from seedr.data.corpus import read_corpus
         from seedr.training.pretrain import corpus_files
 
-        documents = (document for path in corpus_files(self.config.passages) for document in read_corpus(path))
-        return list(itertools.islice(documents, self.config.max_passages))
+        if not hasattr(self, "_documents"):  # read once: every condition's run is scored against them
+            documents = (document for path in corpus_files(self.config.passages) for document in read_corpus(path))
+            self._documents = list(itertools.islice(documents, self.config.max_passages))
+        return self._documents
 
     def per_query(self, run: Run) -> dict[str, dict[str, float]]:
         from seedr.evaluation.qa_coverage import coverage_per_question, first_hit_ranks

@@ -32,4 +32,4 @@ def command(
 
     overrides = [*(set_ or []), *([f"data={data}"] if data is not None else [])]
     experiment = load_experiment("demo", "cpu", overrides)
-    run_experiment(experiment, out, console, command="seedr demo")
+    run_experiment(experiment, out, console)
