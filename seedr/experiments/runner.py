@@ -230,7 +230,7 @@ def run_experiment(experiment: Experiment, out_dir: str | Path, console: Console
     for name, condition in experiment.conditions.items():
         for step, folder in chains[name]:
             if folder not in done_steps:
-                runner.run_step(step, folder, progress, f"{name}: {type(step).__name__.removesuffix('Step').lower()}")
+                runner.run_step(step, folder, progress, f"{name}: {step.kind}")
                 done_steps.add(folder)
         for task in tasks.values():
             folder = retrievals.get((task.name, name))
@@ -276,7 +276,7 @@ def run_experiment(experiment: Experiment, out_dir: str | Path, console: Console
             for figure in step.figures(folder):
                 plots.append(report_dir / "plots" / f"{name}-{figure.name}")
                 shutil.copyfile(figure, plots[-1])
-    run_dirs = {f"{name}/{type(step).__name__.removesuffix('Step').lower()}": history
+    run_dirs = {f"{name}/{step.kind}": history
                 for name in experiment.conditions for step, folder in chains[name]
                 for history in step.history_dirs(folder)}
     report = render_report(list(run_dirs.values()), report_dir, title=experiment.title,

@@ -51,6 +51,8 @@ def check_options(registry: Registry[Any], name: str, options: dict[str, Any] | 
 class ExperimentStep:
     """A kind of step: validate its settings, run it into a folder, name the model it produced."""
 
+    #: Its name in ``STEPS`` (the key of the step in an experiment file).
+    kind: ClassVar[str]
     #: Setting that names the model a step starts from, filled with the previous step's product.
     model_key: ClassVar[str | None] = None
 
@@ -60,7 +62,12 @@ class ExperimentStep:
 
     def with_model(self, model: str | None) -> ExperimentStep:
         """This step starting from ``model`` (the previous step's product) unless it names its own."""
-        if model is None or self.model_key is None or self.model_key in self.settings:
+        if model is None or self.model_key is None:
+            return self
+        given: Any = nested(self.settings)
+        for part in self.model_key.split("."):  # named by a dotted key or inside a nested mapping
+            given = given.get(part) if isinstance(given, dict) else None
+        if given is not None:
             return self
         return type(self)({**self.settings, self.model_key: model}, self.where)
 
@@ -89,6 +96,7 @@ class PretrainStep(ExperimentStep):
     """``seedr pretrain``: settings are ``PretrainConfig`` keys (``objective_name``, ``objective.*``,
     ``model.*``, ``data.*``, ``train.*``)."""
 
+    kind = "pretrain"
     model_key = "model.init"
 
     def config(self) -> Any:
@@ -114,6 +122,7 @@ class FinetuneStep(ExperimentStep):
     """``seedr finetune``: settings are ``FinetuneConfig`` keys (``model``, ``train_data``, ``loss``,
     ``loss_options``, ``negatives``, ``negative_options``, ``pooling``, ``train.*`` ...)."""
 
+    kind = "finetune"
     model_key = "model"
 
     def config(self) -> Any:
@@ -177,6 +186,7 @@ class DiagnoseStep(ExperimentStep):
     ``model`` is the previous step's *run folder* (not its encoder): a CPDAE run adds its decoded words.
     """
 
+    kind = "diagnose"
     model_key = "model"
 
     def config(self) -> DiagnoseConfig:
@@ -213,6 +223,8 @@ class DiagnoseStep(ExperimentStep):
 class PrepareStep(ExperimentStep):
     """``seedr prepare`` (a setup step): settings are ``PrepareOptions`` keys, e.g. ``corpus`` and
     ``passages: 100`` for DPR's 100-word passages; the product is the prepared folder."""
+
+    kind = "prepare"
 
     def config(self) -> Any:
         from seedr.data.prepare import PrepareOptions
@@ -257,6 +269,8 @@ class RetrievalTaskConfig:
 @STEPS.register("retrieval_task")
 class RetrievalTaskStep(ExperimentStep):
     """Set-up step writing a retrieval task folder (``RetrievalTaskConfig``)."""
+
+    kind = "retrieval_task"
 
     def config(self) -> RetrievalTaskConfig:
         return from_dict(RetrievalTaskConfig, nested(self.settings), f"{self.where} retrieval_task")
