@@ -21,7 +21,8 @@ def command(
                       "OUT/reports/NAME.")] = Path("runs/experiments"),
     verify: Annotated[bool, typer.Option(
         "--verify", help="Run, then fail when a figure leaves the tolerance of the recorded results "
-                         "(docs/results/NAME/results.json).")] = False,
+                         "(docs/results/NAME/results.json). Finished steps in --out are reused: give a new "
+                         "--out to re-train everything.")] = False,
     record: Annotated[bool, typer.Option(
         "--record", help="Copy the report and results.json to docs/results/NAME and refresh the README's "
                          "claims table.")] = False,
