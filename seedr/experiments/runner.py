@@ -166,12 +166,14 @@ class _Runner:
         else:
             assert model is not None
             run = task.dense_run(model, retrieve, folder)
+        seconds = time.perf_counter() - started
         folder.mkdir(parents=True, exist_ok=True)
         with atomic_write(folder / "settings.json") as stream:
-            json.dump({"model": model, "retrieve": condition.retrieve, "task": task.name}, stream, indent=2)
+            json.dump({"model": model, "retrieve": condition.retrieve, "task": task.name, "seconds": seconds},
+                      stream, indent=2)
         write_trec_run(folder / "run.trec", run, tag=condition.name)
         self.outcome_executed.append(str(folder))
-        progress.finished(label, time.perf_counter() - started)
+        progress.finished(label, seconds)
 
 
 def _group_scores(members: list[dict[str, dict[str, float]]]) -> dict[str, dict[str, float]]:
@@ -256,11 +258,14 @@ def run_experiment(experiment: Experiment, out_dir: str | Path, console: Console
                    for name in experiment.conditions for step, folder in chains[name]
                    if (folder / "diagnostics.json").exists()}
     wall = time.perf_counter() - started
+    recorded = [*(folder / "step.json" for folder in [*setup_folders.values(), *unique_steps]),
+                *(folder / "settings.json" for folder in set(retrievals.values()))]
+    compute = sum(json.loads(path.read_text(encoding="utf-8"))["seconds"] for path in recorded)
 
     results = {
         "experiment": experiment.name, "title": experiment.title, "scale": experiment.scale,
         "file": str(experiment.path), "command": command, "machine": machine(), "started": started_at,
-        "wall_seconds": round(wall, 1), "variables": experiment.variables, "tasks": comparisons,
+        "wall_seconds": round(wall, 1), "compute_seconds": round(compute, 1), "variables": experiment.variables, "tasks": comparisons,
         "diagnostics": diagnostics,
         "figures": figures(comparisons, experiment.tolerance, diagnostics),
         "claims": claim_results(experiment, comparisons, all_scores, diagnostics),
@@ -276,13 +281,15 @@ def run_experiment(experiment: Experiment, out_dir: str | Path, console: Console
             for figure in step.figures(folder):
                 plots.append(report_dir / "plots" / f"{name}-{figure.name}")
                 shutil.copyfile(figure, plots[-1])
-    run_dirs = {f"{name}/{step.kind}": history
-                for name in experiment.conditions for step, folder in chains[name]
-                for history in step.history_dirs(folder)}
-    report = render_report(list(run_dirs.values()), report_dir, title=experiment.title,
+    run_names: dict[Path, str] = {}  # a step shared by conditions is shown once, under the first
+    for name in experiment.conditions:
+        for step, folder in chains[name]:
+            for history in step.history_dirs(folder):
+                run_names.setdefault(history, f"{name}/{step.kind}")
+    report = render_report(list(run_names), report_dir, title=experiment.title,
                            preamble=_preamble(experiment, results),
                            results_markdown=_results_markdown(experiment, tables, results),
-                           figures=plots, names=list(run_dirs))
+                           figures=plots, names=list(run_names.values()))
     console.print(f"done in {wall:.0f} s; report: [bold]{report}[/]")
     return Outcome(report, results, runner.outcome_executed, runner.outcome_reused)
 
@@ -293,8 +300,9 @@ def _preamble(experiment: Experiment, results: dict[str, Any]) -> str:
              f"- scale: **{experiment.scale}**; command: `{results['command']}`",
              f"- machine: {machine_text['processor']}, {machine_text['cpus']} CPUs, torch threads "
              f"{machine_text['torch_threads']}, GPU {machine_text['gpu'] or 'none'} ({machine_text['platform']})",
-             f"- wall time: {results['wall_seconds']:.0f} s (steps reused from earlier runs are not counted); "
-             f"started {results['started']}"]
+             f"- wall time of this run: {results['wall_seconds']:.0f} s; every step and retrieval of the "
+             f"experiment, as each was timed when it ran (also those reused from earlier runs or shared with other "
+             f"experiments): {results['compute_seconds']:.0f} s; started {results['started']}"]
     return "\n".join(lines)
 
 
