@@ -274,8 +274,10 @@ def run_experiment(experiment: Experiment, out_dir: str | Path, console: Console
     (report_dir / "plots").mkdir(parents=True, exist_ok=True)
     with atomic_write(report_dir / "results.json") as stream:
         json.dump(results, stream, indent=2)
-    plots = [plot_comparison(table, report_dir / "plots" / f"comparison-{task}.png", title=task)
-             for task, table in tables.items()]
+    grouped = {member for members in experiment.groups.values() for member in members}
+    plots = [plot_comparison(table, report_dir / "plots" / f"comparison-{task}.png", title=task,
+                             systems=[system for system in table.systems if system not in grouped])
+             for task, table in tables.items()]  # a group's members are plotted as the group
     for name in experiment.conditions:  # the steps' own figures, e.g. diagnostics.png
         for step, folder in chains[name]:
             for figure in step.figures(folder):

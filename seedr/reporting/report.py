@@ -117,18 +117,19 @@ def plot_history(runs: list[RunSummary], out_dir: Path) -> list[Path]:
     return written
 
 
-def plot_comparison(table: Any, path: str | Path, title: str = "") -> Path:
-    """A grouped bar chart of a ``ComparisonTable``: one group per metric, one bar per system, the
-    baseline hatched and significance marks (``†``/``‡``) above the bars; written to ``path``."""
+def plot_comparison(table: Any, path: str | Path, title: str = "", systems: list[str] | None = None) -> Path:
+    """A grouped bar chart of a ``ComparisonTable``: one group per metric, one bar per system (all, or
+    ``systems``), the baseline hatched and significance marks (``†``/``‡``) above the bars; written to
+    ``path``."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
     import numpy as np
 
-    systems, metrics = table.systems, table.metrics
+    systems, metrics = systems or table.systems, table.metrics
     width = 0.8 / len(systems)
-    figure, axis = plt.subplots(figsize=(max(5.0, 1.2 + 0.45 * len(systems) * len(metrics)), 3.8))
+    figure, axis = plt.subplots(figsize=(max(5.0, 1.2 + 0.3 * len(systems) * len(metrics)), 4.2))
     for index, system in enumerate(systems):
         positions = np.arange(len(metrics)) + (index - (len(systems) - 1) / 2) * width
         means = [table.comparisons[metric].systems[system].mean for metric in metrics]
@@ -143,7 +144,8 @@ def plot_comparison(table: Any, path: str | Path, title: str = "") -> Path:
     axis.set_ylim(0, 1.05)
     axis.set_title(title, fontsize="medium")
     axis.grid(axis="y", alpha=0.3)
-    axis.legend(fontsize="x-small", ncols=min(3, len(systems)), loc="upper left")
+    axis.legend(fontsize="x-small", ncols=min(4, len(systems)), loc="upper center", bbox_to_anchor=(0.5, -0.08),
+                frameon=False)
     figure.tight_layout()
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
