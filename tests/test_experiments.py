@@ -219,9 +219,10 @@ def test_experiment_files_are_yaml_mappings():
         assert isinstance(yaml.safe_load(path.read_text()), dict), path
 
 
-def test_experiments_share_the_from_scratch_pretraining():
-    """few_shot, decoder_ablation and diagnostics chain the very pre-training steps of from_scratch, so
-    that in one work folder each is computed once (a step's folder is keyed by its settings)."""
+def test_experiments_share_their_common_steps():
+    """few_shot, decoder_ablation and diagnostics chain the very pre-training steps of from_scratch (and
+    best_recipe those of domain_adaptation), so that in one work folder each is computed once (a step's
+    folder is keyed by its settings)."""
     from seedr.experiments.steps import nested
 
     def settings(experiment, condition):
@@ -233,6 +234,9 @@ def test_experiments_share_the_from_scratch_pretraining():
     assert settings("decoder_ablation", "layers-3-span-all") == settings("from_scratch", "seed-strong")
     for name in ("mlm", "cpdae", "ict-bfs-wlp"):
         assert settings("few_shot", f"{name}-1pct-s2") == settings("from_scratch", name)
+    # best_recipe builds on domain_adaptation's plain fine-tuning and SEED pre-training
+    assert settings("best_recipe", "plain") == settings("domain_adaptation", "none")
+    assert settings("best_recipe", "seed-4-epochs") == settings("domain_adaptation", "seed")
 
 
 DIAGNOSTICS = """\
