@@ -39,8 +39,11 @@ from seedr.experiments.steps import build_step, nested, record_step
 from seedr.experiments.tasks import TASKS, RetrievalTask, RetrieveConfig
 
 
-def _key(*parts: Any) -> str:
-    return hashlib.sha256(json.dumps(parts, sort_keys=True, default=str).encode()).hexdigest()[:10]
+def _key(out_dir: Path, *parts: Any) -> str:
+    """A short hash of ``parts``; paths inside the work folder count relative to it, so that a work
+    folder keeps its keys when moved or copied."""
+    text = json.dumps(parts, sort_keys=True, default=str).replace(str(out_dir), "$OUT")
+    return hashlib.sha256(text.encode()).hexdigest()[:10]
 
 
 @dataclass
@@ -109,7 +112,7 @@ class _Runner:
         for index, spec in enumerate(condition.steps):
             where = f"{self.experiment.path}: conditions.{condition.name}.steps[{index}]"
             step = build_step(spec.kind, self.resolve(spec.settings), where).with_model(model)
-            folder = self.out_dir / "steps" / f"{spec.kind}-{_key(spec.kind, nested(step.settings))}"
+            folder = self.out_dir / "steps" / f"{spec.kind}-{_key(self.out_dir, spec.kind, nested(step.settings))}"
             chained.append((step, folder))
             model = step.product(folder) or model
         return chained
@@ -133,7 +136,7 @@ class _Runner:
         retrieve = self.retrieve_config(condition)
         what = ("bm25",) if retrieve is None else (model, dataclasses.asdict(retrieve))
         task_settings = (type(task).__name__, dataclasses.asdict(task.config), task.metrics)
-        return self.out_dir / "retrieval" / f"{task.name}-{_key(task_settings, *what)}"
+        return self.out_dir / "retrieval" / f"{task.name}-{_key(self.out_dir, task_settings, *what)}"
 
     # ---------------------------------------------------------------- running
     def run_step(self, step: Any, folder: Path, progress: _Progress, label: str) -> None:
@@ -206,7 +209,7 @@ def run_experiment(experiment: Experiment, out_dir: str | Path, console: Console
 
     setup_steps = {name: build_step(spec.kind, spec.settings, f"{experiment.path}: setup.{name}")
                    for name, spec in experiment.setup.items()}
-    setup_folders = {name: out_dir / "steps" / f"{name}-{_key(spec.kind, nested(spec.settings))}"
+    setup_folders = {name: out_dir / "steps" / f"{name}-{_key(out_dir, spec.kind, nested(spec.settings))}"
                      for name, spec in experiment.setup.items()}
     runner.setup_folders = {name: str(step.product(setup_folders[name]) or setup_folders[name])
                             for name, step in setup_steps.items()}
