@@ -11,7 +11,6 @@ unless its settings name a model.
 from __future__ import annotations
 
 import dataclasses
-import inspect
 import json
 import shutil
 from pathlib import Path
@@ -40,12 +39,11 @@ def nested(settings: dict[str, Any]) -> dict[str, Any]:
 
 
 def check_options(registry: Registry[Any], name: str, options: dict[str, Any] | None, where: str) -> None:
-    """The options a registry entry's factory takes (as ``Registry.build`` checks them), without building it."""
-    factory: Any = registry.get(name)
-    accepted = [p for p in inspect.signature(factory).parameters if p not in ("self", "args", "kwargs")]
-    unknown = sorted(set(options or {}) - set(accepted))
-    if unknown:
-        raise ValueError(f"{where}: unknown option(s) {unknown} for {registry.kind} {name!r}; valid: {accepted}")
+    """``Registry.check`` with ``where`` (file and condition) in front of its message."""
+    try:
+        registry.check(name, options)
+    except ValueError as error:
+        raise ValueError(f"{where}: {error}") from None
 
 
 class ExperimentStep:
