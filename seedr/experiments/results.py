@@ -60,8 +60,11 @@ def claim_results(experiment: Any, comparisons: dict[str, dict[str, Any]],
     results = []
     for claim in experiment.claims:
         if claim.task == "diagnostics":
-            value, against_value = (diagnostics or {})[claim.condition][claim.metric], \
-                (diagnostics or {})[claim.against][claim.metric]
+            measured = [(diagnostics or {}).get(system, {}) for system in (claim.condition, claim.against)]
+            if any(claim.metric not in values for values in measured):
+                raise ValueError(f"{experiment.path}: claim {claim.claim!r} reads {claim.metric!r}, which the "
+                                 f"diagnose steps did not measure; measured: {sorted(measured[0])}")
+            value, against_value = (values[claim.metric] for values in measured)
             results.append({"claim": claim.claim, "paper": claim.paper, "task": claim.task,
                             "metric": claim.metric, "condition": claim.condition, "against": claim.against,
                             "expect": claim.expect, "value": value, "against_value": against_value,

@@ -153,6 +153,7 @@ class QrelsTask(RetrievalTask):
 @dataclasses.dataclass
 class ReqaTaskConfig:
     squad: str = ""
+    max_articles: int | None = None  # the first N articles of the SQuAD file (dev: 48), for CPU budgets
 
 
 @TASKS.register("reqa")
@@ -172,7 +173,7 @@ class ReqaTask(RetrievalTask):
         from seedr.data.qa import read_squad, reqa_candidates
 
         if not hasattr(self, "_cached"):
-            self._cached = reqa_candidates(read_squad(self.config.squad))
+            self._cached = reqa_candidates(read_squad(self.config.squad)[: self.config.max_articles])
         return self._cached
 
     def queries(self) -> dict[str, str]:
