@@ -60,15 +60,24 @@ class ComparisonTable:
     def label(self, system: str) -> str:
         return f"{system} (baseline)" if system == self.baseline and len(self.systems) > 1 else system
 
-    def to_rich(self, digits: int = 4, title: str | None = None) -> Table:
+    def to_rich(self, digits: int = 4, title: str | None = None, systems: Sequence[str] | None = None) -> Table:
         """The table for the terminal (``rich``): metrics as rows, systems as columns, so that many
-        metrics fit a narrow terminal; the footnote only when there is something to compare."""
+        metrics fit a narrow terminal — or, past six systems, systems as rows, so that many systems do;
+        ``systems``: a subset to show. The footnote only when there is something to compare."""
+        systems = list(systems or self.systems)
         table = Table(title=title, caption=self._test_note() if len(self.systems) > 1 else None)
+        if len(systems) > 6:
+            table.add_column("system")
+            for metric in self.metrics:
+                table.add_column(metric, justify="right")
+            for system in systems:
+                table.add_row(self.label(system), *(self.cell(system, metric, digits) for metric in self.metrics))
+            return table
         table.add_column("metric")
-        for system in self.systems:
+        for system in systems:
             table.add_column(self.label(system), justify="right")
         for metric in self.metrics:
-            table.add_row(metric, *(self.cell(system, metric, digits) for system in self.systems))
+            table.add_row(metric, *(self.cell(system, metric, digits) for system in systems))
         return table
 
     def to_markdown(self, digits: int = 4) -> str:

@@ -245,6 +245,7 @@ def run_experiment(experiment: Experiment, out_dir: str | Path, console: Console
 
     from seedr.retrieval.runs import read_trec_run
 
+    grouped = {member for members in experiment.groups.values() for member in members}  # shown as their group
     comparisons, tables, all_scores = {}, {}, {}
     for task in tasks.values():
         scores = {name: task.per_query(read_trec_run(retrievals[(task.name, name)] / "run.trec"))
@@ -256,7 +257,8 @@ def run_experiment(experiment: Experiment, out_dir: str | Path, console: Console
         tables[task.name] = table
         all_scores[task.name] = scores
         comparisons[task.name] = table.to_dict()
-        console.print(table.to_rich(title=f"{experiment.title}: {task.name}"))
+        console.print(table.to_rich(title=f"{experiment.title}: {task.name}",
+                                    systems=[system for system in table.systems if system not in grouped]))
     diagnostics = {name: json.loads((folder / "diagnostics.json").read_text(encoding="utf-8"))["metrics"]
                    for name in experiment.conditions for step, folder in chains[name]
                    if (folder / "diagnostics.json").exists()}
@@ -277,7 +279,6 @@ def run_experiment(experiment: Experiment, out_dir: str | Path, console: Console
     (report_dir / "plots").mkdir(parents=True, exist_ok=True)
     with atomic_write(report_dir / "results.json") as stream:
         json.dump(results, stream, indent=2)
-    grouped = {member for members in experiment.groups.values() for member in members}
     plots = [plot_comparison(table, report_dir / "plots" / f"comparison-{task}.png", title=task,
                              systems=[system for system in table.systems if system not in grouped])
              for task, table in tables.items()]  # a group's members are plotted as the group

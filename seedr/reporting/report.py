@@ -98,8 +98,9 @@ def plot_history(runs: list[RunSummary], out_dir: Path) -> list[Path]:
     keys = sorted({key for run in runs for record in run.history for key, value in record.items()
                    if key not in _NOT_CURVES and isinstance(value, int | float) and not isinstance(value, bool)})
     written = []
+    many = sum(bool(run.history) for run in runs) > 10  # then the legend goes below, in columns
     for key in keys:
-        figure, axis = plt.subplots(figsize=(6, 3.5))
+        figure, axis = plt.subplots(figsize=(6, 5.5 if many else 3.5))
         for run in runs:
             points = [(r["step"], r[key]) for r in run.history if "step" in r and isinstance(r.get(key), int | float)]
             if points:
@@ -108,7 +109,10 @@ def plot_history(runs: list[RunSummary], out_dir: Path) -> list[Path]:
         axis.set_xlabel("step")
         axis.set_ylabel(key)
         axis.grid(alpha=0.3)
-        axis.legend(fontsize="small")
+        if many:
+            axis.legend(fontsize="xx-small", ncols=3, loc="upper center", bbox_to_anchor=(0.5, -0.18), frameon=False)
+        else:
+            axis.legend(fontsize="small")
         figure.tight_layout()
         target = out_dir / f"{key.replace('/', '_')}.png"
         figure.savefig(target, dpi=110)
