@@ -40,15 +40,20 @@ class Registry(Generic[T]):
             valid = ", ".join(sorted(self._entries)) or "(none registered)"
             raise KeyError(f"unknown {self.kind} {name!r}; valid names: {valid}") from None
 
-    def build(self, name: str, options: Mapping[str, Any] | None = None) -> Any:
-        """Call the factory ``name`` with keyword ``options`` (a recipe's ``*_options`` mapping); an
-        option the factory does not take is an error listing the ones it does."""
+    def check(self, name: str, options: Mapping[str, Any] | None = None) -> None:
+        """Raise ``ValueError`` listing the valid options when the factory ``name`` does not take every
+        one of ``options`` (without calling it: experiment files are checked before anything runs)."""
         factory: Any = self.get(name)
         accepted = [p for p in inspect.signature(factory).parameters if p not in ("self", "args", "kwargs")]
         unknown = sorted(set(options or {}) - set(accepted))
         if unknown:
             raise ValueError(f"unknown option(s) {unknown} for {self.kind} {name!r}; valid: {accepted}")
-        return factory(**dict(options or {}))
+
+    def build(self, name: str, options: Mapping[str, Any] | None = None) -> Any:
+        """Call the factory ``name`` with keyword ``options`` (a recipe's ``*_options`` mapping); an
+        option the factory does not take is an error listing the ones it does."""
+        self.check(name, options)
+        return self.get(name)(**dict(options or {}))
 
     def names(self) -> list[str]:
         return sorted(self._entries)

@@ -1,6 +1,7 @@
 """The main job (`seedr demo`) end to end on the embedded default data, at a tiny size."""
 
 import json
+from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner
@@ -27,14 +28,20 @@ def test_demo_end_to_end_tiny(tmp_path):
              "pretrain_batch_size=4", "finetune_batch_size=4", "tokenizer_vocab=2000"]
     result = CliRunner().invoke(app, ["demo", "--out", str(out), *sum((["--set", s] for s in sizes), [])])
     assert result.exit_code == 0, result.output
-    comparison = json.loads((out / "comparison.json").read_text())
+    results = json.loads((out / "reports" / "demo" / "results.json").read_text())
+    comparison = results["tasks"]["heldout"]
+    assert comparison["baseline"] == "MLM→FT" and comparison["queries"]["MRR@10"] == 30
     assert set(comparison["systems"]) == {"BM25", "MiniLM", "MLM", "MLM→FT", "SEED", "SEED→FT"}
     assert all(0.0 <= values["MRR@10"]["mean"] <= 1.0 for values in comparison["systems"].values())
-    report = (out / "report" / "report.md").read_text()
+    report = (out / "reports" / "demo" / "report.md").read_text()
     assert "## Comparison" in report and "weak_decoder" in report
-    for name in ("pretrain-seed", "finetune-seed"):
-        assert (out / name / "encoder" / "model.safetensors").exists()
-    assert len(list((out / "runs").glob("*.trec"))) == 6
+    assert (out / "reports" / "demo" / "report.html").exists()
+    # SEED→FT chains the SEED pre-training that "SEED" evaluates zero-shot: one folder, shared
+    pretrained, finetuned = results["steps"]["SEED→FT"]
+    assert results["steps"]["SEED"] == [pretrained]
+    for folder in (pretrained, finetuned):
+        assert (Path(folder) / "encoder" / "model.safetensors").exists()
+    assert len(list((out / "retrieval").glob("heldout-*/run.trec"))) == 6
 
 
 def test_demo_data_must_be_a_beir_folder(shared_data, tmp_path):
@@ -51,6 +58,6 @@ def test_demo_on_scifact(shared_data, tmp_path):
     result = CliRunner().invoke(app, ["demo", "--out", str(out), "--data", str(shared_data / "scifact"),
                                       *sum((["--set", s] for s in sizes), [])])
     assert result.exit_code == 0, result.output
-    comparison = json.loads((out / "comparison.json").read_text())
+    comparison = json.loads((out / "reports" / "demo" / "results.json").read_text())["tasks"]["heldout"]
     assert comparison["queries"]["nDCG@10"] == 40
     assert comparison["systems"]["BM25"]["nDCG@10"]["mean"] > 0.5  # BM25 is strong on SciFact

@@ -19,17 +19,21 @@ from seedr.evaluation.diagnostics import (
     alignment,
     anisotropy,
     common_word_mass,
-    corpus_texts,
     decoded_words,
-    embed_pairs,
     embedding_statistics,
-    is_cpdae_run,
-    load_objective,
     most_frequent_tokens,
-    positive_pairs,
     random_pair_similarity,
     uniformity,
     word_probabilities,
+)
+from seedr.experiments.diagnostics import (
+    corpus_texts,
+    embed_pairs,
+    is_cpdae_run,
+    load_encoder_parts,
+    load_objective,
+    load_word_decoder,
+    positive_pairs,
 )
 from seedr.modeling.encoder import build_encoder
 from seedr.training.checkpoint import latest_checkpoint, model_weights_path
@@ -57,6 +61,13 @@ def tiny_run(wiki_shard, out, objective: str):
 
 
 @pytest.fixture(scope="module")
+def minilm(minilm_path):
+    """MiniLM in memory with its tokenizer, as the diagnostics take it."""
+    model, tokenizer, _ = load_encoder_parts(minilm_path)
+    return model, tokenizer
+
+
+@pytest.fixture(scope="module")
 def cpdae_run(wiki_shard, tmp_path_factory):
     return tiny_run(wiki_shard, tmp_path_factory.mktemp("runs") / "cpdae", "cpdae")
 
@@ -64,17 +75,17 @@ def cpdae_run(wiki_shard, tmp_path_factory):
 # ----- SEED-Encoder §3.2, Figure 1(b) ---------------------------------------------------------------
 
 
-def test_random_pair_similarity_per_length_is_a_cosine_and_reproducible(minilm_path, articles):
-    first = random_pair_similarity(minilm_path, articles, lengths=(64, 32), pairs=12, seed=5)
+def test_random_pair_similarity_per_length_is_a_cosine_and_reproducible(minilm, articles):
+    first = random_pair_similarity(*minilm, articles, lengths=(64, 32), pairs=12, seed=5)
     assert list(first) == [32, 64]
     for mean, std in first.values():
         assert -1.0 <= mean <= 1.0 and 0.0 <= std <= 1.0
-    assert random_pair_similarity(minilm_path, articles, lengths=(64, 32), pairs=12, seed=5) == first
-    other = random_pair_similarity(minilm_path, articles, lengths=(32, 64), pairs=12, seed=6)
+    assert random_pair_similarity(*minilm, articles, lengths=(64, 32), pairs=12, seed=5) == first
+    other = random_pair_similarity(*minilm, articles, lengths=(32, 64), pairs=12, seed=6)
     assert other != first  # other pairs drawn
 
 
-def test_collapsed_encoder_has_more_similar_random_pairs_than_minilm(minilm_path, articles, tokenizer):
+def test_collapsed_encoder_has_more_similar_random_pairs_than_minilm(minilm_path, minilm, articles, tokenizer):
     """Zeroing every layer's output LayerNorm weight makes each token state that LayerNorm's bias, so
     every text gets the same [CLS] vector: the extreme of SEED-Encoder's "cluttered representations"."""
     torch.manual_seed(0)
@@ -84,26 +95,30 @@ def test_collapsed_encoder_has_more_similar_random_pairs_than_minilm(minilm_path
         for layer in collapsed.encoder.layer:
             layer.output.LayerNorm.weight.zero_()
             layer.output.LayerNorm.bias.normal_()
-    degenerate = random_pair_similarity(collapsed, articles, lengths=(32, 64), pairs=12, seed=5,
-                                        tokenizer=tokenizer)
-    minilm = random_pair_similarity(minilm_path, articles, lengths=(32, 64), pairs=12, seed=5)
+    degenerate = random_pair_similarity(*load_encoder_parts(collapsed, tokenizer)[:2], articles, lengths=(32, 64),
+                                        pairs=12, seed=5)
+    cls_pooled = random_pair_similarity(*minilm, articles, lengths=(32, 64), pairs=12, seed=5)
     for length in (32, 64):
         assert degenerate[length][0] == pytest.approx(1.0, abs=1e-5)
-        assert degenerate[length][0] > minilm[length][0] + 0.1
-    # MiniLM was trained with mean pooling: its mean-pooled random pairs are far apart
-    mean_pooled = random_pair_similarity(minilm_path, articles, lengths=(64,), pairs=12, seed=5,
-                                         pooling="model")
-    assert mean_pooled[64][0] < minilm[64][0]
+        assert degenerate[length][0] > cls_pooled[length][0] + 0.1
+    # MiniLM was trained with mean pooling (what its folder declares): its mean-pooled random pairs are far apart
+    model, tokenizer, declared = load_encoder_parts(minilm_path, pooling="model")
+    assert declared == "mean"
+    mean_pooled = random_pair_similarity(model, tokenizer, articles, lengths=(64,), pairs=12, seed=5,
+                                         pooling=declared)
+    assert mean_pooled[64][0] < cls_pooled[64][0]
 
 
-def test_random_pair_similarity_clear_errors(minilm_path, articles):
+def test_random_pair_similarity_clear_errors(minilm_path, minilm, articles):
     with pytest.raises(ValueError, match="outside"):
-        random_pair_similarity(minilm_path, articles, lengths=(1024,), pairs=4)
+        random_pair_similarity(*minilm, articles, lengths=(1024,), pairs=4)
     leads = [text.split("\n")[0] for text in articles[:3]]
     with pytest.raises(ValueError, match="need at least two"):
-        random_pair_similarity(minilm_path, leads, lengths=(512,), pairs=4)
+        random_pair_similarity(*minilm, leads, lengths=(512,), pairs=4)
+    with pytest.raises(ValueError, match="valid: cls, mean$"):
+        random_pair_similarity(*minilm, articles, lengths=(32,), pairs=4, pooling="max")
     with pytest.raises(ValueError, match="valid: cls, mean, model"):
-        random_pair_similarity(minilm_path, articles, lengths=(32,), pairs=4, pooling="max")
+        load_encoder_parts(minilm_path, pooling="max")
 
 
 # ----- embedding-space statistics ---------------------------------------------------------------------
@@ -135,8 +150,8 @@ def test_positive_pairs_are_closer_than_mismatched_pairs(minilm_path, wiki_shard
     assert len(pairs) == 10
     for query, document in pairs:  # the query sentence is taken out of its passage
         assert query not in document.text and document.title and "#" in document.id
-    statistics = embedding_statistics(minilm_path, pairs, pooling="model")
     queries, documents = embed_pairs(minilm_path, pairs, pooling="model")
+    statistics = embedding_statistics(queries, documents)
     assert statistics["alignment"] == pytest.approx(alignment(queries, documents))
     assert 0.0 <= statistics["alignment"] < alignment(queries, np.roll(documents, 1, axis=0)) <= 4.0
     assert -4.5 < statistics["uniformity"] < 0.0 and -1.0 <= statistics["anisotropy"] <= 1.0
@@ -155,7 +170,9 @@ def test_objective_is_rebuilt_with_the_checkpoint_weights(cpdae_run):
 
 
 def test_decoded_words_are_vocabulary_tokens_by_probability(cpdae_run, articles, tokenizer):
-    words = decoded_words(cpdae_run, articles[:3], k=7)
+    objective, max_length = load_word_decoder(cpdae_run)
+    assert max_length == 64  # the run's training length
+    words = decoded_words(objective, articles[:3], k=7, max_length=max_length)
     vocabulary = tokenizer.get_vocab()
     assert len(words) == 3 and all(len(top) == 7 for top in words)
     for top in words:
@@ -165,7 +182,7 @@ def test_decoded_words_are_vocabulary_tokens_by_probability(cpdae_run, articles,
         assert 0 < probabilities[-1] <= probabilities[0] <= 1
 
     text = articles[0].split("\n")[0]
-    per_word = word_probabilities(cpdae_run, text)
+    per_word = word_probabilities(objective, text, max_length)
     assert [word for word, _ in per_word][:3] == text.split()[:3]  # "Anarchism is a", in order
     assert all(0 < probability <= 1 for _, probability in per_word)
 
@@ -174,7 +191,7 @@ def test_common_word_mass_is_a_share_of_the_distribution(cpdae_run, articles, to
     common = most_frequent_tokens(tokenizer, articles, count=100)
     assert len(common) == 100 and not set(common) & set(tokenizer.all_special_ids)
     assert tokenizer.convert_ids_to_tokens(common[:3]) == ["the", ",", "."]
-    mass = common_word_mass(cpdae_run, articles[:4], common)
+    mass = common_word_mass(load_word_decoder(cpdae_run)[0], articles[:4], common, max_length=64)
     assert set(mass) == {"common_mass", "own_rare_mass", "target_common_mass"}
     assert all(0.0 <= value <= 1.0 for value in mass.values())
     assert mass["common_mass"] + mass["own_rare_mass"] <= 1.0
@@ -193,7 +210,9 @@ def test_decoded_words_need_a_cpdae_run(wiki_shard, tmp_path, articles):
     mlm = tiny_run(wiki_shard, tmp_path / "mlm", "mlm")
     assert not is_cpdae_run(mlm) and not is_cpdae_run(mlm / "encoder")
     with pytest.raises(ValueError, match="bag-of-words decoder"):
-        decoded_words(mlm, articles[:1])
+        load_word_decoder(mlm)
+    with pytest.raises(ValueError, match="bag-of-words decoder"):
+        decoded_words(load_objective(mlm)[0], articles[:1])
 
 
 # ----- seedr diagnose ---------------------------------------------------------------------------------

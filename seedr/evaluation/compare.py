@@ -66,21 +66,33 @@ class ComparisonTable:
         result = self.comparisons[metric].systems[system]
         return "" if result.p_value is None else f"{result.delta:+.{digits}f} p={result.p_value:.2g}"
 
-    def to_rich(self, digits: int = 4, title: str | None = None) -> Table:
+    def to_rich(self, digits: int = 4, title: str | None = None, systems: Sequence[str] | None = None) -> Table:
         """The table for the terminal (``rich``): metrics as rows, systems as columns, so that many
-        metrics fit a narrow terminal; each system's cell also shows its difference to the baseline and
+        metrics fit a narrow terminal — or, past six systems, systems as rows, so that many systems do;
+        ``systems``: a subset to show. Each system's cell also shows its difference to the baseline and
         the p-value (not only the marks); the footnote only when there is something to compare."""
+        systems = list(systems or self.systems)
         caption = None
         if len(self.systems) > 1:
             caption = f"{self._test_note()} Below each value: its difference to {self.baseline} and the p-value."
         table = Table(title=title, caption=caption)
+
+        def shown(system: str, metric: str) -> str:
+            effect = f"\n{self.effect(system, metric, digits)}" if system != self.baseline else ""
+            return self.cell(system, metric, digits) + effect
+
+        if len(systems) > 6:
+            table.add_column("system")
+            for metric in self.metrics:
+                table.add_column(metric, justify="right")
+            for system in systems:
+                table.add_row(self.label(system), *(shown(system, metric) for metric in self.metrics))
+            return table
         table.add_column("metric")
-        for system in self.systems:
+        for system in systems:
             table.add_column(self.label(system), justify="right")
         for metric in self.metrics:
-            table.add_row(metric, *(self.cell(system, metric, digits) + (f"\n{self.effect(system, metric, digits)}"
-                                                                         if system != self.baseline else "")
-                                    for system in self.systems))
+            table.add_row(metric, *(shown(system, metric) for system in systems))
         return table
 
     def to_markdown(self, digits: int = 4) -> str:
@@ -92,6 +104,7 @@ class ComparisonTable:
         if len(self.systems) > 1:
             lines += ["", self._test_note()]
         return "\n".join(lines) + "\n"
+
 
 def comparison_table(per_query_by_system: dict[str, dict[str, dict[str, float]]], baseline: str,
                      metrics: Sequence[str] | None = None, test: str = "permutation", alpha: float = 0.05,

@@ -1,4 +1,4 @@
-"""Render a report (Markdown + PNG plots) from run folders.
+"""Render a report (Markdown + PNG plots + one self-contained HTML page) from run folders.
 
 A run folder is whatever a seedr stage wrote: ``config.yaml`` and ``run.json`` (``record_run``),
 ``metrics.jsonl`` (one JSON object per logged training step: ``step``, ``loss``, the objective's
@@ -108,8 +108,9 @@ def plot_history(runs: list[RunSummary], out_dir: Path) -> list[Path]:
         stem = "grad_norm_parts" if key.startswith(_PART_GRADIENTS) else key.replace("/", "_")
         figures.setdefault(stem, []).append(key)
     written = []
+    many = sum(bool(run.history) for run in runs) > 10  # then the legend goes below, in columns
     for stem, figure_keys in figures.items():
-        figure, axis = plt.subplots(figsize=(6, 3.5))
+        figure, axis = plt.subplots(figsize=(6, 5.5 if many else 3.5))
         for run in runs:
             for key in figure_keys:
                 points = [(r["step"], r[key]) for r in run.history
@@ -125,7 +126,10 @@ def plot_history(runs: list[RunSummary], out_dir: Path) -> list[Path]:
             axis.set_ylabel("gradient norm of each loss part on the encoder")
             axis.set_yscale("log")  # parts differ by orders of magnitude (CPDAE: REC vs λ·CL)
         axis.grid(alpha=0.3)
-        axis.legend(fontsize="small")
+        if many:
+            axis.legend(fontsize="xx-small", ncols=3, loc="upper center", bbox_to_anchor=(0.5, -0.18), frameon=False)
+        else:
+            axis.legend(fontsize="small")
         figure.tight_layout()
         target = out_dir / f"{stem}.png"
         with atomic_write(target, "wb") as stream:  # a kill never leaves a half-drawn plot
@@ -135,15 +139,58 @@ def plot_history(runs: list[RunSummary], out_dir: Path) -> list[Path]:
     return written
 
 
+def plot_comparison(table: Any, path: str | Path, title: str = "", systems: list[str] | None = None) -> Path:
+    """A grouped bar chart of a ``ComparisonTable``: one group per metric, one bar per system (all, or
+    ``systems``), the baseline hatched and significance marks (``†``/``‡``) above the bars; written to
+    ``path``."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import numpy as np
+
+    systems, metrics = systems or table.systems, table.metrics
+    width = 0.8 / len(systems)
+    figure, axis = plt.subplots(figsize=(max(5.0, 1.2 + 0.3 * len(systems) * len(metrics)), 4.2))
+    for index, system in enumerate(systems):
+        positions = np.arange(len(metrics)) + (index - (len(systems) - 1) / 2) * width
+        means = [table.comparisons[metric].systems[system].mean for metric in metrics]
+        bars = axis.bar(positions, means, width, label=table.label(system),
+                        hatch="//" if system == table.baseline else None)
+        for bar, metric in zip(bars, metrics):
+            mark = table.mark(system, metric)
+            if mark:
+                axis.annotate(mark, (bar.get_x() + bar.get_width() / 2, bar.get_height()), ha="center",
+                              va="bottom", fontsize="small")
+    axis.set_xticks(np.arange(len(metrics)), metrics)
+    axis.set_ylim(0, 1.05)
+    axis.set_title(title, fontsize="medium")
+    axis.grid(axis="y", alpha=0.3)
+    axis.legend(fontsize="x-small", ncols=min(4, len(systems)), loc="upper center", bbox_to_anchor=(0.5, -0.08),
+                frameon=False)
+    figure.tight_layout()
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with atomic_write(path, "wb") as stream:
+        figure.savefig(stream, format="png", dpi=110)
+    plt.close(figure)
+    return path
+
+
 def render_report(run_dirs: list[str | Path], out_dir: str | Path, title: str = "seedr report",
-                  preamble: str = "", results_markdown: str = "") -> Path:
-    """Write ``out_dir/report.md`` (+ ``plots/*.png``) from run folders; returns the Markdown path.
+                  preamble: str = "", results_markdown: str = "", figures: list[Path] | None = None,
+                  names: list[str] | None = None) -> Path:
+    """Write ``out_dir/report.md`` (+ ``plots/*.png``) and the same report as one self-contained
+    ``out_dir/report.html`` (``seedr.reporting.html``) from run folders; returns the Markdown path.
 
     ``preamble`` (what was run) and ``results_markdown`` (e.g. a significance-marked comparison from
-    ``seedr.evaluation.compare``) are placed before the per-run tables when given.
+    ``seedr.evaluation.compare``) are placed before the per-run tables when given; ``figures`` (PNG
+    files inside ``out_dir``) after them. ``names`` name the runs (default: their folder names).
     """
+    from seedr.reporting.html import write_html
+
     out_dir = Path(out_dir)
-    runs = [load_run(path) for path in run_dirs]
+    runs = [load_run(path, name) for path, name in zip(run_dirs, names or [None] * len(run_dirs))]
     names = [run.name for run in runs]
     for index, run in enumerate(runs):  # disambiguate folders of the same name
         if names.count(run.name) > 1:
@@ -156,6 +203,8 @@ def render_report(run_dirs: list[str | Path], out_dir: str | Path, title: str = 
         sections += [preamble.strip(), ""]
     if results_markdown:
         sections += ["## Comparison", "", results_markdown.strip(), ""]
+    if figures:
+        sections += [f"![{figure.stem}]({figure.relative_to(out_dir).as_posix()})" for figure in figures] + [""]
     sections += ["## Runs", "", "| run | folder | seed | started | seedr |", "|---|---|---|---|---|"]
     for run in runs:
         versions = run.info.get("versions", {})
@@ -168,6 +217,8 @@ def render_report(run_dirs: list[str | Path], out_dir: str | Path, title: str = 
         sections += ["", "## Training curves", ""]
         sections += [f"![{plot.stem}](plots/{plot.name})" for plot in plots]
     target = out_dir / "report.md"
+    markdown = "\n".join(sections) + "\n"
     with atomic_write(target) as stream:
-        stream.write("\n".join(sections) + "\n")
+        stream.write(markdown)
+    write_html(markdown, out_dir / "report.html", base=out_dir, title=title)
     return target

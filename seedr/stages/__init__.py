@@ -12,4 +12,4 @@ option's help are therefore written out, and ``tests/test_cli.py`` checks them a
 
 #: Data-flow order, as ``seedr --help`` lists them.
 STAGES = ["prepare", "pretrain", "finetune", "encode", "index", "search", "evaluate", "diagnose", "report",
-          "demo"]
+          "experiment", "demo"]

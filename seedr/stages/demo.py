@@ -1,4 +1,5 @@
-"""`seedr demo`: the main job — the whole pipeline, small, on the embedded default data."""
+"""`seedr demo`: the main job — the whole pipeline, small, on the embedded default data
+(the experiment ``experiments/demo.yaml``)."""
 
 from __future__ import annotations
 
@@ -18,18 +19,18 @@ def command(
         "--data", help="A BEIR folder (corpus, queries, qrels/train.tsv, qrels/test.tsv) instead of the "
                        "embedded corpus, e.g. ../shared/data/scifact.")] = None,
     set_: Annotated[list[str] | None, typer.Option(
-        "--set", help="Override a size, e.g. pretrain_steps=300 (repeatable).")] = None,
+        "--set", help="Override a size, e.g. pretrain_steps=300 (repeatable; the variables of "
+                      "experiments/demo.yaml).")] = None,
 ) -> None:
     """Prepare the embedded Wikipedia leads, continue pre-training MiniLM with MLM and with SEED-Encoder,
     fine-tune both into retrievers, compare them with BM25 on held-out queries (significance-tested),
-    and write a report with tables and training curves.
+    and write a report (Markdown, HTML) with tables and training curves into OUT/reports/demo.
 
     Example: seedr demo --out runs/demo-scifact --data ../shared/data/scifact --set pretrain_steps=300
     """
-    from seedr.config import load_config
-    from seedr.demo import DemoConfig, run_demo
+    from seedr.experiments.runner import run_experiment
+    from seedr.experiments.spec import load_experiment
 
-    config = load_config(DemoConfig, None, set_ or [])
-    if data is not None:
-        config.data = str(data)
-    run_demo(out, config, console)
+    overrides = [*(set_ or []), *([f"data={data}"] if data is not None else [])]
+    experiment = load_experiment("demo", "cpu", overrides)
+    run_experiment(experiment, out, console)

@@ -64,7 +64,7 @@ def command(
     from rich.markup import escape
     from rich.table import Table
 
-    from seedr.evaluation.diagnostics import corpus_texts, diagnose, positive_pairs, write_diagnostics
+    from seedr.experiments.diagnostics import corpus_texts, diagnose, positive_pairs, write_diagnostics
 
     try:
         wanted_lengths = [int(length) for length in lengths.split(",") if length.strip()]

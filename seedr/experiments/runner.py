@@ -1,0 +1,333 @@
+"""Run an experiment: every condition's chain of steps, retrieval on every task, paired significance
+tests, one report and a results file (``seedr experiment``).
+
+Layout of the work folder (``runs/experiments`` unless ``--out`` says otherwise)::
+
+    OUT/steps/<kind>-<key>/        one folder per distinct step (shared by the conditions — and the
+                                   experiments — that chain the same settings from the same model);
+                                   step.json once finished
+    OUT/retrieval/<task>-<key>/    embeddings and run.trec of one model (or BM25) on one task
+    OUT/reports/NAME/              report.md, report.html, plots/*.png, results.json, config.yaml, run.json
+
+A step's key hashes its kind, its settings and the model it starts from, so a finished step is reused
+by a re-run (resuming an interrupted experiment redoes only what did not finish), by every condition
+that shares it and by other experiments run into the same work folder (the from-scratch pre-trainings
+of ``few_shot`` and ``diagnostics`` are those of ``from_scratch``), and a changed setting gives a new
+folder instead of mixing results.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import platform
+import shutil
+import sys
+import time
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+
+from seedr.config import from_dict, record_run
+from seedr.data.io import atomic_write
+from seedr.experiments.spec import Experiment, substitute
+from seedr.experiments.steps import build_step, nested, record_step
+from seedr.experiments.tasks import TASKS, RetrievalTask, RetrieveConfig
+
+
+def _key(out_dir: Path, *parts: Any) -> str:
+    """A short hash of ``parts``; paths inside the work folder count relative to it, so that a work
+    folder keeps its keys when moved or copied."""
+    text = json.dumps(parts, sort_keys=True, default=str).replace(str(out_dir), "$OUT")
+    return hashlib.sha256(text.encode()).hexdigest()[:10]
+
+
+@dataclass
+class Outcome:
+    """What a run of an experiment did and found."""
+
+    report: Path
+    results: dict[str, Any]
+    executed: list[str] = field(default_factory=list)  # step / retrieval folders computed by this run
+    reused: list[str] = field(default_factory=list)  # finished by an earlier run, read back
+
+
+class _Progress:
+    """Units of work done / to do, with an ETA from the mean time of the units computed so far."""
+
+    def __init__(self, total: int, console: Console) -> None:
+        self.total, self.done, self.computed_seconds, self.computed = total, 0, 0.0, 0
+        self.console = console
+        self.started = time.perf_counter()
+
+    def finished(self, what: str, seconds: float | None) -> None:
+        self.done += 1
+        if seconds is not None:
+            self.computed += 1
+            self.computed_seconds += seconds
+        remaining = self.total - self.done
+        eta = (f", ETA {self._clock(remaining * self.computed_seconds / self.computed)}"
+               if self.computed and remaining else "")
+        how = "reused" if seconds is None else f"{seconds:.0f} s"
+        self.console.print(f"[{self.done}/{self.total}] {what} ({how}); elapsed "
+                           f"{self._clock(time.perf_counter() - self.started)}{eta}", highlight=False)
+
+    @staticmethod
+    def _clock(seconds: float) -> str:
+        minutes, seconds = divmod(int(seconds), 60)
+        return f"{minutes // 60}:{minutes % 60:02d}:{seconds:02d}"
+
+
+def machine() -> dict[str, Any]:
+    """The machine a run was made on, for the report."""
+    import os
+
+    import torch
+
+    return {"platform": platform.platform(), "processor": platform.processor() or platform.machine(),
+            "cpus": os.cpu_count(), "torch_threads": torch.get_num_threads(),
+            "gpu": torch.cuda.get_device_name(0) if torch.cuda.is_available() else None}
+
+
+class _Runner:
+    def __init__(self, experiment: Experiment, out_dir: Path, console: Console) -> None:
+        self.experiment, self.out_dir, self.console = experiment, out_dir, console
+        self.outcome_executed: list[str] = []
+        self.outcome_reused: list[str] = []
+        self.setup_folders: dict[str, str] = {}
+
+    # ---------------------------------------------------------------- planning
+    def resolve(self, value: Any) -> Any:
+        """``{setup.NAME}`` → that set-up step's folder."""
+        return substitute(value, {f"setup.{name}": folder for name, folder in self.setup_folders.items()},
+                          str(self.experiment.path))
+
+    def chain(self, condition: Any) -> list[tuple[Any, Path]]:
+        """The condition's steps, each starting from the previous product, with their folders."""
+        chained, model = [], None
+        for index, spec in enumerate(condition.steps):
+            where = f"{self.experiment.path}: conditions.{condition.name}.steps[{index}]"
+            step = build_step(spec.kind, self.resolve(spec.settings), where).with_model(model)
+            folder = self.out_dir / "steps" / f"{spec.kind}-{_key(self.out_dir, spec.kind, nested(step.settings))}"
+            chained.append((step, folder))
+            model = step.product(folder) or model
+        return chained
+
+    def final_model(self, condition: Any, chained: list[tuple[Any, Path]]) -> str | None:
+        retrieve = self.retrieve_config(condition)
+        if retrieve is None:
+            return None
+        if retrieve.model:
+            return retrieve.model
+        products = [step.product(folder) for step, folder in chained if step.product(folder)]
+        return products[-1]
+
+    def retrieve_config(self, condition: Any) -> RetrieveConfig | None:
+        if condition.retrieve in ("bm25", "none"):
+            return None
+        return from_dict(RetrieveConfig, nested(self.resolve(condition.retrieve)),
+                         f"{self.experiment.path}: conditions.{condition.name}.retrieve")
+
+    def retrieval_folder(self, task: RetrievalTask, condition: Any, model: str | None) -> Path:
+        retrieve = self.retrieve_config(condition)
+        what = ("bm25",) if retrieve is None else (model, dataclasses.asdict(retrieve))
+        task_settings = (type(task).__name__, dataclasses.asdict(task.config), task.metrics)
+        return self.out_dir / "retrieval" / f"{task.name}-{_key(self.out_dir, task_settings, *what)}"
+
+    # ---------------------------------------------------------------- running
+    def run_step(self, step: Any, folder: Path, progress: _Progress, label: str) -> None:
+        if (folder / "step.json").exists():
+            self.outcome_reused.append(str(folder))
+            progress.finished(f"{label} {folder.name}", None)
+            return
+        self.console.rule(f"{label} → {folder}")
+        started = time.perf_counter()
+        summary = step.run(folder)
+        seconds = time.perf_counter() - started
+        record_step(folder, step, summary, seconds)
+        self.outcome_executed.append(str(folder))
+        progress.finished(label, seconds)
+
+    def run_retrieval(self, task: RetrievalTask, condition: Any, model: str | None, folder: Path,
+                      progress: _Progress) -> None:
+        from seedr.retrieval.runs import write_trec_run
+
+        label = f"{condition.name}: retrieve {task.name}"
+        if (folder / "run.trec").exists():
+            self.outcome_reused.append(str(folder))
+            progress.finished(label, None)
+            return
+        self.console.rule(f"{label} → {folder}")
+        started = time.perf_counter()
+        retrieve = self.retrieve_config(condition)
+        if retrieve is None:
+            run = task.bm25_run(100)
+        else:
+            assert model is not None
+            run = task.dense_run(model, retrieve, folder)
+        seconds = time.perf_counter() - started
+        folder.mkdir(parents=True, exist_ok=True)
+        with atomic_write(folder / "settings.json") as stream:
+            json.dump({"model": model, "retrieve": condition.retrieve, "task": task.name, "seconds": seconds},
+                      stream, indent=2)
+        write_trec_run(folder / "run.trec", run, tag=condition.name)
+        self.outcome_executed.append(str(folder))
+        progress.finished(label, seconds)
+
+
+def _group_scores(members: list[dict[str, dict[str, float]]]) -> dict[str, dict[str, float]]:
+    """Per-query scores averaged over a group's members (e.g. seeds), on the queries all of them have."""
+    result = {}
+    for metric in members[0]:
+        common = set.intersection(*(set(member[metric]) for member in members))
+        result[metric] = {qid: sum(member[metric][qid] for member in members) / len(members) for qid in common}
+    return result
+
+
+def run_experiment(experiment: Experiment, out_dir: str | Path, console: Console | None = None,
+                   command: str | None = None) -> Outcome:
+    """Run ``experiment`` into the work folder ``out_dir`` (finished steps and retrievals are reused);
+    evaluate, test, and write ``out_dir/reports/NAME`` (``report.md``, ``report.html``, ``plots/``,
+    ``results.json``)."""
+    from seedr.evaluation.compare import comparison_table
+    from seedr.experiments.results import claim_results, figures
+    from seedr.reporting.report import plot_comparison, render_report
+
+    console = console or Console(stderr=True)
+    out_dir = Path(out_dir)
+    command = command or " ".join(["seedr", *sys.argv[1:]])
+    report_dir = out_dir / "reports" / experiment.name
+    record_run(report_dir, {"experiment": str(experiment.path), "scale": experiment.scale,
+                            "variables": experiment.variables}, None, command=command)
+    started_at = datetime.now(UTC).isoformat(timespec="seconds")
+    started = time.perf_counter()
+    runner = _Runner(experiment, out_dir, console)
+
+    setup_steps = {name: build_step(spec.kind, spec.settings, f"{experiment.path}: setup.{name}")
+                   for name, spec in experiment.setup.items()}
+    setup_folders = {name: out_dir / "steps" / f"{name}-{_key(out_dir, spec.kind, nested(spec.settings))}"
+                     for name, spec in experiment.setup.items()}
+    runner.setup_folders = {name: str(step.product(setup_folders[name]) or setup_folders[name])
+                            for name, step in setup_steps.items()}
+    chains = {name: runner.chain(condition) for name, condition in experiment.conditions.items()}
+    unique_steps = {folder for chained in chains.values() for _, folder in chained}
+    tasks = {name: TASKS.get(task.kind)(name, runner.resolve(task.settings), task.metrics,
+                                        f"{experiment.path}: tasks.{name}")
+             for name, task in experiment.tasks.items()}
+    models = {name: runner.final_model(condition, chains[name])
+              for name, condition in experiment.conditions.items()}
+    retrieving = [name for name, condition in experiment.conditions.items() if condition.retrieve != "none"]
+    retrievals = {(task, name): runner.retrieval_folder(tasks[task], experiment.conditions[name], models[name])
+                  for task in tasks for name in retrieving}
+    progress = _Progress(len(setup_steps) + len(unique_steps) + len(set(retrievals.values())), console)
+    console.print(f"experiment [bold]{experiment.name}[/] ({experiment.scale} scale): "
+                  f"{len(experiment.conditions)} conditions, {len(tasks)} task(s), {progress.total} units of work "
+                  f"→ {out_dir}", highlight=False)
+
+    for name, step in setup_steps.items():
+        runner.run_step(step, setup_folders[name], progress, f"setup {name}")
+    done_steps: set[Path] = set()
+    done_retrievals: set[Path] = set()
+    for name, condition in experiment.conditions.items():
+        for step, folder in chains[name]:
+            if folder not in done_steps:
+                runner.run_step(step, folder, progress, f"{name}: {step.kind}")
+                done_steps.add(folder)
+        for task in tasks.values():
+            folder = retrievals.get((task.name, name))
+            if folder is not None and folder not in done_retrievals:
+                runner.run_retrieval(task, condition, models[name], folder, progress)
+                done_retrievals.add(folder)
+
+    from seedr.retrieval.runs import read_trec_run
+
+    grouped = {member for members in experiment.groups.values() for member in members}  # shown as their group
+    comparisons, tables, all_scores = {}, {}, {}
+    for task in tasks.values():
+        scores = {name: task.per_query(read_trec_run(retrievals[(task.name, name)] / "run.trec"))
+                  for name in retrieving}
+        for group, members in experiment.groups.items():
+            scores[group] = _group_scores([scores[member] for member in members])
+        table = comparison_table(scores, experiment.baseline, task.metrics, test=experiment.test,
+                                 alpha=experiment.alpha, n_resamples=experiment.resamples)
+        tables[task.name] = table
+        all_scores[task.name] = scores
+        comparisons[task.name] = table.to_dict()
+        console.print(table.to_rich(title=f"{experiment.title}: {task.name}",
+                                    systems=[system for system in table.systems if system not in grouped]))
+    diagnostics = {name: json.loads((folder / "diagnostics.json").read_text(encoding="utf-8"))["metrics"]
+                   for name in experiment.conditions for step, folder in chains[name]
+                   if (folder / "diagnostics.json").exists()}
+    wall = time.perf_counter() - started
+    recorded = [*(folder / "step.json" for folder in [*setup_folders.values(), *unique_steps]),
+                *(folder / "settings.json" for folder in set(retrievals.values()))]
+    compute = sum(json.loads(path.read_text(encoding="utf-8"))["seconds"] for path in recorded)
+
+    results = {
+        "experiment": experiment.name, "title": experiment.title, "scale": experiment.scale,
+        "file": str(experiment.path), "command": command, "machine": machine(), "started": started_at,
+        "wall_seconds": round(wall, 1), "compute_seconds": round(compute, 1), "variables": experiment.variables, "tasks": comparisons,
+        "diagnostics": diagnostics,
+        "figures": figures(comparisons, experiment.tolerance, diagnostics),
+        "claims": claim_results(experiment, comparisons, all_scores, diagnostics),
+        "steps": {name: [str(folder) for _, folder in chains[name]] for name in experiment.conditions},
+    }
+    (report_dir / "plots").mkdir(parents=True, exist_ok=True)
+    with atomic_write(report_dir / "results.json") as stream:
+        json.dump(results, stream, indent=2)
+    plots = [plot_comparison(table, report_dir / "plots" / f"comparison-{task}.png", title=task,
+                             systems=[system for system in table.systems if system not in grouped])
+             for task, table in tables.items()]  # a group's members are plotted as the group
+    for name in experiment.conditions:  # the steps' own figures, e.g. diagnostics.png
+        for step, folder in chains[name]:
+            for figure in step.figures(folder):
+                plots.append(report_dir / "plots" / f"{name}-{figure.name}")
+                shutil.copyfile(figure, plots[-1])
+    run_names: dict[Path, str] = {}  # a step shared by conditions is shown once, under the first
+    for name in experiment.conditions:
+        for step, folder in chains[name]:
+            for history in step.history_dirs(folder):
+                run_names.setdefault(history, f"{name}/{step.kind}")
+    report = render_report(list(run_names), report_dir, title=experiment.title,
+                           preamble=_preamble(experiment, results),
+                           results_markdown=_results_markdown(experiment, tables, results),
+                           figures=plots, names=list(run_names.values()))
+    console.print(f"done in {wall:.0f} s; report: [bold]{report}[/]")
+    return Outcome(report, results, runner.outcome_executed, runner.outcome_reused)
+
+
+def _preamble(experiment: Experiment, results: dict[str, Any]) -> str:
+    machine_text = results["machine"]
+    lines = [experiment.description.strip(), "",
+             f"- scale: **{experiment.scale}**; command: `{results['command']}`",
+             f"- machine: {machine_text['processor']}, {machine_text['cpus']} CPUs, torch threads "
+             f"{machine_text['torch_threads']}, GPU {machine_text['gpu'] or 'none'} ({machine_text['platform']})",
+             f"- wall time of this run: {results['wall_seconds']:.0f} s; every step and retrieval of the "
+             f"experiment, as each was timed when it ran (also those reused from earlier runs or shared with other "
+             f"experiments): {results['compute_seconds']:.0f} s; started {results['started']}"]
+    return "\n".join(lines)
+
+
+def _results_markdown(experiment: Experiment, tables: dict[str, Any], results: dict[str, Any]) -> str:
+    from seedr.experiments.results import claims_markdown
+
+    blocks = []
+    for task, table in tables.items():
+        blocks += [f"### {task}", "", table.to_markdown()]
+    if results["diagnostics"]:
+        metrics = sorted({metric for values in results["diagnostics"].values() for metric in values})
+        blocks += ["### Diagnostics", "", "| condition | " + " | ".join(metrics) + " |",
+                   "|---|" + "---:|" * len(metrics)]
+        blocks += [f"| {name} | " + " | ".join(f"{values[m]:.4f}" if m in values else "–" for m in metrics) + " |"
+                   for name, values in results["diagnostics"].items()]
+        blocks.append("")
+    if results["claims"]:
+        blocks += ["### Claims", "", claims_markdown(results["claims"])]
+    return "\n".join(blocks)
+
+
+__all__ = ["Outcome", "machine", "run_experiment"]

@@ -1,0 +1,318 @@
+"""Experiment files: what an experiment runs, at which scale, and what it reports.
+
+An experiment is a YAML file in ``experiments/`` (``seedr experiment NAME``)::
+
+    title: Domain-adaptive pre-training of MiniLM on SciFact
+    description: |                      # Markdown, the report's preamble
+      ...
+    variables: {data: ../shared/data}   # {name} in any string below; `--set name=value` overrides
+    setup:                              # steps run once, before the conditions; {setup.NAME} = their folder
+      task: {kind: retrieval_task, ...}
+    tasks:                              # what every condition's final model is evaluated on
+      scifact: {kind: qrels, corpus: ..., queries: ..., qrels: ..., metrics: [nDCG@10, R@100]}
+    defaults:                           # settings of every step of a kind, before a condition's own
+      pretrain: {train.max_steps: 300}
+      finetune: {train.learning_rate: 2.0e-5}
+      retrieve: {pooling: mean}
+    conditions:                         # name → a chain of steps, then retrieval (dense, bm25, or none)
+      bm25: {retrieve: bm25}
+      none: {steps: [{finetune: {}}]}
+      mlm: {steps: [{pretrain: {objective_name: mlm}}, {finetune: {}}]}
+    baseline: none                      # significance tests are against this condition (or group)
+    groups: {}                          # name → conditions whose per-query scores are averaged (seeds)
+    tolerance: {nDCG@10: 0.02}          # how far a re-run may move a figure (`--verify`)
+    claims: []                          # the papers' claims this experiment checks (README table);
+                                        # task "diagnostics": a metric of the conditions' diagnose steps
+    scales:                             # cpu (runs here) and paper (validated only): variables/defaults
+      cpu: {variables: {...}, defaults: {...}}
+      paper: {variables: {...}, defaults: {...}}
+
+Conditions may carry ``grid: {var: [values, ...]}``: one condition per combination, ``{var}`` in the
+name and in every string replaced. Step settings use the keys of the stage's config dataclass
+(``seedr.training.pretrain.PretrainConfig``, ``seedr.training.finetune.FinetuneConfig``; dotted keys
+for nested fields) and are validated against them, so a misspelt or unknown option is an error that
+names the file, the condition and the key before anything runs.
+"""
+
+from __future__ import annotations
+
+import copy
+import itertools
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from seedr.config import parse_yaml
+from seedr.data.io import DataError
+
+#: Scales an experiment file declares: ``cpu`` runs on a 2-core machine, ``paper`` holds the papers' settings.
+SCALES = ("cpu", "paper")
+#: Top-level keys of an experiment file.
+KEYS = {"title", "description", "variables", "setup", "tasks", "defaults", "conditions", "baseline", "groups",
+        "tolerance", "claims", "scales", "test", "alpha", "resamples"}
+_PLACEHOLDER = re.compile(r"\{([A-Za-z_][A-Za-z0-9_.]*)\}")
+
+
+@dataclass
+class Step:
+    """One stage of a condition's chain: its kind (a name in ``seedr.experiments.steps.STEPS``) and settings."""
+
+    kind: str
+    settings: dict[str, Any]
+
+
+@dataclass
+class Condition:
+    """A chain of steps whose last model is evaluated on every task (``retrieve: bm25``: BM25 instead;
+    ``retrieve: none``: not evaluated, e.g. a chain that ends in a ``diagnose`` step)."""
+
+    name: str
+    steps: list[Step]
+    retrieve: dict[str, Any] | str
+
+
+@dataclass
+class Task:
+    """An evaluation: ``qrels`` (IR metrics), ``reqa`` (SQuAD ReQA) or ``qa`` (answer coverage)."""
+
+    name: str
+    kind: str
+    settings: dict[str, Any]
+    metrics: list[str]
+
+
+@dataclass
+class Claim:
+    """A claim of a paper, checked as ``condition`` vs ``against`` on one task and metric.
+
+    ``expect``: ``higher`` (the condition beats ``against``), ``lower``, or ``similar`` (no significant
+    difference). ``paper`` is the paper's own figure, as text with its table (typed from the paper).
+    """
+
+    claim: str
+    condition: str
+    against: str
+    task: str
+    metric: str
+    expect: str = "higher"
+    paper: str = ""
+
+
+@dataclass
+class Experiment:
+    """An experiment file resolved for one scale and one set of variables."""
+
+    name: str
+    path: Path
+    scale: str
+    title: str
+    description: str
+    variables: dict[str, Any]
+    setup: dict[str, Step]
+    tasks: dict[str, Task]
+    conditions: dict[str, Condition]
+    baseline: str
+    groups: dict[str, list[str]] = field(default_factory=dict)
+    tolerance: dict[str, float] = field(default_factory=dict)
+    claims: list[Claim] = field(default_factory=list)
+    test: str = "permutation"
+    alpha: float = 0.05
+    resamples: int = 10_000
+
+    @property
+    def results_dir(self) -> Path:
+        """Where the recorded report of this experiment lives: ``docs/results/NAME`` beside ``experiments/``."""
+        return self.path.parent.parent / "docs" / "results" / self.name
+
+
+def experiments_dir() -> Path:
+    """The ``experiments/`` folder: the current directory's, else the one beside the seedr package."""
+    local = Path("experiments")
+    if local.is_dir():
+        return local
+    return Path(__file__).resolve().parents[2] / "experiments"
+
+
+def experiment_path(name: str | Path) -> Path:
+    """The file of experiment ``name`` (``experiments/NAME.yaml``), or ``name`` itself when it is a file."""
+    path = Path(name)
+    if path.suffix in (".yaml", ".yml") or path.is_file():
+        if not path.is_file():
+            raise FileNotFoundError(f"{path}: no such experiment file")
+        return path
+    candidate = experiments_dir() / f"{name}.yaml"
+    if not candidate.is_file():
+        known = ", ".join(sorted(p.stem for p in experiments_dir().glob("*.yaml"))) or "(none)"
+        raise FileNotFoundError(f"{candidate}: no experiment {name!r}; known: {known}")
+    return candidate
+
+
+def _merge(base: dict[str, Any], update: dict[str, Any]) -> dict[str, Any]:
+    """``base`` updated by ``update``, nested mappings merged key by key (dotted keys stay as given)."""
+    merged = copy.deepcopy(base)
+    for key, value in (update or {}).items():
+        if isinstance(value, dict) and isinstance(merged.get(key), dict):
+            merged[key] = _merge(merged[key], value)
+        else:
+            merged[key] = copy.deepcopy(value)
+    return merged
+
+
+def substitute(value: Any, variables: dict[str, Any], where: str, strict: bool = True) -> Any:
+    """Replace ``{name}`` in every string of ``value``; a string that is exactly ``{name}`` takes the
+    variable's own value (a number stays a number, ``null`` stays ``None``). ``strict``: an unknown
+    name is an error (else it is left for a later pass, as grids do: ``{fraction_{labels}}``)."""
+    if isinstance(value, dict):
+        return {substitute(k, variables, where, strict): substitute(v, variables, where, strict)
+                for k, v in value.items()}
+    if isinstance(value, list):
+        return [substitute(v, variables, where, strict) for v in value]
+    if not isinstance(value, str):
+        return value
+    whole = _PLACEHOLDER.fullmatch(value)
+    if whole:
+        return _lookup(whole.group(1), variables, where, strict)
+
+    def text(match: re.Match[str]) -> str:
+        found = _lookup(match.group(1), variables, where, strict)
+        return "" if found is None else str(found)
+
+    return _PLACEHOLDER.sub(text, value)
+
+
+def _lookup(name: str, variables: dict[str, Any], where: str, strict: bool) -> Any:
+    if name not in variables:
+        if "." in name or not strict:  # {setup.NAME} is resolved when the experiment runs
+            return "{" + name + "}"
+        raise ValueError(f"{where}: unknown variable {{{name}}}; defined: {', '.join(sorted(variables))}")
+    return variables[name]
+
+
+def _step(entry: Any, where: str) -> Step:
+    if not isinstance(entry, dict) or len(entry) != 1:
+        raise ValueError(f"{where}: a step is a mapping of one stage to its settings, e.g. {{finetune: {{}}}}")
+    ((kind, settings),) = entry.items()
+    if settings is not None and not isinstance(settings, dict):
+        raise ValueError(f"{where}: settings of {kind!r} must be a mapping")
+    return Step(kind, dict(settings or {}))
+
+
+def _expand_grid(name: str, body: dict[str, Any], where: str) -> list[tuple[str, dict[str, Any]]]:
+    grid = body.get("grid")
+    body = {key: value for key, value in body.items() if key != "grid"}
+    if grid is None:
+        return [(name, body)]
+    if not isinstance(grid, dict) or not all(isinstance(v, list) and v for v in grid.values()):
+        raise ValueError(f"{where}: grid must map names to non-empty lists of values")
+    expanded = []
+    for values in itertools.product(*grid.values()):
+        binding = dict(zip(grid, values))
+        expanded.append((substitute(name, binding, where), substitute(body, binding, where, strict=False)))
+    return expanded
+
+
+def load_experiment(name: str | Path, scale: str = "cpu", overrides: list[str] | None = None) -> Experiment:
+    """Read and resolve an experiment file for ``scale`` with ``key=value`` variable ``overrides``.
+
+    Raises ``ValueError`` / ``DataError`` naming the file and the offending entry; step settings are
+    checked against the stages' configs by ``seedr.experiments.steps.validate``.
+    """
+    from seedr.experiments.steps import validate
+
+    path = experiment_path(name)
+    if scale not in SCALES:
+        raise ValueError(f"unknown scale {scale!r}; valid: {', '.join(SCALES)}")
+    try:
+        raw = parse_yaml(path.read_text(encoding="utf-8")) or {}
+    except yaml.YAMLError as error:
+        mark = getattr(error, "problem_mark", None)
+        raise DataError(path, f"malformed YAML: {error}", line=mark.line + 1 if mark else None) from None
+    if not isinstance(raw, dict):
+        raise DataError(path, "expected a mapping at the top level")
+    unknown = sorted(set(raw) - KEYS)
+    if unknown:
+        raise DataError(path, f"unknown key(s) {unknown}; valid: {sorted(KEYS)}")
+    for required in ("title", "tasks", "conditions", "baseline"):
+        if required not in raw:
+            raise DataError(path, f"missing {required!r}", field=required)
+    scales = raw.get("scales") or {}
+    if set(scales) - set(SCALES):
+        raise DataError(path, f"unknown scale(s) {sorted(set(scales) - set(SCALES))}; valid: {SCALES}",
+                        field="scales")
+    scaled = scales.get(scale) or {}
+    if set(scaled) - {"variables", "defaults"}:
+        raise DataError(path, f"scales.{scale} takes variables and defaults", field=f"scales.{scale}")
+
+    variables = _merge(raw.get("variables") or {}, scaled.get("variables") or {})
+    for override in overrides or []:
+        key, sep, value = override.partition("=")
+        if not sep:
+            raise ValueError(f"override {override!r} is not of the form name=value")
+        if key.strip() not in variables:
+            raise ValueError(f"{path}: unknown variable {key.strip()!r} in --set; valid: "
+                             f"{', '.join(sorted(variables))}")
+        variables[key.strip()] = parse_yaml(value) if value.strip() else value
+    where = str(path)
+    defaults = substitute(_merge(raw.get("defaults") or {}, scaled.get("defaults") or {}), variables, where)
+
+    setup = {}
+    for step_name, entry in (raw.get("setup") or {}).items():
+        entry = substitute(entry, variables, f"{where}: setup.{step_name}")
+        if not isinstance(entry, dict) or "kind" not in entry:
+            raise DataError(path, f"setup.{step_name} needs a kind", field=f"setup.{step_name}")
+        kind = entry["kind"]
+        setup[step_name] = Step(kind, _merge(defaults.get(kind) or {}, {k: v for k, v in entry.items()
+                                                                         if k != "kind"}))
+
+    tasks = {}
+    for task_name, entry in (raw.get("tasks") or {}).items():
+        entry = substitute(entry, variables, f"{where}: tasks.{task_name}")
+        if not isinstance(entry, dict) or "kind" not in entry or "metrics" not in entry:
+            raise DataError(path, f"tasks.{task_name} needs a kind and metrics", field=f"tasks.{task_name}")
+        tasks[task_name] = Task(task_name, entry["kind"],
+                                {k: v for k, v in entry.items() if k not in ("kind", "metrics")},
+                                list(entry["metrics"]))
+
+    conditions: dict[str, Condition] = {}
+    for raw_name, raw_body in (raw.get("conditions") or {}).items():
+        if not isinstance(raw_body, dict):
+            raise DataError(path, f"conditions.{raw_name} must be a mapping", field=f"conditions.{raw_name}")
+        for name, body in _expand_grid(str(raw_name), raw_body, f"{where}: conditions.{raw_name}"):
+            body = substitute(body, variables, f"{where}: conditions.{name}")
+            unknown = sorted(set(body) - {"steps", "retrieve"})
+            if unknown:
+                raise DataError(path, f"conditions.{name}: unknown key(s) {unknown}; valid: steps, retrieve",
+                                field=f"conditions.{name}")
+            if name in conditions:
+                raise DataError(path, f"condition {name!r} is defined twice", field=f"conditions.{name}")
+            steps = [_step(entry, f"{where}: conditions.{name}.steps[{i}]")
+                     for i, entry in enumerate(body.get("steps") or [])]
+            steps = [Step(step.kind, _merge(defaults.get(step.kind) or {}, step.settings)) for step in steps]
+            retrieve = body.get("retrieve", {})
+            if retrieve not in ("bm25", "none"):
+                retrieve = _merge(defaults.get("retrieve") or {}, retrieve or {})
+            conditions[name] = Condition(name, steps, retrieve)
+
+    groups = {str(k): list(v) for k, v in (raw.get("groups") or {}).items()}
+    claims = []
+    for index, entry in enumerate(raw.get("claims") or []):
+        try:
+            claims.append(Claim(**substitute(entry, variables, where)))
+        except TypeError as error:
+            raise DataError(path, f"claims[{index}]: {error}", field="claims") from None
+    experiment = Experiment(
+        name=path.stem, path=path, scale=scale, title=str(raw["title"]),
+        description=str(substitute(raw.get("description", ""), variables, where)), variables=variables,
+        setup=setup, tasks=tasks, conditions=conditions, baseline=str(raw["baseline"]), groups=groups,
+        tolerance={str(k): float(v) for k, v in (raw.get("tolerance") or {}).items()}, claims=claims,
+        test=raw.get("test", "permutation"), alpha=float(raw.get("alpha", 0.05)),
+        resamples=int(raw.get("resamples", 10_000)))
+    validate(experiment)
+    return experiment
+
+
+__all__ = ["SCALES", "Claim", "Condition", "Experiment", "Step", "Task", "experiment_path", "experiments_dir",
+           "load_experiment", "substitute"]

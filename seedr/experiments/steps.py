@@ -1,0 +1,388 @@
+"""The steps an experiment chains: each calls the library function its stage command calls.
+
+``pretrain`` → ``seedr.training.pretrain.pretrain`` (``seedr pretrain``), ``finetune`` →
+``seedr.training.finetune.finetune`` (``seedr finetune``), ``diagnose`` → the diagnostics of ``seedr
+diagnose``, and ``retrieval_task`` (a setup step) → ``seedr.data.prepare.prepare_corpus`` (``seedr
+prepare``) plus a seeded held-out split. Settings use the stage config's keys (dotted for nested
+fields); a step that follows another starts from its product (the pre-trained or fine-tuned encoder)
+unless its settings name a model.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import shutil
+from pathlib import Path
+from typing import Any, ClassVar
+
+from seedr.config import from_dict
+from seedr.data.io import atomic_directory, atomic_write
+from seedr.registry import Registry
+
+STEPS: Registry[type[ExperimentStep]] = Registry("experiment step")
+
+
+def nested(settings: dict[str, Any]) -> dict[str, Any]:
+    """``{"train.max_steps": 3}`` → ``{"train": {"max_steps": 3}}`` (nested mappings merged)."""
+    result: dict[str, Any] = {}
+    for key, value in settings.items():
+        *parents, leaf = str(key).split(".")
+        target = result
+        for parent in parents:
+            target = target.setdefault(parent, {})
+        if isinstance(value, dict) and isinstance(target.get(leaf), dict):
+            target[leaf].update(value)
+        else:
+            target[leaf] = value
+    return result
+
+
+def check_options(registry: Registry[Any], name: str, options: dict[str, Any] | None, where: str) -> None:
+    """``Registry.check`` with ``where`` (file and condition) in front of its message."""
+    try:
+        registry.check(name, options)
+    except ValueError as error:
+        raise ValueError(f"{where}: {error}") from None
+
+
+class ExperimentStep:
+    """A kind of step: validate its settings, run it into a folder, name the model it produced."""
+
+    #: Its name in ``STEPS`` (the key of the step in an experiment file).
+    kind: ClassVar[str]
+    #: Setting that names the model a step starts from, filled with the previous step's product.
+    model_key: ClassVar[str | None] = None
+
+    def __init__(self, settings: dict[str, Any], where: str) -> None:
+        self.settings = settings
+        self.where = where
+
+    def with_model(self, model: str | None) -> ExperimentStep:
+        """This step starting from ``model`` (the previous step's product) unless it names its own."""
+        if model is None or self.model_key is None:
+            return self
+        given: Any = nested(self.settings)
+        for part in self.model_key.split("."):  # named by a dotted key or inside a nested mapping
+            given = given.get(part) if isinstance(given, dict) else None
+        if given is not None:
+            return self
+        return type(self)({**self.settings, self.model_key: model}, self.where)
+
+    def validate(self) -> None:
+        """Raise ``ValueError`` naming ``self.where`` and the key for settings the stage does not take."""
+
+    def run(self, out_dir: Path) -> dict[str, Any]:
+        """Run into ``out_dir`` (resuming what an interrupted run left there); returns a summary."""
+        raise NotImplementedError
+
+    def product(self, out_dir: Path) -> str | None:
+        """The model this step produced (for the next step and for retrieval), if any."""
+        return str(out_dir / "encoder")
+
+    def history_dirs(self, out_dir: Path) -> list[Path]:
+        """Run folders whose training curves (and result JSONs) the report shows."""
+        return [out_dir]
+
+    def figures(self, out_dir: Path) -> list[Path]:
+        """Figures of the step itself that the report shows."""
+        return []
+
+
+@STEPS.register("pretrain")
+class PretrainStep(ExperimentStep):
+    """``seedr pretrain``: settings are ``PretrainConfig`` keys (``objective_name``, ``objective.*``,
+    ``model.*``, ``data.*``, ``train.*``)."""
+
+    kind = "pretrain"
+    model_key = "model.init"
+
+    def config(self) -> Any:
+        from seedr.objectives import OBJECTIVES
+        from seedr.training.pretrain import PretrainConfig
+
+        config = from_dict(PretrainConfig, nested(self.settings), f"{self.where} pretrain")
+        objective = OBJECTIVES.get(config.objective_name)
+        from_dict(objective.config_class, config.objective, f"{self.where} pretrain.objective")
+        return config
+
+    def validate(self) -> None:
+        self.config()
+
+    def run(self, out_dir: Path) -> dict[str, Any]:
+        from seedr.training.pretrain import pretrain
+
+        return {"last": pretrain(self.config(), out_dir, resume=True)}
+
+
+@STEPS.register("finetune")
+class FinetuneStep(ExperimentStep):
+    """``seedr finetune``: settings are ``FinetuneConfig`` keys (``model``, ``train_data``, ``loss``,
+    ``loss_options``, ``negatives``, ``negative_options``, ``pooling``, ``train.*`` ...)."""
+
+    kind = "finetune"
+    model_key = "model"
+
+    def config(self) -> Any:
+        from seedr.losses import LOSSES
+        from seedr.negatives import NEGATIVES
+        from seedr.training.finetune import FinetuneConfig
+
+        config = from_dict(FinetuneConfig, nested(self.settings), f"{self.where} finetune")
+        if config.few_shot is not None and len(config.seeds) > 1:
+            raise ValueError(f"{self.where} finetune: few-shot with several seeds trains several encoders; give "
+                             "one condition per seed (grid: {{seed: [...]}} with train.seed) and average them "
+                             "with groups")
+        check_options(LOSSES, config.loss, config.loss_options, f"{self.where} finetune.loss_options")
+        check_options(NEGATIVES, config.negatives, config.negative_options,
+                      f"{self.where} finetune.negative_options")
+        return config
+
+    def validate(self) -> None:
+        self.config()
+
+    def run(self, out_dir: Path) -> dict[str, Any]:
+        from seedr.training.finetune import finetune
+
+        return finetune(self.config(), out_dir, resume=True)
+
+    def product(self, out_dir: Path) -> str | None:
+        config = self.config()
+        if config.few_shot is not None:  # the one seed's run folder (seedr.training.finetune._few_shot)
+            return str(out_dir / f"seed-{(config.seeds or [config.train.seed])[0]}" / "encoder")
+        return str(out_dir / "encoder")
+
+    def history_dirs(self, out_dir: Path) -> list[Path]:
+        config = self.config()
+        if config.few_shot is not None:
+            return [out_dir / f"seed-{(config.seeds or [config.train.seed])[0]}"]
+        return [out_dir]
+
+
+@dataclasses.dataclass
+class DiagnoseConfig:
+    """``seedr diagnose`` options: texts for random-pair similarity (and CPDAE's words), positive pairs
+    for alignment / uniformity / anisotropy."""
+
+    model: str = ""
+    corpus: list[str] = dataclasses.field(default_factory=list)
+    max_documents: int = 2000
+    lengths: list[int] = dataclasses.field(default_factory=lambda: [64, 128, 256, 512])
+    pairs: int = 256
+    positives: str | None = None
+    split: str = "train"
+    positive_pairs: int = 256
+    pooling: str = "cls"
+    word_texts: int = 8
+    seed: int = 13
+
+
+@STEPS.register("diagnose")
+class DiagnoseStep(ExperimentStep):
+    """``seedr diagnose`` on the previous step's run folder; writes ``diagnostics.json`` and ``.png``.
+
+    ``model`` is the previous step's *run folder* (not its encoder): a CPDAE run adds its decoded words.
+    """
+
+    kind = "diagnose"
+    model_key = "model"
+
+    def config(self) -> DiagnoseConfig:
+        return from_dict(DiagnoseConfig, nested(self.settings), f"{self.where} diagnose")
+
+    def with_model(self, model: str | None) -> ExperimentStep:
+        # the run folder holds the checkpoint CPDAE's decoder is rebuilt from; the encoder is inside it
+        run_folder = str(Path(model).parent) if model is not None and Path(model).name == "encoder" else model
+        return super().with_model(run_folder)
+
+    def validate(self) -> None:
+        self.config()
+
+    def run(self, out_dir: Path) -> dict[str, Any]:
+        from seedr.experiments.diagnostics import corpus_texts, diagnose, positive_pairs, write_diagnostics
+
+        config = self.config()
+        texts = corpus_texts(config.corpus, config.max_documents) if config.corpus else []
+        pairs = (positive_pairs(config.positives, config.positive_pairs, config.seed, config.split,
+                                config.max_documents) if config.positives else [])
+        result = diagnose(config.model, texts, pairs, config.lengths, config.pairs, config.seed, config.pooling,
+                          config.word_texts, show_progress=True)
+        write_diagnostics(result, out_dir)
+        return {"metrics": result["metrics"]}
+
+    def product(self, out_dir: Path) -> str | None:
+        return None
+
+    def figures(self, out_dir: Path) -> list[Path]:
+        return [out_dir / "diagnostics.png"]
+
+
+@STEPS.register("prepare")
+class PrepareStep(ExperimentStep):
+    """``seedr prepare`` (a setup step): settings are ``PrepareOptions`` keys, e.g. ``corpus`` and
+    ``passages: 100`` for DPR's 100-word passages; the product is the prepared folder."""
+
+    kind = "prepare"
+
+    def config(self) -> Any:
+        from seedr.data.prepare import PrepareOptions
+
+        return from_dict(PrepareOptions, nested(self.settings), f"{self.where} prepare")
+
+    def validate(self) -> None:
+        self.config()
+
+    def run(self, out_dir: Path) -> dict[str, Any]:
+        from seedr.data.prepare import prepare_corpus
+
+        summary = prepare_corpus(out_dir, self.config())
+        return {"articles": summary.articles, "documents": summary.documents}
+
+    def product(self, out_dir: Path) -> str | None:
+        return str(out_dir)
+
+    def history_dirs(self, out_dir: Path) -> list[Path]:
+        return []
+
+
+@dataclasses.dataclass
+class RetrievalTaskConfig:
+    """A labelled retrieval task in one folder (``corpus.jsonl``, ``queries.jsonl``, ``qrels/train.tsv``
+    and ``qrels/heldout.tsv``), for fine-tuning on one part of the queries and testing on the other.
+
+    ``source`` empty: the embedded Wikipedia leads with their description queries (``seedr prepare``),
+    cut to the first ``documents`` documents, their queries split (seeded) into ``test_queries`` held-out
+    and ``train_queries`` training queries. ``source`` a BEIR folder: its corpus, its training queries,
+    and a seeded sample of ``test_queries`` of its test queries as the held-out set.
+    """
+
+    source: str = ""
+    documents: int | None = None
+    test_queries: int = 1000
+    train_queries: int = 2000
+    tokenizer_vocab: int = 0
+    seed: int = 13
+
+
+@STEPS.register("retrieval_task")
+class RetrievalTaskStep(ExperimentStep):
+    """Set-up step writing a retrieval task folder (``RetrievalTaskConfig``)."""
+
+    kind = "retrieval_task"
+
+    def config(self) -> RetrievalTaskConfig:
+        return from_dict(RetrievalTaskConfig, nested(self.settings), f"{self.where} retrieval_task")
+
+    def validate(self) -> None:
+        self.config()
+
+    def run(self, out_dir: Path) -> dict[str, Any]:
+        from seedr.data.corpus import load_corpus, write_corpus
+        from seedr.data.prepare import PrepareOptions, prepare_corpus
+        from seedr.data.queries import read_qrels, read_queries, sample_queries, write_qrels
+
+        config = self.config()
+        if config.source:
+            source = Path(config.source)
+            for needed in ("corpus.jsonl", "queries.jsonl", "qrels/train.tsv", "qrels/test.tsv"):
+                if not (source / needed).is_file():
+                    raise FileNotFoundError(f"{source / needed}: the task needs a BEIR folder with corpus.jsonl, "
+                                            "queries.jsonl, qrels/train.tsv and qrels/test.tsv")
+            corpus = load_corpus(source / "corpus.jsonl")
+            queries = read_queries(source / "queries.jsonl")
+            test = read_qrels(source / "qrels" / "test.tsv", queries=queries, documents=corpus)
+            train = read_qrels(source / "qrels" / "train.tsv", queries=queries, documents=corpus)
+            test_ids = sample_queries(list(test), count=min(config.test_queries, len(test)), seed=config.seed)
+            train_ids = list(train)
+            labels = {**test, **train}
+        else:
+            prepared = out_dir.parent / f"{out_dir.name}-prepared"
+            if not (prepared / "prepared.json").exists():
+                prepare_corpus(prepared, PrepareOptions(tokenizer_vocab=config.tokenizer_vocab))
+            corpus = load_corpus(prepared / "corpus.jsonl")
+            if config.documents is not None:
+                corpus = dict(list(corpus.items())[: config.documents])
+            queries = read_queries(prepared / "queries.jsonl")
+            labels = {qid: docs for qid, docs in read_qrels(prepared / "qrels" / "test.tsv").items()
+                      if all(doc in corpus for doc in docs)}
+            order = sample_queries(list(labels), fraction=1.0, seed=config.seed)
+            test_ids = order[: config.test_queries]
+            train_ids = order[config.test_queries: config.test_queries + config.train_queries]
+        with atomic_directory(out_dir) as folder:
+            write_corpus(folder / "corpus.jsonl", corpus.values())
+            kept = {qid: queries[qid] for qid in [*test_ids, *train_ids]}
+            with atomic_write(folder / "queries.jsonl") as stream:
+                stream.writelines(json.dumps({"_id": qid, "text": text}) + "\n" for qid, text in kept.items())
+            write_qrels(folder / "qrels" / "train.tsv", {q: labels[q] for q in train_ids}, format="beir")
+            write_qrels(folder / "qrels" / "heldout.tsv", {q: labels[q] for q in test_ids}, format="beir")
+            if not config.source and (out_dir.parent / f"{out_dir.name}-prepared" / "tokenizer").is_dir():
+                shutil.copytree(out_dir.parent / f"{out_dir.name}-prepared" / "tokenizer", folder / "tokenizer")
+        return {"documents": len(corpus), "test_queries": len(test_ids), "train_queries": len(train_ids)}
+
+    def product(self, out_dir: Path) -> str | None:
+        return str(out_dir)
+
+    def history_dirs(self, out_dir: Path) -> list[Path]:
+        return []
+
+
+def build_step(kind: str, settings: dict[str, Any], where: str) -> ExperimentStep:
+    """The step of ``kind`` with ``settings`` (``where`` names it in errors)."""
+    return STEPS.get(kind)(settings, where)
+
+
+def validate(experiment: Any) -> None:
+    """Check every step, retrieval and task of a resolved experiment; raise on the first problem."""
+    from seedr.experiments.tasks import TASKS, RetrieveConfig
+
+    where = str(experiment.path)
+    for name, step in experiment.setup.items():
+        build_step(step.kind, step.settings, f"{where}: setup.{name}").validate()
+    for name, task in experiment.tasks.items():
+        TASKS.get(task.kind)(name, task.settings, task.metrics, f"{where}: tasks.{name}").validate()
+    for condition in experiment.conditions.values():
+        for index, step in enumerate(condition.steps):
+            build_step(step.kind, step.settings, f"{where}: conditions.{condition.name}.steps[{index}]").validate()
+        if condition.retrieve not in ("bm25", "none"):
+            retrieve = from_dict(RetrieveConfig, nested(condition.retrieve),
+                                 f"{where}: conditions.{condition.name}.retrieve")
+            if not condition.steps and not retrieve.model:
+                raise ValueError(f"{where}: conditions.{condition.name} has no steps: its retrieve needs a model "
+                                 "(or retrieve: bm25)")
+    retrieving = {name for name, condition in experiment.conditions.items() if condition.retrieve != "none"}
+    if retrieving and not experiment.tasks:
+        raise ValueError(f"{where}: conditions retrieve but there are no tasks to evaluate them on")
+    diagnosing = {name for name, condition in experiment.conditions.items()
+                  if any(step.kind == "diagnose" for step in condition.steps)}
+    systems = retrieving | set(experiment.groups)
+    for group, members in experiment.groups.items():
+        missing = sorted(set(members) - retrieving)
+        if missing:
+            raise ValueError(f"{where}: groups.{group} names unknown condition(s) {missing}")
+    if retrieving and experiment.baseline not in systems:
+        raise ValueError(f"{where}: baseline {experiment.baseline!r} is not a retrieving condition or group")
+    for index, claim in enumerate(experiment.claims):
+        known = diagnosing if claim.task == "diagnostics" else systems
+        for system in (claim.condition, claim.against):
+            if system not in known:
+                raise ValueError(f"{where}: claims[{index}] names {system!r}, not a condition or group that "
+                                 f"{'ends in diagnose' if claim.task == 'diagnostics' else 'retrieves'}")
+        if claim.task == "diagnostics":
+            continue
+        if claim.task not in experiment.tasks or claim.metric not in experiment.tasks[claim.task].metrics:
+            raise ValueError(f"{where}: claims[{index}]: task {claim.task!r} does not report {claim.metric!r}")
+        if claim.expect not in ("higher", "lower", "similar"):
+            raise ValueError(f"{where}: claims[{index}].expect must be higher, lower or similar")
+    if experiment.test not in ("permutation", "ttest"):
+        raise ValueError(f"{where}: test must be permutation or ttest")
+
+
+def record_step(out_dir: Path, step: ExperimentStep, summary: dict[str, Any], seconds: float) -> None:
+    """Mark a step finished: ``step.json`` holds its settings, summary and wall time (written last)."""
+    with atomic_write(out_dir / "step.json") as stream:
+        json.dump({"settings": step.settings, "summary": summary, "seconds": seconds}, stream, indent=2,
+                  default=str)
+
+
+__all__ = ["STEPS", "DiagnoseConfig", "ExperimentStep", "RetrievalTaskConfig", "build_step", "check_options",
+           "nested", "record_step", "validate"]

@@ -1,0 +1,73 @@
+"""The diagnostics figure: one panel per diagnostic of ``seedr diagnose``'s result (SEED-Encoder
+Fig. 1(b), CPDAE's decoded word mass, Wang & Isola's alignment/uniformity)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from seedr.data.io import atomic_write
+
+
+def plot_diagnostics(result: dict[str, Any], path: str | os.PathLike) -> Path:
+    """One PNG with a panel per diagnostic in ``result`` (from ``diagnose``), written atomically."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    metrics = result["metrics"]
+    panels = [name for name, present in (("similarity", "random_pair_similarity" in result["details"]),
+                                         ("words", "decoded_common_mass" in metrics),
+                                         ("statistics", "alignment" in metrics)) if present]
+    figure, axes = plt.subplots(1, len(panels), figsize=(4.5 * len(panels), 3.6), squeeze=False)
+    for axis, panel in zip(axes[0], panels):
+        if panel == "similarity":
+            by_length = result["details"]["random_pair_similarity"]["by_length"]
+            lengths = [int(length) for length in by_length]
+            means, stds = zip(*by_length.values())
+            axis.errorbar(lengths, means, yerr=stds, marker="o", capsize=3)
+            axis.set_xscale("log", base=2)
+            axis.set_xticks(lengths, [str(length) for length in lengths])
+            axis.set_ylim(min(0.0, min(means) - max(stds)) - 0.05, 1.05)
+            axis.set_xlabel("sequence length (tokens)")
+            axis.set_ylabel("cosine of random pairs (mean ± std)")
+            axis.set_title("SEED-Encoder Fig. 1(b)")
+        elif panel == "words":
+            names = ["common", "own rare"]
+            positions = np.arange(len(names))
+            target = metrics["target_common_mass"]
+            axis.bar(positions - 0.2, [target, 1 - target], width=0.4, color="0.65",
+                     label="bag-of-words target")
+            axis.bar(positions + 0.2, [metrics["decoded_common_mass"], metrics["decoded_own_rare_mass"]],
+                     width=0.4, color="tab:blue", label="decoded z̃")
+            axis.set_xticks(positions, [f"{name} words" for name in names])
+            axis.set_ylim(0, 1)
+            axis.set_ylabel("probability mass")
+            axis.legend(fontsize="small")
+            axis.set_title("CPDAE decoded word distribution")
+        else:
+            point = (-metrics["uniformity"], metrics["alignment"])
+            axis.scatter(*point, color="tab:green", clip_on=False)
+            axis.annotate(f"anisotropy {metrics['anisotropy']:.3f}", point, textcoords="offset points",
+                          xytext=(6, 6), fontsize="small")
+            # Wang & Isola's axes: with t = 2, −uniformity is ≈ 4 for orthogonal embeddings and 0 for
+            # collapsed ones; alignment runs from 0 (identical) to 4 (opposite)
+            axis.set_xlim(0, max(4.2, -metrics["uniformity"] + 0.2))
+            axis.set_ylim(0, max(2.2, metrics["alignment"] + 0.2))
+            axis.set_xlabel("−uniformity (higher: more uniform)")
+            axis.set_ylabel("alignment (lower: better aligned)")
+            axis.set_title("Wang & Isola (2020)")
+        axis.grid(alpha=0.3)
+    figure.suptitle(Path(result["details"]["model"]).name or result["details"]["model"], fontsize="small")
+    figure.tight_layout()
+    with atomic_write(path, "wb") as stream:
+        figure.savefig(stream, format="png", dpi=110)
+    plt.close(figure)
+    return Path(path)
+
+
+__all__ = ["plot_diagnostics"]
