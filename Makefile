@@ -23,5 +23,6 @@ test-slow: $(VENV)/.installed
 # writes docs/bench/results.md and results.json (about 20 minutes on the 2-core development machine).
 bench: $(VENV)/.installed
 	$(PY) bench/run.py
+	$(PY) bench/bench_significance.py --out docs/bench/significance.md
 
 .PHONY: install demo test test-slow bench

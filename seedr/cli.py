@@ -8,6 +8,7 @@ import typer
 
 from seedr import __version__
 from seedr.stages import STAGES
+from seedr.stages.common import StageCommand
 
 app = typer.Typer(
     name="seedr",
@@ -32,4 +33,4 @@ def main(version: bool = typer.Option(False, "--version", callback=_version, is_
 
 for _stage in STAGES:
     _module = importlib.import_module(f"seedr.stages.{_stage}")
-    app.command(name=_stage, cls=getattr(_module, "COMMAND_CLASS", None))(_module.command)
+    app.command(name=_stage, cls=getattr(_module, "COMMAND_CLASS", StageCommand))(_module.command)

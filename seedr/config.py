@@ -57,7 +57,7 @@ def _coerce(value: Any, annotation: Any, where: str) -> Any:
     if dataclasses.is_dataclass(annotation):
         if not isinstance(value, dict):
             raise ValueError(f"{where}: expected a mapping")
-        return from_dict(annotation, value, where)
+        return _build(annotation, value, where)
     if origin in (list, tuple):
         (item,) = typing.get_args(annotation)[:1] or (Any,)
         if isinstance(value, str):
@@ -87,7 +87,16 @@ def _coerce(value: Any, annotation: Any, where: str) -> Any:
 
 
 def from_dict(cls: type[C], data: dict[str, Any], where: str = "config") -> C:
-    """Build dataclass ``cls`` from a mapping; unknown keys are an error listing the valid ones."""
+    """Build dataclass ``cls`` from a mapping; unknown keys are an error listing the valid ones, and so is
+    a given value that the config replaced while resolving itself (``_refuse_overridden``)."""
+    config = _build(cls, data, where)
+    _refuse_overridden(config, data, "" if where == "config" else f"{where}: ")
+    return config
+
+
+def _build(cls: type[C], data: dict[str, Any], where: str) -> C:
+    """``from_dict`` without the check of given values: nested mappings arrive here completed with their
+    field's defaults, which the config may legitimately resolve anew (a warm-up share of other steps)."""
     hints = typing.get_type_hints(cls)
     fields = {f.name: f for f in dataclasses.fields(cls)}
     unknown = set(data) - set(fields)
@@ -102,13 +111,14 @@ def from_dict(cls: type[C], data: dict[str, Any], where: str = "config") -> C:
             value = _merged(dataclasses.asdict(default), value)
         values[key] = _coerce(value, hints[key], f"{where}.{key}")
     try:
-        return cls(**values)
+        config = cls(**values)
     except ValueError as error:  # a __post_init__ check: say which section the option is in
         leaf = where.rsplit(".", 1)[-1]
         if f"{leaf}." in str(error) or str(error).startswith(where):
             raise
         raise ValueError(f"{where}.{error}" if str(error).split(" ", 1)[0].isidentifier()
                          else f"{where}: {error}") from None
+    return config
 
 
 def _default(field: dataclasses.Field) -> Any:
@@ -147,9 +157,7 @@ def load_config(cls: type[C], recipe: str | Path | None = None, overrides: list[
         for parent in parents:
             target = target.setdefault(parent, {})
         target[leaf] = parse_yaml(value) if value.strip() else value
-    config = from_dict(cls, data)
-    _refuse_overridden(config, data)
-    return config
+    return from_dict(cls, data)
 
 
 def _refuse_overridden(config: Any, given: dict[str, Any], where: str = "") -> None:

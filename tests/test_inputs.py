@@ -149,3 +149,12 @@ def test_a_missing_input_is_one_clear_line(tmp_path, questions):
                    "--out", tmp_path / "run.trec")
     assert result.exit_code == 1
     assert "error" in result.output and "matches this pattern" in result.output
+
+
+def test_an_unquoted_glob_is_explained(tmp_path):
+    # what the shell makes of `--corpus wiki/*.jsonl.xz`: one value, then stray words
+    result = seedr("prepare", "--corpus", tmp_path / "a.jsonl.xz", tmp_path / "b.jsonl.xz", "--out", tmp_path / "out")
+    assert result.exit_code == 2
+    message = " ".join(result.output.replace("│", " ").split())
+    assert "unexpected extra argument" in message and "quote it" in message and "repeat the option" in message
+    assert not (tmp_path / "out").exists()

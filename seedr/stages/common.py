@@ -49,12 +49,31 @@ def clear_errors(function: Callable[..., Any]) -> Callable[..., Any]:
     return wrapper
 
 
+#: click's usage error (typer vendors click privately; ``BadParameter`` is the public subclass of it).
+_USAGE_ERROR = typer.BadParameter.__mro__[1]
+
+
+class StageCommand(TyperCommand):
+    """A stage's command: a shell glob left unquoted (``--corpus wiki/*.xz``) reaches the command as one
+    value and stray words; say so, and how to give many files, instead of only "unexpected extra
+    argument"."""
+
+    def parse_args(self, ctx: Any, args: list[str]) -> list[str]:
+        try:
+            return super().parse_args(ctx, args)
+        except _USAGE_ERROR as error:
+            if "unexpected extra argument" in error.message:
+                error.message += (". An unquoted glob? The shell splits it into words: quote it "
+                                  "(--corpus 'wiki/*.jsonl.xz'), give the folder, or repeat the option for each file")
+            raise
+
+
 def listing_train_options(defaults: Callable[[], Any]) -> type[TyperCommand]:
     """A command class whose help ends with every ``train.*`` key, its default and its description
     (``seedr.config.describe_options`` over ``defaults()``, a ``TrainConfig``). The listing is built
     only when the help is shown: it imports the trainer, which ``seedr --help`` must not wait for."""
 
-    class TrainOptionsCommand(TyperCommand):
+    class TrainOptionsCommand(StageCommand):
         @property
         def epilog(self) -> str:
             from seedr.config import describe_options
