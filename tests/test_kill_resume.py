@@ -125,7 +125,7 @@ def test_fine_tuning_killed_at_a_random_moment_resumes_to_the_same_encoder(tiny_
     scifact = shared_data / "scifact"
     arguments = ("finetune", "--model", tiny_model, "--train", scifact, "--negatives", "bm25", "--loss", "nll",
                  *(item for setting in ("train.max_steps=8", "train.batch_size=4", "train.save_every=2",
-                                        "train.warmup_steps=0", "document_max_length=32", "query_max_length=16",
+                                        "train.warmup_ratio=0", "document_max_length=32", "query_max_length=16",
                                         "negative_options.depth=20")
                    for item in ("--set", setting)))
     killed = tmp_path / "killed"

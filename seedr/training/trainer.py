@@ -59,6 +59,7 @@ from typing import Any, Literal, Protocol, runtime_checkable
 import numpy as np
 import torch
 from accelerate import Accelerator, PartialState
+from accelerate.state import AcceleratorState
 from accelerate.utils import gather_object, set_seed
 from torch import Tensor, nn
 from tqdm.auto import tqdm
@@ -374,6 +375,11 @@ class Trainer:
         self.config, self.data, self.collate, self.drop_last = config, data, collate, drop_last
         self.out_dir = Path(out_dir)
         self.save_product, self.callbacks, self.run_config = save_product, list(callbacks), run_config
+        # Accelerate keeps one AcceleratorState per process and silently hands a later Accelerator the
+        # first one's mixed precision: the next run in the same process (an experiment's next condition,
+        # a test) would train in bf16 although it asked for float32. Each run sets its own; the process
+        # group (PartialState) is kept.
+        AcceleratorState._reset_state()
         self.accelerator = Accelerator(
             gradient_accumulation_steps=config.accumulation_steps(process_state().num_processes),
             # "no" leaves the choice to an Accelerate launch config (whose default is no mixed precision).
