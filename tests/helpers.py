@@ -42,6 +42,14 @@ def tiny_bert(tokenizer, **sizes) -> BertModel:
                                             "max_position_embeddings": 128, **sizes})
 
 
+def first_lines(source: Path, count: int, folder: Path) -> Path:
+    """A copy of the first ``count`` lines of a real line-per-record file (BEIR corpus or queries) in ``folder``."""
+    lines = source.read_text(encoding="utf-8").splitlines()[:count]
+    path = folder / source.name
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path
+
+
 def write(path: Path, text: str | bytes) -> Path:
     """Write ``text`` (UTF-8) or raw ``bytes`` to ``path``, byte for byte, and return the path."""
     path.write_bytes(text if isinstance(text, bytes) else text.encode("utf-8"))

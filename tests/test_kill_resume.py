@@ -17,7 +17,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
-from helpers import tiny_bert
+from helpers import first_lines, tiny_bert
 from safetensors.torch import load_file
 from typer.testing import CliRunner
 
@@ -68,10 +68,7 @@ def tiny_model(tokenizer, tmp_path_factory) -> Path:
 @pytest.fixture(scope="module")
 def corpus(shared_data: Path, tmp_path_factory) -> Path:
     """120 real SciFact abstracts."""
-    lines = (shared_data / "scifact" / "corpus.jsonl").read_text(encoding="utf-8").splitlines()[:120]
-    path = tmp_path_factory.mktemp("corpus") / "corpus.jsonl"
-    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
-    return path
+    return first_lines(shared_data / "scifact" / "corpus.jsonl", 120, tmp_path_factory.mktemp("corpus"))
 
 
 def test_encoding_killed_at_a_random_moment_resumes_to_the_same_vectors(tiny_model, corpus, tmp_path) -> None:

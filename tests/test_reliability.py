@@ -21,7 +21,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
-from helpers import tiny_bert
+from helpers import first_lines, tiny_bert
 from torch import nn
 from typer.testing import CliRunner
 
@@ -89,18 +89,12 @@ def save_tiny_model(tokenizer, folder: Path, seed: int = 0, fill: float | None =
 @pytest.fixture(scope="module")
 def corpus(shared_data: Path, tmp_path_factory) -> Path:
     """The first 40 SciFact abstracts, verbatim (BEIR corpus.jsonl)."""
-    lines = (shared_data / "scifact" / "corpus.jsonl").read_text(encoding="utf-8").splitlines()[:40]
-    path = tmp_path_factory.mktemp("corpus") / "corpus.jsonl"
-    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
-    return path
+    return first_lines(shared_data / "scifact" / "corpus.jsonl", 40, tmp_path_factory.mktemp("corpus"))
 
 
 @pytest.fixture(scope="module")
 def queries(shared_data: Path, tmp_path_factory) -> Path:
-    lines = (shared_data / "scifact" / "queries.jsonl").read_text(encoding="utf-8").splitlines()[:5]
-    path = tmp_path_factory.mktemp("queries") / "queries.jsonl"
-    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
-    return path
+    return first_lines(shared_data / "scifact" / "queries.jsonl", 5, tmp_path_factory.mktemp("queries"))
 
 
 @pytest.fixture(scope="module")
