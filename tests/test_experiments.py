@@ -292,3 +292,25 @@ def test_diagnostics_experiment_without_retrieval(tmp_path, wiki_shard):
     report = outcome.report.read_text()
     assert "### Diagnostics" in report and "cpdae-diagnostics.png" in report
     assert (outcome.report.parent / "report.html").read_text().count("data:image/png;base64,") >= 2
+
+
+def test_development_split_holds_out_training_queries_and_never_reads_test(shared_data, tmp_path):
+    """``retrieval_task`` with ``heldout_from: train``: recipe_selection's development split of SciFact."""
+    from seedr.data.queries import read_qrels
+    from seedr.experiments.steps import build_step
+
+    scifact = shared_data / "scifact"
+    step = build_step("retrieval_task", {"source": str(scifact), "heldout_from": "train", "test_queries": 200},
+                      "test")
+    step.validate()
+    summary = step.run(tmp_path / "dev")
+    train, heldout = (read_qrels(tmp_path / "dev" / "qrels" / name) for name in ("train.tsv", "heldout.tsv"))
+    source_train, source_test = (read_qrels(scifact / "qrels" / name) for name in ("train.tsv", "test.tsv"))
+    assert summary == {"documents": 5183, "test_queries": 200, "train_queries": len(source_train) - 200}
+    assert set(heldout) | set(train) == set(source_train) and not set(heldout) & set(train)
+    assert not (set(heldout) | set(train)) & (set(source_test) - set(source_train))
+    assert heldout == {qid: source_train[qid] for qid in heldout}
+    with pytest.raises(ValueError, match="heldout_from must be test or train"):
+        build_step("retrieval_task", {"source": str(scifact), "heldout_from": "dev"}, "test").validate()
+    with pytest.raises(ValueError, match="needs a BEIR source"):
+        build_step("retrieval_task", {"heldout_from": "train"}, "test").validate()

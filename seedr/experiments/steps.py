@@ -253,7 +253,9 @@ class RetrievalTaskConfig:
     ``source`` empty: the embedded Wikipedia leads with their description queries (``seedr prepare``),
     cut to the first ``documents`` documents, their queries split (seeded) into ``test_queries`` held-out
     and ``train_queries`` training queries. ``source`` a BEIR folder: its corpus, its training queries,
-    and a seeded sample of ``test_queries`` of its test queries as the held-out set.
+    and a seeded sample of ``test_queries`` of its test queries as the held-out set; with ``heldout_from:
+    train`` the held-out sample comes from its *training* queries instead and the rest of them train: a
+    development split, for choosing a recipe without looking at the test set.
     """
 
     source: str = ""
@@ -262,6 +264,7 @@ class RetrievalTaskConfig:
     train_queries: int = 2000
     tokenizer_vocab: int = 0
     seed: int = 13
+    heldout_from: str = "test"
 
 
 @STEPS.register("retrieval_task")
@@ -274,7 +277,12 @@ class RetrievalTaskStep(ExperimentStep):
         return from_dict(RetrievalTaskConfig, nested(self.settings), f"{self.where} retrieval_task")
 
     def validate(self) -> None:
-        self.config()
+        config = self.config()
+        if config.heldout_from not in ("test", "train"):
+            raise ValueError(f"{self.where} retrieval_task: heldout_from must be test or train, "
+                             f"not {config.heldout_from!r}")
+        if config.heldout_from == "train" and not config.source:
+            raise ValueError(f"{self.where} retrieval_task: heldout_from: train needs a BEIR source folder")
 
     def run(self, out_dir: Path) -> dict[str, Any]:
         from seedr.data.corpus import load_corpus, write_corpus
@@ -292,9 +300,16 @@ class RetrievalTaskStep(ExperimentStep):
             queries = read_queries(source / "queries.jsonl")
             test = read_qrels(source / "qrels" / "test.tsv", queries=queries, documents=corpus)
             train = read_qrels(source / "qrels" / "train.tsv", queries=queries, documents=corpus)
-            test_ids = sample_queries(list(test), count=min(config.test_queries, len(test)), seed=config.seed)
-            train_ids = list(train)
-            labels = {**test, **train}
+            if config.heldout_from == "train":   # a development split: the test queries stay unseen
+                test_ids = sample_queries(list(train), count=min(config.test_queries, len(train) - 1),
+                                          seed=config.seed)
+                heldout = set(test_ids)
+                train_ids = [qid for qid in train if qid not in heldout]
+                labels = train
+            else:
+                test_ids = sample_queries(list(test), count=min(config.test_queries, len(test)), seed=config.seed)
+                train_ids = list(train)
+                labels = {**test, **train}
         else:
             prepared = out_dir.parent / f"{out_dir.name}-prepared"
             if not (prepared / "prepared.json").exists():
