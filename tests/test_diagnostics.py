@@ -1,6 +1,7 @@
 """The papers' diagnostics on real text: SEED-Encoder's random-pair similarity by length (MiniLM vs a
 collapsed encoder, on Wikipedia articles), CPDAE's decoded words (a tiny CPDAE run on wiki shard 00),
-alignment / uniformity / anisotropy (SciFact and ICT pairs), and `seedr diagnose` + `seedr report`."""
+SEED-Encoder's decoder reliance on [CLS] by position (a tiny SEED objective and run), alignment /
+uniformity / anisotropy (SciFact and ICT pairs), and `seedr diagnose` + `seedr report`."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ import math
 import numpy as np
 import pytest
 import torch
+from helpers import tiny_bert
 from safetensors import safe_open
 from typer.testing import CliRunner
 
@@ -18,24 +20,32 @@ from seedr.data.records import Document
 from seedr.evaluation.diagnostics import (
     alignment,
     anisotropy,
+    cls_reliance,
     common_word_mass,
     decoded_words,
     embedding_statistics,
     most_frequent_tokens,
     random_pair_similarity,
+    reliance_summary,
+    texts_of_length,
     uniformity,
     word_probabilities,
 )
 from seedr.experiments.diagnostics import (
     corpus_texts,
+    diagnose,
     embed_pairs,
     is_cpdae_run,
+    is_seed_run,
     load_encoder_parts,
     load_objective,
+    load_weak_decoder,
     load_word_decoder,
     positive_pairs,
+    write_diagnostics,
 )
 from seedr.modeling.encoder import build_encoder
+from seedr.objectives.seed import SeedConfig, SeedEncoder
 from seedr.training.checkpoint import latest_checkpoint, model_weights_path
 from seedr.training.pretrain import DataConfig, ModelConfig, PretrainConfig, pretrain
 from seedr.training.trainer import TrainConfig
@@ -119,6 +129,98 @@ def test_random_pair_similarity_clear_errors(minilm_path, minilm, articles):
         random_pair_similarity(*minilm, articles, lengths=(32,), pairs=4, pooling="max")
     with pytest.raises(ValueError, match="valid: cls, mean, model"):
         load_encoder_parts(minilm_path, pooling="max")
+
+
+# ----- SEED-Encoder §4.6.2, Figure 4 ------------------------------------------------------------------
+
+
+def tiny_seed(tokenizer, **options) -> SeedEncoder:
+    """A freshly initialised SEED-Encoder objective on a tiny BERT, in eval mode (no dropout)."""
+    torch.manual_seed(0)
+    return SeedEncoder(tiny_bert(tokenizer), tokenizer, SeedConfig(decoder_layers=2, **options)).eval()
+
+
+def test_reliance_curve_has_one_cosine_per_trained_position(tokenizer, articles):
+    texts = texts_of_length(tokenizer, articles, 32, 6)
+    assert len(texts) == 6
+    assert all(len(tokenizer(text, truncation=True, max_length=32)["input_ids"]) == 32 for text in texts)
+    for span in (2, "all"):
+        reliance = cls_reliance(tiny_seed(tokenizer, attention_span=span), texts, max_length=32, batch_size=4)
+        assert len(reliance.cosine) == 31  # the decoder reads x_0 … x_30 and predicts x_1 … x_31
+        assert reliance.texts == [6] * 31
+        assert all(-1.0 <= cosine <= 1.0 for cosine in reliance.cosine)
+        summary = reliance_summary(reliance)
+        assert summary["cls_reliance@first"] == reliance.cosine[0]
+        last_quarter = np.mean(reliance.cosine[-8:])  # ⌈31 / 4⌉ positions
+        assert summary["cls_reliance@last_quarter"] == pytest.approx(last_quarter)
+        assert summary["cls_reliance_drop"] == pytest.approx(summary["cls_reliance@first"]
+                                                             - summary["cls_reliance@last_quarter"])
+
+
+def test_reliance_curve_averages_each_position_over_the_texts_that_reach_it(tokenizer, articles):
+    """Texts of different lengths batched with padding give, at each position, the mean of the texts
+    computed one by one: padding reaches neither the encoder's bottleneck nor the causal decoder."""
+    objective = tiny_seed(tokenizer, bottleneck="mean")  # the mean bottleneck is the one padding could reach
+    texts = [articles[0][:80], articles[1], articles[2][:140], articles[3][:40]]
+    alone = [cls_reliance(objective, [text], max_length=48) for text in texts]
+    together = cls_reliance(objective, texts, max_length=48, batch_size=4)
+    assert len(together.cosine) == max(len(curve.cosine) for curve in alone) == 47
+    for position, cosine in enumerate(together.cosine):
+        reaching = [curve.cosine[position] for curve in alone if position < len(curve.cosine)]
+        assert together.texts[position] == len(reaching)
+        assert cosine == pytest.approx(np.mean(reaching), abs=1e-5)
+    lengths = [len(tokenizer(text, truncation=True, max_length=48)["input_ids"]) for text in texts]
+    assert len(set(lengths)) == 4  # four different lengths, 48 the longest
+    assert together.texts == [sum(length > position + 1 for length in lengths) for position in range(47)]
+
+
+def test_the_curve_follows_how_much_of_cls_the_decoder_reads(tokenizer, articles):
+    """Each layer's cross-attention to [CLS] (the released path's only way in) set to copy h0 into the
+    residual stream, four times over, makes every decoder state nearly h0: cosine ≈ 1 at every position.
+    Zeroed, the states no longer depend on [CLS] and the cosine falls far below at every position."""
+    texts = texts_of_length(tokenizer, articles, 32, 6)
+    objective = tiny_seed(tokenizer, attention_span=2)
+    identity = torch.eye(objective.encoder.config.hidden_size)
+    curves = {}
+    for name, gain in (("copies", 4.0), ("cut off", 0.0)):
+        with torch.no_grad():
+            for layer in objective.decoder.layers:
+                layer.cross_attention.value.weight.copy_(identity)
+                layer.cross_attention.value.bias.zero_()
+                layer.cross_attention.output.weight.copy_(gain * identity)
+                layer.cross_attention.output.bias.zero_()
+        curves[name] = np.array(cls_reliance(objective, texts, max_length=32).cosine)
+    assert (curves["copies"] > 0.9).all()
+    assert (curves["cut off"] < curves["copies"] - 0.3).all()
+
+
+@pytest.fixture(scope="module")
+def seed_run(wiki_shard, tmp_path_factory):
+    return tiny_run(wiki_shard, tmp_path_factory.mktemp("runs") / "seed", "seed")
+
+
+def test_diagnose_reports_the_reliance_of_seed_runs_only(seed_run, cpdae_run, articles, tmp_path):
+    assert is_seed_run(seed_run) and not is_seed_run(cpdae_run) and not is_cpdae_run(seed_run)
+    objective, max_length = load_weak_decoder(seed_run)
+    assert max_length == 64 and objective.config.attention_span == 2
+    result = diagnose(seed_run, articles, lengths=(32,), pairs=4, reliance_texts=5)
+    curve = result["details"]["cls_reliance"]
+    assert len(curve["cosine"]) == 63 and curve["texts"] == [5] * 63
+    assert (curve["attention_span"], curve["decoder_layers"], curve["bottleneck"]) == (2, 3, "cls")
+    assert result["metrics"]["cls_reliance@first"] == curve["cosine"][0]
+    measured = result["metrics"].keys()
+    assert {"cls_reliance@last_quarter", "cls_reliance_drop", "random_pair_cosine@32"} <= measured
+    json_path, plot_path = write_diagnostics(result, tmp_path / "seed")
+    assert json.loads(json_path.read_text())["details"]["cls_reliance"]["cosine"] == curve["cosine"]
+    assert plot_path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+    other = diagnose(cpdae_run, articles, lengths=(32,), pairs=4, word_texts=0, reliance_texts=5)
+    assert "cls_reliance" not in other["details"]
+    assert not any(metric.startswith("cls_reliance") for metric in other["metrics"])
+    with pytest.raises(ValueError, match="no weak decoder"):
+        load_weak_decoder(cpdae_run)
+    skipped = diagnose(seed_run, articles, lengths=(32,), pairs=4, reliance_texts=0)
+    assert "cls_reliance" not in skipped["details"]
 
 
 # ----- embedding-space statistics ---------------------------------------------------------------------

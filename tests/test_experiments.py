@@ -15,8 +15,10 @@ import yaml
 from typer.testing import CliRunner
 
 from seedr.cli import app
+from seedr.data.queries import read_qrels
 from seedr.experiments.results import claims_table, readme_claims
 from seedr.experiments.spec import SCALES, load_experiment
+from seedr.retrieval.runs import read_trec_run
 
 ROOT = Path(__file__).resolve().parents[1]
 EXPERIMENTS = sorted((ROOT / "experiments").glob("*.yaml"))
@@ -204,6 +206,77 @@ def test_resumed_experiment_redoes_only_the_unfinished_condition(tiny_run, tmp_p
     assert outcome.results["tasks"]["scifact"]["systems"]["bm25"] == before["tasks"]["scifact"]["systems"]["bm25"]
 
 
+CASE_STUDY = """\
+title: Tiny case study
+variables: {data: ""}
+tasks:
+  scifact:
+    kind: qrels
+    corpus: "{data}/corpus.jsonl"
+    queries: "{data}/queries.jsonl"
+    qrels: "{data}/qrels/test.tsv"
+    metrics: [nDCG@10]
+conditions:
+  bm25: {retrieve: bm25}
+  zeroshot: {retrieve: {model: minilm, max_length: 64, pooling: mean}}
+baseline: bm25
+resamples: 200
+case_study: {task: scifact, systems: [zeroshot, bm25], queries: 2}
+"""
+
+
+def test_case_study_in_results_and_report(tmp_path, scifact_slice):
+    """SEED-Encoder Table 5 as an experiment asks for it: the queries the two systems disagree on, from
+    their run files, in results.json and in the report (md and html)."""
+    from seedr.evaluation.case_study import case_study_markdown, first_relevant_rank
+    from seedr.experiments.runner import run_experiment
+
+    path = tmp_path / "experiments" / "tiny_case_study.yaml"
+    path.parent.mkdir()
+    path.write_text(CASE_STUDY)
+    outcome = run_experiment(load_experiment(path, "cpu", [f"data={scifact_slice}"]), tmp_path / "out")
+    study = outcome.results["case_study"]
+    assert study["task"] == "scifact" and study["systems"] == ["zeroshot", "bm25"]
+    assert study["judged_queries"] == 12
+    runs = {}  # the two run files the runner wrote, told apart by their retrieval settings
+    for folder in (tmp_path / "out" / "retrieval").glob("scifact-*"):
+        retrieve = json.loads((folder / "settings.json").read_text())["retrieve"]
+        runs["bm25" if retrieve == "bm25" else "zeroshot"] = read_trec_run(folder / "run.trec")
+    qrels = read_qrels(scifact_slice / "qrels" / "test.tsv")
+    ranks = {qid: {system: first_relevant_rank(runs[system].get(qid, {}), set(judged)) for system in runs}
+             for qid, judged in qrels.items()}
+    assert study["wins"]["zeroshot"]["total"] + study["wins"]["bm25"]["total"] > 0  # they do disagree
+    for system, other in (("zeroshot", "bm25"), ("bm25", "zeroshot")):
+        wins = study["wins"][system]
+        assert wins["total"] == sum(rank[system] == 1 != rank[other] for rank in ranks.values())
+        assert len(wins["cases"]) == min(2, wins["total"])
+        for case in wins["cases"]:
+            assert case["first_relevant"] == ranks[case["query_id"]]
+            assert case["top"][system]["relevant"] and case["top"][system]["id"] in qrels[case["query_id"]]
+    recorded = json.loads((outcome.report.parent / "results.json").read_text())["case_study"]
+    assert recorded == study
+    report = outcome.report.read_text()
+    assert "### Case study: zeroshot vs bm25 on scifact" in report and case_study_markdown(study) in report
+    assert "zeroshot ranks a relevant document first, bm25 does not" in report
+    assert "<table>" in (outcome.report.parent / "report.html").read_text()
+
+
+@pytest.mark.parametrize(("case_study", "message"), [
+    ("{task: reqa, systems: [seed, mlm]}", "task 'reqa' is not a qrels task of this experiment"),
+    ("{task: scifact, systems: [seed, nope]}", r"\['nope'\] not a retrieving condition"),
+    ("{task: scifact, systems: [seed, seed]}", "two different conditions"),
+    ("{task: scifact, systems: [seed, mlm], queries: 0}", "queries must be a positive number"),
+    ("{task: scifact, systems: [seed, mlm], rows: 5}", "unexpected keyword argument 'rows'"),
+])
+def test_case_study_is_validated(tmp_path, case_study, message):
+    text = (ROOT / "experiments" / "from_scratch.yaml").read_text()
+    bad = tmp_path / "experiments" / "bad.yaml"
+    bad.parent.mkdir()
+    bad.write_text(re.sub(r"^case_study: .*$", f"case_study: {case_study}", text, flags=re.MULTILINE))
+    with pytest.raises(ValueError, match=message):
+        load_experiment(bad, "cpu")
+
+
 # ------------------------------------------------------------------ the README's claims table
 
 
@@ -270,6 +343,14 @@ conditions:
                    data.max_documents: 20, data.max_seq_length: 64, train.max_steps: 2, train.batch_size: 4,
                    train.log_every: 1}
       - diagnose: {corpus: ["{wiki}"], max_documents: 30, lengths: [32, 64], pairs: 8}
+  seed:
+    retrieve: none
+    steps:
+      - pretrain: {objective_name: seed, model.size: tiny, model.tokenizer: minilm, model.hidden_size: 32,
+                   model.num_attention_heads: 2, model.intermediate_size: 64, data.corpus: ["{wiki}"],
+                   data.max_documents: 20, data.max_seq_length: 64, train.max_steps: 2, train.batch_size: 4,
+                   train.log_every: 1}
+      - diagnose: {corpus: ["{wiki}"], max_documents: 30, lengths: [32, 64], pairs: 8, reliance_texts: 4}
 baseline: mlm
 claims:
   - {claim: "x", condition: cpdae, against: mlm, task: diagnostics, metric: "random_pair_cosine@64"}
@@ -284,14 +365,20 @@ def test_diagnostics_experiment_without_retrieval(tmp_path, wiki_shard):
     path.write_text(DIAGNOSTICS)
     outcome = run_experiment(load_experiment(path, "cpu", [f"wiki={wiki_shard}"]), tmp_path / "out")
     results = outcome.results
-    assert results["tasks"] == {} and set(results["diagnostics"]) == {"cpdae", "mlm"}
+    assert results["tasks"] == {} and set(results["diagnostics"]) == {"cpdae", "mlm", "seed"}
     assert "decoded_common_mass" in results["diagnostics"]["cpdae"]
+    # SEED Figure 4: only the SEED run has a decoder to measure; its curve is in results.json and the report
+    assert set(results["cls_reliance"]) == {"seed"} and len(results["cls_reliance"]["seed"]["cosine"]) == 63
+    assert "cls_reliance@last_quarter" in results["diagnostics"]["seed"]
+    assert "cls_reliance@first" not in results["diagnostics"]["mlm"]
     claim = results["claims"][0]
     assert claim["p_value"] is None and claim["verdict"] in {"holds", "does not hold"}
     assert {f["task"] for f in results["figures"]} == {"diagnostics"}
     report = outcome.report.read_text()
-    assert "### Diagnostics" in report and "cpdae-diagnostics.png" in report
+    assert "### Diagnostics" in report and "cpdae-diagnostics.png" in report and "cls-reliance.png" in report
+    assert (outcome.report.parent / "plots" / "cls-reliance.png").read_bytes()[:4] == b"\x89PNG"
     assert (outcome.report.parent / "report.html").read_text().count("data:image/png;base64,") >= 2
+    assert results["case_study"] is None
 
 
 def test_development_split_holds_out_training_queries_and_never_reads_test(shared_data, tmp_path):

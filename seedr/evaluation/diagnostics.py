@@ -12,6 +12,12 @@ from vectors (loading run folders, checkpoints and objectives is ``seedr.experim
   z̃ = ẑ / Σ ẑ (eq. 3, 5). ``decoded_words`` lists the top words, ``word_probabilities`` is Table 4
   (each word of a text with the summed z̃ of its subwords), ``common_word_mass`` measures the mass on
   the corpus's most frequent tokens against the mass on the text's own other words.
+- **The decoder's reliance on [CLS] by position** (SEED-Encoder §4.6.2 and Figure 4): "the cosine
+  similarity between encoder CLS and the token representations from the decoder at different
+  positions", for the weak decoder's last layer under teacher forcing. With full attention the
+  cosine is high at the first positions and drops once context is available (Figure 4(a)); with the
+  span restricted to two it stays high at every position (Figure 4(b)): the weak decoder has to read
+  [CLS]. ``cls_reliance`` gives the curve, ``reliance_summary`` its first / last-quarter values.
 - **Embedding-space statistics**: anisotropy, the mean cosine of random embeddings (Ethayarajh,
   EMNLP 2019, §3: "the average cosine similarity between uniformly randomly sampled words"; here
   sequence embeddings), and the alignment and uniformity of Wang & Isola (ICML 2020, §4.1 eq. 2–3)
@@ -22,6 +28,7 @@ from __future__ import annotations
 
 import itertools
 import math
+from dataclasses import dataclass
 from collections.abc import Iterable, Sequence
 from typing import Any, Literal
 
@@ -32,6 +39,7 @@ from tqdm.auto import tqdm
 from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
 from seedr.modeling.encoder import pool
+from seedr.modeling.weak_decoder import WeakDecoder
 
 #: Figure 1(b) of SEED-Encoder shows these sequence lengths.
 PAPER_LENGTHS = (64, 128, 256, 512)
@@ -118,6 +126,102 @@ def random_pair_similarity(model: PreTrainedModel, tokenizer: PreTrainedTokenize
                                       vectors[np.searchsorted(drawn, second)], dim=-1)  # (pairs,)
         results[length] = (float(cosines.mean()), float(cosines.std(unbiased=False)))
     return results
+
+
+# ------------------------------------------------------------------ SEED-Encoder Figure 4
+
+
+@dataclass(frozen=True)
+class ClsReliance:
+    """SEED-Encoder Figure 4 for one model: ``cosine[p]`` is the mean, over the texts long enough to
+    have position ``p``, of the cosine between the bottleneck vector the decoder reads and the decoder's
+    last-layer state at position ``p`` (which reads token ``x_p`` and predicts ``x_{p+1}``; 0 reads
+    [CLS] and is "the closest to CLS"); ``texts[p]`` is how many texts were averaged there."""
+
+    cosine: list[float]
+    texts: list[int]
+
+
+def require_weak_decoder(objective: Any) -> Any:
+    """``objective`` itself when it has SEED-Encoder's weak decoder, else a clear ``ValueError``."""
+    if not isinstance(getattr(objective, "decoder", None), WeakDecoder):
+        raise ValueError(f"{getattr(objective, 'name', type(objective).__name__)!r} has no weak decoder: the "
+                         "decoder's reliance on [CLS] needs a SEED-Encoder objective (objective seed)")
+    return objective
+
+
+def texts_of_length(tokenizer: PreTrainedTokenizerBase, texts: Iterable[str], length: int,
+                    count: int) -> list[str]:
+    """The first ``count`` texts that fill ``length`` tokens, specials included: with them every position
+    of the reliance curve averages the same texts (as Figure 4's 512-token sequences)."""
+    chosen: list[str] = []
+    texts = iter(texts)
+    while len(chosen) < count and (batch := list(itertools.islice(texts, 256))):
+        cut = [text[:length * _CHARACTERS_PER_TOKEN_BOUND] for text in batch]
+        token_ids = tokenizer(cut, truncation=True, max_length=length)["input_ids"]
+        chosen += [text for text, ids in zip(batch, token_ids) if len(ids) == length]
+    return chosen[:count]
+
+
+@torch.inference_mode()
+def cls_reliance(objective: Any, texts: Sequence[str], max_length: int = 512,
+                 batch_size: int = 16) -> ClsReliance:
+    """The weak decoder's reliance on [CLS] by position (SEED-Encoder §4.6.2, Figure 4).
+
+    Each text, cut to ``max_length`` tokens, goes through the encoder and then, teacher-forced as in
+    pre-training (``SeedEncoder.decoder_loss``: the clean ids shifted right), through the decoder. The
+    encoder reads the clean text rather than training's masked copy: the [CLS] under study is the one
+    retrieval uses, and the curve does not depend on a random mask. The positions are those the decoder
+    loss trains (their target is a real token).
+
+    The vector compared is the bottleneck itself, ``h0`` (or the masked mean under ``bottleneck:
+    mean``): the decoder receives it at the encoder's width, with no projection in between; each layer
+    then maps it by its own weights (``W_o W_v h0`` per cross-attention layer, or the layer's key/value
+    projections on the joint path), so no single projected vector is "what the decoder receives" and
+    the paper's "encoder CLS" is the one common to every layer and both paths.
+
+    Args:
+        objective: a SEED-Encoder objective in eval mode (``seedr.experiments.diagnostics.load_weak_decoder``
+            rebuilds it from a run folder, with its training length as ``max_length``).
+        texts: real texts; ``texts_of_length`` picks ones that fill ``max_length`` tokens.
+
+    Raises:
+        ValueError: an objective without a weak decoder, or no text of at least two tokens.
+    """
+    require_weak_decoder(objective)
+    tokenizer, device = objective.tokenizer, next(objective.parameters()).device
+    tied = objective.config.tie_embeddings
+    shared = objective.encoder.get_input_embeddings().weight if tied else None  # (V, H)
+    sums, counts = np.zeros(max_length - 1), np.zeros(max_length - 1, dtype=np.int64)
+    for start in range(0, len(texts), batch_size):
+        cut = [text[:max_length * _CHARACTERS_PER_TOKEN_BOUND] for text in texts[start:start + batch_size]]
+        batch = tokenizer(cut, truncation=True, max_length=max_length, padding=True, return_tensors="pt")
+        input_ids, attention_mask = batch["input_ids"].to(device), batch["attention_mask"].to(device)
+        states = objective.encoder(input_ids=input_ids, attention_mask=attention_mask).last_hidden_state
+        # input_ids, attention_mask: (B, T); states: (B, T, H)
+        bottleneck = pool(states, attention_mask, objective.config.bottleneck)  # (B, H)
+        decoded = objective.decoder(input_ids[:, :-1], bottleneck, shared)  # (B, T−1, H)
+        cosines = F.cosine_similarity(decoded.float(), bottleneck.float().unsqueeze(1), dim=-1)  # (B, T−1)
+        trained = attention_mask[:, 1:].bool()  # (B, T−1): padding is never a target
+        positions = cosines.shape[1]
+        sums[:positions] += (cosines * trained).sum(0).double().cpu().numpy()
+        counts[:positions] += trained.sum(0).cpu().numpy()
+    reached = int((counts > 0).sum())  # texts are left-aligned: the positions reached are a prefix
+    if reached == 0:
+        raise ValueError(f"none of the {len(texts)} texts has two tokens: the decoder has no position to "
+                         "compare")
+    return ClsReliance(cosine=(sums[:reached] / counts[:reached]).tolist(), texts=counts[:reached].tolist())
+
+
+def reliance_summary(reliance: ClsReliance) -> dict[str, float]:
+    """Figure 4 in numbers: ``cls_reliance@first`` (position 0), ``cls_reliance@last_quarter`` (the mean over
+    the last quarter of the positions, at least one) and ``cls_reliance_drop`` (first − last quarter):
+    near zero when the decoder reads [CLS] everywhere (span 2, Figure 4(b)), large when it stops once
+    the context suffices (full attention, Figure 4(a))."""
+    cosine = np.asarray(reliance.cosine)
+    first, last_quarter = float(cosine[0]), float(cosine[-math.ceil(len(cosine) / 4):].mean())
+    return {"cls_reliance@first": first, "cls_reliance@last_quarter": last_quarter,
+            "cls_reliance_drop": first - last_quarter}
 
 
 # ------------------------------------------------------------------ embedding-space statistics
@@ -283,15 +387,20 @@ def common_word_mass(objective: Any, texts: Sequence[str], common_ids: Iterable[
 
 __all__ = [
     "PAPER_LENGTHS",
+    "ClsReliance",
     "alignment",
     "anisotropy",
+    "cls_reliance",
     "common_word_mass",
     "decoded_words",
     "embed_token_ids",
     "embedding_statistics",
     "most_frequent_tokens",
     "random_pair_similarity",
+    "reliance_summary",
+    "require_weak_decoder",
     "require_word_decoder",
+    "texts_of_length",
     "uniformity",
     "word_distributions",
     "word_probabilities",

@@ -1,9 +1,10 @@
 """Loading for the papers' diagnostics (``seedr diagnose``, the ``diagnose`` experiment step): the
 encoder under test from a model or run folder, a pre-training objective with its trained decoder from
-a run folder's checkpoint, texts from corpus files, positive pairs from BEIR folders or articles;
-then ``diagnose`` runs what its inputs allow through ``seedr.evaluation.diagnostics`` and
-``write_diagnostics`` writes ``diagnostics.json`` (``{"metrics": {...}, "details": {...}}``, read by
-``seedr report``) and ``diagnostics.png`` (``seedr.reporting.diagnostics``).
+a run folder's checkpoint (CPDAE's word decoder, SEED-Encoder's weak decoder), texts from corpus
+files, positive pairs from BEIR folders or articles; then ``diagnose`` runs what its inputs allow
+through ``seedr.evaluation.diagnostics`` and ``write_diagnostics`` writes ``diagnostics.json``
+(``{"metrics": {...}, "details": {...}}``, read by ``seedr report``) and ``diagnostics.png``
+(``seedr.reporting.diagnostics``).
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ import dataclasses
 import itertools
 import json
 import os
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any, Literal
 
@@ -24,12 +25,16 @@ from seedr.data.io import DataError, atomic_write
 from seedr.data.records import Document
 from seedr.evaluation.diagnostics import (
     PAPER_LENGTHS,
+    cls_reliance,
     common_word_mass,
     decoded_words,
     embedding_statistics,
     most_frequent_tokens,
     random_pair_similarity,
+    reliance_summary,
+    require_weak_decoder,
     require_word_decoder,
+    texts_of_length,
     word_probabilities,
 )
 from seedr.modeling.encoder import load_encoder, load_tokenizer, resolve_model_path
@@ -211,26 +216,51 @@ def load_objective(run_dir: str | os.PathLike, step: int | None = None) -> tuple
     return objective.eval(), config
 
 
-def load_word_decoder(run_dir: str | os.PathLike) -> tuple[Any, int]:
-    """``(CPDAE objective on the device, its training input length)`` rebuilt from a run folder."""
+def _load_decoder(run_dir: str | os.PathLike, require: Callable[[Any], Any]) -> tuple[Any, int]:
+    """``(objective on the device, its training input length)``, the objective checked by ``require``."""
     objective, config = load_objective(run_dir)
-    require_word_decoder(objective)
+    require(objective)
     objective.to(_device())
     return objective, min(config.data.max_seq_length, objective.encoder.config.max_position_embeddings)
 
 
-def is_cpdae_run(path: str | os.PathLike) -> bool:
-    """Whether ``path`` is a run folder of an objective with CPDAE's decoder and has a checkpoint."""
+def load_word_decoder(run_dir: str | os.PathLike) -> tuple[Any, int]:
+    """``(CPDAE objective on the device, its training input length)`` rebuilt from a run folder."""
+    return _load_decoder(run_dir, require_word_decoder)
+
+
+def load_weak_decoder(run_dir: str | os.PathLike) -> tuple[Any, int]:
+    """``(SEED-Encoder objective on the device, its training input length)`` rebuilt from a run folder."""
+    return _load_decoder(run_dir, require_weak_decoder)
+
+
+def _run_objective(path: str | os.PathLike) -> type | None:
+    """The objective class of a run folder that has a checkpoint, else None."""
     from seedr.config import parse_yaml
     from seedr.objectives import OBJECTIVES
-    from seedr.objectives.cpdae import Cpdae
     from seedr.training.checkpoint import latest_checkpoint
 
     path = Path(path)
     if not (path / "config.yaml").exists() or latest_checkpoint(path) is None:
-        return False
+        return None
     name = (parse_yaml((path / "config.yaml").read_text(encoding="utf-8")) or {}).get("objective_name")
-    return name in OBJECTIVES and issubclass(OBJECTIVES.get(name), Cpdae)
+    return OBJECTIVES.get(name) if name in OBJECTIVES else None
+
+
+def is_cpdae_run(path: str | os.PathLike) -> bool:
+    """Whether ``path`` is a run folder of an objective with CPDAE's decoder and has a checkpoint."""
+    from seedr.objectives.cpdae import Cpdae
+
+    objective = _run_objective(path)
+    return objective is not None and issubclass(objective, Cpdae)
+
+
+def is_seed_run(path: str | os.PathLike) -> bool:
+    """Whether ``path`` is a run folder of an objective with SEED-Encoder's weak decoder and a checkpoint."""
+    from seedr.objectives.seed import SeedEncoder
+
+    objective = _run_objective(path)
+    return objective is not None and issubclass(objective, SeedEncoder)
 
 
 # ------------------------------------------------------------------ everything, written down
@@ -240,13 +270,16 @@ def diagnose(model: str | os.PathLike, texts: Sequence[str] = (),
              pairs_for_statistics: Sequence[PositivePair] = (), lengths: Iterable[int] = PAPER_LENGTHS,
              pairs: int = 256, seed: int = 13, pooling: DiagnosticPooling = "cls", word_texts: int = 8,
              top_k: int = 10, common_words: int = 100, batch_size: int = 16,
-             show_progress: bool = False) -> dict[str, Any]:
+             show_progress: bool = False, reliance_texts: int = 64) -> dict[str, Any]:
     """Run the diagnostics the inputs allow; returns ``{"metrics": {name: number}, "details": {...}}``.
 
     - ``texts`` → random-pair similarity at each length (``random_pair_cosine@L`` and its ``_std``);
       when ``model`` is a CPDAE run folder, also the decoded words of the first ``word_texts`` texts
       and the mass on the ``common_words`` most frequent tokens of ``texts`` (``decoded_common_mass``,
-      ``decoded_own_rare_mass``, ``target_common_mass``);
+      ``decoded_own_rare_mass``, ``target_common_mass``); when it is a SEED-Encoder run folder, the
+      decoder's reliance on [CLS] by position over the first ``reliance_texts`` texts that fill the
+      run's training length (Figure 4: the curve in ``details["cls_reliance"]``, and
+      ``cls_reliance@first``, ``cls_reliance@last_quarter``, ``cls_reliance_drop``; 0: skip);
     - ``pairs_for_statistics`` → ``alignment``, ``uniformity``, ``anisotropy``.
     """
     if not texts and not pairs_for_statistics:
@@ -278,6 +311,18 @@ def diagnose(model: str | os.PathLike, texts: Sequence[str] = (),
             "word_probabilities": [[word, probability] for word, probability
                                    in word_probabilities(objective, shown[0], max_length)],
         }
+    if texts and reliance_texts > 0 and isinstance(model, str | os.PathLike) and is_seed_run(model):
+        objective, max_length = load_weak_decoder(model)
+        chosen = texts_of_length(objective.tokenizer, texts, max_length, reliance_texts)
+        if not chosen:
+            raise ValueError(f"none of the {len(texts)} texts fills the run's {max_length} training tokens: "
+                             "the reliance curve needs texts that long (give more or longer texts)")
+        reliance = cls_reliance(objective, chosen, max_length, batch_size)
+        metrics.update(reliance_summary(reliance))
+        options = objective.config
+        details["cls_reliance"] = {"max_length": max_length, "attention_span": options.attention_span,
+                                   "decoder_layers": options.decoder_layers, "bottleneck": options.bottleneck,
+                                   "cosine": reliance.cosine, "texts": reliance.texts}
     if pairs_for_statistics:
         if len(pairs_for_statistics) < 2:
             raise ValueError(f"embedding statistics need at least two positive pairs, got {len(pairs_for_statistics)}")
@@ -310,8 +355,10 @@ __all__ = [
     "embed_pairs",
     "ict_positive_pairs",
     "is_cpdae_run",
+    "is_seed_run",
     "load_encoder_parts",
     "load_objective",
+    "load_weak_decoder",
     "load_word_decoder",
     "positive_pairs",
     "write_diagnostics",

@@ -195,6 +195,7 @@ def run_experiment(experiment: Experiment, out_dir: str | Path, console: Console
     ``results.json``)."""
     from seedr.evaluation.compare import comparison_table
     from seedr.experiments.results import claim_results, figures
+    from seedr.reporting.diagnostics import plot_reliance
     from seedr.reporting.report import plot_comparison, render_report
 
     console = console or Console(stderr=True)
@@ -259,9 +260,12 @@ def run_experiment(experiment: Experiment, out_dir: str | Path, console: Console
         comparisons[task.name] = table.to_dict()
         console.print(table.to_rich(title=f"{experiment.title}: {task.name}",
                                     systems=[system for system in table.systems if system not in grouped]))
-    diagnostics = {name: json.loads((folder / "diagnostics.json").read_text(encoding="utf-8"))["metrics"]
-                   for name in experiment.conditions for step, folder in chains[name]
-                   if (folder / "diagnostics.json").exists()}
+    diagnosed = {name: json.loads((folder / "diagnostics.json").read_text(encoding="utf-8"))
+                 for name in experiment.conditions for step, folder in chains[name]
+                 if (folder / "diagnostics.json").exists()}
+    diagnostics = {name: result["metrics"] for name, result in diagnosed.items()}
+    reliance = {name: result["details"]["cls_reliance"] for name, result in diagnosed.items()
+                if "cls_reliance" in result["details"]}
     wall = time.perf_counter() - started
     recorded = [*(folder / "step.json" for folder in [*setup_folders.values(), *unique_steps]),
                 *(folder / "settings.json" for folder in set(retrievals.values()))]
@@ -274,6 +278,8 @@ def run_experiment(experiment: Experiment, out_dir: str | Path, console: Console
         "diagnostics": diagnostics,
         "figures": figures(comparisons, experiment.tolerance, diagnostics),
         "claims": claim_results(experiment, comparisons, all_scores, diagnostics),
+        "cls_reliance": reliance,
+        "case_study": _case_study(experiment, tasks, retrievals),
         "steps": {name: [str(folder) for _, folder in chains[name]] for name in experiment.conditions},
     }
     (report_dir / "plots").mkdir(parents=True, exist_ok=True)
@@ -282,6 +288,8 @@ def run_experiment(experiment: Experiment, out_dir: str | Path, console: Console
     plots = [plot_comparison(table, report_dir / "plots" / f"comparison-{task}.png", title=task,
                              systems=[system for system in table.systems if system not in grouped])
              for task, table in tables.items()]  # a group's members are plotted as the group
+    if reliance:  # SEED-Encoder Fig. 4 compares decoders on one axis: every SEED condition's curve together
+        plots.append(plot_reliance(reliance, report_dir / "plots" / "cls-reliance.png"))
     for name in experiment.conditions:  # the steps' own figures, e.g. diagnostics.png
         for step, folder in chains[name]:
             for figure in step.figures(folder):
@@ -300,6 +308,21 @@ def run_experiment(experiment: Experiment, out_dir: str | Path, console: Console
     return Outcome(report, results, runner.outcome_executed, runner.outcome_reused)
 
 
+def _case_study(experiment: Experiment, tasks: dict[str, RetrievalTask],
+                retrievals: dict[tuple[str, str], Path]) -> dict[str, Any] | None:
+    """The experiment's ``case_study`` (SEED-Encoder Table 5) from its two systems' run files, or None."""
+    from seedr.evaluation.case_study import case_study
+    from seedr.retrieval.runs import read_trec_run
+
+    wanted = experiment.case_study
+    if wanted is None:
+        return None
+    task = tasks[wanted.task]
+    runs = {system: read_trec_run(retrievals[(task.name, system)] / "run.trec") for system in wanted.systems}
+    documents = {document.id: document for document in task.documents()}
+    return {"task": task.name, **case_study(runs, task.labels(), task.queries(), documents, wanted.queries)}
+
+
 def _preamble(experiment: Experiment, results: dict[str, Any]) -> str:
     machine_text = results["machine"]
     lines = [experiment.description.strip(), "",
@@ -313,6 +336,7 @@ def _preamble(experiment: Experiment, results: dict[str, Any]) -> str:
 
 
 def _results_markdown(experiment: Experiment, tables: dict[str, Any], results: dict[str, Any]) -> str:
+    from seedr.evaluation.case_study import case_study_markdown
     from seedr.experiments.results import claims_markdown
 
     blocks = []
@@ -325,6 +349,12 @@ def _results_markdown(experiment: Experiment, tables: dict[str, Any], results: d
         blocks += [f"| {name} | " + " | ".join(f"{values[m]:.4f}" if m in values else "–" for m in metrics) + " |"
                    for name, values in results["diagnostics"].items()]
         blocks.append("")
+    if results["case_study"]:
+        study = results["case_study"]
+        blocks += [f"### Case study: {' vs '.join(study['systems'])} on {study['task']}", "",
+                   "Queries one system ranks a relevant document first and the other does not (SEED-Encoder "
+                   "Table 5), with each system's top document and the rank of its first relevant one.", "",
+                   case_study_markdown(study)]
     if results["claims"]:
         blocks += ["### Claims", "", claims_markdown(results["claims"])]
     return "\n".join(blocks)

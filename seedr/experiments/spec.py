@@ -23,6 +23,8 @@ An experiment is a YAML file in ``experiments/`` (``seedr experiment NAME``)::
     tolerance: {nDCG@10: 0.02}          # how far a re-run may move a figure (`--verify`)
     claims: []                          # the papers' claims this experiment checks (README table);
                                         # task "diagnostics": a metric of the conditions' diagnose steps
+    case_study: {task: scifact, systems: [seed, mlm], queries: 5}   # optional: queries the two systems
+                                        # disagree on, side by side (SEED-Encoder Table 5), in the report
     scales:                             # cpu (runs here) and paper (validated only): variables/defaults
       cpu: {variables: {...}, defaults: {...}}
       paper: {variables: {...}, defaults: {...}}
@@ -52,7 +54,7 @@ from seedr.data.io import DataError
 SCALES = ("cpu", "paper")
 #: Top-level keys of an experiment file.
 KEYS = {"title", "description", "variables", "setup", "tasks", "defaults", "conditions", "baseline", "groups",
-        "tolerance", "claims", "scales", "test", "alpha", "resamples"}
+        "tolerance", "claims", "scales", "test", "alpha", "resamples", "case_study"}
 _PLACEHOLDER = re.compile(r"\{([A-Za-z_][A-Za-z0-9_.]*)\}")
 
 
@@ -102,6 +104,17 @@ class Claim:
 
 
 @dataclass
+class CaseStudy:
+    """Queries on which two retrieving conditions disagree, side by side in the report (SEED-Encoder
+    Table 5; ``seedr.evaluation.case_study``): ``queries`` wins of each system over the other on
+    ``task``, a ``qrels`` task."""
+
+    task: str
+    systems: list[str]
+    queries: int = 5
+
+
+@dataclass
 class Experiment:
     """An experiment file resolved for one scale and one set of variables."""
 
@@ -121,6 +134,7 @@ class Experiment:
     test: str = "permutation"
     alpha: float = 0.05
     resamples: int = 10_000
+    case_study: CaseStudy | None = None
 
     @property
     def results_dir(self) -> Path:
@@ -303,16 +317,26 @@ def load_experiment(name: str | Path, scale: str = "cpu", overrides: list[str] |
             claims.append(Claim(**substitute(entry, variables, where)))
         except TypeError as error:
             raise DataError(path, f"claims[{index}]: {error}", field="claims") from None
+    case_study = None
+    if raw.get("case_study") is not None:
+        entry = substitute(raw["case_study"], variables, where)
+        if not isinstance(entry, dict):
+            raise DataError(path, "case_study must be a mapping, e.g. {task: scifact, systems: [seed, mlm], "
+                            "queries: 5}", field="case_study")
+        try:
+            case_study = CaseStudy(**entry)
+        except TypeError as error:
+            raise DataError(path, f"case_study: {error}", field="case_study") from None
     experiment = Experiment(
         name=path.stem, path=path, scale=scale, title=str(raw["title"]),
         description=str(substitute(raw.get("description", ""), variables, where)), variables=variables,
         setup=setup, tasks=tasks, conditions=conditions, baseline=str(raw["baseline"]), groups=groups,
         tolerance={str(k): float(v) for k, v in (raw.get("tolerance") or {}).items()}, claims=claims,
         test=raw.get("test", "permutation"), alpha=float(raw.get("alpha", 0.05)),
-        resamples=int(raw.get("resamples", 10_000)))
+        resamples=int(raw.get("resamples", 10_000)), case_study=case_study)
     validate(experiment)
     return experiment
 
 
-__all__ = ["SCALES", "Claim", "Condition", "Experiment", "Step", "Task", "experiment_path", "experiments_dir",
-           "load_experiment", "substitute"]
+__all__ = ["SCALES", "CaseStudy", "Claim", "Condition", "Experiment", "Step", "Task", "experiment_path",
+           "experiments_dir", "load_experiment", "substitute"]

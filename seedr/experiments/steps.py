@@ -161,8 +161,9 @@ class FinetuneStep(ExperimentStep):
 
 @dataclasses.dataclass
 class DiagnoseConfig:
-    """``seedr diagnose`` options: texts for random-pair similarity (and CPDAE's words), positive pairs
-    for alignment / uniformity / anisotropy."""
+    """``seedr diagnose`` options: texts for random-pair similarity (and CPDAE's words, and SEED-Encoder's
+    reliance on [CLS] over ``reliance_texts`` of them), positive pairs for alignment / uniformity /
+    anisotropy."""
 
     model: str = ""
     corpus: list[str] = dataclasses.field(default_factory=list)
@@ -174,6 +175,7 @@ class DiagnoseConfig:
     positive_pairs: int = 256
     pooling: str = "cls"
     word_texts: int = 8
+    reliance_texts: int = 64
     seed: int = 13
 
 
@@ -181,7 +183,8 @@ class DiagnoseConfig:
 class DiagnoseStep(ExperimentStep):
     """``seedr diagnose`` on the previous step's run folder; writes ``diagnostics.json`` and ``.png``.
 
-    ``model`` is the previous step's *run folder* (not its encoder): a CPDAE run adds its decoded words.
+    ``model`` is the previous step's *run folder* (not its encoder): a CPDAE run adds its decoded words,
+    a SEED-Encoder run its decoder's reliance on [CLS] by position.
     """
 
     kind = "diagnose"
@@ -206,7 +209,7 @@ class DiagnoseStep(ExperimentStep):
         pairs = (positive_pairs(config.positives, config.positive_pairs, config.seed, config.split,
                                 config.max_documents) if config.positives else [])
         result = diagnose(config.model, texts, pairs, config.lengths, config.pairs, config.seed, config.pooling,
-                          config.word_texts, show_progress=True)
+                          config.word_texts, show_progress=True, reliance_texts=config.reliance_texts)
         write_diagnostics(result, out_dir)
         return {"metrics": result["metrics"]}
 
@@ -388,6 +391,20 @@ def validate(experiment: Any) -> None:
             raise ValueError(f"{where}: claims[{index}]: task {claim.task!r} does not report {claim.metric!r}")
         if claim.expect not in ("higher", "lower", "similar"):
             raise ValueError(f"{where}: claims[{index}].expect must be higher, lower or similar")
+    if experiment.case_study is not None:
+        study, field = experiment.case_study, f"{where}: case_study"
+        if study.task not in experiment.tasks or experiment.tasks[study.task].kind != "qrels":
+            qrels_tasks = sorted(name for name, task in experiment.tasks.items() if task.kind == "qrels")
+            raise ValueError(f"{field}: task {study.task!r} is not a qrels task of this experiment; "
+                             f"qrels tasks: {qrels_tasks}")
+        if not isinstance(study.systems, list) or len(set(study.systems)) != 2 or len(study.systems) != 2:
+            raise ValueError(f"{field}: systems must name two different conditions, got {study.systems!r}")
+        unknown = [system for system in study.systems if system not in retrieving]
+        if unknown:  # a group has no single run to show a top document of
+            raise ValueError(f"{field}: {unknown} not a retrieving condition; "
+                             f"retrieving: {sorted(retrieving)}")
+        if not isinstance(study.queries, int) or study.queries < 1:
+            raise ValueError(f"{field}: queries must be a positive number of queries, got {study.queries!r}")
     if experiment.test not in ("permutation", "ttest"):
         raise ValueError(f"{where}: test must be permutation or ttest")
 

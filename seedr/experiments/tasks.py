@@ -125,7 +125,8 @@ class QrelsTask(RetrievalTask):
             except Exception as error:  # ir_measures' own message says what is wrong
                 raise ValueError(f"{self.where}: metric {metric!r}: {error}") from None
 
-    def _labels(self) -> dict[str, dict[str, int]]:
+    def labels(self) -> dict[str, dict[str, int]]:
+        """The judgements of the queries this task evaluates (a seeded sample under ``max_queries``)."""
         from seedr.data.queries import read_qrels, sample_queries
 
         qrels = read_qrels(self.config.qrels)
@@ -138,7 +139,7 @@ class QrelsTask(RetrievalTask):
         from seedr.data.queries import read_queries
 
         texts = read_queries(self.config.queries)
-        return {qid: texts[qid] for qid in self._labels() if qid in texts}
+        return {qid: texts[qid] for qid in self.labels() if qid in texts}
 
     def documents(self) -> list[Document]:
         from seedr.data.corpus import read_corpus
@@ -148,7 +149,7 @@ class QrelsTask(RetrievalTask):
     def per_query(self, run: Run) -> dict[str, dict[str, float]]:
         from seedr.evaluation.metrics import per_query
 
-        return per_query(run, self._labels(), self.metrics)
+        return per_query(run, self.labels(), self.metrics)
 
 
 @dataclasses.dataclass

@@ -1,5 +1,6 @@
 """The diagnostics figure: one panel per diagnostic of ``seedr diagnose``'s result (SEED-Encoder
-Fig. 1(b), CPDAE's decoded word mass, Wang & Isola's alignment/uniformity)."""
+Fig. 1(b), CPDAE's decoded word mass, SEED-Encoder Fig. 4's reliance on [CLS], Wang & Isola's
+alignment/uniformity); and Fig. 4 across models, for an experiment's report."""
 
 from __future__ import annotations
 
@@ -12,6 +13,40 @@ import numpy as np
 from seedr.data.io import atomic_write
 
 
+def _reliance_panel(axis: Any, curves: dict[str, dict[str, Any]]) -> None:
+    """SEED-Encoder Fig. 4 on ``axis``: each ``details["cls_reliance"]`` of ``curves`` (by label)."""
+    for label, curve in curves.items():
+        axis.plot(range(len(curve["cosine"])), curve["cosine"], label=label)
+    axis.set_ylim(-1.05, 1.05)
+    axis.set_xlabel("decoder position (0: reads [CLS], the closest to it)")
+    axis.set_ylabel("cosine(bottleneck, decoder state)")
+    axis.set_title("SEED-Encoder Fig. 4")
+    axis.legend(fontsize="small")
+
+
+def _reliance_label(curve: dict[str, Any]) -> str:
+    """``"3 layers, span 2"`` (``span all``: full attention), as Fig. 4's panels name decoders."""
+    return f"{curve['decoder_layers']} layers, span {curve['attention_span']}"
+
+
+def plot_reliance(curves: dict[str, dict[str, Any]], path: str | os.PathLike) -> Path:
+    """SEED-Encoder Fig. 4 across models: the reliance curve of each model (name → its
+    ``details["cls_reliance"]``) in one PNG, so full and restricted attention are compared on one axis."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    figure, axis = plt.subplots(figsize=(6, 3.8))
+    _reliance_panel(axis, {f"{name} ({_reliance_label(curve)})": curve for name, curve in curves.items()})
+    axis.grid(alpha=0.3)
+    figure.tight_layout()
+    with atomic_write(path, "wb") as stream:
+        figure.savefig(stream, format="png", dpi=110)
+    plt.close(figure)
+    return Path(path)
+
+
 def plot_diagnostics(result: dict[str, Any], path: str | os.PathLike) -> Path:
     """One PNG with a panel per diagnostic in ``result`` (from ``diagnose``), written atomically."""
     import matplotlib
@@ -22,6 +57,7 @@ def plot_diagnostics(result: dict[str, Any], path: str | os.PathLike) -> Path:
     metrics = result["metrics"]
     panels = [name for name, present in (("similarity", "random_pair_similarity" in result["details"]),
                                          ("words", "decoded_common_mass" in metrics),
+                                         ("reliance", "cls_reliance" in result["details"]),
                                          ("statistics", "alignment" in metrics)) if present]
     figure, axes = plt.subplots(1, len(panels), figsize=(4.5 * len(panels), 3.6), squeeze=False)
     for axis, panel in zip(axes[0], panels):
@@ -49,6 +85,9 @@ def plot_diagnostics(result: dict[str, Any], path: str | os.PathLike) -> Path:
             axis.set_ylabel("probability mass")
             axis.legend(fontsize="small")
             axis.set_title("CPDAE decoded word distribution")
+        elif panel == "reliance":
+            curve = result["details"]["cls_reliance"]
+            _reliance_panel(axis, {_reliance_label(curve): curve})
         else:
             point = (-metrics["uniformity"], metrics["alignment"])
             axis.scatter(*point, color="tab:green", clip_on=False)
@@ -70,4 +109,4 @@ def plot_diagnostics(result: dict[str, Any], path: str | os.PathLike) -> Path:
     return Path(path)
 
 
-__all__ = ["plot_diagnostics"]
+__all__ = ["plot_diagnostics", "plot_reliance"]

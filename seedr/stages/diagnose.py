@@ -1,5 +1,6 @@
 """`seedr diagnose`: the papers' diagnostics of an encoder — random-pair similarity by length
-(SEED-Encoder Fig. 1(b)), CPDAE's decoded words, alignment / uniformity / anisotropy."""
+(SEED-Encoder Fig. 1(b)), CPDAE's decoded words, the weak decoder's reliance on [CLS] (SEED-Encoder
+Fig. 4), alignment / uniformity / anisotropy."""
 
 from __future__ import annotations
 
@@ -15,7 +16,8 @@ from seedr.stages.common import clear_errors, console, locks_output
 @locks_output("out")
 def command(
     model: Annotated[str, typer.Argument(
-        help="Model folder, seedr run folder (a CPDAE run adds its decoded words), or 'minilm'."
+        help="Model folder, seedr run folder (a CPDAE run adds its decoded words, a SEED run its "
+             "decoder's reliance on [CLS]), or 'minilm'."
     )],
     out: Annotated[Path, typer.Option(
         "--out", help="Folder for diagnostics.json and diagnostics.png (e.g. the run folder, for "
@@ -45,6 +47,10 @@ def command(
         "--word-texts", help="CPDAE runs: texts whose decoded words are analysed (0: skip)."
     )] = 8,
     top_k: Annotated[int, typer.Option("--top-k", help="CPDAE runs: decoded words listed per text.")] = 10,
+    reliance_texts: Annotated[int, typer.Option(
+        "--reliance-texts", help="SEED-Encoder runs: texts (filling the training length) for the decoder's "
+                                 "reliance on [CLS] by position, Fig. 4 (0: skip)."
+    )] = 64,
     common_words: Annotated[int, typer.Option(
         "--common-words", help="CPDAE runs: how many of the corpus's most frequent tokens are common words."
     )] = 100,
@@ -54,8 +60,9 @@ def command(
     """Diagnose an encoder as the papers do, beyond retrieval metrics; writes OUT/diagnostics.json + .png.
 
     With --corpus: the cosine of the [CLS] embeddings of random text pairs cut to each length
-    (SEED-Encoder §3.2: a strong decoder leaves long sequences cluttered, ~0.8), and for a CPDAE run
-    folder the top decoded words and the probability mass on common words (CPDAE §3.3). With
+    (SEED-Encoder §3.2: a strong decoder leaves long sequences cluttered, ~0.8), for a CPDAE run
+    folder the top decoded words and the probability mass on common words (CPDAE §3.3), and for a
+    SEED-Encoder run folder the cosine of [CLS] with the decoder's states by position (§4.6.2). With
     --positives: alignment and uniformity (Wang & Isola, 2020) and anisotropy.
 
     Example: seedr diagnose runs/cpdae --corpus ../shared/data/wiki/enwiki-2015-00.jsonl.xz --positives ../shared/data/scifact --out runs/cpdae
@@ -75,7 +82,7 @@ def command(
     pairs_for_statistics = (positive_pairs(positives, positive_count, seed, split, max_documents)
                             if positives is not None else [])
     result = diagnose(model, texts, pairs_for_statistics, wanted_lengths, pairs, seed, pooling, word_texts,
-                      top_k, common_words, batch_size, show_progress=True)
+                      top_k, common_words, batch_size, show_progress=True, reliance_texts=reliance_texts)
     json_path, plot_path = write_diagnostics(result, out)
 
     table = Table(title=f"diagnostics of {escape(model)}")
