@@ -302,8 +302,8 @@ def test_experiment_files_are_yaml_mappings():
 
 
 def test_experiments_share_their_common_steps():
-    """few_shot and diagnostics chain the very pre-training steps of from_scratch (and best_recipe those
-    of domain_adaptation), so that in one work folder each is computed once (a step's folder is keyed by
+    """few_shot and diagnostics chain the very pre-training steps of from_scratch (and best_recipe and
+    domain_adaptation the calibrated plain fine-tuning of finetune_calibration), so that in one work folder each is computed once (a step's folder is keyed by
     its settings); decoder_ablation pre-trains shorter, with from_scratch's tokenizer."""
     from seedr.experiments.steps import nested
 
@@ -317,9 +317,9 @@ def test_experiments_share_their_common_steps():
     assert load_experiment("decoder_ablation").setup == load_experiment("from_scratch").setup
     for name in ("mlm", "cpdae", "ict-bfs-wlp"):
         assert settings("few_shot", f"{name}-1pct-s2") == settings("from_scratch", name)
-    # best_recipe builds on domain_adaptation's plain fine-tuning and SEED pre-training
+    # best_recipe, domain_adaptation and finetune_calibration share the calibrated plain fine-tuning
     assert settings("best_recipe", "plain") == settings("domain_adaptation", "none")
-    assert settings("best_recipe", "seed-4-epochs") == settings("domain_adaptation", "seed")
+    assert settings("best_recipe", "plain") == settings("finetune_calibration", "script-recipe")
 
 
 DIAGNOSTICS = """\
