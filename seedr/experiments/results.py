@@ -96,16 +96,24 @@ def _pair_p_value(experiment: Any, claim: Any, scores: dict[str, dict[str, dict[
     return result.systems[claim.condition].p_value
 
 
-def claims_markdown(claims: list[dict[str, Any]], link: str | None = None) -> str:
-    """The claims as a Markdown table (claim, paper, seedr, p, verdict)."""
+def machine_label(machine: dict[str, Any] | None) -> str:
+    """Where a run was made, in a few words: the GPU's name, else the CPU count."""
+    if not machine:
+        return "–"
+    return f"GPU: {machine['gpu']}" if machine.get("gpu") else f"CPU: {machine.get('cpus')} cores"
+
+
+def claims_markdown(claims: list[dict[str, Any]], link: str | None = None, machine: str | None = None) -> str:
+    """The claims as a Markdown table (claim, paper, seedr, p, verdict; with ``link``, the report and the
+    machine the run was made on)."""
     lines = ["| claim | paper | seedr (" + (claims[0]["scale"] if claims else "cpu") + " scale) | p | verdict |"
-             + (" report |" if link else ""), "|---|---|---|---:|---|" + ("---|" if link else "")]
+             + (" report | run on |" if link else ""), "|---|---|---|---:|---|" + ("---|---|" if link else "")]
     for claim in claims:
         seedr = (f"{claim['condition']} {claim['value']:.4f} vs {claim['against']} {claim['against_value']:.4f} "
                  f"({claim['task']} {claim['metric']})")
         p_value = "–" if claim["p_value"] is None else f"{claim['p_value']:.3g}"
         row = f"| {claim['claim']} | {claim['paper'] or '–'} | {seedr} | {p_value} | {claim['verdict']} |"
-        lines.append(row + (f" [{link.split('/')[-2]}]({link}) |" if link else ""))
+        lines.append(row + (f" [{link.split('/')[-2]}]({link}) | {machine or '–'} |" if link else ""))
     return "\n".join(lines) + "\n"
 
 
@@ -154,11 +162,12 @@ def claims_table(results_root: str | Path, relative_to: str | Path | None = None
         results = json.loads(path.read_text(encoding="utf-8"))
         report = path.parent / "report.md"
         link = str(report.relative_to(relative_to)) if relative_to is not None else str(report)
-        rows += [(claim, link) for claim in results.get("claims", [])]
+        machine = machine_label(results.get("machine"))
+        rows += [(claim, link, machine) for claim in results.get("claims", [])]
     if not rows:
         return "No experiment has been recorded yet (`seedr experiment NAME --record`).\n"
     header, rule, *_ = claims_markdown([rows[0][0]], link=rows[0][1]).splitlines()
-    body = [claims_markdown([claim], link=link).splitlines()[2] for claim, link in rows]
+    body = [claims_markdown([claim], link=link, machine=machine).splitlines()[2] for claim, link, machine in rows]
     return "\n".join([header, rule, *body]) + "\n"
 
 
