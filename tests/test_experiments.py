@@ -63,6 +63,12 @@ def test_unknown_variable_in_set_is_an_error():
         load_experiment("domain_adaptation", "cpu", ["nope=1"])
 
 
+def test_tolerance_metric_names_take_variables():
+    """decoder_ablation's random-pair cosine is measured at its pre-training length, a variable."""
+    assert load_experiment("decoder_ablation", "cpu").tolerance["random_pair_cosine@64"] == 0.02
+    assert load_experiment("decoder_ablation", "paper").tolerance["random_pair_cosine@512"] == 0.02
+
+
 def test_paper_scale_is_validated_not_run(tmp_path):
     result = runner.invoke(app, ["experiment", "domain_adaptation", "--scale", "paper", "--out", str(tmp_path / "x")])
     assert result.exit_code == 0, result.output
@@ -315,6 +321,11 @@ def test_experiments_share_their_common_steps():
     ablation = settings("decoder_ablation", "layers-3-span-2")
     assert ablation["model"] == seed["model"] and ablation["objective"] == seed["objective"]
     assert load_experiment("decoder_ablation").setup == load_experiment("from_scratch").setup
+    # Figure 4's reliance curves diagnose the very pre-trainings the ablation fine-tunes
+    for layers in (1, 3, 5):
+        for span in (2, 8, "all"):
+            assert (settings("decoder_ablation", f"reliance-layers-{layers}-span-{span}")
+                    == settings("decoder_ablation", f"layers-{layers}-span-{span}"))
     for name in ("mlm", "cpdae", "ict-bfs-wlp"):
         assert settings("few_shot", f"{name}-1pct-s2") == settings("from_scratch", name)
     # best_recipe, domain_adaptation and finetune_calibration share the calibrated plain fine-tuning

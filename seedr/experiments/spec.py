@@ -331,7 +331,9 @@ def load_experiment(name: str | Path, scale: str = "cpu", overrides: list[str] |
         name=path.stem, path=path, scale=scale, title=str(raw["title"]),
         description=str(substitute(raw.get("description", ""), variables, where)), variables=variables,
         setup=setup, tasks=tasks, conditions=conditions, baseline=str(raw["baseline"]), groups=groups,
-        tolerance={str(k): float(v) for k, v in (raw.get("tolerance") or {}).items()}, claims=claims,
+        # metric names may hold variables, as claims' do (e.g. "random_pair_cosine@{longest}")
+        tolerance={str(substitute(str(k), variables, f"{where}: tolerance")): float(v)
+                   for k, v in (raw.get("tolerance") or {}).items()}, claims=claims,
         test=raw.get("test", "permutation"), alpha=float(raw.get("alpha", 0.05)),
         resamples=int(raw.get("resamples", 10_000)), case_study=case_study)
     validate(experiment)
