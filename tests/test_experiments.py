@@ -44,7 +44,7 @@ def test_experiment_file_validates(path, scale):
 def test_the_issue_experiments_exist():
     names = {path.stem for path in EXPERIMENTS}
     assert {"demo", "domain_adaptation", "finetune_calibration", "from_scratch", "decoder_ablation", "few_shot",
-            "diagnostics"} <= names
+            "diagnostics", "cpdae_variants"} <= names
 
 
 def test_unknown_option_is_a_clear_error(tmp_path):
@@ -321,6 +321,10 @@ def test_experiments_share_their_common_steps():
     ablation = settings("decoder_ablation", "layers-3-span-2")
     assert ablation["model"] == seed["model"] and ablation["objective"] == seed["objective"]
     assert load_experiment("decoder_ablation").setup == load_experiment("from_scratch").setup
+    # cpdae_variants' SEED-Encoder is the ablation's 3-layer, span-2 run, fine-tuned alike
+    for index in (0, 1):
+        assert (nested(load_experiment("cpdae_variants").conditions["seed"].steps[index].settings)
+                == nested(load_experiment("decoder_ablation").conditions["layers-3-span-2"].steps[index].settings))
     # Figure 4's reliance curves diagnose the very pre-trainings the ablation fine-tunes
     for layers in (1, 3, 5):
         for span in (2, 8, "all"):
