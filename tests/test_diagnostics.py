@@ -131,7 +131,7 @@ def test_random_pair_similarity_clear_errors(minilm_path, minilm, articles):
         load_encoder_parts(minilm_path, pooling="max")
 
 
-# ----- SEED-Encoder §4.6.2, Figure 4 ------------------------------------------------------------------
+# ----- SEED-Encoder §4.6.1, Figure 4 ------------------------------------------------------------------
 
 
 def tiny_seed(tokenizer, **options) -> SeedEncoder:

@@ -12,7 +12,7 @@ from vectors (loading run folders, checkpoints and objectives is ``seedr.experim
   z̃ = ẑ / Σ ẑ (eq. 3, 5). ``decoded_words`` lists the top words, ``word_probabilities`` is Table 4
   (each word of a text with the summed z̃ of its subwords), ``common_word_mass`` measures the mass on
   the corpus's most frequent tokens against the mass on the text's own other words.
-- **The decoder's reliance on [CLS] by position** (SEED-Encoder §4.6.2 and Figure 4): "the cosine
+- **The decoder's reliance on [CLS] by position** (SEED-Encoder §4.6.1 and Figure 4): "the cosine
   similarity between encoder CLS and the token representations from the decoder at different
   positions", for the weak decoder's last layer under teacher forcing. With full attention the
   cosine is high at the first positions and drops once context is available (Figure 4(a)); with the
@@ -166,7 +166,7 @@ def texts_of_length(tokenizer: PreTrainedTokenizerBase, texts: Iterable[str], le
 @torch.inference_mode()
 def cls_reliance(objective: Any, texts: Sequence[str], max_length: int = 512,
                  batch_size: int = 16) -> ClsReliance:
-    """The weak decoder's reliance on [CLS] by position (SEED-Encoder §4.6.2, Figure 4).
+    """The weak decoder's reliance on [CLS] by position (SEED-Encoder §4.6.1, Figure 4).
 
     Each text, cut to ``max_length`` tokens, goes through the encoder and then, teacher-forced as in
     pre-training (``SeedEncoder.decoder_loss``: the clean ids shifted right), through the decoder. The

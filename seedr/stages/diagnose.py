@@ -62,7 +62,7 @@ def command(
     With --corpus: the cosine of the [CLS] embeddings of random text pairs cut to each length
     (SEED-Encoder §3.2: a strong decoder leaves long sequences cluttered, ~0.8), for a CPDAE run
     folder the top decoded words and the probability mass on common words (CPDAE §3.3), and for a
-    SEED-Encoder run folder the cosine of [CLS] with the decoder's states by position (§4.6.2). With
+    SEED-Encoder run folder the cosine of [CLS] with the decoder's states by position (§4.6.1, Figure 4). With
     --positives: alignment and uniformity (Wang & Isola, 2020) and anisotropy.
 
     Example: seedr diagnose runs/cpdae --corpus ../shared/data/wiki/enwiki-2015-00.jsonl.xz --positives ../shared/data/scifact --out runs/cpdae
