@@ -69,6 +69,30 @@ def test_tolerance_metric_names_take_variables():
     assert load_experiment("decoder_ablation", "paper").tolerance["random_pair_cosine@512"] == 0.02
 
 
+def test_a_scale_may_skip_conditions(tmp_path):
+    """recipe_selection's cpu scale screens without its pre-training candidates; the paper scale runs all.
+    A skipped name must exist, the baseline cannot be skipped, and a claim on a skipped one is an error."""
+    cpu, paper = load_experiment("recipe_selection", "cpu"), load_experiment("recipe_selection", "paper")
+    assert cpu.skipped == ["mlm", "seed", "cpdae", "seed-long", "cpdae-long"] and not paper.skipped
+    assert set(paper.conditions) - set(cpu.conditions) == set(cpu.skipped)
+    assert cpu.conditions["script-long"].steps[0].settings["epochs"] == 2
+    assert paper.conditions["script-long"].steps[0].settings["epochs"] == 4
+
+    text = (ROOT / "experiments" / "recipe_selection.yaml").read_text()
+    bad = tmp_path / "experiments" / "bad.yaml"
+    bad.parent.mkdir()
+    for skip, message in (("[mlm, nope]", r"bad\.yaml.*skip.*unknown condition.*nope"),
+                          ("[script]", r"bad\.yaml.*baseline 'script' cannot be skipped")):
+        bad.write_text(text.replace("skip: [mlm, seed, cpdae, seed-long, cpdae-long]", f"skip: {skip}"))
+        with pytest.raises(ValueError, match=message):
+            load_experiment(bad, "cpu")
+    bad.write_text(text.replace("skip: [mlm, seed, cpdae, seed-long, cpdae-long]", "skip: [ance]")
+                   + "claims:\n  - {claim: x, condition: ance, against: script, task: scifact-dev, metric: nDCG@10}\n")
+    with pytest.raises(ValueError, match="ance"):
+        load_experiment(bad, "cpu")
+    load_experiment(bad, "paper")
+
+
 def test_paper_scale_is_validated_not_run(tmp_path):
     result = runner.invoke(app, ["experiment", "domain_adaptation", "--scale", "paper", "--out", str(tmp_path / "x")])
     assert result.exit_code == 0, result.output

@@ -274,7 +274,8 @@ def run_experiment(experiment: Experiment, out_dir: str | Path, console: Console
     results = {
         "experiment": experiment.name, "title": experiment.title, "scale": experiment.scale,
         "file": str(experiment.path), "command": command, "machine": machine(), "started": started_at,
-        "wall_seconds": round(wall, 1), "compute_seconds": round(compute, 1), "variables": experiment.variables, "tasks": comparisons,
+        "wall_seconds": round(wall, 1), "compute_seconds": round(compute, 1), "variables": experiment.variables,
+        "skipped": experiment.skipped, "tasks": comparisons,
         "diagnostics": diagnostics,
         "figures": figures(comparisons, experiment.tolerance, diagnostics),
         "claims": claim_results(experiment, comparisons, all_scores, diagnostics),
@@ -332,6 +333,9 @@ def _preamble(experiment: Experiment, results: dict[str, Any]) -> str:
              f"- wall time of this run: {results['wall_seconds']:.0f} s; every step and retrieval of the "
              f"experiment, as each was timed when it ran (also those reused from earlier runs or shared with other "
              f"experiments): {results['compute_seconds']:.0f} s; started {results['started']}"]
+    if experiment.skipped:
+        lines.append(f"- not run at this scale (the file's `scales.{experiment.scale}.skip`): "
+                     + ", ".join(f"`{name}`" for name in experiment.skipped))
     return "\n".join(lines)
 
 

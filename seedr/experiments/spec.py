@@ -25,8 +25,8 @@ An experiment is a YAML file in ``experiments/`` (``seedr experiment NAME``)::
                                         # task "diagnostics": a metric of the conditions' diagnose steps
     case_study: {task: scifact, systems: [seed, mlm], queries: 5}   # optional: queries the two systems
                                         # disagree on, side by side (SEED-Encoder Table 5), in the report
-    scales:                             # cpu (runs here) and paper (validated only): variables/defaults
-      cpu: {variables: {...}, defaults: {...}}
+    scales:                             # cpu (runs here) and paper (validated only): variables/defaults,
+      cpu: {variables: {...}, defaults: {...}, skip: [mlm]}   # and conditions not run at that scale
       paper: {variables: {...}, defaults: {...}}
 
 Conditions may carry ``grid: {var: [values, ...]}``: one condition per combination, ``{var}`` in the
@@ -135,6 +135,8 @@ class Experiment:
     alpha: float = 0.05
     resamples: int = 10_000
     case_study: CaseStudy | None = None
+    #: conditions of the file not run at this scale (``scales.SCALE.skip``), named in the report
+    skipped: list[str] = field(default_factory=list)
 
     @property
     def results_dir(self) -> Path:
@@ -257,8 +259,8 @@ def load_experiment(name: str | Path, scale: str = "cpu", overrides: list[str] |
         raise DataError(path, f"unknown scale(s) {sorted(set(scales) - set(SCALES))}; valid: {SCALES}",
                         field="scales")
     scaled = scales.get(scale) or {}
-    if set(scaled) - {"variables", "defaults"}:
-        raise DataError(path, f"scales.{scale} takes variables and defaults", field=f"scales.{scale}")
+    if set(scaled) - {"variables", "defaults", "skip"}:
+        raise DataError(path, f"scales.{scale} takes variables, defaults and skip", field=f"scales.{scale}")
 
     variables = _merge(raw.get("variables") or {}, scaled.get("variables") or {})
     for override in overrides or []:
@@ -310,6 +312,18 @@ def load_experiment(name: str | Path, scale: str = "cpu", overrides: list[str] |
                 retrieve = _merge(defaults.get("retrieve") or {}, retrieve or {})
             conditions[name] = Condition(name, steps, retrieve)
 
+    skipped = [str(name) for name in scaled.get("skip") or []]
+    unknown = sorted(set(skipped) - set(conditions))
+    if unknown:
+        raise DataError(path, f"scales.{scale}.skip: unknown condition(s) {unknown}; defined: "
+                        f"{', '.join(conditions)}", field=f"scales.{scale}.skip")
+    if str(raw["baseline"]) in skipped:
+        raise DataError(path, f"scales.{scale}.skip: the baseline {raw['baseline']!r} cannot be skipped",
+                        field=f"scales.{scale}.skip")
+    # a claim, group or case study naming a skipped condition is then an error of validate(): the file
+    # must say what its scale can check
+    conditions = {name: condition for name, condition in conditions.items() if name not in skipped}
+
     groups = {str(k): list(v) for k, v in (raw.get("groups") or {}).items()}
     claims = []
     for index, entry in enumerate(raw.get("claims") or []):
@@ -335,7 +349,7 @@ def load_experiment(name: str | Path, scale: str = "cpu", overrides: list[str] |
         tolerance={str(substitute(str(k), variables, f"{where}: tolerance")): float(v)
                    for k, v in (raw.get("tolerance") or {}).items()}, claims=claims,
         test=raw.get("test", "permutation"), alpha=float(raw.get("alpha", 0.05)),
-        resamples=int(raw.get("resamples", 10_000)), case_study=case_study)
+        resamples=int(raw.get("resamples", 10_000)), case_study=case_study, skipped=skipped)
     validate(experiment)
     return experiment
 
