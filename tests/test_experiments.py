@@ -332,17 +332,23 @@ def test_experiment_files_are_yaml_mappings():
 
 
 def test_experiments_share_their_common_steps():
-    """few_shot and diagnostics chain the very pre-training steps of from_scratch (and best_recipe and
-    domain_adaptation the calibrated plain fine-tuning of finetune_calibration), so that in one work folder each is computed once (a step's folder is keyed by
-    its settings); decoder_ablation pre-trains shorter, with from_scratch's tokenizer."""
+    """diagnostics chains the very pre-training steps of from_scratch, few_shot those of decoder_ablation
+    and cpdae_variants (and best_recipe and domain_adaptation the calibrated plain fine-tuning of
+    finetune_calibration), so that in one work folder each is computed once (a step's folder is keyed
+    by its settings); decoder_ablation pre-trains shorter, with from_scratch's tokenizer."""
     from seedr.experiments.steps import nested
 
     def settings(experiment, condition):
         return nested(load_experiment(experiment).conditions[condition].steps[0].settings)
 
     seed = settings("from_scratch", "seed")
-    assert settings("few_shot", "seed-5pct-s1") == seed == settings("diagnostics", "seed")
+    assert settings("diagnostics", "seed") == seed
     ablation = settings("decoder_ablation", "layers-3-span-2")
+    assert settings("few_shot", "seed-5pct-s1") == ablation == settings("few_shot", "seed-speed")
+    assert settings("few_shot", "cpdae-1pct-s2") == settings("cpdae_variants", "cpdae")
+    for name in ("mlm", "ict-bfs-wlp"):  # few_shot's own, at the ablation's budget
+        assert settings("few_shot", f"{name}-1pct-s2")["train"] == ablation["train"]
+        assert settings("few_shot", f"{name}-1pct-s2")["data"] == ablation["data"]
     assert ablation["model"] == seed["model"] and ablation["objective"] == seed["objective"]
     assert load_experiment("decoder_ablation").setup == load_experiment("from_scratch").setup
     # cpdae_variants' SEED-Encoder is the ablation's 3-layer, span-2 run, fine-tuned alike
@@ -354,8 +360,8 @@ def test_experiments_share_their_common_steps():
         for span in (2, 8, "all"):
             assert (settings("decoder_ablation", f"reliance-layers-{layers}-span-{span}")
                     == settings("decoder_ablation", f"layers-{layers}-span-{span}"))
-    for name in ("mlm", "cpdae", "ict-bfs-wlp"):
-        assert settings("few_shot", f"{name}-1pct-s2") == settings("from_scratch", name)
+    for name in ("mlm", "cpdae"):
+        assert settings("diagnostics", name) == settings("from_scratch", name)
     # best_recipe, domain_adaptation and finetune_calibration share the calibrated plain fine-tuning
     assert settings("best_recipe", "plain") == settings("domain_adaptation", "none")
     assert settings("best_recipe", "plain") == settings("finetune_calibration", "script-recipe")
