@@ -428,6 +428,19 @@ def test_few_shot_runs_each_seed_on_its_own_sample_and_averages(tiny_model: Path
         "std"]["m"] == pytest.approx(np.std([0.2, 0.4], ddof=1))
 
 
+def test_few_shot_needs_a_dev_set_only_to_compare_seeds(tiny_model: Path, scifact_small: Path, tmp_path: Path) -> None:
+    """Several seeds are compared on dev; one seed (an experiment's condition) trains on its sample and its
+    encoder is evaluated afterwards, so it needs none."""
+    with pytest.raises(ValueError, match="several seeds are compared on a dev set"):
+        finetune(_config(tiny_model, scifact_small, loss="nll", negatives="in_batch", few_shot=16.0, seeds=[1, 2],
+                         train={"max_steps": 2}), tmp_path / "two")
+    summary = finetune(_config(tiny_model, scifact_small, loss="nll", negatives="in_batch", few_shot=16.0,
+                               train={"max_steps": 2}), tmp_path / "one")
+    (run,) = summary["few_shot"]["runs"]
+    assert run["queries"] == 16 and run["dev"] == {}
+    assert (tmp_path / "one" / f"seed-{run['seed']}" / "encoder" / "model.safetensors").is_file()
+
+
 def test_dpr_training_file(tiny_model: Path, scifact_small: Path, tmp_path: Path) -> None:
     training = load_training_set(scifact_small)
     def context(doc):

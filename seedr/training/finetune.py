@@ -494,10 +494,12 @@ def _few_shot(config: FinetuneConfig, training: TrainingSet, dev: DevSet | None,
               resume: bool) -> dict[str, Any]:
     """One run per seed on a seeded sample of the training queries (``sample_queries``: by count when
     ``few_shot`` ≥ 1, by fraction below), then the dev metrics of every seed and their mean and standard
-    deviation in ``few-shot.json`` and ``few-shot.md`` (CPDAE §4.4: the average of three samples)."""
-    if dev is None:
-        raise ValueError("few-shot runs are compared on a dev set: give --dev-qrels")
+    deviation in ``few-shot.json`` and ``few-shot.md`` (CPDAE §4.4: the average of three samples). One
+    seed needs no dev set: its encoder is evaluated afterwards, as an experiment's conditions are."""
     seeds = config.seeds or [config.train.seed]
+    if dev is None and len(seeds) > 1:
+        raise ValueError("few-shot runs over several seeds are compared on a dev set: give --dev-qrels "
+                         "(or one seed per run, and evaluate each encoder)")
     size = config.few_shot
     by_count = size is not None and size >= 1
     if by_count and not float(size).is_integer():
