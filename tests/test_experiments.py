@@ -365,6 +365,13 @@ def test_experiments_share_their_common_steps():
     # best_recipe, domain_adaptation and finetune_calibration share the calibrated plain fine-tuning
     assert settings("best_recipe", "plain") == settings("domain_adaptation", "none")
     assert settings("best_recipe", "plain") == settings("finetune_calibration", "script-recipe")
+    # negatives_vs_length's recipe run is best_recipe's; its control trains as many steps
+    recipe = settings("best_recipe", "minilm-negatives-2-rounds")
+    assert settings("negatives_vs_length", "minilm-negatives-2-rounds") == recipe
+    control = settings("negatives_vs_length", "plain-4-epochs")
+    assert control["epochs"] == recipe["epochs"] * recipe["negative_options"]["rounds"]
+    assert {k: v for k, v in control.items() if k != "epochs"} == {
+        k: v for k, v in settings("best_recipe", "plain").items() if k != "epochs"}
 
 
 DIAGNOSTICS = """\
