@@ -109,16 +109,27 @@ def test_js_divergence_is_safe_symmetric_zero_on_equal_and_bounded(tokenizer, ex
         0.5 * (0.5 * math.log(0.5 / 0.7) + 0.5 * math.log(0.5 / 0.3) + 0.9 * math.log(0.9 / 0.7) + 0.1 * math.log(0.1 / 0.3)))
 
 
-def test_pairwise_js_matches_pairs_in_values_and_checkpointed_gradients(tokenizer, examples):
-    base = bag_of_words_distributions(examples[:6], len(tokenizer))
-    p = base.clone().requires_grad_()
-    blocked = pairwise_js_divergence(p, p, block_elements=len(tokenizer) * 6 * 2)  # 3 blocks of 2 rows
-    direct = torch.stack([torch.stack([js_divergence(a, b) for b in p]) for a in p])
-    torch.testing.assert_close(blocked, direct)
-    weights = torch.randn(6, 6, generator=torch.Generator().manual_seed(0))
-    gradient_blocked = torch.autograd.grad((blocked * weights).sum(), p)[0]
-    gradient_direct = torch.autograd.grad((direct * weights).sum(), p)[0]
-    torch.testing.assert_close(gradient_blocked, gradient_direct)
+def test_pairwise_js_matches_pairs_in_values_and_gradients(tokenizer, examples):
+    """Blocked with an analytic gradient = autograd through ``js_divergence`` pair by pair: on bags of
+    words (mostly zeros) in value, with finite gradients; on the decoder's distributions (sigmoid, never
+    zero) in value and gradient, in float64 and float32."""
+    base = bag_of_words_distributions(examples[:6], len(tokenizer)).requires_grad_()
+    blocked = pairwise_js_divergence(base, base, block_elements=len(tokenizer) * 6 * 2)  # 3 blocks of 2 rows
+    torch.testing.assert_close(blocked, torch.stack([torch.stack([js_divergence(a, b) for b in base]) for a in base]))
+    assert torch.isfinite(torch.autograd.grad(blocked.sum(), base)[0]).all()
+    generator = torch.Generator().manual_seed(0)
+    weights = torch.randn(6, 5, generator=generator, dtype=torch.float64)
+    logits = 3 * torch.randn(11, len(tokenizer), generator=generator, dtype=torch.float64)
+    for dtype in (torch.float64, torch.float32):
+        p = word_distribution(logits[:6].to(dtype)).detach().requires_grad_()
+        q = word_distribution(logits[6:].to(dtype)).detach().requires_grad_()
+        blocked = pairwise_js_divergence(p, q, block_elements=len(tokenizer) * 5 * 4)  # blocks of 4 and 2 rows
+        direct = torch.stack([torch.stack([js_divergence(a, b) for b in q]) for a in p])
+        torch.testing.assert_close(blocked, direct)
+        gradients = torch.autograd.grad((blocked * weights.to(dtype)).sum(), (p, q))
+        expected = torch.autograd.grad((direct * weights.to(dtype)).sum(), (p, q))
+        for got, want in zip(gradients, expected):
+            torch.testing.assert_close(got, want)
 
 
 def test_contrastive_loss_falls_when_the_two_views_agree(tokenizer, examples):
