@@ -190,12 +190,16 @@ class _PairwiseJensenShannon(torch.autograd.Function):
         return grad_p, grad_q, None
 
 
-def pairwise_js_divergence(p: torch.Tensor, q: torch.Tensor, block_elements: int = 2**24) -> torch.Tensor:
+def pairwise_js_divergence(p: torch.Tensor, q: torch.Tensor, block_elements: int = 2**18) -> torch.Tensor:
     """``(n, V)`` and ``(m, V)`` distributions → ``(n, m)`` JS divergences (natural log, as ``js_divergence``).
 
     JS does not factor into matrix products, so each pair needs a V-long pass; rows are processed in
-    blocks of about ``block_elements`` values, forward and backward (``_PairwiseJensenShannon``), so
-    memory stays O(block) instead of O(n · m · V).
+    blocks of about ``block_elements`` values (at least one anchor row), forward and backward
+    (``_PairwiseJensenShannon``), so memory stays O(block) instead of O(n · m · V). The blocks are
+    small on purpose: temporaries of a few MiB stay in cache and are reused by the allocator, while
+    blocks of 2**24 values (64 MiB) were mapped and page-faulted afresh at every step (most of the
+    process's CPU time went to the kernel); for 64 texts, 8,000 words, forward and backward took
+    0.44 s with those blocks and 0.14 s with these, on the 2-core development CPU.
     """
     rows = max(1, block_elements // max(1, q.shape[0] * q.shape[1]))
     return _PairwiseJensenShannon.apply(p, q, rows).clamp_min(0.0)  # rounding can dip just below 0
