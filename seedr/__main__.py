@@ -1,3 +1,3 @@
-from seedr.cli import app
+from seedr.cli import run
 
-app(prog_name="seedr")
+run()

@@ -7,6 +7,7 @@ import importlib
 import typer
 
 from seedr import __version__
+from seedr.allocator import keep_freed_memory
 from seedr.stages import STAGES
 from seedr.stages.common import StageCommand
 
@@ -34,3 +35,10 @@ def main(version: bool = typer.Option(False, "--version", callback=_version, is_
 for _stage in STAGES:
     _module = importlib.import_module(f"seedr.stages.{_stage}")
     app.command(name=_stage, cls=getattr(_module, "COMMAND_CLASS", StageCommand))(_module.command)
+
+
+def run() -> None:
+    """The ``seedr`` console command: the allocator policy first (it must precede the run's allocations),
+    then the stage."""
+    keep_freed_memory()
+    app(prog_name="seedr")
