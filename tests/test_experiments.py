@@ -424,13 +424,26 @@ def test_diagnostics_experiment_without_retrieval(tmp_path, wiki_shard):
     assert "cls_reliance@last_quarter" in results["diagnostics"]["seed"]
     assert "cls_reliance@first" not in results["diagnostics"]["mlm"]
     claim = results["claims"][0]
-    assert claim["p_value"] is None and claim["verdict"] in {"holds", "does not hold"}
+    assert claim["p_value"] is None and claim["verdict"] in {"holds", "does not hold", "not significant"}
+    assert claim["delta"] != 0 or claim["verdict"] == "not significant"  # two collapsed tiny encoders tie
     assert {f["task"] for f in results["figures"]} == {"diagnostics"}
     report = outcome.report.read_text()
     assert "### Diagnostics" in report and "cpdae-diagnostics.png" in report and "cls-reliance.png" in report
     assert (outcome.report.parent / "plots" / "cls-reliance.png").read_bytes()[:4] == b"\x89PNG"
     assert (outcome.report.parent / "report.html").read_text().count("data:image/png;base64,") >= 2
     assert results["case_study"] is None
+
+
+def test_diagnostic_claims_within_their_tolerance_are_not_significant():
+    """A diagnostic is one number per model: a difference no larger than the metric's re-run tolerance
+    decides nothing, whatever its sign."""
+    from seedr.experiments.results import _verdict
+
+    assert _verdict("higher", 0.0096, None, 0.05, tolerance=0.02) == "not significant"
+    assert _verdict("higher", -0.02, None, 0.05, tolerance=0.02) == "not significant"
+    assert _verdict("higher", 0.03, None, 0.05, tolerance=0.02) == "holds"
+    assert _verdict("lower", 0.03, None, 0.05, tolerance=0.02) == "does not hold"
+    assert _verdict("higher", 0.001, None, 0.05) == "holds"  # no tolerance declared: the direction decides
 
 
 def test_development_split_holds_out_training_queries_and_never_reads_test(shared_data, tmp_path):

@@ -37,10 +37,14 @@ def figures(comparisons: dict[str, dict[str, Any]], tolerance: dict[str, float],
     return entries
 
 
-def _verdict(expect: str, delta: float, p_value: float | None, alpha: float) -> str:
-    if p_value is None:  # a diagnostic: one number per model, no per-query test; the direction decides
+def _verdict(expect: str, delta: float, p_value: float | None, alpha: float, tolerance: float = 0.0) -> str:
+    if p_value is None:  # a diagnostic: one number per model, no per-query test
         if expect == "similar":
             return "not tested"
+        # a difference that a re-run may produce by itself (the metric's tolerance) decides nothing:
+        # re-training the tokenizer alone has flipped such differences' sign
+        if abs(delta) <= tolerance:
+            return "not significant"
         return "holds" if (delta > 0) == (expect == "higher") else "does not hold"
     significant = p_value < alpha
     if expect == "similar":
@@ -56,7 +60,8 @@ def claim_results(experiment: Any, comparisons: dict[str, dict[str, Any]],
     """Each claim with seedr's figures: both systems' means, the difference, the paired test's p-value
     (``condition`` against ``against``, on the experiment's test; ``scores``: per task, system, metric
     and query) and the verdict at this scale. Claims on ``diagnostics`` compare two models' diagnostic
-    values; they have no p-value (one number per model) and are judged by their direction."""
+    values; they have no p-value (one number per model) and are judged by their direction where the
+    difference exceeds the metric's tolerance (what a re-run may move one value by), else "not significant"."""
     results = []
     for claim in experiment.claims:
         if claim.task == "diagnostics":
@@ -69,7 +74,8 @@ def claim_results(experiment: Any, comparisons: dict[str, dict[str, Any]],
                             "metric": claim.metric, "condition": claim.condition, "against": claim.against,
                             "expect": claim.expect, "value": value, "against_value": against_value,
                             "delta": value - against_value, "p_value": None,
-                            "verdict": _verdict(claim.expect, value - against_value, None, experiment.alpha),
+                            "verdict": _verdict(claim.expect, value - against_value, None, experiment.alpha,
+                                                experiment.tolerance.get(claim.metric, 0.0)),
                             "scale": experiment.scale})
             continue
         systems = comparisons[claim.task]["systems"]
