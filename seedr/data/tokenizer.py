@@ -33,6 +33,11 @@ def train_wordpiece(texts: Iterable[str], out_dir: str | os.PathLike, vocab_size
     as ``[CLS] … [SEP]`` (``[CLS] A [SEP] B [SEP]`` for pairs). Ids 0–4 are [PAD] [UNK] [CLS] [SEP]
     [MASK].
 
+    Not reproducible bit for bit: the ``tokenizers`` trainer breaks ties between equally frequent
+    characters and merges in hash-map order, which changes from process to process
+    (huggingface/tokenizers#1794). Two trainings of ``experiments/from_scratch.yaml``'s 8,000-token
+    vocabulary on the same shard differed in 35 tokens; keep the folder to re-use one vocabulary.
+
     Args:
         texts: training text, streamed (an iterator over a corpus is fine).
         out_dir: the folder to write (replaced atomically if it exists).
