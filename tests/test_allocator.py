@@ -51,10 +51,19 @@ def test_the_policy_can_be_declined():
     assert not applied  # the user's own allocator settings are left alone
 
 
-def test_the_console_command_applies_it():
-    entry = subprocess.run([sys.executable, "-c", "import seedr.cli as c; print(c.run.__doc__)"],
-                           capture_output=True, text=True, check=True).stdout
-    assert "allocator" in entry
+def test_the_console_command_applies_it(monkeypatch):
+    from importlib.metadata import entry_points
+
+    import seedr.cli as cli
+
+    calls = []
+    monkeypatch.setattr(cli, "keep_freed_memory", lambda: calls.append("applied"))
+    monkeypatch.setattr(sys, "argv", ["seedr", "--version"])
+    with pytest.raises(SystemExit):
+        cli.run()
+    assert calls == ["applied"]
+    # the installed `seedr` script and `python -m seedr` both enter through run()
+    assert [entry.value for entry in entry_points(group="console_scripts", name="seedr")] == ["seedr.cli:run"]
     version = subprocess.run([sys.executable, "-m", "seedr", "--version"], capture_output=True, text=True,
                              check=True).stdout
     assert version.startswith("seedr ")
