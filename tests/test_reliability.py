@@ -631,3 +631,68 @@ def test_atomic_write_refuses_a_folder(tmp_path: Path) -> None:
     with pytest.raises(DataError, match="is a folder"):
         with atomic_write(tmp_path):
             pass
+
+
+# ------------------------------------------------------------------ issue 25: locks and --overwrite through symlinks
+
+
+def test_a_symlink_to_an_output_takes_the_outputs_own_lock(model: Path, corpus: Path, tmp_path: Path) -> None:
+    out = tmp_path / "emb3"
+    out.mkdir()
+    alias = tmp_path / "alias3"
+    alias.symlink_to("emb3")
+    (tmp_path / "linked-parent").symlink_to(tmp_path)
+    assert lock_path(alias) == lock_path(out) == lock_path(tmp_path / "linked-parent" / "emb3")
+    with output_lock(out):  # the issue's race: encode --out emb3 running, encode --out alias3 started
+        assert_one_clear_line(encode(model, corpus, alias, "--pooling", "mean"), f"in use by process {os.getpid()}")
+    assert not any(out.iterdir())
+    result = encode(model, corpus, alias, "--pooling", "mean")
+    assert result.exit_code == 0, result.output
+    assert not lock_path(out).exists() and not lock_path(alias).with_name(".alias3.lock").exists()
+
+
+def test_the_root_folder_as_out_is_one_plain_line(model: Path, corpus: Path) -> None:
+    result = encode(model, corpus, Path("/"))
+    assert_one_clear_line(result, "/: is the root of the file system")
+    assert "PosixPath" not in result.output and "empty name" not in result.output
+
+
+def test_overwrite_through_a_symlink_replaces_where_it_points_and_never_wedges(embeddings: Path,
+                                                                              tmp_path: Path) -> None:
+    real = tmp_path / "idx1"
+    assert seedr("index", "--embeddings", embeddings, "--out", real).exit_code == 0
+    link = tmp_path / "idxlink"
+    link.symlink_to("idx1")
+    for factory in ("HNSW8", "Flat", "HNSW8"):  # the issue's wedge came on the second run
+        result = seedr("index", "--embeddings", embeddings, "--out", link, "--overwrite", "--factory", factory)
+        assert result.exit_code == 0, result.output
+        assert link.is_symlink() and json.loads((real / "index.json").read_text())["factory"] == factory
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["idx1", "idxlink"]
+
+    # the state older versions left: the link replaced by a folder, and `.wedged.old` a link to the real index
+    wedged = tmp_path / "wedged"
+    shutil.copytree(real, wedged)
+    (tmp_path / ".wedged.old").symlink_to("idx1")
+    result = seedr("index", "--embeddings", embeddings, "--out", wedged, "--overwrite")
+    assert result.exit_code == 0, result.output
+    assert not (tmp_path / ".wedged.old").exists() and not (tmp_path / ".wedged.old").is_symlink()
+    assert json.loads((real / "index.json").read_text())["factory"] == "HNSW8"  # what the link pointed to: kept
+
+
+def test_overwrite_never_deletes_a_file_seedr_did_not_write(embeddings: Path, corpus: Path, queries: Path,
+                                                            tmp_path: Path) -> None:
+    index = tmp_path / "index"
+    assert seedr("index", "--embeddings", embeddings, "--out", index).exit_code == 0
+    (index / "notes.txt").write_text("my notes on this index")
+    before = snapshot(index)
+    result = seedr("index", "--embeddings", embeddings, "--out", index, "--overwrite", "--factory", "HNSW8")
+    assert_one_clear_line(result, "notes.txt", "which seedr did not write", "move it out")
+    assert snapshot(index) == before
+
+    search = ("search", "--bm25", "--corpus", corpus, "--queries", queries, "--out", tmp_path / "bm25.trec",
+              "--bm25-index", tmp_path / "bm25")
+    assert seedr(*search).exit_code == 0
+    assert seedr(*search, "--overwrite").exit_code == 0  # every file bm25s writes is known
+    (tmp_path / "bm25" / "mine").mkdir()
+    assert_one_clear_line(seedr(*search, "--overwrite"), "mine", "which seedr did not write")
+    assert (tmp_path / "bm25" / "mine").is_dir()

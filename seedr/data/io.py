@@ -184,6 +184,14 @@ def process_alive(pid: int, host: str) -> bool | None:
     return True
 
 
+def _remove(path: Path) -> None:
+    """Delete ``path`` whatever it is: a symbolic link (never what it points to), a file or a folder."""
+    if path.is_symlink() or not path.is_dir():
+        path.unlink(missing_ok=True)
+    else:
+        shutil.rmtree(path, ignore_errors=True)
+
+
 def remove_stale_temporaries(path: str | os.PathLike) -> list[Path]:
     """Delete the temporaries that killed processes of this host left beside ``path`` (by
     ``atomic_write``/``atomic_directory``, or ``.<name>.old`` of a replacement cut short); returns them."""
@@ -196,7 +204,7 @@ def remove_stale_temporaries(path: str | os.PathLike) -> list[Path]:
         match = pattern.match(candidate.name)
         stale = match is not None and process_alive(int(match.group(1)), match.group(2)) is False
         if stale or (candidate.name == f".{path.name}.old" and path.exists()):
-            shutil.rmtree(candidate, ignore_errors=True) if candidate.is_dir() else candidate.unlink(missing_ok=True)
+            _remove(candidate)  # a ``.old`` link (of a link replaced by older versions) too, never its target
             removed.append(candidate)
     return removed
 
@@ -234,8 +242,13 @@ def atomic_directory(path: str | os.PathLike) -> Iterator[Path]:
     An existing directory at ``path`` is replaced only once the new one is complete. The temporaries
     of killed processes are cleaned first; a kill between moving the old folder aside and the new
     one in leaves ``.<name>.old``, which is put back when nothing took its place.
+
+    A symbolic link at ``path`` stays: the folder it points to is the one replaced (``--out`` given as a
+    link writes where the link leads, as every other stage's output does).
     """
     path = Path(path)
+    if path.is_symlink():
+        path = path.resolve()
     path.parent.mkdir(parents=True, exist_ok=True)
     backup = path.with_name(f".{path.name}.old")
     if backup.is_dir() and not path.exists():
@@ -247,10 +260,10 @@ def atomic_directory(path: str | os.PathLike) -> Iterator[Path]:
         yield temporary
         _open_up_modes(temporary)
         if path.exists():
-            shutil.rmtree(backup, ignore_errors=True)
+            _remove(backup)
             os.replace(path, backup)
             os.replace(temporary, path)
-            shutil.rmtree(backup, ignore_errors=True)
+            _remove(backup)
         else:
             os.replace(temporary, path)
     except BaseException:
@@ -279,6 +292,30 @@ OUTPUT_MARKERS: dict[str, str] = {
     "training run": "config.yaml",
     "negatives": "provenance.json",
 }
+
+
+#: What seedr writes into each kind of folder that a stage replaces whole (``fnmatch`` patterns of the
+#: names at the top of the folder): ``--overwrite`` refuses a folder holding anything else, which a user
+#: put there and which replacing the folder would delete.
+OUTPUT_FILES: dict[str, tuple[str, ...]] = {
+    "prepared corpus": ("prepared.json", "config.yaml", "run.json", "corpus.jsonl", "queries.jsonl", "qrels",
+                        "links.jsonl", "tokenizer"),
+    "faiss index": ("index.json", "index.faiss", "ids.txt"),
+    "BM25 index": ("seedr_bm25.json", "ids.txt", "*.index.json", "*.index.npy", "*.tokenizer.json",
+                   "corpus.jsonl", "corpus.mmindex.json"),
+    "negatives": ("provenance.json", "negatives.jsonl"),
+}
+
+
+def foreign_files(path: str | os.PathLike, kind: str) -> list[str]:
+    """The names at the top of a ``kind`` folder that seedr does not write there (``OUTPUT_FILES``)."""
+    from fnmatch import fnmatchcase
+
+    patterns = OUTPUT_FILES.get(kind)
+    if patterns is None:
+        return []
+    return sorted(entry.name for entry in Path(path).iterdir()
+                  if not any(fnmatchcase(entry.name, pattern) for pattern in patterns))
 
 
 def output_kind(path: str | os.PathLike) -> str | None:
@@ -313,6 +350,12 @@ def check_output_folder(path: str | os.PathLike, kind: str, *, replaces: bool, o
                               f"{'delete' if replaces else 'mix into'} it: choose a new --out")
     if replaces and not overwrite:
         raise DataError(path, f"a {kind} folder is already here; pass --overwrite to replace it")
+    foreign = foreign_files(path, kind) if replaces else []
+    if foreign:
+        shown = ", ".join(foreign[:5]) + (f" and {len(foreign) - 5} more" if len(foreign) > 5 else "")
+        raise DataError(path, f"holds {shown}, which seedr did not write; replacing the {kind} would delete "
+                              f"{'them' if len(foreign) > 1 else 'it'}: move {'them' if len(foreign) > 1 else 'it'} "
+                              "out or choose a new --out")
     return True
 
 
@@ -321,9 +364,15 @@ LOCK_SUFFIX = ".lock"
 
 def lock_path(path: str | os.PathLike) -> Path:
     """Where ``output_lock`` keeps the lock of output ``path``: ``.<name>.lock`` beside it (a folder
-    replaced whole by ``atomic_directory`` would otherwise take its lock away with it)."""
-    path = Path(path).absolute()
-    return path.with_name(f".{path.name}{LOCK_SUFFIX}")
+    replaced whole by ``atomic_directory`` would otherwise take its lock away with it).
+
+    The path is resolved first: a symbolic link to the output, or a path through a linked folder, takes
+    the output's own lock, so no alias gets round it. The root folder, which has no name, is refused."""
+    resolved = Path(path).resolve()
+    if not resolved.name:
+        raise DataError(path, "is the root of the file system; an output needs a folder of its own (such as "
+                              "./out)")
+    return resolved.with_name(f".{resolved.name}{LOCK_SUFFIX}")
 
 
 def _lock_holder(lock: Path) -> dict[str, Any] | None:
@@ -405,7 +454,7 @@ def write_jsonl(path: str | os.PathLike, records: "Iterator[dict[str, Any]] | li
     return count
 
 
-__all__ = ["CORRUPT_STREAM_ERRORS", "DataError", "OUTPUT_MARKERS", "atomic_directory", "atomic_write",
-           "check_output_folder", "iter_jsonl", "iter_lines", "json_problem", "lock_path", "open_binary",
+__all__ = ["CORRUPT_STREAM_ERRORS", "DataError", "OUTPUT_FILES", "OUTPUT_MARKERS", "atomic_directory", "atomic_write",
+           "check_output_folder", "foreign_files", "iter_jsonl", "iter_lines", "json_problem", "lock_path", "open_binary",
            "output_kind", "output_lock", "process_alive", "read_bytes", "read_json", "remove_stale_temporaries",
            "require", "require_file", "unique_id", "write_jsonl"]
