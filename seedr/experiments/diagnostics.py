@@ -263,6 +263,36 @@ def is_seed_run(path: str | os.PathLike) -> bool:
     return objective is not None and issubclass(objective, SeedEncoder)
 
 
+def is_masked_lm_run(path: str | os.PathLike) -> bool:
+    """Whether ``path`` is a run folder of an objective with an MLM head (MLM, SEED-Encoder, CPDAE) and a
+    checkpoint."""
+    from seedr.objectives.mlm import MaskedLanguageModel
+
+    objective = _run_objective(path)
+    return objective is not None and issubclass(objective, MaskedLanguageModel)
+
+
+def masked_lm_curve(run_dir: str | os.PathLike, texts: Sequence[str], max_length: int | None = None,
+                    batch_size: int = 32, seed: int = 0, every_checkpoint: bool = True) -> list[dict[str, float]]:
+    """Held-out masked-LM loss and accuracy (``seedr.evaluation.masked_lm.heldout_masked_lm``) of each kept
+    checkpoint of an MLM-family run, oldest first (only the newest when ``every_checkpoint`` is False),
+    each with its ``step``; every checkpoint is scored on the same texts and masks. ``max_length``
+    defaults to the run's training length."""
+    from seedr.evaluation.masked_lm import heldout_masked_lm
+    from seedr.training.checkpoint import list_checkpoints
+
+    steps = [step for step, _ in list_checkpoints(run_dir)]
+    if not steps:
+        raise DataError(Path(run_dir) / "checkpoints", "no checkpoint to evaluate")
+    curve = []
+    for step in steps if every_checkpoint else steps[-1:]:
+        objective, config = load_objective(run_dir, step)
+        length = max_length or min(config.data.max_seq_length, objective.encoder.config.max_position_embeddings)
+        scores = heldout_masked_lm(objective.to(_device()), texts, length, batch_size, seed)
+        curve.append({"step": step, "max_length": length, **scores})
+    return curve
+
+
 # ------------------------------------------------------------------ everything, written down
 
 
@@ -270,7 +300,8 @@ def diagnose(model: str | os.PathLike, texts: Sequence[str] = (),
              pairs_for_statistics: Sequence[PositivePair] = (), lengths: Iterable[int] = PAPER_LENGTHS,
              pairs: int = 256, seed: int = 13, pooling: DiagnosticPooling = "cls", word_texts: int = 8,
              top_k: int = 10, common_words: int = 100, batch_size: int = 16,
-             show_progress: bool = False, reliance_texts: int = 64) -> dict[str, Any]:
+             show_progress: bool = False, reliance_texts: int = 64, masked_lm_texts: int = 256,
+             masked_lm_curve_steps: bool = False) -> dict[str, Any]:
     """Run the diagnostics the inputs allow; returns ``{"metrics": {name: number}, "details": {...}}``.
 
     - ``texts`` → random-pair similarity at each length (``random_pair_cosine@L`` and its ``_std``);
@@ -279,7 +310,12 @@ def diagnose(model: str | os.PathLike, texts: Sequence[str] = (),
       ``decoded_own_rare_mass``, ``target_common_mass``); when it is a SEED-Encoder run folder, the
       decoder's reliance on [CLS] by position over the first ``reliance_texts`` texts that fill the
       run's training length (Figure 4: the curve in ``details["cls_reliance"]``, and
-      ``cls_reliance@first``, ``cls_reliance@last_quarter``, ``cls_reliance_drop``; 0: skip);
+      ``cls_reliance@first``, ``cls_reliance@last_quarter``, ``cls_reliance_drop``; 0: skip); when it
+      is a run of an objective with an MLM head (MLM, SEED-Encoder, CPDAE), the held-out masked-LM loss
+      and masked-token accuracy over the first ``masked_lm_texts`` texts, with the unigram plateau of the
+      same targets (``heldout_mlm_loss``, ``heldout_masked_accuracy``, ``unigram_loss``,
+      ``unigram_accuracy``; 0: skip), for every kept checkpoint when ``masked_lm_curve_steps``
+      (``details["masked_lm"]["curve"]``);
     - ``pairs_for_statistics`` → ``alignment``, ``uniformity``, ``anisotropy``.
     """
     if not texts and not pairs_for_statistics:
@@ -323,6 +359,14 @@ def diagnose(model: str | os.PathLike, texts: Sequence[str] = (),
         details["cls_reliance"] = {"max_length": max_length, "attention_span": options.attention_span,
                                    "decoder_layers": options.decoder_layers, "bottleneck": options.bottleneck,
                                    "cosine": reliance.cosine, "texts": reliance.texts}
+    if texts and masked_lm_texts > 0 and isinstance(model, str | os.PathLike) and is_masked_lm_run(model):
+        curve = masked_lm_curve(model, texts[:masked_lm_texts], batch_size=batch_size, seed=seed,
+                                every_checkpoint=masked_lm_curve_steps)
+        newest = curve[-1]
+        metrics.update({"heldout_mlm_loss": newest["mlm_loss"], "heldout_masked_accuracy": newest["masked_accuracy"],
+                        "unigram_loss": newest["unigram_loss"], "unigram_accuracy": newest["unigram_accuracy"]})
+        details["masked_lm"] = {"max_length": newest["max_length"], "sequences": newest["sequences"],
+                                "targets": newest["targets"], "curve": curve}
     if pairs_for_statistics:
         if len(pairs_for_statistics) < 2:
             raise ValueError(f"embedding statistics need at least two positive pairs, got {len(pairs_for_statistics)}")
@@ -355,11 +399,13 @@ __all__ = [
     "embed_pairs",
     "ict_positive_pairs",
     "is_cpdae_run",
+    "is_masked_lm_run",
     "is_seed_run",
     "load_encoder_parts",
     "load_objective",
     "load_weak_decoder",
     "load_word_decoder",
+    "masked_lm_curve",
     "positive_pairs",
     "write_diagnostics",
 ]

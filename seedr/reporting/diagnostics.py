@@ -47,6 +47,24 @@ def plot_reliance(curves: dict[str, dict[str, Any]], path: str | os.PathLike) ->
     return Path(path)
 
 
+def _masked_lm_panel(axis: Any, curve: list[dict[str, Any]]) -> None:
+    """Held-out masked-LM loss by checkpoint against the unigram plateau of the same targets, with the
+    masked-token accuracy on a second axis (``details["masked_lm"]["curve"]``)."""
+    steps = [point["step"] for point in curve]
+    axis.plot(steps, [point["mlm_loss"] for point in curve], marker="o", color="tab:blue", label="MLM loss")
+    axis.axhline(curve[-1]["unigram_loss"], color="0.5", linestyle="--", label="unigram plateau")
+    axis.set_xlabel("pre-training step")
+    axis.set_ylabel("held-out masked-LM loss (nats)")
+    accuracy = axis.twinx()
+    accuracy.plot(steps, [point["masked_accuracy"] for point in curve], marker="s", color="tab:orange",
+                  label="masked-token accuracy")
+    accuracy.set_ylabel("masked-token accuracy")
+    accuracy.set_ylim(0, max(0.5, max(point["masked_accuracy"] for point in curve) + 0.05))
+    lines = axis.get_legend_handles_labels()[0] + accuracy.get_legend_handles_labels()[0]
+    axis.legend(lines, [line.get_label() for line in lines], fontsize="small", loc="center right")
+    axis.set_title("held-out masked LM")
+
+
 def plot_diagnostics(result: dict[str, Any], path: str | os.PathLike) -> Path:
     """One PNG with a panel per diagnostic in ``result`` (from ``diagnose``), written atomically."""
     import matplotlib
@@ -58,6 +76,7 @@ def plot_diagnostics(result: dict[str, Any], path: str | os.PathLike) -> Path:
     panels = [name for name, present in (("similarity", "random_pair_similarity" in result["details"]),
                                          ("words", "decoded_common_mass" in metrics),
                                          ("reliance", "cls_reliance" in result["details"]),
+                                         ("masked_lm", "masked_lm" in result["details"]),
                                          ("statistics", "alignment" in metrics)) if present]
     figure, axes = plt.subplots(1, len(panels), figsize=(4.5 * len(panels), 3.6), squeeze=False)
     for axis, panel in zip(axes[0], panels):
@@ -88,6 +107,8 @@ def plot_diagnostics(result: dict[str, Any], path: str | os.PathLike) -> Path:
         elif panel == "reliance":
             curve = result["details"]["cls_reliance"]
             _reliance_panel(axis, {_reliance_label(curve): curve})
+        elif panel == "masked_lm":
+            _masked_lm_panel(axis, result["details"]["masked_lm"]["curve"])
         else:
             point = (-metrics["uniformity"], metrics["alignment"])
             axis.scatter(*point, color="tab:green", clip_on=False)

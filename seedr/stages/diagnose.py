@@ -51,6 +51,14 @@ def command(
         "--reliance-texts", help="SEED-Encoder runs: texts (filling the training length) for the decoder's "
                                  "reliance on [CLS] by position, Fig. 4 (0: skip)."
     )] = 64,
+    masked_lm_texts: Annotated[int, typer.Option(
+        "--mlm-texts", min=0, help="Runs with an MLM head (MLM, SEED, CPDAE): held-out texts for the masked-LM "
+                                   "loss and masked-token accuracy, beside the unigram plateau (0: skip)."
+    )] = 256,
+    masked_lm_curve_steps: Annotated[bool, typer.Option(
+        "--mlm-curve", help="Score every kept checkpoint of the run, not only the newest: the curve that shows "
+                            "whether MLM left its unigram plateau."
+    )] = False,
     common_words: Annotated[int, typer.Option(
         "--common-words", help="CPDAE runs: how many of the corpus's most frequent tokens are common words."
     )] = 100,
@@ -62,7 +70,9 @@ def command(
     With --corpus: the cosine of the [CLS] embeddings of random text pairs cut to each length
     (SEED-Encoder §3.2: a strong decoder leaves long sequences cluttered, ~0.8), for a CPDAE run
     folder the top decoded words and the probability mass on common words (CPDAE §3.3), and for a
-    SEED-Encoder run folder the cosine of [CLS] with the decoder's states by position (§4.6.1, Figure 4). With
+    SEED-Encoder run folder the cosine of [CLS] with the decoder's states by position (§4.6.1, Figure 4),
+    for a run with an MLM head its held-out masked-LM loss and accuracy against the unigram plateau
+    (give texts it did not train on; --mlm-curve: every kept checkpoint). With
     --positives: alignment and uniformity (Wang & Isola, 2020) and anisotropy.
 
     Example: seedr diagnose runs/cpdae --corpus ../shared/data/wiki/enwiki-2015-00.jsonl.xz --positives ../shared/data/scifact --out runs/cpdae
@@ -82,7 +92,8 @@ def command(
     pairs_for_statistics = (positive_pairs(positives, positive_count, seed, split, max_documents)
                             if positives is not None else [])
     result = diagnose(model, texts, pairs_for_statistics, wanted_lengths, pairs, seed, pooling, word_texts,
-                      top_k, common_words, batch_size, show_progress=True, reliance_texts=reliance_texts)
+                      top_k, common_words, batch_size, show_progress=True, reliance_texts=reliance_texts,
+                      masked_lm_texts=masked_lm_texts, masked_lm_curve_steps=masked_lm_curve_steps)
     json_path, plot_path = write_diagnostics(result, out)
 
     table = Table(title=f"diagnostics of {escape(model)}")
