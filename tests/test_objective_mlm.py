@@ -112,6 +112,29 @@ def test_head_is_loaded_from_a_masked_lm_checkpoint(tmp_path, tokenizer):
     torch.testing.assert_close(objective.mlm_head.bias, head.bias)
 
 
+def test_saved_head_makes_the_product_a_masked_lm_checkpoint(objective, tmp_path, tokenizer):
+    """``save_head``: BertForMaskedLM loads the trained head from the product, and MLM continued from the
+    product starts from it; without it the product holds the encoder alone."""
+    torch.manual_seed(5)
+    for parameter in objective.mlm_head.parameters():
+        torch.nn.init.normal_(parameter)
+    objective.save_encoder(tmp_path / "plain")
+    objective.config.save_head = True
+    objective.save_encoder(tmp_path / "with_head")
+    masked_lm = BertForMaskedLM.from_pretrained(tmp_path / "with_head")
+    head = masked_lm.cls.predictions
+    torch.testing.assert_close(head.transform.dense.weight, objective.mlm_head.dense.weight)
+    torch.testing.assert_close(head.transform.LayerNorm.weight, objective.mlm_head.LayerNorm.weight)
+    torch.testing.assert_close(head.bias, objective.mlm_head.bias)
+    torch.testing.assert_close(head.decoder.weight, objective.encoder.get_input_embeddings().weight)
+    continued = MaskedLanguageModel(load_encoder(tmp_path / "with_head"), tokenizer, MLMConfig())
+    torch.testing.assert_close(continued.mlm_head.bias, objective.mlm_head.bias)
+    torch.testing.assert_close(continued.encoder.get_input_embeddings().weight,
+                               objective.encoder.get_input_embeddings().weight)
+    fresh = MaskedLanguageModel(load_encoder(tmp_path / "plain"), tokenizer, MLMConfig())
+    assert torch.count_nonzero(fresh.mlm_head.bias) == 0
+
+
 def test_missing_head_initialises_or_fails_when_asked_for(minilm_path, tmp_path, tokenizer):
     encoder = load_encoder(minilm_path)  # a sentence-transformers checkpoint: no cls.predictions.*
     objective = MaskedLanguageModel(encoder, tokenizer, MLMConfig())

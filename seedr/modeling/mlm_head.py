@@ -65,6 +65,27 @@ class MaskedLMHead(nn.Module):
         self.load_state_dict(found)
         return True
 
+    def save_to_checkpoint(self, folder: str | os.PathLike) -> None:
+        """Add this head to the ``model.safetensors`` of a saved encoder folder under the names
+        ``BertForMaskedLM`` gives it (``cls.predictions.transform.*`` and ``cls.predictions.bias``; the
+        output projection is the tied word-embedding matrix, already there): ``BertForMaskedLM`` and
+        ``load_from_checkpoint`` then load the head, while ``AutoModel`` reports the extra keys as
+        unexpected and ignores them, as with Google's BERT checkpoints."""
+        from safetensors.torch import load_file, save_file
+
+        file = Path(folder) / "model.safetensors"
+        if not file.exists():
+            raise FileNotFoundError(f"{file}: the head is added to a single-file encoder checkpoint")
+        with safe_open(str(file), framework="pt") as handle:
+            metadata = handle.metadata() or {"format": "pt"}
+        tensors = load_file(str(file))
+        names = {"dense.weight": "transform.dense.weight", "dense.bias": "transform.dense.bias",
+                 "LayerNorm.weight": "transform.LayerNorm.weight", "LayerNorm.bias": "transform.LayerNorm.bias",
+                 "bias": "bias"}
+        tensors.update({CHECKPOINT_PREFIX + names[name]: tensor.detach().cpu().contiguous().clone()
+                        for name, tensor in self.state_dict().items()})
+        save_file(tensors, str(file), metadata=metadata)
+
 
 def _safetensors_files(folder: Path) -> list[Path]:
     """The weight files of a checkpoint folder: a sharded index's shards, or ``model.safetensors``."""

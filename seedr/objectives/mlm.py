@@ -6,6 +6,7 @@ their auxiliary loss to this one, so both subclass ``MaskedLanguageModel``.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -30,10 +31,14 @@ class MLMConfig:
         mlm_head_from: a Hugging Face checkpoint folder whose safetensors hold an MLM head
             (``cls.predictions.*``, as ``BertForMaskedLM`` saves). Default: the folder the encoder was
             loaded from, when it has one; otherwise the head is freshly initialised (MiniLM has none).
+        save_head: also write the head into the saved encoder's safetensors (``cls.predictions.*``, as
+            ``BertForMaskedLM`` names it), so the product is a masked-LM checkpoint that pre-training can
+            continue from with its head (the seedr base); off by default, as a retriever needs no head.
     """
 
     mask_probability: float = 0.15
     mlm_head_from: str | None = None
+    save_head: bool = False
 
     def __post_init__(self) -> None:
         if not 0 < self.mask_probability <= 1:
@@ -73,6 +78,13 @@ class MaskedLanguageModel(Objective):
         loaded_from = getattr(encoder, "name_or_path", "")
         if loaded_from and Path(loaded_from).is_dir():
             self.mlm_head.load_from_checkpoint(loaded_from)
+
+    def save_encoder(self, directory: str | os.PathLike, max_seq_length: int = 512) -> Path:
+        """The encoder as every objective saves it, with the MLM head when ``config.save_head``."""
+        path = super().save_encoder(directory, max_seq_length)
+        if self.config.save_head:
+            self.mlm_head.save_to_checkpoint(path)
+        return path
 
     # ----- batches ---------------------------------------------------------------------------------
 
