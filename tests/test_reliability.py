@@ -234,6 +234,8 @@ class NaNFrom(nn.Module):
 
     def forward(self, **batch):
         output = self.objective(**batch)
+        if not self.training:  # the trainer's check of the weights before a checkpoint: they are good
+            return output
         self.calls += 1
         if self.calls < self.call:
             return output
@@ -696,3 +698,130 @@ def test_overwrite_never_deletes_a_file_seedr_did_not_write(embeddings: Path, co
     (tmp_path / "bm25" / "mine").mkdir()
     assert_one_clear_line(seedr(*search, "--overwrite"), "mine", "which seedr did not write")
     assert (tmp_path / "bm25" / "mine").is_dir()
+
+
+# ------------------------------------------------------------------ issue 25: experiments take locks
+
+BM25_EXPERIMENT = """\
+title: BM25 on a slice of SciFact
+variables: {data: ""}
+tasks:
+  scifact:
+    kind: qrels
+    corpus: "{data}/corpus.jsonl"
+    queries: "{data}/queries.jsonl"
+    qrels: "{data}/qrels/test.tsv"
+    metrics: [METRICS]
+conditions:
+  bm25: {retrieve: bm25}
+  bm25_again: {retrieve: bm25}
+baseline: bm25
+resamples: 50
+"""
+
+
+@pytest.fixture(scope="module")
+def scifact_slice(shared_data: Path, tmp_path_factory) -> Path:
+    """A BEIR folder: SciFact's first 5 test queries, their judgments, and the first 40 abstracts."""
+    source = shared_data / "scifact"
+    folder = tmp_path_factory.mktemp("scifact-slice")
+    first_lines(source / "corpus.jsonl", 40, folder)
+    lines = (source / "qrels" / "test.tsv").read_text().splitlines()
+    judged = lines[1:8]
+    (folder / "qrels").mkdir()
+    (folder / "qrels" / "test.tsv").write_text("\n".join([lines[0], *judged]) + "\n")
+    wanted = {line.split("\t")[0] for line in judged}
+    texts = [line for line in (source / "queries.jsonl").read_text().splitlines()
+             if json.loads(line)["_id"] in wanted]
+    (folder / "queries.jsonl").write_text("\n".join(texts) + "\n")
+    return folder
+
+
+def experiment_file(folder: Path, name: str, metrics: str) -> Path:
+    path = folder / "experiments" / f"{name}.yaml"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(BM25_EXPERIMENT.replace("METRICS", metrics))
+    return path
+
+
+def test_experiments_lock_their_report_and_each_step_they_compute(scifact_slice: Path, tmp_path: Path) -> None:
+    work = tmp_path / "work"
+    first = experiment_file(tmp_path, "first", "nDCG@10")
+    data = ("--set", f"data={scifact_slice}")
+    with output_lock(work / "reports" / "first"):  # the same experiment already running into this work folder
+        assert_one_clear_line(seedr("experiment", first, "--out", work, *data), f"in use by process {os.getpid()}")
+    result = seedr("experiment", first, "--out", work, *data)
+    assert result.exit_code == 0, result.output
+    (retrieval,) = (work / "retrieval").iterdir()  # the two conditions share their one retrieval
+    (retrieval / "run.trec").unlink()  # as if another experiment were computing it now
+    second = experiment_file(tmp_path, "second", "nDCG@10")  # another experiment, the same retrieval
+    third = experiment_file(tmp_path, "third", "R@10")  # another experiment, another retrieval
+    with output_lock(retrieval):
+        assert_one_clear_line(seedr("experiment", second, "--out", work, *data), retrieval.name, "in use by process")
+        result = seedr("experiment", third, "--out", work, *data)  # shares the work folder, not a step
+        assert result.exit_code == 0, result.output
+    assert not (retrieval / "run.trec").exists()
+    result = seedr("experiment", second, "--out", work, *data)
+    assert result.exit_code == 0, result.output
+    assert not [path for path in work.rglob(".*.lock")]
+
+
+# ------------------------------------------------------------------ issue 25: the last good checkpoint is good
+
+BLOWN_UP = {"learning_rate": 1e30, "max_grad_norm": None, "warmup_steps": 0, "save_every": 1}
+
+
+def test_weights_blown_up_by_a_finite_loss_are_never_called_good(tokenizer, shards, tmp_path) -> None:
+    """The issue's run: lr 1e30 gives a finite loss at step 1 and weights of ~1e30, whose every output is
+    NaN. They are checked before the checkpoint is saved: none is made, and none is called good."""
+    out = tmp_path / "run"
+    with pytest.raises(NonFiniteLossError, match=r"diverged at step 1: the updated weights give a loss of nan.*"
+                                                  r"stopped before saving them, no checkpoint was made"):
+        trainer(mlm(tokenizer), shards, out, **BLOWN_UP).train()
+    assert list_checkpoints(out) == [] and not (out / "encoder").exists()
+
+    # a run that diverges later keeps the last checkpoint whose weights were checked
+    out = tmp_path / "later"
+    with pytest.raises(NonFiniteLossError, match=r"step-2 and .*encoder are the last good ones"):
+        trainer(NaNFrom(mlm(tokenizer), call=3), shards, out, save_every=1).train()
+    from safetensors.torch import load_file
+
+    assert [step for step, _ in list_checkpoints(out)] == [1, 2]
+    assert all(torch.isfinite(t).all() for t in load_file(out / "encoder" / "model.safetensors").values())
+
+
+def test_checking_the_weights_leaves_a_resumed_run_exact(tokenizer, shards, finished, tmp_path, monkeypatch) -> None:
+    """The check draws nothing from the training's generators: a run stopped once step 2's product is
+    published (after its check), then resumed, ends with the uninterrupted run's weights."""
+    renames = _renames_of_a_run(tokenizer, shards, tmp_path / "counted", monkeypatch)
+    published = renames.index(str(tmp_path / "counted" / "encoder"))
+    _stop_at_rename_then_resume(tokenizer, shards, finished, tmp_path / "run", monkeypatch, published, after=True)
+
+
+@pytest.fixture(scope="module")
+def scifact_train(shared_data: Path, tmp_path_factory) -> Path:
+    """A BEIR folder of SciFact's first 8 training queries, their abstracts and 40 others."""
+    source = shared_data / "scifact"
+    folder = tmp_path_factory.mktemp("scifact-train")
+    lines = (source / "qrels" / "train.tsv").read_text().splitlines()
+    (folder / "qrels").mkdir()
+    (folder / "qrels" / "train.tsv").write_text("\n".join(lines[:9]) + "\n")
+    queries, documents = {line.split("\t")[0] for line in lines[1:9]}, {line.split("\t")[1] for line in lines[1:9]}
+    corpus = (source / "corpus.jsonl").read_text().splitlines()
+    kept = [line for line in corpus if json.loads(line)["_id"] in documents] + corpus[:40]
+    (folder / "corpus.jsonl").write_text("\n".join(dict.fromkeys(kept)) + "\n")
+    (folder / "queries.jsonl").write_text("\n".join(
+        line for line in (source / "queries.jsonl").read_text().splitlines() if json.loads(line)["_id"] in queries)
+        + "\n")
+    return folder
+
+
+def test_fine_tuning_never_calls_blown_up_weights_good(model: Path, scifact_train: Path, tmp_path: Path) -> None:
+    out = tmp_path / "ft"
+    settings = ["train.max_steps=4", "train.batch_size=4", "train.save_every=1", "train.learning_rate=1e30",
+                "train.max_grad_norm=0", "train.warmup_ratio=0", "document_max_length=32", "query_max_length=16"]
+    result = seedr("finetune", "--model", model, "--train", scifact_train, "--negatives", "in_batch", "--loss", "nll",
+                   "--out", out,
+                   *(item for setting in settings for item in ("--set", setting)))
+    assert_one_clear_line(result, "training diverged at step 1", "no checkpoint was made")
+    assert list_checkpoints(out) == [] and not (out / "encoder").exists()

@@ -33,7 +33,7 @@ from typing import Any
 from rich.console import Console
 
 from seedr.config import from_dict, record_run
-from seedr.data.io import atomic_write
+from seedr.data.io import atomic_write, output_lock
 from seedr.experiments.spec import Experiment, substitute
 from seedr.experiments.steps import build_step, nested, record_step
 from seedr.experiments.tasks import TASKS, RetrievalTask, RetrieveConfig
@@ -144,23 +144,34 @@ class _Runner:
             self.outcome_reused.append(str(folder))
             progress.finished(f"{label} {folder.name}", None)
             return
-        self.console.rule(f"{label} → {folder}")
-        started = time.perf_counter()
-        summary = step.run(folder)
-        seconds = time.perf_counter() - started
-        record_step(folder, step, summary, seconds)
+        with output_lock(folder):  # another experiment in this work folder may be running the same step
+            if (folder / "step.json").exists():  # finished by it meanwhile
+                self.outcome_reused.append(str(folder))
+                progress.finished(f"{label} {folder.name}", None)
+                return
+            self.console.rule(f"{label} → {folder}")
+            started = time.perf_counter()
+            summary = step.run(folder)
+            seconds = time.perf_counter() - started
+            record_step(folder, step, summary, seconds)
         self.outcome_executed.append(str(folder))
         progress.finished(label, seconds)
 
     def run_retrieval(self, task: RetrievalTask, condition: Any, model: str | None, folder: Path,
                       progress: _Progress) -> None:
+        label = f"{condition.name}: retrieve {task.name}"
+        if not (folder / "run.trec").exists():
+            with output_lock(folder):
+                if not (folder / "run.trec").exists():
+                    self._retrieve(task, condition, model, folder, progress, label)
+                    return
+        self.outcome_reused.append(str(folder))
+        progress.finished(label, None)
+
+    def _retrieve(self, task: RetrievalTask, condition: Any, model: str | None, folder: Path,
+                  progress: _Progress, label: str) -> None:
         from seedr.retrieval.runs import write_trec_run
 
-        label = f"{condition.name}: retrieve {task.name}"
-        if (folder / "run.trec").exists():
-            self.outcome_reused.append(str(folder))
-            progress.finished(label, None)
-            return
         self.console.rule(f"{label} → {folder}")
         started = time.perf_counter()
         retrieve = self.retrieve_config(condition)
@@ -192,15 +203,23 @@ def run_experiment(experiment: Experiment, out_dir: str | Path, console: Console
                    command: str | None = None) -> Outcome:
     """Run ``experiment`` into the work folder ``out_dir`` (finished steps and retrievals are reused);
     evaluate, test, and write ``out_dir/reports/NAME`` (``report.md``, ``report.html``, ``plots/``,
-    ``results.json``)."""
+    ``results.json``). The report folder is locked for the run (``seedr.data.io.output_lock``), and
+    each step and retrieval folder while it is computed."""
+    out_dir = Path(out_dir)
+    with output_lock(out_dir / "reports" / experiment.name):  # two runs of one experiment: one report folder
+        return _run_experiment(experiment, out_dir, console or Console(stderr=True),
+                               command or " ".join(["seedr", *sys.argv[1:]]))
+
+
+def _run_experiment(experiment: Experiment, out_dir: Path, console: Console, command: str) -> Outcome:
+    """``run_experiment`` under the lock of the report folder; each step and retrieval folder is locked
+    while it is computed, so experiments that share a work folder run at once unless they share a step
+    that neither has finished (the second is then refused, naming the first)."""
     from seedr.evaluation.compare import comparison_table
     from seedr.experiments.results import claim_results, figures
     from seedr.reporting.diagnostics import plot_reliance
     from seedr.reporting.report import plot_comparison, render_report
 
-    console = console or Console(stderr=True)
-    out_dir = Path(out_dir)
-    command = command or " ".join(["seedr", *sys.argv[1:]])
     report_dir = out_dir / "reports" / experiment.name
     record_run(report_dir, {"experiment": str(experiment.path), "scale": experiment.scale,
                             "variables": experiment.variables}, None, command=command)

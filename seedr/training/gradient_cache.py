@@ -123,6 +123,19 @@ def gradient_cache_step(model: nn.Module, batch: dict[str, Tensor], chunk: int, 
     return output
 
 
+def gradient_cache_loss(model: nn.Module, batch: dict[str, Tensor], chunk: int,
+                        autocast: Callable[[], contextlib.AbstractContextManager] = contextlib.nullcontext) -> Any:
+    """The model's output on ``batch`` without gradients, embedded ``chunk`` rows at a time (the memory
+    bound of ``gradient_cache_step``): what the trainer checks weights with before a checkpoint."""
+    split = model.split_for_gradient_cache(**batch)
+    with torch.no_grad():
+        embeddings = []
+        for tower in split.towers:
+            with autocast():
+                embeddings.append(torch.cat([tower.embed(**inputs) for inputs in _chunks(tower.inputs, chunk)]))
+        return model.loss_from_embeddings(*embeddings, **split.loss_inputs)
+
+
 def average_gradients(parameters: Iterator[nn.Parameter]) -> None:
     """Average ``.grad`` over the processes (what DDP's all-reduce does), in place; no-op on one process."""
     if not (dist.is_available() and dist.is_initialized()) or dist.get_world_size() == 1:
@@ -133,4 +146,5 @@ def average_gradients(parameters: Iterator[nn.Parameter]) -> None:
             parameter.grad /= dist.get_world_size()
 
 
-__all__ = ["GradientCacheModel", "GradientCacheSplit", "Tower", "average_gradients", "gradient_cache_step"]
+__all__ = ["GradientCacheModel", "GradientCacheSplit", "Tower", "average_gradients", "gradient_cache_loss",
+           "gradient_cache_step"]

@@ -36,7 +36,9 @@ otherwise shift by one batch after a resume. Dropout draws from the restored glo
 run therefore ends with the same parameters as an uninterrupted one.
 
 Guards: a NaN or infinite loss stops the run before it reaches the weights (``NonFiniteLossError``,
-naming the step and the loss parts; the last checkpoint and ``out/encoder`` stay as they were). A
+naming the step and the loss parts; the last checkpoint and ``out/encoder`` stay as they were), and so
+do weights that are not finite, or give a non-finite loss, when a checkpoint is due: a checkpoint is
+saved only once its weights are checked, so the last one is always good. A
 checkpoint records the run's settings; ``resume`` refuses other settings except
 ``SAFE_TO_CHANGE_ON_RESUME``, skips a damaged newest checkpoint for the one before (with a warning),
 and re-publishes ``out/encoder`` when a kill left it missing or older than the checkpoint.
@@ -80,7 +82,12 @@ from seedr.training.checkpoint import (
     save_checkpoint,
     verify_checkpoint,
 )
-from seedr.training.gradient_cache import GradientCacheModel, average_gradients, gradient_cache_step
+from seedr.training.gradient_cache import (
+    GradientCacheModel,
+    average_gradients,
+    gradient_cache_loss,
+    gradient_cache_step,
+)
 from seedr.training.optim import build_optimizer, build_scheduler
 from seedr.training.part_gradients import part_gradient_norms
 
@@ -497,6 +504,7 @@ class Trainer:
                     self._write_metrics(line)
                     last_logged = line
                 if self.step % config.save_every == 0 or self.step == config.max_steps:
+                    self._stop_if_weights_not_good(batch)
                     self._save()
                 if self.step >= config.max_steps:
                     break
@@ -602,6 +610,44 @@ class Trainer:
         raise NonFiniteLossError(f"training diverged at step {self.step + 1}: the gradient norm is "
                                  f"{float(grad_norm)}; stopped before updating the weights. Start again with a "
                                  f"lower train.learning_rate (or train.max_grad_norm / warm-up)")
+
+    def _stop_if_weights_not_good(self, batch: dict[str, Tensor]) -> None:
+        """Raise ``NonFiniteLossError`` (on every process) before a checkpoint of bad weights is saved, and
+        so called good. A step's loss is measured before its update, so a finite loss does not vouch for
+        the updated weights: a learning rate of 1e30 makes them ~1e30, finite, and every output after them
+        NaN. The weights must be finite and give a finite loss on the step's last batch, computed without
+        gradients, dropout or draws from the training's random generators (a resumed run stays exact)."""
+        model = self.unwrapped_model()
+        bad_weights = [name for name, parameter in model.named_parameters()
+                       if not bool(torch.isfinite(parameter.detach()).all())]
+        loss: float | None = None
+        if not bad_weights:
+            devices = [torch.cuda.current_device()] if torch.cuda.is_available() else []
+            self.model.eval()
+            try:
+                with torch.no_grad(), torch.random.fork_rng(devices=devices), _isolated_rng(self.config.seed):
+                    output = (gradient_cache_loss(model, batch, self.config.gradient_cache_chunk,
+                                                  self.accelerator.autocast)
+                              if self.config.gradient_cache else self.model(**batch))
+                    loss = float(output.loss.detach().float())
+            finally:
+                self.model.train()
+        local = torch.tensor([float(bool(bad_weights) or not math.isfinite(loss))], device=self.accelerator.device)
+        bad = self.accelerator.reduce(local, reduction="sum") if self.accelerator.num_processes > 1 else local
+        if not bool(bad.item()):
+            return
+        if bad_weights:
+            where = f"its weights are not finite ({', '.join(bad_weights[:3])}{' ...' if len(bad_weights) > 3 else ''})"
+        elif loss is not None and not math.isfinite(loss):
+            where = f"the updated weights give a loss of {loss} (their values have blown up)"
+        else:
+            where = "the updated weights are not finite on another process"
+        last = latest_checkpoint(self.out_dir)
+        kept = (f"{last.name} and {self.out_dir / 'encoder'} are the last good ones" if last
+                else "no checkpoint was made")
+        raise NonFiniteLossError(
+            f"training diverged at step {self.step}: {where}; stopped before saving them, {kept}. "
+            f"Start again with a lower train.learning_rate (or train.max_grad_norm / warm-up)")
 
     def _save(self) -> None:
         position = {"step": self.step, "epoch": self.epoch, "batch_in_epoch": self.batch_in_epoch,
