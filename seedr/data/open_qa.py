@@ -76,7 +76,7 @@ def write_split(path: str | os.PathLike, questions_path: str | os.PathLike, spli
     record = {"format": SPLIT_FORMAT, "questions": Path(questions_path).name,
               "sha256": file_sha256(questions_path), "seed": seed, **split}
     with atomic_write(path) as stream:
-        json.dump(record, stream, indent=0)
+        stream.write(json.dumps(record) + "\n")
     return Path(path)
 
 
