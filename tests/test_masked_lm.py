@@ -31,8 +31,13 @@ def test_unigram_plateau_by_hand():
     plateau = unigram_plateau([7, 7, 7, 9])
     assert plateau["unigram_loss"] == pytest.approx(-(0.75 * math.log(0.75) + 0.25 * math.log(0.25)))
     assert plateau["unigram_accuracy"] == 0.75
+    counted = unigram_plateau([9, 7], tokens=[7, 9, 9, 9, 5])  # frequencies of the whole text: 1/5, 3/5
+    assert counted["unigram_loss"] == pytest.approx(-(math.log(3 / 5) + math.log(1 / 5)) / 2)
+    assert counted["unigram_accuracy"] == 0.5
     with pytest.raises(ValueError, match="no masked targets"):
         unigram_plateau([])
+    with pytest.raises(ValueError, match="every target"):
+        unigram_plateau([4], tokens=[7, 9])
 
 
 def test_masks_are_the_same_for_every_call_and_about_fifteen_percent(mlm_run, heldout):
@@ -49,23 +54,31 @@ def test_masks_are_the_same_for_every_call_and_about_fifteen_percent(mlm_run, he
 
 def test_a_head_that_knows_only_word_frequencies_scores_the_plateau(mlm_run, heldout):
     """Zero the head's transform so its logits are its bias, and set the bias to the log-frequencies of
-    the very targets scored: the loss is then the targets' unigram entropy and the accuracy the share of
-    the most frequent one, as ``unigram_plateau`` says."""
+    every token of the texts scored: the loss is then the plateau's cross-entropy and the accuracy the
+    share of the most frequent token among the targets, as ``unigram_plateau`` says."""
     objective, _ = load_objective(mlm_run)
-    gold = [token for batch in masked_batches(objective.tokenizer, heldout, 64, 8, 0.15, seed=0)
-            for token in batch["labels"][batch["labels"] != IGNORE_INDEX].tolist()]
-    counts = Counter(gold)
+    tokens, gold = [], []
+    for batch in masked_batches(objective.tokenizer, heldout, 64, 8, 0.15, seed=0):
+        targets = batch["labels"] != IGNORE_INDEX
+        gold += batch["labels"][targets].tolist()
+        originals = torch.where(targets, batch["labels"], batch["input_ids"])
+        tokens += originals[batch["attention_mask"].bool()].tolist()
+    specials = set(objective.tokenizer.all_special_ids)
+    counts = Counter(token for token in tokens if token not in specials)
+    total = sum(counts.values())
     head = objective.mlm_head
     with torch.no_grad():
         head.dense.weight.zero_(), head.dense.bias.zero_(), head.LayerNorm.bias.zero_()
         head.bias.fill_(math.log(1e-12))
         for token, count in counts.items():
-            head.bias[token] = math.log(count / len(gold))
+            head.bias[token] = math.log(count / total)
     scores = heldout_masked_lm(objective, heldout, max_length=64, batch_size=8, seed=0)
     assert scores["targets"] == len(gold) and scores["sequences"] == len(heldout)
     assert scores["mlm_loss"] == pytest.approx(scores["unigram_loss"], abs=1e-3)
     assert scores["masked_accuracy"] == pytest.approx(scores["unigram_accuracy"])
-    assert scores["unigram_accuracy"] == max(counts.values()) / len(gold)
+    most_frequent = max(counts, key=counts.get)
+    assert scores["unigram_accuracy"] == gold.count(most_frequent) / len(gold)
+    assert scores["unigram_loss"] > -sum(c / len(gold) * math.log(c / len(gold)) for c in Counter(gold).values())
 
 
 def test_diagnose_scores_every_checkpoint_on_the_same_targets(mlm_run, heldout, tmp_path):

@@ -4,8 +4,9 @@ BERT reports its pre-training by masked-LM accuracy on held-out text (Devlin et 
 ``run_pretraining.py``'s ``masked_lm_accuracy``), and a small BERT trained too briefly sits on the
 *unigram plateau*: it predicts every masked token from word frequencies alone, so its loss equals the
 entropy of the masked tokens' unigram distribution and its accuracy the share of the most frequent token.
-``heldout_masked_lm`` measures both the model and that plateau on the same targets, so a curve over
-checkpoints shows when (and whether) the model leaves it.
+``heldout_masked_lm`` measures both the model and that plateau on the same targets (the frequencies
+counted over every token of the held-out texts), so a curve over checkpoints shows when (and whether)
+the model leaves it.
 
 The masks are drawn from a generator seeded once, so every checkpoint is scored on the very same
 corrupted texts and targets; the corruption is BERT's (``seedr.objectives.masking.mask_tokens``).
@@ -28,16 +29,25 @@ from seedr.objectives.masking import IGNORE_INDEX, mask_tokens, special_tokens_m
 _CHARACTERS_PER_TOKEN_BOUND = 16
 
 
-def unigram_plateau(targets: Sequence[int]) -> dict[str, float]:
-    """The loss and accuracy of predicting every target from the targets' own frequencies: the entropy
-    of their unigram distribution (nats) and the share of the most frequent one. A model whose held-out
-    loss is at this level has learned word frequencies, not language."""
-    counts = Counter(targets)
-    total = sum(counts.values())
-    if not total:
+def unigram_plateau(targets: Sequence[int], tokens: Sequence[int] | None = None) -> dict[str, float]:
+    """The loss and accuracy of predicting every target from word frequencies alone: the cross-entropy
+    (nats) of ``targets`` under the unigram distribution of ``tokens`` (default: the targets themselves),
+    and the share of targets equal to its most frequent token. A model whose held-out loss is at this
+    level has learned word frequencies, not language.
+
+    Count the frequencies on many more tokens than there are targets (e.g. every token of the held-out
+    texts, of which the targets are 15%): the plug-in entropy of a small sample over a large vocabulary
+    is biased low. Every target must occur in ``tokens``.
+    """
+    if not targets:
         raise ValueError("no masked targets to measure")
-    entropy = -sum(count / total * math.log(count / total) for count in counts.values())
-    return {"unigram_loss": entropy, "unigram_accuracy": max(counts.values()) / total}
+    counts = Counter(targets if tokens is None else tokens)
+    total = sum(counts.values())
+    if any(target not in counts for target in set(targets)):
+        raise ValueError("every target must be one of the tokens the frequencies are counted on")
+    loss = -sum(math.log(counts[target] / total) for target in targets) / len(targets)
+    most_frequent = max(counts, key=lambda token: (counts[token], -token))
+    return {"unigram_loss": loss, "unigram_accuracy": sum(t == most_frequent for t in targets) / len(targets)}
 
 
 def masked_batches(tokenizer: Any, texts: Sequence[str], max_length: int = 128, batch_size: int = 32,
@@ -79,7 +89,7 @@ def heldout_masked_lm(objective: Any, texts: Sequence[str], max_length: int = 12
     was_training = objective.training
     objective.eval()
     device = next(objective.parameters()).device
-    loss_sum, correct, gold_targets = 0.0, 0, []
+    loss_sum, correct, gold_targets, text_tokens = 0.0, 0, [], []
     for batch in masked_batches(objective.tokenizer, texts, max_length, batch_size,
                                 objective.config.mask_probability, seed):
         labels = batch["labels"].to(device)  # (B, T)
@@ -90,9 +100,12 @@ def heldout_masked_lm(objective: Any, texts: Sequence[str], max_length: int = 12
         loss_sum += float(F.cross_entropy(logits, gold, reduction="sum"))
         correct += int((logits.argmax(-1) == gold).sum())
         gold_targets += gold.tolist()
+        originals = torch.where(labels == IGNORE_INDEX, batch["input_ids"].to(device), labels)  # (B, T)
+        specials = special_tokens_mask(originals.cpu(), objective.tokenizer.all_special_ids).to(device)
+        text_tokens += originals[~specials].tolist()
     objective.train(was_training)
     return {"mlm_loss": loss_sum / len(gold_targets), "masked_accuracy": correct / len(gold_targets),
-            **unigram_plateau(gold_targets), "sequences": len(texts), "targets": len(gold_targets)}
+            **unigram_plateau(gold_targets, text_tokens), "sequences": len(texts), "targets": len(gold_targets)}
 
 
 __all__ = ["heldout_masked_lm", "masked_batches", "unigram_plateau"]
