@@ -72,3 +72,27 @@ def test_loading_a_card_from_a_path(tmp_path: Path, tokenizer):
     folder = save_encoder(tiny_bert(tokenizer), tokenizer, tmp_path / "plain")
     card = ModelCard.load(folder / "README.md")
     assert card.data.model_name == "plain" and "no training details recorded" in card.text
+
+
+def test_a_masked_lm_base_says_so_with_its_held_out_accuracy(tokenizer, tmp_path):
+    """A product saved with its MLM head (``objective.save_head``) is carded as a masked-LM base, not a
+    retriever, with the held-out masked-LM figures that ``seedr diagnose --out RUN`` left in the run."""
+    from seedr.objectives.mlm import MaskedLanguageModel, MLMConfig
+
+    run = tmp_path / "base"
+    record_run(run, {"objective_name": "mlm", "model": {"init": None, "size": "mini"}, "data": {"corpus": ["wiki"]}},
+               seed=1)
+    (run / "diagnostics.json").write_text(json.dumps({"metrics": {
+        "heldout_masked_accuracy": 0.41, "heldout_mlm_loss": 3.2, "unigram_loss": 6.6}, "details": {}}))
+    objective = MaskedLanguageModel(tiny_bert(tokenizer), tokenizer, MLMConfig(save_head=True))
+    folder = objective.save_encoder(tmp_path / "seedr-base")
+    write_model_card(folder, run_dir=run)
+    card = ModelCard.load(folder / "README.md")
+    assert card.data.pipeline_tag == "fill-mask" and card.data.model_name == "seedr-base"
+    assert "masked-language-model base" in card.text and "not a retriever" in card.text
+    found = {result.metric_type: result.metric_value for result in card.data.eval_results}
+    assert found == {"heldout_masked_accuracy": 0.41, "heldout_mlm_loss": 3.2, "unigram_loss": 6.6}
+    assert "| held-out text | masked-token accuracy | 0.4100 |" in card.text and "pipeline('fill-mask'" in card.text
+
+    plain = save_encoder(tiny_bert(tokenizer), tokenizer, tmp_path / "plain")
+    assert ModelCard.load(plain / "README.md").data.pipeline_tag == "sentence-similarity"

@@ -82,6 +82,12 @@ def _evaluations(run_dir: Path, config: dict[str, Any]) -> list[EvalResult]:
                                metric_type=key.removeprefix("dev/"), metric_value=float(value),
                                metric_name=f"{key.removeprefix('dev/')} at step {logged[-1].get('step')}")
                     for key, value in logged[-1].items() if key.startswith("dev/")]
+    heldout = _read_json(run_dir / "diagnostics.json").get("metrics", {})
+    results += [EvalResult(task_type="fill-mask", dataset_type="seedr-heldout", dataset_name="held-out text",
+                           metric_type=metric, metric_value=float(heldout[metric]), metric_name=name)
+                for metric, name in (("heldout_masked_accuracy", "masked-token accuracy"),
+                                     ("heldout_mlm_loss", "masked-LM loss (nats)"),
+                                     ("unigram_loss", "unigram plateau loss (nats)")) if metric in heldout]
     for path in sorted(run_dir.glob("*.json")):
         try:
             evaluation = json.loads(path.read_text(encoding="utf-8"))
@@ -95,6 +101,17 @@ def _evaluations(run_dir: Path, config: dict[str, Any]) -> list[EvalResult]:
     return results
 
 
+def has_mlm_head(encoder_dir: Path) -> bool:
+    """Whether the folder's weights carry an MLM head (``cls.predictions.*``: a masked-LM checkpoint)."""
+    from safetensors import safe_open
+
+    file = encoder_dir / "model.safetensors"
+    if not file.exists():
+        return False
+    with safe_open(str(file), framework="pt") as tensors:
+        return any(name.startswith("cls.predictions.") for name in tensors.keys())  # noqa: SIM118
+
+
 def model_card(encoder_dir: str | os.PathLike, run_dir: str | os.PathLike | None = None,
                step: int | None = None) -> ModelCard:
     """The card of the encoder in ``encoder_dir``, with the details ``run_dir`` records (if given)."""
@@ -106,10 +123,14 @@ def model_card(encoder_dir: str | os.PathLike, run_dir: str | os.PathLike | None
         step = steps[-1] if steps else None
     evaluations = _evaluations(Path(run_dir), config) if run_dir is not None else []
     hub_id = BUILTIN_HUB_IDS.get(str(base)) if base is not None else None
-    data = ModelCardData(library_name="sentence-transformers", pipeline_tag="sentence-similarity",
-                         tags=["seedr", "sentence-transformers", "feature-extraction", "dense-retrieval"],
-                         base_model=hub_id, model_name=encoder_dir.parent.name if run_dir else encoder_dir.name,
-                         eval_results=evaluations or None)
+    masked_lm = has_mlm_head(encoder_dir)
+    # a run's product is <run>/encoder: the run names it; a folder elsewhere (models/seedr-base) names itself
+    name = encoder_dir.parent.name if run_dir is not None and encoder_dir.name == "encoder" else encoder_dir.name
+    data = ModelCardData(library_name="sentence-transformers" if not masked_lm else "transformers",
+                         pipeline_tag="fill-mask" if masked_lm else "sentence-similarity",
+                         tags=["seedr", "sentence-transformers", "feature-extraction",
+                               "masked-language-model" if masked_lm else "dense-retrieval"],
+                         base_model=hub_id, model_name=name, eval_results=evaluations or None)
     if base is not None:
         lines.insert(0, f"- **Base model**: `{hub_id or base}`")
     if step is not None:
@@ -121,10 +142,17 @@ def model_card(encoder_dir: str | os.PathLike, run_dir: str | os.PathLike | None
     similarity = "dot product" if similarity == "dot" else similarity
     results = ["| data | metric | value |", "|---|---|---:|"]
     results += [f"| {r.dataset_name} | {r.metric_name or r.metric_type} | {r.metric_value:.4f} |" for r in evaluations]
+    what = (f"A text encoder for dense retrieval made with seedr: a BERT-architecture model whose embedding is "
+            f"its {pooling} (`1_Pooling/config.json`), compared by {similarity}.")
+    if masked_lm:
+        what = ("A masked-language-model base made with seedr: a BERT-architecture encoder with its MLM head "
+                "(`cls.predictions.*`, loaded by `BertForMaskedLM`; `AutoModel` ignores it). It is a seed to "
+                "pre-train further (`seedr pretrain --model path/to/this/folder`, with any objective: the head "
+                "comes along) or to fine-tune into a retriever, not a retriever itself: its "
+                f"{pooling} has not been trained for similarity.")
     body = "\n".join([
         f"# {data.model_name}", "",
-        f"A text encoder for dense retrieval made with seedr: a BERT-architecture model whose embedding is "
-        f"its {pooling} (`1_Pooling/config.json`), compared by {similarity}.", "",
+        what, "",
         "## Training", "", *(lines or ["- Saved by seedr outside a run folder: no training details recorded."]), "",
         "## Evaluation", "",
         *(results if evaluations else ["No evaluation found in the run folder (`metrics.jsonl` dev metrics, or "
@@ -142,6 +170,9 @@ def model_card(encoder_dir: str | os.PathLike, run_dir: str | os.PathLike | None
         "states = encoder(**batch).last_hidden_state",
         ("embedding = states[:, 0]  # the [CLS] vector" if pooling_mode == "cls" else
          "mask = batch['attention_mask'].unsqueeze(-1)\nembedding = (states * mask).sum(1) / mask.sum(1)  # mean"),
+        *(["", "from transformers import pipeline",
+            "fill = pipeline('fill-mask', model='path/to/this/folder')",
+            "fill('the capital of france is [MASK].')"] if masked_lm else []),
         "```", "",
         "With seedr: `seedr encode --model path/to/this/folder --corpus ...` (documents as `title [SEP] text`).",
     ])
@@ -156,4 +187,4 @@ def write_model_card(encoder_dir: str | os.PathLike, run_dir: str | os.PathLike 
     return path
 
 
-__all__ = ["BUILTIN_HUB_IDS", "CARD", "model_card", "write_model_card"]
+__all__ = ["BUILTIN_HUB_IDS", "CARD", "has_mlm_head", "model_card", "write_model_card"]
