@@ -110,3 +110,28 @@ def test_refuses_runs_over_another_corpus(questions, passages, bm25_run, tmp_pat
     with pytest.raises(ValueError, match="not in the corpus"):
         build_open_qa(tmp_path / "nq", questions, split, passages, bm25_run, {"stray": stray}, random_passages=0)
     assert not (tmp_path / "nq").exists()
+
+
+def test_prepare_open_qa_from_files(questions_path, passages, bm25_run, tmp_path):
+    """``seedr prepare --open-qa``: the split is made and written on first use, then read back."""
+    from typer.testing import CliRunner
+
+    from seedr.cli import app
+    from seedr.data.corpus import write_corpus
+    from seedr.retrieval.runs import write_trec_run
+
+    write_corpus(tmp_path / "passages" / "corpus.jsonl", passages)
+    write_trec_run(tmp_path / "bm25.trec", bm25_run)
+    arguments = ["prepare", "--open-qa", str(questions_path), "--corpus", str(tmp_path / "passages"),
+                 "--split", str(tmp_path / "split.json"), "--test-questions", "500", "--bm25-run",
+                 str(tmp_path / "bm25.trec"), "--pool-random", "100"]
+    result = CliRunner().invoke(app, [*arguments, "--out", str(tmp_path / "nq")])
+    assert result.exit_code == 0, result.output
+    made = json.loads((tmp_path / "split.json").read_text())
+    assert len(made["test"]) == 500 and (tmp_path / "nq" / "pool" / "corpus.jsonl").exists()
+    again = CliRunner().invoke(app, [*arguments, "--seed", "7", "--out", str(tmp_path / "nq2")])
+    assert again.exit_code == 0, again.output
+    assert json.loads((tmp_path / "split.json").read_text()) == made  # an existing split is read, not remade
+    assert (tmp_path / "nq" / "test.jsonl").read_text() == (tmp_path / "nq2" / "test.jsonl").read_text()
+    missing = CliRunner().invoke(app, ["prepare", "--open-qa", str(questions_path), "--out", str(tmp_path / "x")])
+    assert missing.exit_code != 0 and "--open-qa needs" in missing.output

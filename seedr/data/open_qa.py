@@ -230,10 +230,37 @@ def build_open_qa(out: str | os.PathLike, examples: Sequence[QAExample], split: 
     return summary
 
 
+def build_open_qa_from_files(out: str | os.PathLike, questions_path: str | os.PathLike,
+                             corpus: Sequence[str | os.PathLike], split_path: str | os.PathLike,
+                             bm25_run_path: str | os.PathLike, other_run_paths: Sequence[str | os.PathLike] = (),
+                             test_questions: int = 1000, seed: int = 0, show_progress: bool = False,
+                             **options: Any) -> OpenQASummary:
+    """``build_open_qa`` from files, as ``seedr prepare --open-qa`` calls it: NQ-open-format questions, the
+    passages (any corpus format, files, globs or folders), a split file (made from ``test_questions`` and
+    ``seed`` and written to ``split_path`` when it does not exist yet; read and checked otherwise) and TREC
+    runs (named by their file names). ``options`` go to ``build_open_qa``."""
+    from seedr.data.corpus import read_corpus
+    from seedr.data.inputs import input_files
+    from seedr.data.qa import read_nq_open
+    from seedr.retrieval.runs import read_trec_run
+
+    examples = read_nq_open(questions_path)
+    if Path(split_path).exists():
+        split = read_split(split_path, questions_path, examples)
+    else:
+        split = split_questions(examples, test_questions, seed)
+        write_split(split_path, questions_path, split, seed)
+    passages = [passage for path in input_files(list(corpus), "corpus")
+                for passage in tqdm(read_corpus(path), desc="passages", unit="passage", disable=not show_progress)]
+    others = {Path(path).name: read_trec_run(path) for path in other_run_paths}
+    return build_open_qa(out, examples, split, passages, read_trec_run(bm25_run_path), others, seed=seed,
+                         show_progress=show_progress, **options)
+
+
 def _context(passage: Document) -> dict[str, Any]:
     """A passage as a DPR context (``passage_id``, ``title``, ``text``)."""
     return {"passage_id": passage.id, "title": passage.title, "text": passage.text}
 
 
-__all__ = ["OpenQASummary", "answer_passages_of", "build_open_qa", "file_sha256", "read_split", "split_questions",
+__all__ = ["OpenQASummary", "answer_passages_of", "build_open_qa", "build_open_qa_from_files", "file_sha256", "read_split", "split_questions",
            "write_split"]

@@ -37,19 +37,61 @@ def command(
         "--reqa-split", help="Instead of a corpus: split this SQuAD JSON into ReQA fine-tuning data (train + "
         "validation as a BEIR folder, test.json), Chang et al. 2020.")] = None,
     test_fraction: Annotated[float, typer.Option(
-        "--test-fraction", help="--reqa-split: share of questions for test (0.99, 0.95, 0.2 = the paper's "
+        "--test-fraction", min=0, max=1, help="--reqa-split: share of questions for test (0.99, 0.95, 0.2 = the paper's "
         "1% / 5% / 80% training splits).")] = 0.2,
-    seed: Annotated[int, typer.Option("--seed", help="--reqa-split: seed of the article shuffle.")] = 0,
+    seed: Annotated[int, typer.Option("--seed", min=0, help="--reqa-split: seed of the article shuffle; --open-qa: "
+                                      "of a new question split and the pool's draws.")] = 0,
+    open_qa: Annotated[Path | None, typer.Option(
+        "--open-qa", help="Instead of a corpus: DPR-style open-domain QA data from these NQ-open-format questions "
+        "over the --corpus passages: train.json (DPR's format), test.jsonl and a test pool, pool/corpus.jsonl "
+        "(seedr.data.open_qa).")] = None,
+    split: Annotated[Path | None, typer.Option(
+        "--split", help="--open-qa: the question split file; made from --test-questions and --seed and written "
+        "there when it does not exist (commit it: every run then scores the same questions).")] = None,
+    test_questions: Annotated[int, typer.Option(
+        "--test-questions", min=1, help="--open-qa: questions on the test side of a new split.")] = 1000,
+    bm25_run: Annotated[Path | None, typer.Option(
+        "--bm25-run", help="--open-qa: BM25's TREC run of every question over the passages, 100 deep "
+        "(seedr search --bm25 --k 100): training positives and hard negatives, and pool distractors.")] = None,
+    distractor_run: Annotated[list[Path] | None, typer.Option(
+        "--distractor-run", help="--open-qa: another run over the passages (e.g. a dense encoder's) whose top "
+        "passages also join the pool (repeatable).")] = None,
+    run_depth: Annotated[int, typer.Option(
+        "--run-depth", min=0,
+        help="--open-qa: top passages of each run that join the pool, per test question.")] = 20,
+    answer_passages: Annotated[int, typer.Option(
+        "--answer-passages", min=1,
+        help="--open-qa: answer passages drawn from all of them per test question.")] = 5,
+    pool_random: Annotated[int, typer.Option(
+        "--pool-random", min=0,
+        help="--open-qa: passages drawn uniformly from the whole corpus into the pool.")] = 20000,
     overwrite: Annotated[bool, typer.Option(
         "--overwrite", help="Replace OUT when it already holds a prepared corpus.")] = False,
 ) -> None:
     """Convert a corpus (BEIR, MS MARCO, wiki articles, wikiextractor, FOLDOC, ...) into seedr corpus JSONL,
-    optionally cut into DPR passages, with links and a trained tokenizer; or split ReQA SQuAD for fine-tuning.
+    optionally cut into DPR passages, with links and a trained tokenizer; or split ReQA SQuAD for fine-tuning;
+    or build DPR-style open-domain QA training data and a test pool (--open-qa).
 
     Example: seedr prepare --corpus ../shared/data/wiki/enwiki-2015-00.jsonl.xz --passage-words 100 --links --out runs/wiki00
     """
     from rich.console import Console
     from rich.table import Table
+
+    if open_qa is not None:
+        from seedr.data.open_qa import build_open_qa_from_files
+
+        if not corpus or split is None or bm25_run is None:
+            raise ValueError("--open-qa needs the passages (--corpus), the question split (--split) and BM25's "
+                             "run (--bm25-run)")
+        summary = build_open_qa_from_files(out, open_qa, corpus, split, bm25_run, distractor_run or [],
+                                           test_questions=test_questions, seed=seed, show_progress=True,
+                                           run_depth=run_depth, answer_passages=answer_passages,
+                                           random_passages=pool_random)
+        Console().print(f"open-domain QA data written to [bold]{out}[/]: {summary.train_with_positive:,} of "
+                        f"{summary.train_questions:,} training questions with a positive (train.json); "
+                        f"{summary.test_scored:,} of {summary.test_questions:,} test questions with an answer in "
+                        f"the {summary.passages:,} passages (test.jsonl), over a pool of {summary.pool_passages:,}")
+        return
 
     if reqa_split is not None:
         from seedr.data.qa import read_squad
