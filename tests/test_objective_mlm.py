@@ -135,6 +135,24 @@ def test_saved_head_makes_the_product_a_masked_lm_checkpoint(objective, tmp_path
     assert torch.count_nonzero(fresh.mlm_head.bias) == 0
 
 
+def test_continuing_from_a_seedr_run_keeps_its_trained_head(wiki_shard, tmp_path, tokenizer):
+    """``--model RUN``: the head comes from the run's newest checkpoint, as ``mlm_head_from: RUN`` does."""
+    from safetensors.torch import load_file
+    from test_diagnostics import tiny_run
+
+    from seedr.training.checkpoint import latest_checkpoint, model_weights_path
+
+    run = tiny_run(wiki_shard, tmp_path / "mlm", "mlm")
+    trained = load_file(str(model_weights_path(latest_checkpoint(run))))
+    continued = MaskedLanguageModel(load_encoder(run), tokenizer, MLMConfig())
+    torch.testing.assert_close(continued.mlm_head.dense.weight, trained["mlm_head.dense.weight"])
+    torch.testing.assert_close(continued.mlm_head.bias, trained["mlm_head.bias"])
+    named = MaskedLanguageModel(tiny_bert(tokenizer), tokenizer, MLMConfig(mlm_head_from=str(run)))
+    torch.testing.assert_close(named.mlm_head.LayerNorm.weight, trained["mlm_head.LayerNorm.weight"])
+    with pytest.raises(DataError, match="no MLM head"):
+        MaskedLanguageModel(tiny_bert(tokenizer), tokenizer, MLMConfig(mlm_head_from=str(tmp_path)))
+
+
 def test_missing_head_initialises_or_fails_when_asked_for(minilm_path, tmp_path, tokenizer):
     encoder = load_encoder(minilm_path)  # a sentence-transformers checkpoint: no cls.predictions.*
     objective = MaskedLanguageModel(encoder, tokenizer, MLMConfig())

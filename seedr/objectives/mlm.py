@@ -29,8 +29,10 @@ class MLMConfig:
         mask_probability: share of each sequence's non-special tokens chosen as targets (BERT: 0.15;
             80% of them become [MASK], 10% a random token, 10% stay unchanged).
         mlm_head_from: a Hugging Face checkpoint folder whose safetensors hold an MLM head
-            (``cls.predictions.*``, as ``BertForMaskedLM`` saves). Default: the folder the encoder was
-            loaded from, when it has one; otherwise the head is freshly initialised (MiniLM has none).
+            (``cls.predictions.*``, as ``BertForMaskedLM`` saves), or a seedr run folder of an objective
+            with one (its newest checkpoint's head). Default: the folder the encoder was loaded from
+            (or the run it is the product of), when it has one; otherwise the head is freshly initialised
+            (MiniLM has none).
         save_head: also write the head into the saved encoder's safetensors (``cls.predictions.*``, as
             ``BertForMaskedLM`` names it), so the product is a masked-LM checkpoint that pre-training can
             continue from with its head (the seedr base); off by default, as a retriever needs no head.
@@ -71,13 +73,33 @@ class MaskedLanguageModel(Objective):
 
     def _load_mlm_head(self, explicit: str | None, encoder: PreTrainedModel) -> None:
         if explicit is not None:
-            if not self.mlm_head.load_from_checkpoint(explicit):
-                raise DataError(explicit, "no MLM head (cls.predictions.*) in this folder's safetensors",
+            if not (self.mlm_head.load_from_checkpoint(explicit) or self._load_run_head(Path(explicit))):
+                raise DataError(explicit, "no MLM head in this folder: neither cls.predictions.* in its "
+                                          "safetensors nor an MLM-family seedr run's checkpoint",
                                 field="mlm_head_from")
             return
         loaded_from = getattr(encoder, "name_or_path", "")
-        if loaded_from and Path(loaded_from).is_dir():
-            self.mlm_head.load_from_checkpoint(loaded_from)
+        if loaded_from and Path(loaded_from).is_dir() and not self.mlm_head.load_from_checkpoint(loaded_from):
+            self._load_run_head(Path(loaded_from).parent)  # a seedr run's product is <run>/encoder
+
+    def _load_run_head(self, run_dir: Path) -> bool:
+        """Load the head trained by a seedr run (MLM, SEED-Encoder or CPDAE): ``mlm_head.*`` of its newest
+        checkpoint's full weights, whose encoder is the run's product. False when ``run_dir`` is not such
+        a run."""
+        from safetensors import safe_open
+
+        from seedr.training.checkpoint import latest_checkpoint, model_weights_path
+
+        checkpoint = latest_checkpoint(run_dir) if (run_dir / "checkpoints").is_dir() else None
+        if checkpoint is None:
+            return False
+        with safe_open(str(model_weights_path(checkpoint)), framework="pt") as weights:
+            head = {name.removeprefix("mlm_head."): weights.get_tensor(name)
+                    for name in weights.keys() if name.startswith("mlm_head.")}  # noqa: SIM118
+        if not head:
+            return False
+        self.mlm_head.load_state_dict(head)
+        return True
 
     def save_encoder(self, directory: str | os.PathLike, max_seq_length: int = 512) -> Path:
         """The encoder as every objective saves it, with the MLM head when ``config.save_head``."""
