@@ -189,6 +189,11 @@ def test_tiny_experiment_report_results_and_verify(tiny_run):
     dense = systems["dense"]["nDCG@10"]["mean"]
     assert dense == pytest.approx((systems["zeroshot"]["nDCG@10"]["mean"] + systems["finetuned"]["nDCG@10"]["mean"]) / 2)
     assert {claim["verdict"] for claim in results["claims"]} <= {"holds", "does not hold", "not significant"}
+    task = results["tasks"]["scifact"]  # its chance level, BM25 (the bm25 condition) and floor
+    assert task["bm25_system"] == "bm25" and task["bm25"]["nDCG@10"] == systems["bm25"]["nDCG@10"]["mean"]
+    assert 0 < task["chance"]["nDCG@10"] < 0.2 and task["pool"] > 60
+    assert task["floor"]["nDCG@10"] == pytest.approx(max(5 * task["chance"]["nDCG@10"], 0.2 * task["bm25"]["nDCG@10"]))
+    assert "| *floor* |" in markdown
     assert results["claims"][1]["p_value"] is not None
     assert results["compute_seconds"] >= results["wall_seconds"] * 0.5 > 0
     assert len(results["figures"]) == 4 * 2
@@ -318,7 +323,7 @@ def test_claims_table_renders_committed_results(tmp_path):
              "delta": 0.01, "p_value": 0.3, "verdict": "not significant", "scale": "cpu"}
     (root / "x" / "results.json").write_text(json.dumps({"claims": [claim]}))
     table = claims_table(root, relative_to=tmp_path)
-    assert "| SEED beats MLM | +1.2 MRR@10 (Table 1) | seed 0.6100 vs mlm 0.6000" in table
+    assert "| SEED beats MLM | +1.2 MRR@10 (Table 1) | – | seed 0.6100 vs mlm 0.6000 (scifact nDCG@10) | – |" in table
     assert "not significant" in table and "(results/x/report.md)" in table
 
 
@@ -466,3 +471,239 @@ def test_development_split_holds_out_training_queries_and_never_reads_test(share
         build_step("retrieval_task", {"source": str(scifact), "heldout_from": "dev"}, "test").validate()
     with pytest.raises(ValueError, match="needs a BEIR source"):
         build_step("retrieval_task", {"heldout_from": "train"}, "test").validate()
+
+
+# ------------------------------------------------------------------ the floor (issue 21.1)
+
+
+def _floor_experiment(*claims):
+    """An experiment as ``claim_results`` reads it: claims on a task whose baseline is mlm."""
+    from types import SimpleNamespace
+
+    from seedr.experiments.spec import Claim
+
+    return SimpleNamespace(path=Path("floor.yaml"), claims=[Claim(**claim) for claim in claims], baseline="mlm",
+                           alpha=0.05, tolerance={}, scale="cpu")
+
+
+def _task(means, p_values, chance, bm25):
+    """One task of results.json: systems' means with their p-value against mlm, and its references."""
+    from seedr.experiments.results import references
+
+    systems = {name: {"R@100": {"mean": mean, "delta": mean - means["mlm"], "p_value": p_values.get(name),
+                                "significant": (p_values.get(name) or 1.0) < 0.05}}
+               for name, mean in means.items()}
+    return {"baseline": "mlm", "test": "permutation", "alpha": 0.05, "queries": {"R@100": 300},
+            "systems": systems, **references({"R@100": chance}, bm25 and {"R@100": bm25}, None, 10_000)}
+
+
+ICT_VS_MLM = {"claim": "ICT+BFS+WLP ≫ MLM with few labels", "condition": "ict", "against": "mlm",
+              "task": "reqa", "metric": "R@100"}
+
+
+def test_floor_is_five_times_chance_and_a_fifth_of_bm25():
+    from seedr.experiments.results import floor
+
+    assert floor(0.01, 0.97) == pytest.approx(0.194)  # BM25's part binds where chance is tiny
+    assert floor(0.134, 0.215) == pytest.approx(0.67)  # chance's part binds where chance is high
+    assert floor(0.01, None) == pytest.approx(0.05)  # no BM25 on the task: chance alone
+    assert floor(None, None) is None
+
+
+def test_claim_with_both_systems_below_the_floor_is_inconclusive():
+    """from_scratch's ReQA row as recorded: a significant difference (p = 0.0002) between two encoders
+    below a fifth of BM25 is no finding."""
+    from seedr.experiments.results import AT_CHANCE, claim_results, claims_markdown
+
+    task = _task({"mlm": 0.0449, "ict": 0.0277}, {"ict": 0.0002}, chance=0.0105, bm25=0.973)
+    (claim,) = claim_results(_floor_experiment(ICT_VS_MLM), {"reqa": task}, None)
+    assert claim["verdict"] == AT_CHANCE == "inconclusive: at chance"
+    assert claim["floor"] == pytest.approx(0.1946) and claim["chance"] == 0.0105 and claim["bm25"] == 0.973
+    assert claim["p_value"] == 0.0002 and claim["value"] == 0.0277  # its figures are kept
+    row = claims_markdown([claim]).splitlines()[2]
+    assert "ict 0.0277 vs mlm 0.0449 (reqa R@100)" in row and "0.1946 (chance 0.0105, BM25 0.9730)" in row
+    assert row.endswith("| inconclusive: at chance |")
+
+
+@pytest.mark.parametrize(("ict", "p_value", "verdict"), [
+    (0.8985, 0.0001, "holds"),  # ICLR 2020's 1% row: MLM near chance (3.93), ICT+BFS+WLP far above
+    (0.0100, 0.0001, "does not hold"),  # MLM above the floor, ICT below: judged, and it fails
+    (0.2000, 0.3000, "not significant"),  # above the floor but not different
+])
+def test_claim_is_judged_when_one_system_is_above_the_floor(ict, p_value, verdict):
+    from seedr.experiments.results import claim_results
+
+    mlm = 0.3 if verdict == "does not hold" else 0.0393  # ICLR 2020 Table 3, 1%/99%: R@100 3.93 for MLM
+    task = _task({"mlm": mlm, "ict": ict}, {"ict": p_value}, chance=0.001, bm25=0.7791)
+    (claim,) = claim_results(_floor_experiment(ICT_VS_MLM), {"reqa": task}, None)
+    assert claim["floor"] == pytest.approx(0.2 * 0.7791)
+    assert min(ict, mlm) < claim["floor"] <= max(ict, mlm)
+    assert claim["verdict"] == verdict
+
+
+def test_floor_uses_chance_alone_without_bm25_and_no_floor_without_references():
+    from seedr.experiments.results import AT_CHANCE, claim_results
+
+    below = _task({"mlm": 0.04, "ict": 0.049}, {"ict": 0.001}, chance=0.01, bm25=None)  # floor 0.05
+    above = _task({"mlm": 0.04, "ict": 0.051}, {"ict": 0.001}, chance=0.01, bm25=None)
+    experiment = _floor_experiment(ICT_VS_MLM)
+    assert claim_results(experiment, {"reqa": below}, None)[0]["verdict"] == AT_CHANCE
+    assert claim_results(experiment, {"reqa": above}, None)[0]["verdict"] == "holds"
+    bare = {key: above[key] for key in ("baseline", "test", "alpha", "queries", "systems")}  # recorded before
+    assert claim_results(experiment, {"reqa": bare}, None)[0]["verdict"] == "holds"
+
+
+def test_similar_claims_and_pairs_off_the_baseline_are_floored_too():
+    """A claim of "no difference" between two encoders at chance holds trivially: it is inconclusive.
+    A pair not against the baseline takes its recorded p-value when re-rendered."""
+    from seedr.experiments.results import AT_CHANCE, claim_results
+
+    task = _task({"mlm": 0.02, "seed": 0.021, "cpdae": 0.02}, {}, chance=0.001, bm25=0.6)
+    claim = {"claim": "on par", "condition": "cpdae", "against": "seed", "task": "t", "metric": "R@100",
+             "expect": "similar"}
+    (result,) = claim_results(_floor_experiment(claim), {"t": task}, None,
+                              p_values={("cpdae", "seed", "t", "R@100"): 0.9})
+    assert result["verdict"] == AT_CHANCE and result["p_value"] == 0.9
+    with pytest.raises(ValueError, match="needs the per-query scores"):
+        claim_results(_floor_experiment(claim), {"t": task}, None)
+
+
+def test_comparison_table_shows_chance_bm25_and_floor():
+    from seedr.experiments.results import comparison_markdown
+
+    task = _task({"mlm": 0.0449, "ict": 0.0277}, {"ict": 0.0002}, chance=0.000105, bm25=0.973)
+    lines = comparison_markdown(task).splitlines()
+    assert lines[2:4] == ["| mlm (baseline) | 0.0449 |", "| ict | 0.0277‡ |"]
+    assert lines[4:7] == ["| *chance (random ranking of 10,000)* | 0.00011 |", "| *BM25 (reference)* | 0.9730 |",
+                          "| *floor* | 0.1946 |"]
+    task["bm25_system"] = "bm25"  # BM25 is a condition of the experiment: its own row, not a reference
+    assert "*BM25 (reference)*" not in comparison_markdown(task)
+
+
+def test_recorded_claims_follow_the_floor():
+    """Every recorded task has its chance level, BM25 and floor; every recorded claim on a retrieval
+    metric whose two systems are below the floor is inconclusive, and no other is."""
+    from seedr.experiments.results import AT_CHANCE
+
+    for path in sorted((ROOT / "docs" / "results").glob("*/results.json")):
+        results = json.loads(path.read_text())
+        for name, task in results.get("tasks", {}).items():
+            assert set(task["chance"]) == set(task["queries"]) and task["bm25"], f"{path.parent.name}/{name}"
+        for claim in results.get("claims", []):
+            if claim["task"] == "diagnostics":
+                assert claim["floor"] is None and claim["verdict"] != AT_CHANCE
+                continue
+            below = max(claim["value"], claim["against_value"]) < claim["floor"]
+            assert (claim["verdict"] == AT_CHANCE) == below, f"{path.parent.name}: {claim['claim']}"
+            assert claim["protocol"], f"{path.parent.name}: {claim['claim']} says no protocol"
+
+
+def test_rerender_rederives_verdicts_and_report_from_results(tmp_path):
+    """A recorded experiment re-rendered from its results.json alone: claims re-judged with the texts of
+    its file, the report's Comparison section and its HTML re-written, the rest of the report kept."""
+    from seedr.experiments.results import AT_CHANCE, rerender
+
+    folder = tmp_path / "from_scratch"
+    shutil.copytree(ROOT / "docs" / "results" / "from_scratch", folder)
+    results = json.loads((folder / "results.json").read_text())
+    for claim in results["claims"]:  # as recorded before the floor
+        claim.update(verdict="holds", claim="old text")
+    (folder / "results.json").write_text(json.dumps(results))
+    before = (folder / "report.md").read_text()
+    experiment = load_experiment(ROOT / "experiments" / "from_scratch.yaml", "cpu")
+    rerendered = rerender(folder, experiment)
+    assert [claim["claim"] for claim in rerendered["claims"]] == [claim.claim for claim in experiment.claims]
+    assert {claim["verdict"] for claim in rerendered["claims"]} == {AT_CHANCE}
+    assert json.loads((folder / "results.json").read_text())["figures"] == results["figures"]
+    after = (folder / "report.md").read_text()
+    assert after.split("## Comparison")[0] == before.split("## Comparison")[0]
+    assert after.split("## Runs")[1] == before.split("## Runs")[1]
+    assert "| *floor* | 0.1352 | 0.1825 |" in after
+    assert "inconclusive: at chance" in (folder / "report.html").read_text()
+
+
+def test_claims_of_seedr_own_targets_are_a_table_of_their_own(tmp_path):
+    root = tmp_path / "results"
+    (root / "x").mkdir(parents=True)
+    claim = {"claim": "SEED beats MLM", "paper": "Table 1", "protocol": "SciFact fine-tuning", "task": "scifact",
+             "metric": "nDCG@10", "condition": "seed", "against": "mlm", "expect": "higher", "value": 0.61,
+             "against_value": 0.6, "delta": 0.01, "p_value": 0.3, "verdict": "not significant", "scale": "cpu",
+             "chance": 0.001, "bm25": 0.67, "floor": 0.134, "source": "paper"}
+    target = {**claim, "claim": "the recipe reaches 0.76", "paper": "issue 8 target", "source": "seedr"}
+    (root / "x" / "results.json").write_text(json.dumps({"claims": [target, claim]}))
+    papers, targets = claims_table(root, relative_to=tmp_path).split("seedr's own targets")
+    assert "| SEED beats MLM | Table 1 | SciFact fine-tuning |" in papers and "0.76" not in papers
+    assert "| seedr's target | source |" in targets and "| the recipe reaches 0.76 | issue 8 target |" in targets
+
+
+def test_claim_source_is_paper_or_seedr(tmp_path):
+    from seedr.data.io import DataError
+
+    text = (ROOT / "experiments" / "from_scratch.yaml").read_text()
+    bad = tmp_path / "experiments" / "bad.yaml"
+    bad.parent.mkdir()
+    bad.write_text(text.replace("    expect: higher\n", "    expect: higher\n    source: issue\n", 1))
+    with pytest.raises(DataError, match="source must be one of paper, seedr"):
+        load_experiment(bad, "cpu")
+
+
+STUB_RUNS = """\
+title: Floor from stub runs
+variables: {data: ""}
+tasks:
+  scifact:
+    kind: qrels
+    corpus: "{data}/corpus.jsonl"
+    queries: "{data}/queries.jsonl"
+    qrels: "{data}/qrels/test.tsv"
+    metrics: [nDCG@10, R@100]
+conditions:
+  oracle: {retrieve: {model: oracle}}
+  shuffled: {retrieve: {model: shuffled}}
+baseline: shuffled
+resamples: 200
+claims:
+  - {claim: the oracle wins, condition: oracle, against: shuffled, task: scifact, metric: nDCG@10,
+     protocol: stub runs}
+"""
+
+
+def test_runner_records_chance_bm25_and_floor(tmp_path, scifact_slice, monkeypatch):
+    """Without a BM25 condition the runner runs BM25 once as the floor's reference (stubbed here, as the
+    dense runs are: no model is loaded): results.json and the report carry each task's chance level,
+    BM25 and floor, and the claim is judged against it."""
+    from seedr.data.corpus import load_corpus
+    from seedr.data.queries import read_qrels
+    from seedr.experiments.runner import run_experiment
+    from seedr.experiments.tasks import QrelsTask
+
+    qrels = read_qrels(scifact_slice / "qrels" / "test.tsv")
+    corpus = list(load_corpus(scifact_slice / "corpus.jsonl"))
+
+    def ranked(qid, first):  # the judged documents first (or last), then the others in corpus order
+        order = sorted(corpus, key=lambda doc: (doc in qrels[qid]) != first)
+        return {doc: float(len(order) - rank) for rank, doc in enumerate(order[:100])}
+
+    bm25_calls = []
+    monkeypatch.setattr(QrelsTask, "bm25_run", lambda self, k: bm25_calls.append(k) or {
+        qid: ranked(qid, qid < "5") for qid in qrels})  # BM25 finds the relevant abstracts of some queries
+    monkeypatch.setattr(QrelsTask, "dense_run", lambda self, model, retrieve, folder: {
+        qid: ranked(qid, model == "oracle") for qid in qrels})
+    path = tmp_path / "experiments" / "stub.yaml"
+    path.parent.mkdir()
+    path.write_text(STUB_RUNS)
+    outcome = run_experiment(load_experiment(path, "cpu", [f"data={scifact_slice}"]), tmp_path / "out")
+    task = outcome.results["tasks"]["scifact"]
+    assert bm25_calls == [100] and set(task["systems"]) == {"oracle", "shuffled"}  # BM25 is no system
+    assert task["bm25_system"] is None and 0 < task["bm25"]["nDCG@10"] < 1
+    assert task["pool"] == len(corpus) and task["chance"] == QrelsTask(
+        "scifact", {"corpus": str(scifact_slice / "corpus.jsonl"), "queries": str(scifact_slice / "queries.jsonl"),
+                    "qrels": str(scifact_slice / "qrels" / "test.tsv")}, ["nDCG@10", "R@100"], "test").chance()
+    assert task["floor"]["nDCG@10"] == pytest.approx(max(5 * task["chance"]["nDCG@10"], 0.2 * task["bm25"]["nDCG@10"]))
+    (claim,) = outcome.results["claims"]
+    assert claim["value"] == 1.0 and claim["verdict"] == "holds" and claim["protocol"] == "stub runs"
+    report = outcome.report.read_text()
+    assert "| *BM25 (reference)* |" in report and "| *floor* |" in report and "| stub runs |" in report
+    # a second run reuses the reference BM25 run, as it does the conditions' runs
+    again = run_experiment(load_experiment(path, "cpu", [f"data={scifact_slice}"]), tmp_path / "out")
+    assert bm25_calls == [100] and again.results["tasks"]["scifact"]["bm25"] == task["bm25"]

@@ -122,3 +122,32 @@ def answer_coverage(run: Run, passages: dict[str, Document], answers: dict[str, 
     first_hits = first_hit_ranks(run, passages, answers, depth=max(ks), include_title=include_title)
     return {name: float(np.mean(list(hits.values()))) if hits else 0.0
             for name, hits in coverage_per_question(first_hits, ks).items()}
+
+
+def answer_passage_counts(passages: Iterable[Document], answers: dict[str, Sequence[str]],
+                          include_title: bool = False) -> dict[str, int]:
+    """For each question of ``answers``: how many of ``passages`` contain one of its answers (DPR's
+    match, as ``has_answer``) — what a random ranking's chance of covering it depends on
+    (``seedr.evaluation.chance.coverage_chance``). Each passage is tokenised once; an answer is looked
+    for only in the passages that hold all its tokens."""
+    tokenised: list[list[str]] = []
+    postings: dict[str, set[int]] = {}
+    for index, passage in enumerate(passages):
+        tokens = dpr_tokens(f"{passage.title} . {passage.text}" if include_title else passage.text)
+        tokenised.append(tokens)
+        for token in set(tokens):
+            postings.setdefault(token, set()).add(index)
+    counts = {}
+    for qid, question_answers in answers.items():
+        found: set[int] = set()
+        for answer in question_answers:
+            needle = list(_answer_tokens(answer))
+            if not needle:
+                continue  # as has_answer: a token-less answer matches nothing
+            candidates = set.intersection(*(postings.get(token, set()) for token in set(needle)))
+            width = len(needle)
+            found |= {index for index in candidates - found
+                      if any(tokenised[index][start:start + width] == needle
+                             for start in range(len(tokenised[index]) - width + 1))}
+        counts[qid] = len(found)
+    return counts

@@ -34,9 +34,14 @@ from rich.console import Console
 
 from seedr.config import from_dict, record_run
 from seedr.data.io import atomic_write, output_lock
-from seedr.experiments.spec import Experiment, substitute
+from seedr.experiments.spec import Condition, Experiment, substitute
 from seedr.experiments.steps import build_step, nested, record_step
 from seedr.experiments.tasks import TASKS, RetrievalTask, RetrieveConfig
+
+
+#: Every task's BM25 run, the reference of its floor (``seedr.experiments.results.references``): the
+#: folder of an experiment's BM25 condition on that task when it has one (same key), else its own.
+_BM25_REFERENCE = Condition("bm25-reference", [], "bm25")  # its name is the run file's tag
 
 
 def _key(out_dir: Path, *parts: Any) -> str:
@@ -216,7 +221,7 @@ def _run_experiment(experiment: Experiment, out_dir: Path, console: Console, com
     while it is computed, so experiments that share a work folder run at once unless they share a step
     that neither has finished (the second is then refused, naming the first)."""
     from seedr.evaluation.compare import comparison_table
-    from seedr.experiments.results import claim_results, figures
+    from seedr.experiments.results import claim_results, figures, results_markdown
     from seedr.reporting.diagnostics import plot_reliance
     from seedr.reporting.report import plot_comparison, render_report
 
@@ -243,7 +248,10 @@ def _run_experiment(experiment: Experiment, out_dir: Path, console: Console, com
     retrieving = [name for name, condition in experiment.conditions.items() if condition.retrieve != "none"]
     retrievals = {(task, name): runner.retrieval_folder(tasks[task], experiment.conditions[name], models[name])
                   for task in tasks for name in retrieving}
-    progress = _Progress(len(setup_steps) + len(unique_steps) + len(set(retrievals.values())), console)
+    bm25_system = next((name for name in retrieving if experiment.conditions[name].retrieve == "bm25"), None)
+    bm25_folders = {task: runner.retrieval_folder(tasks[task], _BM25_REFERENCE, None) for task in tasks}
+    all_retrievals = set(retrievals.values()) | set(bm25_folders.values())
+    progress = _Progress(len(setup_steps) + len(unique_steps) + len(all_retrievals), console)
     console.print(f"experiment [bold]{experiment.name}[/] ({experiment.scale} scale): "
                   f"{len(experiment.conditions)} conditions, {len(tasks)} task(s), {progress.total} units of work "
                   f"→ {out_dir}", highlight=False)
@@ -262,7 +270,12 @@ def _run_experiment(experiment: Experiment, out_dir: Path, console: Console, com
             if folder is not None and folder not in done_retrievals:
                 runner.run_retrieval(task, condition, models[name], folder, progress)
                 done_retrievals.add(folder)
+    for task in tasks.values():  # the floor's BM25 where no condition is BM25 (else the same folder: reused)
+        if bm25_folders[task.name] not in done_retrievals:
+            runner.run_retrieval(task, _BM25_REFERENCE, None, bm25_folders[task.name], progress)
+            done_retrievals.add(bm25_folders[task.name])
 
+    from seedr.experiments.results import references
     from seedr.retrieval.runs import read_trec_run
 
     grouped = {member for members in experiment.groups.values() for member in members}  # shown as their group
@@ -277,6 +290,10 @@ def _run_experiment(experiment: Experiment, out_dir: Path, console: Console, com
         tables[task.name] = table
         all_scores[task.name] = scores
         comparisons[task.name] = table.to_dict()
+        bm25 = (scores[bm25_system] if bm25_system
+                else task.per_query(read_trec_run(bm25_folders[task.name] / "run.trec")))
+        bm25_means = {metric: sum(bm25[metric].values()) / len(bm25[metric]) for metric in task.metrics}
+        comparisons[task.name].update(references(task.chance(), bm25_means, bm25_system, len(task.documents())))
         console.print(table.to_rich(title=f"{experiment.title}: {task.name}",
                                     systems=[system for system in table.systems if system not in grouped]))
     diagnosed = {name: json.loads((folder / "diagnostics.json").read_text(encoding="utf-8"))
@@ -287,7 +304,7 @@ def _run_experiment(experiment: Experiment, out_dir: Path, console: Console, com
                 if "cls_reliance" in result["details"]}
     wall = time.perf_counter() - started
     recorded = [*(folder / "step.json" for folder in [*setup_folders.values(), *unique_steps]),
-                *(folder / "settings.json" for folder in set(retrievals.values()))]
+                *(folder / "settings.json" for folder in all_retrievals)]
     compute = sum(json.loads(path.read_text(encoding="utf-8"))["seconds"] for path in recorded)
 
     results = {
@@ -322,7 +339,7 @@ def _run_experiment(experiment: Experiment, out_dir: Path, console: Console, com
                 run_names.setdefault(history, f"{name}/{step.kind}")
     report = render_report(list(run_names), report_dir, title=experiment.title,
                            preamble=_preamble(experiment, results),
-                           results_markdown=_results_markdown(experiment, tables, results),
+                           results_markdown=results_markdown(results),
                            figures=plots, names=list(run_names.values()))
     console.print(f"done in {wall:.0f} s; report: [bold]{report}[/]")
     return Outcome(report, results, runner.outcome_executed, runner.outcome_reused)
@@ -356,31 +373,6 @@ def _preamble(experiment: Experiment, results: dict[str, Any]) -> str:
         lines.append(f"- not run at this scale (the file's `scales.{experiment.scale}.skip`): "
                      + ", ".join(f"`{name}`" for name in experiment.skipped))
     return "\n".join(lines)
-
-
-def _results_markdown(experiment: Experiment, tables: dict[str, Any], results: dict[str, Any]) -> str:
-    from seedr.evaluation.case_study import case_study_markdown
-    from seedr.experiments.results import claims_markdown
-
-    blocks = []
-    for task, table in tables.items():
-        blocks += [f"### {task}", "", table.to_markdown()]
-    if results["diagnostics"]:
-        metrics = sorted({metric for values in results["diagnostics"].values() for metric in values})
-        blocks += ["### Diagnostics", "", "| condition | " + " | ".join(metrics) + " |",
-                   "|---|" + "---:|" * len(metrics)]
-        blocks += [f"| {name} | " + " | ".join(f"{values[m]:.4f}" if m in values else "–" for m in metrics) + " |"
-                   for name, values in results["diagnostics"].items()]
-        blocks.append("")
-    if results["case_study"]:
-        study = results["case_study"]
-        blocks += [f"### Case study: {' vs '.join(study['systems'])} on {study['task']}", "",
-                   "Queries one system ranks a relevant document first and the other does not (SEED-Encoder "
-                   "Table 5), with each system's top document and the rank of its first relevant one.", "",
-                   case_study_markdown(study)]
-    if results["claims"]:
-        blocks += ["### Claims", "", claims_markdown(results["claims"])]
-    return "\n".join(blocks)
 
 
 __all__ = ["Outcome", "machine", "run_experiment"]

@@ -22,7 +22,8 @@ An experiment is a YAML file in ``experiments/`` (``seedr experiment NAME``)::
     groups: {}                          # name → conditions whose per-query scores are averaged (seeds)
     tolerance: {nDCG@10: 0.02}          # how far a re-run may move a figure (`--verify`)
     claims: []                          # the papers' claims this experiment checks (README table);
-                                        # task "diagnostics": a metric of the conditions' diagnose steps
+                                        # task "diagnostics": a metric of the conditions' diagnose steps;
+                                        # each with its paper's figure, its protocol and its source
     case_study: {task: scifact, systems: [seed, mlm], queries: 5}   # optional: queries the two systems
                                         # disagree on, side by side (SEED-Encoder Table 5), in the report
     scales:                             # cpu (runs here) and paper (validated only): variables/defaults,
@@ -55,6 +56,8 @@ SCALES = ("cpu", "paper")
 #: Top-level keys of an experiment file.
 KEYS = {"title", "description", "variables", "setup", "tasks", "defaults", "conditions", "baseline", "groups",
         "tolerance", "claims", "scales", "test", "alpha", "resamples", "case_study"}
+#: Where a claim comes from: a paper, or seedr's own target (an issue's).
+CLAIM_SOURCES = ("paper", "seedr")
 _PLACEHOLDER = re.compile(r"\{([A-Za-z_][A-Za-z0-9_.]*)\}")
 
 
@@ -92,7 +95,11 @@ class Claim:
 
     ``expect``: ``higher`` (the condition beats ``against``), ``lower``, or ``similar`` (no significant
     difference). ``paper`` is the paper's own figure, as text with its table (typed from the paper).
+    ``protocol``: how seedr measures it, in a few words (what was fine-tuned on what, evaluated on
+    what), where it departs from the paper's. ``source``: ``paper`` (a paper's claim) or ``seedr`` (a
+    target of seedr's own, e.g. from an issue: listed apart from the papers' claims in the README).
     """
+
 
     claim: str
     condition: str
@@ -101,6 +108,8 @@ class Claim:
     metric: str
     expect: str = "higher"
     paper: str = ""
+    protocol: str = ""
+    source: str = "paper"
 
 
 @dataclass
@@ -331,6 +340,9 @@ def load_experiment(name: str | Path, scale: str = "cpu", overrides: list[str] |
             claims.append(Claim(**substitute(entry, variables, where)))
         except TypeError as error:
             raise DataError(path, f"claims[{index}]: {error}", field="claims") from None
+        if claims[-1].source not in CLAIM_SOURCES:
+            raise DataError(path, f"claims[{index}]: source must be one of {', '.join(CLAIM_SOURCES)}, not "
+                            f"{claims[-1].source!r}", field="claims")
     case_study = None
     if raw.get("case_study") is not None:
         entry = substitute(raw["case_study"], variables, where)
@@ -354,5 +366,5 @@ def load_experiment(name: str | Path, scale: str = "cpu", overrides: list[str] |
     return experiment
 
 
-__all__ = ["SCALES", "CaseStudy", "Claim", "Condition", "Experiment", "Step", "Task", "experiment_path",
+__all__ = ["CLAIM_SOURCES", "SCALES", "CaseStudy", "Claim", "Condition", "Experiment", "Step", "Task", "experiment_path",
            "experiments_dir", "load_experiment", "substitute"]

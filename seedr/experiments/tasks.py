@@ -70,6 +70,12 @@ class RetrievalTask:
         """``{metric: {qid: value}}`` of ``run``."""
         raise NotImplementedError
 
+    def chance(self, depth: int = 100) -> dict[str, float | None]:
+        """Each metric's chance level: its expected value when the task's pool is ranked at random
+        (``seedr.evaluation.chance``; ``depth``: the ranks a run holds, for metrics without a cut-off);
+        ``None`` where there is no closed form."""
+        raise NotImplementedError
+
     def dense_run(self, model: str, retrieve: RetrieveConfig, folder: Path) -> Run:
         """Encode the collection into ``folder/embeddings`` (resumable shards), index it, search."""
         from seedr.retrieval.encode import TextEncoder, encode_corpus_to_shards, load_embeddings, read_manifest
@@ -151,6 +157,11 @@ class QrelsTask(RetrievalTask):
 
         return per_query(run, self.labels(), self.metrics)
 
+    def chance(self, depth: int = 100) -> dict[str, float | None]:
+        from seedr.evaluation.chance import chance_levels
+
+        return chance_levels(self.metrics, {document.id for document in self.documents()}, self.labels(), depth)
+
 
 @dataclasses.dataclass
 class ReqaTaskConfig:
@@ -200,6 +211,14 @@ class ReqaTask(RetrievalTask):
         values = reqa_per_query(run, self._data()[2])
         return {metric: values[metric] for metric in self.metrics}
 
+    def chance(self, depth: int = 100) -> dict[str, float | None]:
+        from seedr.evaluation.chance import chance_levels
+        from seedr.evaluation.reqa import REQA_METRICS
+
+        candidates = {candidate.id for candidate in self._data()[0]}
+        levels = chance_levels([REQA_METRICS[metric] for metric in self.metrics], candidates, self._data()[2], depth)
+        return {metric: levels[REQA_METRICS[metric]] for metric in self.metrics}
+
 
 @dataclasses.dataclass
 class QaTaskConfig:
@@ -246,6 +265,15 @@ class QaTask(RetrievalTask):
         collection = {document.id: document for document in self.documents()}
         first_hits = first_hit_ranks(run, collection, self._questions()[1], max(ks), self.config.include_title)
         return coverage_per_question(first_hits, ks)
+
+    def chance(self, depth: int = 100) -> dict[str, float | None]:
+        from seedr.evaluation.chance import coverage_chance
+        from seedr.evaluation.qa_coverage import answer_passage_counts
+
+        counts = answer_passage_counts(self.documents(), self._questions()[1], self.config.include_title)
+        cutoffs = {metric: min(int(metric[4:]), depth) for metric in self.metrics}  # a run holds `depth` ranks
+        levels = coverage_chance(sorted(set(cutoffs.values())), len(self.documents()), counts)
+        return {metric: levels[f"Top-{k}"] for metric, k in cutoffs.items()}
 
 
 __all__ = ["TASKS", "QaTask", "QrelsTask", "ReqaTask", "RetrievalTask", "RetrieveConfig"]
