@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import math
 import platform
 import re
 import sys
@@ -76,9 +77,12 @@ def _coerce(value: Any, annotation: Any, where: str) -> Any:
         if isinstance(value, bool) or (annotation is int and isinstance(value, float) and not value.is_integer()):
             raise ValueError(f"{where}: {value!r} is not {what}")
         try:
-            return annotation(value)
+            number = annotation(value)
         except (TypeError, ValueError):
             raise ValueError(f"{where}: {value!r} is not {what}") from None
+        if not math.isfinite(number):  # YAML reads .nan and .inf, and float() "nan": never a setting
+            raise ValueError(f"{where}: {value!r} is not a finite number")
+        return number
     if annotation is str:
         if isinstance(value, dict | list):
             raise ValueError(f"{where}: {value!r} is not a string")

@@ -7,6 +7,7 @@ from __future__ import annotations
 import re
 import subprocess
 import sys
+import typing
 
 import pytest
 import typer
@@ -85,3 +86,52 @@ def test_training_stage_help_lists_every_train_key_with_its_default(stage):
     # each command shows its own defaults: fine-tuning's learning rate is not pre-training's
     assert ("train.learning_rate = 2e-05" in output) == (stage == "finetune")
     assert "train.scheduler = linear: " in output and "0 or null = no clipping" in output
+
+
+# ------------------------------------------------------------------ issue 25: numeric options are range-checked
+
+
+def numeric_options(stage: str) -> list:
+    """The stage's options that take numbers (ints or floats, one or a list)."""
+    command = typer.main.get_command(app).commands[stage]
+    found = []
+    for parameter in command.params:
+        annotation = parameter.type_descriptor.annotation
+        if typing.get_origin(annotation) is list:
+            (annotation,) = typing.get_args(annotation)
+        if annotation in (int, float):
+            found.append((parameter, annotation))
+    return found
+
+
+def shown_range(low, high) -> str:
+    """How --help shows an option's range."""
+    return f"{low}<=x<={high}" if low is not None and high is not None else f"x>={low}" if high is None else f"x<={high}"
+
+
+@pytest.mark.parametrize("stage", STAGES)
+def test_every_numeric_option_shows_its_range_and_refuses_values_outside_it_at_parse_time(stage):
+    help_text = runner.invoke(app, [stage, "--help"], env={"COLUMNS": "250"}).output
+    for parameter, kind in numeric_options(stage):
+        option = parameter.opts[0]
+        assert parameter.min is not None or parameter.max is not None, f"seedr {stage} {option} takes any number"
+        shown = re.escape(shown_range(parameter.min, parameter.max))
+        assert re.search(rf"{re.escape(option)}\s+<[^>]+> \[{shown}\]", help_text), (option, help_text)
+        outside = [*([parameter.min - (1 if kind is int else 0.5)] if parameter.min is not None else []),
+                   *([parameter.max + 1] if parameter.max is not None else []), *(["nan"] if kind is float else [])]
+        for value in outside:  # refused by the parser: before any work, and nothing written
+            result = runner.invoke(app, [stage, option, str(value)])
+            assert result.exit_code == 2, (option, value, result.output)
+            assert f"Invalid value for '{option}'" in " ".join(result.output.split()), (option, value, result.output)
+
+
+def test_the_issues_impossible_options_are_refused():
+    for arguments in (("evaluate", "x.trec", "--qrels", "q.tsv", "--resamples", "-5"),
+                      ("evaluate", "x.trec", "--qrels", "q.tsv", "--alpha", "7"),
+                      ("encode", "--model", "minilm", "--corpus", "c.jsonl", "--out", "e", "--max-length", "-5"),
+                      ("encode", "--model", "minilm", "--corpus", "c.jsonl", "--out", "e", "--max-length", "0"),
+                      ("encode", "--model", "minilm", "--corpus", "c.jsonl", "--out", "e", "--limit", "0"),
+                      ("search", "--bm25", "--corpus", "c.jsonl", "--queries", "q.jsonl", "--out", "r", "--k1", "-1")):
+        result = runner.invoke(app, list(arguments))
+        assert result.exit_code == 2 and "Invalid value for" in result.output, (arguments, result.output)
+        assert "Traceback" not in result.output

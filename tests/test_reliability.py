@@ -558,11 +558,6 @@ def test_bad_files_given_to_the_stages_are_one_line_each(model, corpus, queries,
         (("index", "--embeddings", bad_manifest, "--out", out), ["manifest.json", "field 'shards'"]),
         (("index", "--embeddings", truncated_npy, "--out", out), ["embeddings-00001.npy", "not a complete .npy"]),
         (("index", "--embeddings", duplicate_ids, "--out", out), ["ids-00001.txt, line 1", "duplicate id"]),
-        (("encode", "--model", model, "--corpus", corpus, "--out", out, "--shard-size", 0), ["--shard-size"]),
-        (("encode", "--model", model, "--corpus", corpus, "--out", out, "--batch-size", 0), ["--batch-size"]),
-        (("encode", "--model", model, "--corpus", corpus, "--out", out, "--limit", -5), ["--limit"]),
-        (("search", "--index", index, "--queries", queries, "--out", out, "--k", -3), ["--k"]),
-        (("search", "--index", index, "--queries", queries, "--out", out, "--k", 0), ["--k"]),
         (("pretrain", "--out", out, "--size", "tiny", "--set", "train.max_steps=abc"), ["train.max_steps", "'abc'"]),
         (("pretrain", "--out", out, "--size", "tiny", "--set", "train.seed=true"), ["train.seed", "not an integer"]),
         (("pretrain", "--out", out, "--size", "tiny", "--tokenizer", "minilm", "--set",
@@ -571,6 +566,17 @@ def test_bad_files_given_to_the_stages_are_one_line_each(model, corpus, queries,
     for arguments, expected in cases:
         result = seedr(*arguments)
         assert_one_clear_line(result, *expected)
+        assert not out.exists(), arguments
+    refused_by_the_parser = [  # with their range in --help (tests/test_cli.py walks every option)
+        ("encode", "--model", model, "--corpus", corpus, "--out", out, "--shard-size", 0),
+        ("encode", "--model", model, "--corpus", corpus, "--out", out, "--batch-size", 0),
+        ("encode", "--model", model, "--corpus", corpus, "--out", out, "--limit", -5),
+        ("search", "--index", index, "--queries", queries, "--out", out, "--k", -3),
+        ("search", "--index", index, "--queries", queries, "--out", out, "--k", 0),
+    ]
+    for arguments in refused_by_the_parser:
+        result = seedr(*arguments)
+        assert result.exit_code == 2 and f"Invalid value for '{arguments[-2]}'" in result.output, result.output
         assert not out.exists(), arguments
     assert not [path for path in tmp_path.iterdir() if path.name.startswith(".")]  # no lock, no temporary
 
@@ -825,3 +831,32 @@ def test_fine_tuning_never_calls_blown_up_weights_good(model: Path, scifact_trai
                    *(item for setting in settings for item in ("--set", setting)))
     assert_one_clear_line(result, "training diverged at step 1", "no checkpoint was made")
     assert list_checkpoints(out) == [] and not (out / "encoder").exists()
+
+
+# ------------------------------------------------------------------ issue 25: impossible settings, before any work
+
+
+@pytest.mark.parametrize("value", ["nan", "-1", "0", ".inf"])
+def test_an_impossible_learning_rate_is_refused_before_any_work(model: Path, scifact_train: Path, tmp_path: Path,
+                                                                value: str) -> None:
+    out = tmp_path / "ft"
+    result = seedr("finetune", "--model", model, "--train", scifact_train, "--negatives", "bm25", "--loss", "nll",
+                   "--out", out, "--set", f"train.learning_rate={value}")
+    reason = "is not a finite number" if value in ("nan", ".inf") else "must be a positive number"
+    assert_one_clear_line(result, "train.learning_rate", reason)
+    assert "other options make it" not in result.output  # the misleading message of the issue
+    assert "mining" not in result.output and not out.exists()
+    assert not [path for path in tmp_path.iterdir() if path.name.startswith(".")]
+    result = seedr("pretrain", "--size", "tiny", "--tokenizer", "minilm", "--out", tmp_path / "pt",
+                   "--set", f"train.learning_rate={value}")
+    assert_one_clear_line(result, "train.learning_rate", reason)
+    assert not (tmp_path / "pt").exists()
+
+
+def test_the_default_run_tag_of_an_index_folder_with_spaces_is_valid(embeddings: Path, queries: Path,
+                                                                    tmp_path: Path) -> None:
+    index = tmp_path / "idx dir"
+    assert seedr("index", "--embeddings", embeddings, "--out", index).exit_code == 0
+    result = seedr("search", "--index", index, "--queries", queries, "--out", tmp_path / "run.trec", "--k", 5)
+    assert result.exit_code == 0, result.output
+    assert {line.split()[-1] for line in (tmp_path / "run.trec").read_text().splitlines()} == {"idx_dir"}

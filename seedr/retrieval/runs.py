@@ -74,6 +74,12 @@ def _check_token(value: str, what: str) -> None:
         raise ValueError(f"{what} {value!r} cannot be written to a TREC run: it is empty or has whitespace")
 
 
+def run_tag(name: str, fallback: str = "seedr") -> str:
+    """A TREC run tag made from a name (a folder's, for a default tag): whitespace becomes ``_``, so
+    ``idx dir`` gives ``idx_dir``; an empty name gives ``fallback``."""
+    return "_".join(name.split()) or fallback
+
+
 def write_trec_run(path: str | os.PathLike, run: Run, tag: str = "seedr", k: int | None = None) -> int:
     """Write ``run`` as ``qid Q0 docid rank score tag`` lines, ranks from 1 in seedr's rank order.
 

@@ -28,27 +28,27 @@ def command(
                          "globs in any seedr format, e.g. the wiki shards (repeatable)."
     )] = None,
     max_documents: Annotated[int, typer.Option(
-        "--max-documents", help="Read at most this many documents (articles, for ICT pairs)."
+        "--max-documents", min=1, help="Read at most this many documents (articles, for ICT pairs)."
     )] = 2000,
     lengths: Annotated[str, typer.Option(
         "--lengths", help="Sequence lengths in tokens, [CLS] and [SEP] included (Fig. 1(b))."
     )] = "64,128,256,512",
-    pairs: Annotated[int, typer.Option("--pairs", help="Random pairs per length.")] = 256,
+    pairs: Annotated[int, typer.Option("--pairs", min=1, help="Random pairs per length.")] = 256,
     positives: Annotated[Path | None, typer.Option(
         "--positives", help="Positive pairs for alignment/uniformity/anisotropy: a BEIR folder (its judged "
                             "pairs, e.g. scifact) or article files (ICT pairs)."
     )] = None,
     split: Annotated[str, typer.Option("--split", help="BEIR qrels split of --positives.")] = "train",
-    positive_count: Annotated[int, typer.Option("--positive-pairs", help="Positive pairs to use.")] = 256,
+    positive_count: Annotated[int, typer.Option("--positive-pairs", min=1, help="Positive pairs to use.")] = 256,
     pooling: Annotated[str, typer.Option(
         "--pooling", help="cls (the papers'), mean, or model (what the model folder declares)."
     )] = "cls",
     word_texts: Annotated[int, typer.Option(
-        "--word-texts", help="CPDAE runs: texts whose decoded words are analysed (0: skip)."
+        "--word-texts", min=0, help="CPDAE runs: texts whose decoded words are analysed (0: skip)."
     )] = 8,
-    top_k: Annotated[int, typer.Option("--top-k", help="CPDAE runs: decoded words listed per text.")] = 10,
+    top_k: Annotated[int, typer.Option("--top-k", min=1, help="CPDAE runs: decoded words listed per text.")] = 10,
     reliance_texts: Annotated[int, typer.Option(
-        "--reliance-texts", help="SEED-Encoder runs: texts (filling the training length) for the decoder's "
+        "--reliance-texts", min=0, help="SEED-Encoder runs: texts (filling the training length) for the decoder's "
                                  "reliance on [CLS] by position, Fig. 4 (0: skip)."
     )] = 64,
     masked_lm_texts: Annotated[int, typer.Option(
@@ -60,10 +60,10 @@ def command(
                             "whether MLM left its unigram plateau."
     )] = False,
     common_words: Annotated[int, typer.Option(
-        "--common-words", help="CPDAE runs: how many of the corpus's most frequent tokens are common words."
+        "--common-words", min=1, help="CPDAE runs: how many of the corpus's most frequent tokens are common words."
     )] = 100,
-    seed: Annotated[int, typer.Option("--seed", help="Seed of the random pairs and samples.")] = 13,
-    batch_size: Annotated[int, typer.Option("--batch-size", help="Sequences per forward pass.")] = 16,
+    seed: Annotated[int, typer.Option("--seed", min=0, help="Seed of the random pairs and samples.")] = 13,
+    batch_size: Annotated[int, typer.Option("--batch-size", min=1, help="Sequences per forward pass.")] = 16,
 ) -> None:
     """Diagnose an encoder as the papers do, beyond retrieval metrics; writes OUT/diagnostics.json + .png.
 

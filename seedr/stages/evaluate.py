@@ -64,8 +64,8 @@ def command(
     test: Annotated[str, typer.Option(
         "--test", help="Paired test: permutation (SEED-Encoder) or ttest (CPDAE)."
     )] = "permutation",
-    alpha: Annotated[float, typer.Option("--alpha", help="Significance level.")] = 0.05,
-    resamples: Annotated[int, typer.Option("--resamples", help="Permutation test resamples.")] = 10_000,
+    alpha: Annotated[float, typer.Option("--alpha", min=0, max=1, help="Significance level.")] = 0.05,
+    resamples: Annotated[int, typer.Option("--resamples", min=1, help="Permutation test resamples.")] = 10_000,
     ignore_identical_ids: Annotated[bool, typer.Option(
         "--ignore-identical-ids", help="Drop documents whose id is the query's (BEIR's option)."
     )] = False,

@@ -51,12 +51,12 @@ def command(
     dev_corpus: Annotated[str | None, typer.Option(
         "--dev-corpus", help="Dev corpus: a file, a folder or a quoted glob (default: the training corpus).")] = None,
     dev_every: Annotated[int | None, typer.Option(
-        "--dev-every", help="Steps between dev evaluations; 0: before and after training only.")] = None,
+        "--dev-every", min=0, help="Steps between dev evaluations; 0: before and after training only.")] = None,
     rounds: Annotated[int | None, typer.Option(
-        "--rounds", help="static negatives: mine → fine-tune rounds, each mining with the last model "
+        "--rounds", min=1, help="static negatives: mine → fine-tune rounds, each mining with the last model "
                          "(CPDAE on documents: 2).")] = None,
     few_shot: Annotated[float | None, typer.Option(
-        "--few-shot", help="Train on N sampled queries (N ≥ 1) or on that fraction of them (< 1).")] = None,
+        "--few-shot", min=0, help="Train on N sampled queries (N ≥ 1) or on that fraction of them (< 1).")] = None,
     seeds: Annotated[str | None, typer.Option(
         "--seeds", help="Few-shot: comma-separated seeds, one run each, averaged in few-shot.md.")] = None,
     resume: Annotated[bool, typer.Option(

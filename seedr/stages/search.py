@@ -25,7 +25,7 @@ def command(
     reqa: Annotated[Path | None, typer.Option(
         "--reqa", help="Or ReQA: SQuAD JSON; its questions against its (sentence, paragraph) candidates."
     )] = None,
-    k: Annotated[int, typer.Option("--k", help="Documents per query.")] = 100,
+    k: Annotated[int, typer.Option("--k", min=1, help="Documents per query.")] = 100,
     index: Annotated[Path | None, typer.Option(
         "--index", help="Dense: index folder from `seedr index`."
     )] = None,
@@ -34,17 +34,17 @@ def command(
                         "the same weights, checked by fingerprint)."
     )] = None,
     max_length: Annotated[int | None, typer.Option(
-        "--max-length", help="Dense: tokens per query (default: as the documents)."
+        "--max-length", min=1, help="Dense: tokens per query (default: as the documents)."
     )] = None,
     query_prefix: Annotated[str | None, typer.Option(
         "--query-prefix", help="Dense: text put before every query."
     )] = None,
-    batch_size: Annotated[int, typer.Option("--batch-size", help="Dense: queries per forward pass.")] = 64,
+    batch_size: Annotated[int, typer.Option("--batch-size", min=1, help="Dense: queries per forward pass.")] = 64,
     nprobe: Annotated[int | None, typer.Option(
-        "--nprobe", help="Dense IVF indexes: inverted lists visited."
+        "--nprobe", min=1, help="Dense IVF indexes: inverted lists visited."
     )] = None,
     ef_search: Annotated[int | None, typer.Option(
-        "--ef-search", help="Dense HNSW indexes: search breadth."
+        "--ef-search", min=1, help="Dense HNSW indexes: search breadth."
     )] = None,
     device: Annotated[str | None, typer.Option("--device", help="Dense: cpu, cuda ...")] = None,
     mmap: Annotated[bool, typer.Option(
@@ -58,10 +58,10 @@ def command(
     bm25_index: Annotated[Path | None, typer.Option(
         "--bm25-index", help="BM25: a saved index folder (or where to save one built from --corpus)."
     )] = None,
-    k1: Annotated[float, typer.Option("--k1", help="BM25 k1 (Anserini's default).")] = 0.9,
-    b: Annotated[float, typer.Option("--b", help="BM25 b (Anserini's default).")] = 0.4,
+    k1: Annotated[float, typer.Option("--k1", min=0, help="BM25 k1 (Anserini's default).")] = 0.9,
+    b: Annotated[float, typer.Option("--b", min=0, max=1, help="BM25 b (Anserini's default).")] = 0.4,
     tag: Annotated[str | None, typer.Option(
-        "--tag", help="Run tag, last column (default: bm25 or the index folder name)."
+        "--tag", help="Run tag, last column (default: bm25 or the index folder name, spaces as _)."
     )] = None,
     overwrite: Annotated[bool, typer.Option(
         "--overwrite", help="BM25: replace --bm25-index when it already holds an index.")] = False,
@@ -80,7 +80,7 @@ def command(
     from seedr.retrieval.bm25 import BM25Index
     from seedr.retrieval.encode import TextEncoder, model_defaults
     from seedr.retrieval.faiss_index import DenseIndex
-    from seedr.retrieval.runs import write_run_record, write_trec_run
+    from seedr.retrieval.runs import run_tag, write_run_record, write_trec_run
     from seedr.retrieval.search import search_text
 
     sources = [source for source in (queries, questions, reqa) if source]
@@ -137,7 +137,7 @@ def command(
         encoder = TextEncoder.from_settings(recorded, model, max_length=max_length, query_prefix=query_prefix,
                                             device=device)
         run = search_text(searcher, encoder, texts, k, batch_size, show_progress=True)
-        tag = tag or index.name
+        tag = tag or run_tag(index.resolve().name, "dense")  # a folder name may hold spaces
     lines = write_trec_run(out, run, tag=tag)
     record = write_run_record(out, texts, kind, files)  # lets `seedr evaluate` check the questions
     console.print(f"{len(run)} queries, {lines} lines written to [bold]{out}[/] (its queries: {record.name})")

@@ -190,7 +190,16 @@ class TrainConfig:
             raise ValueError(f"train.mixed_precision must be no, bf16 or fp16, got {self.mixed_precision!r}")
         if self.scheduler not in SCHEDULERS:
             raise ValueError(f"train.scheduler must be one of {', '.join(SCHEDULERS)}, got {self.scheduler!r}")
-        if self.max_grad_norm is not None and self.max_grad_norm < 0:
+        if not self.learning_rate > 0:  # not ``<= 0``: NaN compares false
+            raise ValueError(f"train.learning_rate must be a positive number, got {self.learning_rate}")
+        if not self.weight_decay >= 0:
+            raise ValueError(f"train.weight_decay must be at least 0, got {self.weight_decay}")
+        if not self.adam_epsilon > 0:
+            raise ValueError(f"train.adam_epsilon must be a positive number, got {self.adam_epsilon}")
+        for name in ("adam_beta1", "adam_beta2"):
+            if not 0 <= getattr(self, name) < 1:
+                raise ValueError(f"train.{name} must be in [0, 1), got {getattr(self, name)}")
+        if self.max_grad_norm is not None and not self.max_grad_norm >= 0:
             raise ValueError(f"train.max_grad_norm must be positive, or 0 / null for no clipping, "
                              f"got {self.max_grad_norm}")
         if self.warmup_ratio is not None:
