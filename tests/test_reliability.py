@@ -6,6 +6,7 @@ kind of bad input. Tiny BERTs over MiniLM's vocabulary, real SciFact and Wikiped
 from __future__ import annotations
 
 import bz2
+import errno
 import gzip
 import itertools
 import json
@@ -860,3 +861,117 @@ def test_the_default_run_tag_of_an_index_folder_with_spaces_is_valid(embeddings:
     result = seedr("search", "--index", index, "--queries", queries, "--out", tmp_path / "run.trec", "--k", 5)
     assert result.exit_code == 0, result.output
     assert {line.split()[-1] for line in (tmp_path / "run.trec").read_text().splitlines()} == {"idx_dir"}
+
+
+# ------------------------------------------------------------------ issue 25: errors in one line
+
+
+def test_a_pickled_pytorch_model_bin_is_one_line_saying_safetensors_only(model: Path, corpus: Path,
+                                                                         tmp_path: Path) -> None:
+    marker = tmp_path / "pwned"
+
+    class Exploit:
+        def __reduce__(self):
+            return os.system, (f"touch {marker}",)
+
+    crafted = tmp_path / "crafted"
+    shutil.copytree(model, crafted)
+    (crafted / "model.safetensors").unlink()
+    torch.save({"embeddings.word_embeddings.weight": Exploit()}, crafted / "pytorch_model.bin")
+    result = encode(crafted, corpus, tmp_path / "emb")
+    assert_one_clear_line(result, "pytorch_model.bin", "seedr loads safetensors only")
+    assert "weights_only" not in result.output and not marker.exists() and not (tmp_path / "emb").exists()
+
+
+def test_a_full_disk_during_encode_names_the_file_and_leaves_no_half_shard(model: Path, corpus: Path, tmp_path: Path,
+                                                                           monkeypatch) -> None:
+    real_save = np.save
+
+    def full_disk(stream, array, *args, **kwargs):  # numpy's own short write, which carries no errno
+        stream.write(b"\x93NUMPY" + bytes(200))
+        raise OSError(f"{array.nbytes} requested and 8160 written")
+
+    monkeypatch.setattr(np, "save", full_disk)
+    out = tmp_path / "emb"
+    result = encode(model, corpus, out)
+    assert_one_clear_line(result, "embeddings-00000.npy", "no space left on the device")
+    assert not out.exists()  # a new folder that failed is removed: no shard, whole or half
+    assert not [path for path in tmp_path.iterdir() if path.name.startswith(".")]
+    monkeypatch.setattr(np, "save", real_save)
+    assert encode(model, corpus, out).exit_code == 0  # space freed: the same command completes the folder
+
+    def enospc(*args, **kwargs):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(os, "fsync", enospc)
+    assert_one_clear_line(encode(model, corpus, tmp_path / "other"), "settings.json", "no space left")
+    assert not (tmp_path / "other").exists()
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["emb"]
+
+
+def test_a_full_disk_during_index_names_the_file_and_leaves_nothing(embeddings: Path, tmp_path: Path,
+                                                                    monkeypatch) -> None:
+    import faiss
+
+    def full_disk(index, path):
+        Path(path).write_bytes(b"IxF2" + bytes(100))
+        raise RuntimeError("Error in void faiss::write_index(const faiss::Index*, faiss::IOWriter*, int) at "
+                           "faiss/impl/index_write.cpp:817: Error: 'ret == (n)' failed: write error in "
+                           f"{path}: 0 != 1 (No space left on device)\n" + "  frame\n" * 60)
+
+    monkeypatch.setattr(faiss, "write_index", full_disk)
+    out = tmp_path / "index"
+    result = seedr("index", "--embeddings", embeddings, "--out", out)
+    assert_one_clear_line(result, "index/index.faiss", "no space left on the device")
+    assert "frame" not in result.output
+    assert sorted(path.name for path in tmp_path.iterdir()) == []  # no folder, temporary or lock
+
+
+# ------------------------------------------------------------------ issue 25: no silent staleness
+
+
+def test_encode_says_which_step_of_a_run_it_encodes(finished: Path, corpus: Path, tmp_path: Path) -> None:
+    result = encode(finished, corpus, tmp_path / "emb")
+    assert result.exit_code == 0, result.output
+    assert "step 4 of the run" in result.output and "warning" not in result.output
+    out = copy_run(finished, tmp_path)  # killed between step 4's checkpoint and its product
+    shutil.rmtree(out / "encoder")
+    shutil.copytree(out / "checkpoints" / "step-2" / "encoder", out / "encoder")
+    result = encode(out, corpus, tmp_path / "stale")
+    assert result.exit_code == 0, result.output
+    said = " ".join(result.output.split())
+    assert "step 2 of the run" in said and "newer checkpoint, step 4" in said and "--resume" in said
+
+
+def test_qa_coverage_leaves_out_cutoffs_deeper_than_the_runs(wiki_shard: Path, shared_data: Path,
+                                                             tmp_path: Path) -> None:
+    from seedr.data.articles import read_articles
+    from seedr.data.corpus import write_corpus
+    from seedr.data.passages import split_passages
+
+    write_corpus(tmp_path / "passages.jsonl", split_passages(itertools.islice(read_articles(wiki_shard), 10)))
+    lines = (shared_data / "nq-open" / "NQ-open.dev.jsonl").read_text().splitlines()[:20]
+    (tmp_path / "nq.jsonl").write_text("\n".join(lines) + "\n")
+    result = seedr("search", "--bm25", "--corpus", tmp_path / "passages.jsonl", "--questions", tmp_path / "nq.jsonl",
+                   "--k", 5, "--out", tmp_path / "run.trec")
+    assert result.exit_code == 0, result.output
+    result = seedr("evaluate", tmp_path / "run.trec", "--qa-answers", tmp_path / "nq.jsonl", "--corpus",
+                   tmp_path / "passages.jsonl", "--ks", "1,5,20,100", "--json", tmp_path / "qa.json")
+    assert result.exit_code == 0, result.output
+    assert "left out Top-20, Top-100: the runs rank at most 5 passages" in " ".join(result.output.split())
+    scored = json.loads((tmp_path / "qa.json").read_text())
+    assert set(scored["metrics"]) == {"Top-1", "Top-5"}
+    assert scored["left_out"] == {"metrics": ["Top-20", "Top-100"], "run_depth": 5}
+    result = seedr("evaluate", tmp_path / "run.trec", "--qa-answers", tmp_path / "nq.jsonl", "--corpus",
+                   tmp_path / "passages.jsonl", "--ks", "20,100")
+    assert_one_clear_line(result, "deeper than the runs")
+
+
+def test_refusals_read_well(embeddings: Path, model: Path, corpus: Path, tmp_path: Path) -> None:
+    result = seedr("index", "--embeddings", embeddings, "--out", embeddings)
+    assert_one_clear_line(result, "exists and is an embeddings folder")
+    assert "a embeddings" not in result.output
+    index = tmp_path / "index"
+    assert seedr("index", "--embeddings", embeddings, "--out", index).exit_code == 0
+    assert_one_clear_line(encode(model, corpus, index), "exists and is a faiss index folder")
+    assert_one_clear_line(seedr("index", "--embeddings", embeddings, "--out", index), "a faiss index folder is already")

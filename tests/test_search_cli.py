@@ -177,10 +177,13 @@ def test_a_qa_run_scored_against_other_questions_is_refused(tmp_path, wiki_shard
     (tmp_path / "copy.jsonl").write_text((tmp_path / "asked.jsonl").read_text())
     result = seedr(*evaluate, "--qa-answers", tmp_path / "copy.jsonl")
     assert result.exit_code == 0 and "warning" not in result.output
-    # a run from another tool has no record: scored, with a warning
+    # a run from another tool has no record: refused, unless --force, which scores it with a warning
     (tmp_path / "run.trec.json").unlink()
     result = seedr(*evaluate, "--qa-answers", tmp_path / "other.jsonl")
-    assert result.exit_code == 0 and "cannot be checked against" in result.output
+    assert result.exit_code == 1 and "cannot be checked against" in result.output and "--force" in result.output
+    assert len([line for line in result.output.splitlines() if line.startswith("error:")]) == 1
+    result = seedr(*evaluate, "--qa-answers", tmp_path / "other.jsonl", "--force")
+    assert result.exit_code == 0 and "warning" in result.output and "cannot be checked against" in result.output
 
 
 def test_reqa_mode(tmp_path, shared_data):

@@ -4,6 +4,7 @@ atomic writes (so a failed run never leaves half-written output)."""
 from __future__ import annotations
 
 import bz2
+import errno
 import gzip
 import json
 import lzma
@@ -153,6 +154,22 @@ def unique_id(seen: dict[str, int], value: str, path: str | os.PathLike, line: i
     return value
 
 
+def disk_full(error: BaseException) -> bool:
+    """Whether a failed write means the file system (or the user's quota) is full: ``ENOSPC``/``EDQUOT``,
+    numpy's short write ("19200 requested and 8160 written", which has no errno) or faiss's message."""
+    if isinstance(error, OSError) and error.errno in (errno.ENOSPC, errno.EDQUOT):
+        return True
+    text = str(error)
+    return ("No space left on device" in text or "Disk quota exceeded" in text
+            or re.search(r"\d+ requested and \d+ written", text) is not None)
+
+
+def no_space_left(path: str | os.PathLike) -> DataError:
+    """The one-line error of a write to ``path`` that found the disk full (``disk_full``)."""
+    return DataError(path, "no space left on the device (or the quota is used up); the half-written file was "
+                           "removed: free some space, then run the command again")
+
+
 def _default_mode(directory: bool) -> int:
     """The mode a plain ``open``/``mkdir`` would give under the current umask (mkstemp uses 0600/0700)."""
     umask = os.umask(0)
@@ -230,8 +247,10 @@ def atomic_write(path: str | os.PathLike, mode: str = "w", encoding: str | None 
             stream.flush()
             os.fsync(stream.fileno())
         os.replace(temporary, path)
-    except BaseException:
+    except BaseException as error:
         Path(temporary).unlink(missing_ok=True)
+        if disk_full(error):
+            raise no_space_left(path) from None
         raise
 
 
@@ -266,8 +285,10 @@ def atomic_directory(path: str | os.PathLike) -> Iterator[Path]:
             _remove(backup)
         else:
             os.replace(temporary, path)
-    except BaseException:
+    except BaseException as error:
         shutil.rmtree(temporary, ignore_errors=True)
+        if disk_full(error):  # which of its files, the writer's own error says (``no_space_left``) when it can
+            raise no_space_left(path) from None
         raise
 
 
@@ -327,6 +348,11 @@ def output_kind(path: str | os.PathLike) -> str | None:
     return found[0] if len(found) == 1 else None
 
 
+def _a(kind: str) -> str:
+    """``kind`` with its indefinite article: "an embeddings", "a faiss index"."""
+    return f"{'an' if kind[:1].lower() in 'aeiou' else 'a'} {kind}"
+
+
 def check_output_folder(path: str | os.PathLike, kind: str, *, replaces: bool, overwrite: bool = False) -> bool:
     """Check, before anything is written, that a stage making a ``kind`` folder may write to ``path``.
 
@@ -345,11 +371,11 @@ def check_output_folder(path: str | os.PathLike, kind: str, *, replaces: bool, o
         return False
     found = output_kind(path)
     if found != kind:
-        what = f"a {found} folder" if found else f"not a {kind} folder (no {OUTPUT_MARKERS[kind]})"
+        what = f"{_a(found)} folder" if found else f"not {_a(kind)} folder (no {OUTPUT_MARKERS[kind]})"
         raise DataError(path, f"exists and is {what}; writing the {kind} here would "
                               f"{'delete' if replaces else 'mix into'} it: choose a new --out")
     if replaces and not overwrite:
-        raise DataError(path, f"a {kind} folder is already here; pass --overwrite to replace it")
+        raise DataError(path, f"{_a(kind)} folder is already here; pass --overwrite to replace it")
     foreign = foreign_files(path, kind) if replaces else []
     if foreign:
         shown = ", ".join(foreign[:5]) + (f" and {len(foreign) - 5} more" if len(foreign) > 5 else "")
@@ -455,6 +481,6 @@ def write_jsonl(path: str | os.PathLike, records: "Iterator[dict[str, Any]] | li
 
 
 __all__ = ["CORRUPT_STREAM_ERRORS", "DataError", "OUTPUT_FILES", "OUTPUT_MARKERS", "atomic_directory", "atomic_write",
-           "check_output_folder", "foreign_files", "iter_jsonl", "iter_lines", "json_problem", "lock_path", "open_binary",
+           "check_output_folder", "disk_full", "foreign_files", "iter_jsonl", "iter_lines", "json_problem", "lock_path", "no_space_left", "open_binary",
            "output_kind", "output_lock", "process_alive", "read_bytes", "read_json", "remove_stale_temporaries",
            "require", "require_file", "unique_id", "write_jsonl"]

@@ -123,14 +123,28 @@ def _has_pooler(folder: Path) -> bool:
     return not files  # no safetensors (e.g. pytorch_model.bin): let transformers decide
 
 
+#: Weights in formats seedr never loads: pickles (which can run code when read) and other frameworks'.
+UNSAFE_WEIGHTS = ("pytorch_model*.bin", "*.pt", "*.pth", "*.ckpt", "tf_model.h5", "flax_model.msgpack")
+
+
 def _check_weights(folder: Path) -> None:
     """A ``DataError`` naming the file when a ``*.safetensors`` of ``folder`` is truncated or corrupt
-    (transformers would fail with a traceback deep in its loader)."""
+    (transformers would fail with a traceback deep in its loader), or when the folder has weights only in
+    another format: seedr loads safetensors only, and never unpickles a ``pytorch_model.bin``."""
     from safetensors import safe_open
 
     from seedr.data.io import DataError
 
-    for file in sorted(folder.glob("*.safetensors")):
+    files = sorted(folder.glob("*.safetensors"))
+    if not files:
+        others = sorted(path for pattern in UNSAFE_WEIGHTS for path in folder.glob(pattern))
+        if others:
+            raise DataError(others[0], "seedr loads safetensors only (model.safetensors), never a pickle, which "
+                                       "could run code when read: convert it where you trust its source "
+                                       "(AutoModel.from_pretrained(folder).save_pretrained(folder) writes "
+                                       "model.safetensors)")
+        raise DataError(folder, "holds no weights (model.safetensors)")
+    for file in files:
         try:
             with safe_open(str(file), framework="pt") as weights:
                 weights.keys()
@@ -151,7 +165,7 @@ def load_encoder(name_or_path: str | os.PathLike) -> PreTrainedModel:
     options = {}
     if AutoConfig.from_pretrained(str(folder)).model_type == "bert" and not _has_pooler(folder):
         options["add_pooling_layer"] = False
-    return AutoModel.from_pretrained(str(folder), **options)
+    return AutoModel.from_pretrained(str(folder), use_safetensors=True, **options)
 
 
 def pool(last_hidden_state: torch.Tensor, attention_mask: torch.Tensor, pooling: Pooling = "cls") -> torch.Tensor:

@@ -31,7 +31,7 @@ import faiss
 import numpy as np
 from tqdm.auto import tqdm
 
-from seedr.data.io import DataError, atomic_directory, iter_lines, read_json
+from seedr.data.io import DataError, atomic_directory, disk_full, iter_lines, no_space_left, read_json
 from seedr.retrieval.runs import id_ranks
 
 METRICS = {"ip": faiss.METRIC_INNER_PRODUCT, "cosine": faiss.METRIC_INNER_PRODUCT, "l2": faiss.METRIC_L2}
@@ -224,7 +224,12 @@ class DenseIndex:
         """Write the index folder atomically (``index.faiss``, ``ids.txt``, ``index.json``)."""
         directory = Path(directory)
         with atomic_directory(directory) as temporary:
-            faiss.write_index(self.index, str(temporary / "index.faiss"))
+            try:
+                faiss.write_index(self.index, str(temporary / "index.faiss"))
+            except RuntimeError as error:  # faiss's C++ error, many lines long
+                if disk_full(error):
+                    raise no_space_left(directory / "index.faiss") from None
+                raise
             (temporary / "ids.txt").write_text("".join(f"{i}\n" for i in self.ids), encoding="utf-8")
             (temporary / "index.json").write_text(json.dumps(self.config, indent=2), encoding="utf-8")
         return directory

@@ -11,6 +11,27 @@ import typer
 from seedr.stages.common import clear_errors, console, locks_output
 
 
+def _say_which_step(model: str) -> None:
+    """For a run folder: which step of the run its ``encoder/`` is, and a warning when a newer checkpoint
+    exists (a run killed between a checkpoint and the product's update, not yet resumed)."""
+    from rich.markup import escape
+
+    from seedr.training.checkpoint import CHECKPOINTS, PRODUCT, product_steps
+
+    run = Path(model).expanduser()
+    if not ((run / PRODUCT / "config.json").exists() and (run / CHECKPOINTS).is_dir()):
+        return
+    step, newest = product_steps(run)
+    if step is not None:
+        console.print(f"model: {escape(str(run / PRODUCT))}, step {step} of the run", highlight=False)
+    if newest is not None and (step is None or newest > step):
+        which = f"step {step}" if step is not None else "of no kept checkpoint"
+        console.print(escape(f"warning: {run / PRODUCT} is {which}, but the run has a newer checkpoint, step "
+                             f"{newest}: it was stopped before publishing it. Resume the run (--resume) to publish "
+                             f"it, or encode {run / CHECKPOINTS / f'step-{newest}' / PRODUCT}"),
+                      style="yellow", soft_wrap=True, highlight=False)
+
+
 @clear_errors
 @locks_output("out")
 def command(
@@ -80,6 +101,8 @@ def command(
         raise ValueError(f"--shard-size and --batch-size must be at least 1, got {shard_size} and {batch_size}")
     check_output_folder(out, "embeddings", replaces=False)
     state = PartialState(cpu=device == "cpu")  # the launcher's process group; one process without one
+    if state.is_main_process:
+        _say_which_step(model)
     defaults = model_defaults(model)
     encoder = TextEncoder(model, pooling=pooling or defaults["pooling"],
                           normalize=defaults["normalize"] if normalize is None else normalize,

@@ -18,15 +18,21 @@ def _names(paths: list[Path]) -> list[str]:
     return stems if len(set(stems)) == len(stems) else [str(path) for path in paths]
 
 
-def _check_questions(runs: list[Path], questions: dict[str, str], given: str) -> None:
+def _check_questions(runs: list[Path], questions: dict[str, str], given: str, force: bool) -> None:
     """Refuse runs searched with other questions (question ids are line numbers: only the texts tell two
-    question files apart); warn about runs that do not record theirs."""
+    question files apart), and runs that do not record theirs (``<run>.json``, written by `seedr search`)
+    unless ``force`` (a run made by another tool), which then only warns."""
     from rich.markup import escape
 
+    from seedr.data.io import DataError
     from seedr.retrieval.runs import check_run_queries
 
     for path in runs:
         warning = check_run_queries(path, questions, given)
+        if warning and not force:
+            raise DataError(path, f"{warning.split(': ', 1)[-1]}: question ids are line numbers, so a run of other "
+                                  "questions would be scored silently wrong; pass --force to score it anyway (a "
+                                  "run made by another tool)")
         if warning:
             console.print(f"[yellow]warning[/]: {escape(warning)}", soft_wrap=True, highlight=False)
 
@@ -69,6 +75,11 @@ def command(
     ignore_identical_ids: Annotated[bool, typer.Option(
         "--ignore-identical-ids", help="Drop documents whose id is the query's (BEIR's option)."
     )] = False,
+    force: Annotated[bool, typer.Option(
+        "--force", help="QA coverage and ReQA: score a run that does not record the questions it was searched "
+                        "with (no RUN.json beside it: a run made by another tool), with a warning; without it, "
+                        "such a run is refused."
+    )] = False,
     json_out: Annotated[Path | None, typer.Option("--json", help="Write the results as JSON.")] = None,
     markdown_out: Annotated[Path | None, typer.Option(
         "--markdown", help="Write the table as Markdown."
@@ -76,8 +87,9 @@ def command(
 ) -> None:
     """Evaluate runs (queries missing from a run score 0; ties broken by document id) and compare them.
 
-    Metrics with a cutoff beyond the runs' depth (R@1000 on runs of 100 documents a query) are left out,
-    with a note. With several runs, each cell shows the difference to the baseline and its p-value.
+    Metrics with a cutoff beyond the runs' depth (R@1000 or Top-100 on runs of 100 or 20 documents a query)
+    are left out, with a note. QA and ReQA runs must record the questions they were searched with (`seedr
+    search` writes RUN.json beside RUN): a run without one is refused unless --force. With several runs, each cell shows the difference to the baseline and its p-value.
 
     Example: seedr evaluate dense.trec bm25.trec --qrels scifact/qrels/test.tsv --baseline bm25.trec
     """
@@ -119,8 +131,18 @@ def command(
             raise ValueError(f"--ks: {ks!r} is not a comma-separated list of integers") from None
         if not cutoffs or min(cutoffs) < 1:
             raise ValueError(f"--ks: every k must be at least 1, got {ks!r}")
+        depth = min(run_depth(run) for run in loaded.values())
+        too_deep = [k for k in cutoffs if k > depth]
+        if too_deep:  # as for IR metrics: Top-100 of a run 20 deep would be its Top-20
+            left_out = [f"Top-{k}" for k in too_deep]
+            console.print(f"left out {', '.join(left_out)}: the runs rank at most {depth} passages a question, "
+                          f"so these would equal their value at {depth} (search with a larger --k)")
+            cutoffs = [k for k in cutoffs if k <= depth]
+            details["left_out"] = {"metrics": left_out, "run_depth": depth}
+        if not cutoffs:
+            raise ValueError(f"every k of --ks {ks} is deeper than the runs ({depth} passages a question)")
         questions, answers = read_qa_file(qa_answers)
-        _check_questions(runs, questions, ", ".join(map(str, qa_answers)))
+        _check_questions(runs, questions, ", ".join(map(str, qa_answers)), force)
         collection = ranked_passages(loaded.values(), corpus, show_progress=True)
         per_system = {}
         for name, run in loaded.items():
@@ -129,7 +151,7 @@ def command(
         details["questions"] = len(answers)
     elif reqa is not None:
         _, questions, judged = reqa_candidates(read_squad(reqa))
-        _check_questions(runs, questions, str(reqa))
+        _check_questions(runs, questions, str(reqa), force)
         per_system = {name: reqa_per_query(run, judged) for name, run in loaded.items()}
         details["questions"] = len(judged)
     else:

@@ -241,6 +241,24 @@ def product_is_current(checkpoint: Path, out_dir: Path) -> bool:
     return model_fingerprint(product) == model_fingerprint(checkpoint / PRODUCT)
 
 
+def product_steps(out_dir: str | os.PathLike) -> tuple[int | None, int | None]:
+    """``(step of out_dir/encoder, step of the newest checkpoint)``: the product's step is that of the
+    checkpoint whose encoder it is (same fingerprint), ``None`` when none is (its checkpoint pruned). A
+    product older than the newest checkpoint is what a kill between the two leaves, until ``--resume``."""
+    from seedr.modeling.encoder import model_fingerprint
+
+    checkpoints = list_checkpoints(out_dir)
+    product = Path(out_dir) / PRODUCT
+    newest = checkpoints[-1][0] if checkpoints else None
+    if not (product / "config.json").exists():
+        return None, newest
+    fingerprint = model_fingerprint(product)
+    for step, folder in reversed(checkpoints):
+        if (folder / PRODUCT / "config.json").exists() and model_fingerprint(folder / PRODUCT) == fingerprint:
+            return step, newest
+    return None, newest
+
+
 def publish_product(checkpoint: Path, out_dir: Path) -> Path:
     """Copy a checkpoint's encoder to ``out_dir/encoder``, replacing the previous one atomically, with a
     model card that describes the run (``seedr.modeling.model_card``)."""
@@ -268,6 +286,7 @@ __all__ = [
     "model_weights_path",
     "optimizer_state_files",
     "product_is_current",
+    "product_steps",
     "prune_checkpoints",
     "publish_product",
     "read_extra_state",
