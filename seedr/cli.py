@@ -8,6 +8,7 @@ import typer
 
 from seedr import __version__
 from seedr.allocator import keep_freed_memory
+from seedr.progress import plain_progress
 from seedr.stages import STAGES
 from seedr.stages.common import StageCommand
 
@@ -39,6 +40,7 @@ for _stage in STAGES:
 
 def run() -> None:
     """The ``seedr`` console command: the allocator policy first (it must precede the run's allocations),
-    then the stage."""
+    and progress lines when the output is not a terminal (``seedr.progress``), then the stage."""
     keep_freed_memory()
+    plain_progress()  # before any bar: output to a file gets progress lines, not carriage-return redraws
     app(prog_name="seedr")

@@ -58,10 +58,11 @@ def test_the_console_command_applies_it(monkeypatch):
 
     calls = []
     monkeypatch.setattr(cli, "keep_freed_memory", lambda: calls.append("applied"))
+    monkeypatch.setattr(cli, "plain_progress", lambda: calls.append("progress lines"))  # tests/test_progress.py
     monkeypatch.setattr(sys, "argv", ["seedr", "--version"])
     with pytest.raises(SystemExit):
         cli.run()
-    assert calls == ["applied"]
+    assert calls == ["applied", "progress lines"]
     # the installed `seedr` script and `python -m seedr` both enter through run()
     assert [entry.value for entry in entry_points(group="console_scripts", name="seedr")] == ["seedr.cli:run"]
     version = subprocess.run([sys.executable, "-m", "seedr", "--version"], capture_output=True, text=True,

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import functools
 import itertools
+import os
 import re
 from pathlib import Path
 
@@ -81,3 +82,44 @@ def test_bm25_answer_coverage_and_significance_show_progress(wiki_shard, shared_
     assert re.search(r"answer coverage: 100%.*\| 30/30 \[.*question", result.output)
     assert re.search(r"significance: 100%.*\| 2/2 \[.*metric", result.output)
     assert "Top-5" in result.output
+
+
+# ------------------------------------------------------------------ issue 25: output that is not a terminal
+
+
+def test_redraws_become_lines_of_their_own():
+    import io
+
+    from seedr.progress import LineProgress
+
+    captured = io.StringIO()
+    stream = LineProgress(captured)
+    for _ in tqdm(range(40), desc="bm25", unit="query", file=stream, mininterval=0, miniters=1):
+        pass
+    stream.write("error: one line\n")
+    text = captured.getvalue()
+    assert "\r" not in text and "\n\n" not in text
+    lines = text.splitlines()
+    assert len(lines) >= 42 and lines[-1] == "error: one line"  # 0/40 … 40/40 (drawn again on close), the error
+    assert re.fullmatch(r"bm25: 100%\|\S+\| 40/40 \[\d\d:\d\d<\d\d:\d\d, +[\d.]+\w*query/s\]", lines[-2]), lines[-2]
+
+
+def test_a_command_whose_output_is_a_file_prints_progress_lines_at_an_interval(tmp_path):
+    import subprocess
+    import sys
+
+    script = ("from seedr.progress import plain_progress; plain_progress()\n"
+              "import time; from tqdm.auto import tqdm\n"
+              "bar = tqdm(range(30), desc='encode corpus', unit='passage')\n"
+              "assert bar.mininterval == 0.1, bar.mininterval\n"
+              "for _ in bar: time.sleep(0.02)\n"
+              "from transformers.utils import logging; assert not logging.is_progress_bar_enabled()\n")
+    with open(tmp_path / "log.txt", "w") as log:  # a file, as under nohup or on a cluster
+        subprocess.run([sys.executable, "-c", script], stderr=log, check=True,
+                       env={**os.environ, "SEEDR_PROGRESS_INTERVAL": "0.1"})
+    text = (tmp_path / "log.txt").read_text()
+    assert "\r" not in text, repr(text)
+    lines = text.splitlines()
+    assert 3 <= len(lines) <= 12, lines  # about one a 0.1 s over 0.6 s, not one a passage
+    assert all(line.startswith("encode corpus: ") for line in lines) and "30/30" in lines[-1]
+    assert all(re.search(r"<\d\d:\d\d", line) for line in lines[1:])  # the ETA on every line after the first
