@@ -36,7 +36,7 @@ from seedr.config import from_dict, record_run
 from seedr.data.io import atomic_write, output_lock
 from seedr.experiments.spec import Condition, Experiment, substitute
 from seedr.experiments.steps import build_step, nested, record_step
-from seedr.experiments.tasks import TASKS, RetrievalTask, RetrieveConfig
+from seedr.experiments.tasks import TASKS, FuseConfig, RetrievalTask, RetrieveConfig, fuses
 
 
 #: Every task's BM25 run, the reference of its floor (``seedr.experiments.results.references``): the
@@ -104,6 +104,8 @@ class _Runner:
         self.outcome_executed: list[str] = []
         self.outcome_reused: list[str] = []
         self.setup_folders: dict[str, str] = {}
+        self.tasks: dict[str, RetrievalTask] = {}  # set once built: a fusion selects on one of them
+        self.fusions: dict[str, tuple[Any, Any]] = {}  # condition → the (Fusion, Selection) it chose
 
     # ---------------------------------------------------------------- planning
     def resolve(self, value: Any) -> Any:
@@ -132,14 +134,31 @@ class _Runner:
         return products[-1]
 
     def retrieve_config(self, condition: Any) -> RetrieveConfig | None:
-        if condition.retrieve in ("bm25", "none"):
+        if condition.retrieve in ("bm25", "none") or fuses(condition.retrieve):
             return None
         return from_dict(RetrieveConfig, nested(self.resolve(condition.retrieve)),
                          f"{self.experiment.path}: conditions.{condition.name}.retrieve")
 
+    def fuse_config(self, condition: Any) -> FuseConfig | None:
+        if not fuses(condition.retrieve):
+            return None
+        return from_dict(FuseConfig, self.resolve(condition.retrieve),
+                         f"{self.experiment.path}: conditions.{condition.name}.retrieve")
+
+    def component_folders(self, task: RetrievalTask, fusion: FuseConfig) -> list[Path]:
+        """The retrieval folders, on ``task``, of the conditions a fusion fuses."""
+        conditions = [self.experiment.conditions[part] for part in fusion.fuse]
+        return [self.retrieval_folder(task, condition, self.final_model(condition, self.chain(condition)))
+                for condition in conditions]
+
     def retrieval_folder(self, task: RetrievalTask, condition: Any, model: str | None) -> Path:
-        retrieve = self.retrieve_config(condition)
+        retrieve, fusion = self.retrieve_config(condition), self.fuse_config(condition)
         what = ("bm25",) if retrieve is None else (model, dataclasses.asdict(retrieve))
+        if fusion is not None:  # its components' runs, and the task it selects on
+            selects_on = self.experiment.tasks[fusion.select_on] if fusion.select_on else None
+            parts = [folder.name for folder in self.component_folders(task, fusion)]
+            what = ("fuse", dataclasses.asdict(fusion), parts,
+                    self.resolve(dataclasses.asdict(selects_on)) if selects_on else None)
         task_settings = (type(task).__name__, dataclasses.asdict(task.config), task.metrics)
         return self.out_dir / "retrieval" / f"{task.name}-{_key(self.out_dir, task_settings, *what)}"
 
@@ -179,8 +198,10 @@ class _Runner:
 
         self.console.rule(f"{label} → {folder}")
         started = time.perf_counter()
-        retrieve = self.retrieve_config(condition)
-        if retrieve is None:
+        retrieve, fused = self.retrieve_config(condition), {}
+        if fuses(condition.retrieve):
+            run, fused = self.fused_run(task, condition)
+        elif retrieve is None:
             run = task.bm25_run(100)
         else:
             assert model is not None
@@ -188,11 +209,31 @@ class _Runner:
         seconds = time.perf_counter() - started
         folder.mkdir(parents=True, exist_ok=True)
         with atomic_write(folder / "settings.json") as stream:
-            json.dump({"model": model, "retrieve": condition.retrieve, "task": task.name, "seconds": seconds},
-                      stream, indent=2)
+            json.dump({"model": model, "retrieve": condition.retrieve, "task": task.name, "seconds": seconds,
+                       **fused}, stream, indent=2)
         write_trec_run(folder / "run.trec", run, tag=condition.name)
         self.outcome_executed.append(str(folder))
         progress.finished(label, seconds)
+
+    def fused_run(self, task: RetrievalTask, condition: Any) -> tuple[Any, dict[str, Any]]:
+        """A fusing condition's run on ``task`` (its components' runs are done: they come first in the
+        file) and what it chose, for ``settings.json``; the choice is made once, on ``select_on``."""
+        from seedr.retrieval.fusion import fuse
+        from seedr.retrieval.runs import read_trec_run
+
+        fusion = self.fuse_config(condition)
+        assert fusion is not None
+        if condition.name not in self.fusions:
+            selects_on = self.tasks[fusion.select_on] if fusion.select_on else None
+            dev_runs = None if selects_on is None else [read_trec_run(folder / "run.trec")
+                                                        for folder in self.component_folders(selects_on, fusion)]
+            self.fusions[condition.name] = fusion.choose(dev_runs, selects_on)
+        chosen, selection = self.fusions[condition.name]
+        runs = [read_trec_run(folder / "run.trec") for folder in self.component_folders(task, fusion)]
+        chosen_on = f", {selection.metric} {selection.value:.4f} on {fusion.select_on}" if selection else ""
+        self.console.print(f"{condition.name}: {chosen.describe()}{chosen_on}", highlight=False)
+        return fuse(runs, chosen, fusion.k), {"fusion": chosen.to_dict(),
+                                              "selection": selection.to_dict() if selection else None}
 
 
 def _group_scores(members: list[dict[str, dict[str, float]]]) -> dict[str, dict[str, float]]:
@@ -243,6 +284,7 @@ def _run_experiment(experiment: Experiment, out_dir: Path, console: Console, com
     tasks = {name: TASKS.get(task.kind)(name, runner.resolve(task.settings), task.metrics,
                                         f"{experiment.path}: tasks.{name}")
              for name, task in experiment.tasks.items()}
+    runner.tasks = tasks
     models = {name: runner.final_model(condition, chains[name])
               for name, condition in experiment.conditions.items()}
     retrieving = [name for name, condition in experiment.conditions.items() if condition.retrieve != "none"]

@@ -14,8 +14,9 @@ An experiment is a YAML file in ``experiments/`` (``seedr experiment NAME``)::
       pretrain: {train.max_steps: 300}
       finetune: {train.learning_rate: 2.0e-5}
       retrieve: {pooling: mean}
-    conditions:                         # name → a chain of steps, then retrieval (dense, bm25, or none)
-      bm25: {retrieve: bm25}
+    conditions:                         # name → a chain of steps, then retrieval (dense, bm25, none,
+      bm25: {retrieve: bm25}            # or the fusion of other conditions' runs: tasks.FuseConfig)
+      hybrid: {retrieve: {fuse: [bm25, mlm], method: minmax, select_on: scifact}}
       none: {steps: [{finetune: {}}]}
       mlm: {steps: [{pretrain: {objective_name: mlm}}, {finetune: {}}]}
     baseline: none                      # significance tests are against this condition (or group)
@@ -99,7 +100,6 @@ class Claim:
     what), where it departs from the paper's. ``source``: ``paper`` (a paper's claim) or ``seedr`` (a
     target of seedr's own, e.g. from an issue: listed apart from the papers' claims in the README).
     """
-
 
     claim: str
     condition: str
@@ -317,7 +317,7 @@ def load_experiment(name: str | Path, scale: str = "cpu", overrides: list[str] |
                      for i, entry in enumerate(body.get("steps") or [])]
             steps = [Step(step.kind, _merge(defaults.get(step.kind) or {}, step.settings)) for step in steps]
             retrieve = body.get("retrieve", {})
-            if retrieve not in ("bm25", "none"):
+            if retrieve not in ("bm25", "none") and not (isinstance(retrieve, dict) and "fuse" in retrieve):
                 retrieve = _merge(defaults.get("retrieve") or {}, retrieve or {})
             conditions[name] = Condition(name, steps, retrieve)
 

@@ -351,7 +351,7 @@ def build_step(kind: str, settings: dict[str, Any], where: str) -> ExperimentSte
 
 def validate(experiment: Any) -> None:
     """Check every step, retrieval and task of a resolved experiment; raise on the first problem."""
-    from seedr.experiments.tasks import TASKS, RetrieveConfig
+    from seedr.experiments.tasks import TASKS, FuseConfig, RetrieveConfig, fuses
 
     where = str(experiment.path)
     for name, step in experiment.setup.items():
@@ -361,7 +361,10 @@ def validate(experiment: Any) -> None:
     for condition in experiment.conditions.values():
         for index, step in enumerate(condition.steps):
             build_step(step.kind, step.settings, f"{where}: conditions.{condition.name}.steps[{index}]").validate()
-        if condition.retrieve not in ("bm25", "none"):
+        if fuses(condition.retrieve):
+            _validate_fusion(experiment, condition, from_dict(FuseConfig, condition.retrieve,
+                                                              f"{where}: conditions.{condition.name}.retrieve"))
+        elif condition.retrieve not in ("bm25", "none"):
             retrieve = from_dict(RetrieveConfig, nested(condition.retrieve),
                                  f"{where}: conditions.{condition.name}.retrieve")
             if not condition.steps and not retrieve.model:
@@ -407,6 +410,32 @@ def validate(experiment: Any) -> None:
             raise ValueError(f"{field}: queries must be a positive number of queries, got {study.queries!r}")
     if experiment.test not in ("permutation", "ttest"):
         raise ValueError(f"{where}: test must be permutation or ttest")
+
+
+def _validate_fusion(experiment: Any, condition: Any, config: Any) -> None:
+    """A fusing condition has no steps, fuses retrieving conditions defined before it that do not fuse,
+    and selects on a task of the experiment by one of its metrics."""
+    from seedr.experiments.tasks import fuses
+
+    where = f"{experiment.path}: conditions.{condition.name}.retrieve"
+    if condition.steps:
+        raise ValueError(f"{where}: a condition that fuses others' runs has no steps")
+    earlier = list(experiment.conditions)[:list(experiment.conditions).index(condition.name)]
+    for part in config.fuse:
+        other = experiment.conditions.get(part)
+        if other is None or other.retrieve == "none" or fuses(other.retrieve):
+            raise ValueError(f"{where}: fuse names {part!r}, not a retrieving condition that does not fuse "
+                             "others itself")
+        if part not in earlier:  # conditions run in the file's order: its runs must be there first
+            raise ValueError(f"{where}: fuse names {part!r}, defined after {condition.name!r}: define the "
+                             "conditions a fusion fuses before it")
+    if config.select_on is not None:
+        task = experiment.tasks.get(config.select_on)
+        if task is None:
+            raise ValueError(f"{where}: select_on {config.select_on!r} is not a task of this experiment; tasks: "
+                             f"{', '.join(experiment.tasks)}")
+        if config.metric is not None and config.metric not in task.metrics:
+            raise ValueError(f"{where}: task {config.select_on!r} does not report {config.metric!r}")
 
 
 def record_step(out_dir: Path, step: ExperimentStep, summary: dict[str, Any], seconds: float) -> None:

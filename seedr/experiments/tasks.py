@@ -47,6 +47,71 @@ class RetrieveConfig:
     k: int = 100
 
 
+def fuses(retrieve: Any) -> bool:
+    """Whether a condition's ``retrieve`` fuses other conditions' runs (a mapping with ``fuse``)."""
+    return isinstance(retrieve, dict) and "fuse" in retrieve
+
+
+@dataclasses.dataclass
+class FuseConfig:
+    """A condition that fuses other conditions' runs on every task (``seedr fuse``,
+    ``seedr.retrieval.fusion``), e.g. ``retrieve: {fuse: [bm25, script], method: [minmax, rrf],
+    select_on: scifact-dev}``.
+
+    ``fuse``: the conditions (two or more, retrieving, not fused themselves). ``method``: rrf, minmax or
+    zscore, or a list of them; ``weights``: one per condition, fixed; ``rrf_k``: RRF's k, or a list.
+    ``select_on``: a task of the experiment whose runs choose the weights (on the simplex in steps of
+    ``grid_step``; and the method and k among those listed) by ``metric`` (default: the task's first);
+    this condition's figures on that task are then not held out. Without it: the first method and k,
+    ``weights`` or equal ones. ``k``: documents per query of the fused run.
+    """
+
+    fuse: list[str] = dataclasses.field(default_factory=list)
+    method: list[str] | str = "rrf"
+    weights: list[float] | None = None
+    rrf_k: list[int] | int = 60
+    select_on: str | None = None
+    metric: str | None = None
+    grid_step: float = 0.1
+    k: int = 100
+
+    def __post_init__(self) -> None:
+        from seedr.retrieval.fusion import FUSIONS
+
+        self.method = [self.method] if isinstance(self.method, str) else list(self.method)
+        self.rrf_k = [self.rrf_k] if isinstance(self.rrf_k, int) else list(self.rrf_k)
+        if len(self.fuse) < 2:
+            raise ValueError(f"fuse: name at least two conditions to fuse, got {self.fuse}")
+        unknown = [method for method in self.method if method not in FUSIONS]
+        if unknown:
+            raise ValueError(f"method: unknown fusion method(s) {unknown}; valid: {', '.join(FUSIONS.names())}")
+        if self.weights is not None and (len(self.weights) != len(self.fuse) or min(self.weights) < 0
+                                         or sum(self.weights) <= 0):
+            raise ValueError(f"weights: one non-negative weight per fused condition, got {self.weights}")
+        if not self.method or not self.rrf_k or min(self.rrf_k) < 1 or self.k < 1 or not 0 < self.grid_step <= 1:
+            raise ValueError("method and rrf_k need a value; rrf_k and k at least 1; grid_step in (0, 1]")
+        if self.select_on is None and (len(self.method) > 1 or len(self.rrf_k) > 1):
+            raise ValueError("several methods or rrf_k need select_on, the task that chooses among them")
+
+    def choose(self, dev_runs: list[Run] | None = None, task: RetrievalTask | None = None) -> tuple[Any, Any]:
+        """The ``Fusion`` to apply and, with ``select_on``, the ``Selection`` made on ``task``'s runs
+        ``dev_runs`` of the fused conditions (in the order of ``fuse``)."""
+        from seedr.retrieval.fusion import Fusion, Objective, select_fusion
+
+        if self.select_on is None:
+            return Fusion(self.method[0], tuple(self.weights or [1.0] * len(self.fuse)), self.rrf_k[0]), None
+        assert dev_runs is not None and task is not None
+        metric = self.metric or task.metrics[0]
+
+        def score(run: Run) -> float:
+            values = list(task.per_query(run)[metric].values())
+            return sum(values) / len(values) if values else 0.0
+
+        selection = select_fusion(dev_runs, Objective(metric, score), self.method, self.weights, self.grid_step,
+                                  self.rrf_k, self.k, show_progress=True)
+        return selection.best, selection
+
+
 class RetrievalTask:
     """A task kind: its settings dataclass, its documents and queries, and its per-query scores."""
 
@@ -276,4 +341,4 @@ class QaTask(RetrievalTask):
         return {metric: levels[f"Top-{k}"] for metric, k in cutoffs.items()}
 
 
-__all__ = ["TASKS", "QaTask", "QrelsTask", "ReqaTask", "RetrievalTask", "RetrieveConfig"]
+__all__ = ["TASKS", "FuseConfig", "QaTask", "QrelsTask", "ReqaTask", "RetrievalTask", "RetrieveConfig", "fuses"]

@@ -28,7 +28,7 @@ from pathlib import Path
 
 import numpy as np
 
-from seedr.data.io import DataError, atomic_write, iter_lines
+from seedr.data.io import DataError, atomic_write, iter_lines, read_json
 from seedr.data.records import Run
 
 
@@ -139,6 +139,28 @@ def run_record_path(run_path: str | os.PathLike) -> Path:
     return Path(f"{os.fspath(run_path)}.json")
 
 
+def read_run_record(run_path: str | os.PathLike) -> dict | None:
+    """The record beside a run (``<run>.json``), or ``None`` when there is none; ``DataError`` when it is
+    not a JSON object."""
+    path = run_record_path(run_path)
+    if not path.exists():
+        return None
+    record = read_json(path)
+    if not isinstance(record, dict):
+        raise DataError(path, "expected a JSON object: the record of a run's queries")
+    return record
+
+
+def run_fingerprint(run: Run) -> str:
+    """sha256 of a run's rankings (query, document, score; in seedr's rank order): the same for any file
+    that reads back as the same run, whatever its tag, ranks or compression."""
+    digest = hashlib.sha256()
+    for qid in sorted(run):
+        for doc, score in rank_documents(run[qid]):
+            digest.update(f"{qid}\t{doc}\t{float(score)!r}\n".encode())
+    return digest.hexdigest()
+
+
 def queries_fingerprint(queries: Mapping[str, str]) -> str:
     """sha256 of the queries' ids and texts, in id order: the same for any copy of the same questions."""
     digest = hashlib.sha256()
@@ -170,7 +192,9 @@ def check_run_queries(run_path: str | os.PathLike, queries: Mapping[str, str], g
     path = run_record_path(run_path)
     if not path.exists():
         return f"{run_path}: no {path.name} beside it, so it cannot be checked against {given}"
-    recorded = json.loads(path.read_text(encoding="utf-8")).get("queries", {})
+    recorded = json.loads(path.read_text(encoding="utf-8")).get("queries")
+    if recorded is None:  # a fused run of runs that did not record theirs (seedr.retrieval.fusion)
+        return f"{run_path}: {path.name} records no queries, so it cannot be checked against {given}"
     if recorded.get("sha256") != queries_fingerprint(queries):
         files = ", ".join(recorded.get("files", [])) or "unknown files"
         raise DataError(run_path, f"the run was searched with other {recorded.get('kind', 'queries')} "

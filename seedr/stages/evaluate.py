@@ -75,6 +75,10 @@ def command(
     ignore_identical_ids: Annotated[bool, typer.Option(
         "--ignore-identical-ids", help="Drop documents whose id is the query's (BEIR's option)."
     )] = False,
+    components: Annotated[bool, typer.Option(
+        "--components/--no-components", help="Test each fused run (`seedr fuse`) against each run it was fused "
+                                             "from, read from its record (unless given among the runs)."
+    )] = True,
     force: Annotated[bool, typer.Option(
         "--force", help="QA coverage and ReQA: score a run that does not record the questions it was searched "
                         "with (no RUN.json beside it: a run made by another tool), with a warning; without it, "
@@ -91,6 +95,8 @@ def command(
     are left out, with a note. QA and ReQA runs must record the questions they were searched with (`seedr
     search` writes RUN.json beside RUN): a run without one is refused unless --force. With several runs, each cell shows the difference to the baseline and its p-value.
 
+    A fused run (`seedr fuse`) is also tested against each run it was fused from, one table each.
+
     Example: seedr evaluate dense.trec bm25.trec --qrels scifact/qrels/test.tsv --baseline bm25.trec
     """
     from rich.console import Console
@@ -102,6 +108,7 @@ def command(
     from seedr.evaluation.metrics import deeper_than, per_query, query_counts, run_depth
     from seedr.evaluation.qa_coverage import coverage_per_question, first_hit_ranks, ranked_passages, read_qa_file
     from seedr.evaluation.reqa import reqa_per_query
+    from seedr.retrieval.fusion import fused_components
     from seedr.retrieval.runs import ignore_identical_ids as drop_identical_ids
     from seedr.retrieval.runs import read_trec_run
 
@@ -112,6 +119,16 @@ def command(
     resolved = [path.resolve() for path in runs]
     if baseline is not None and baseline.resolve() not in resolved:
         runs, resolved = [baseline, *runs], [baseline.resolve(), *resolved]
+    given = len(runs)
+    fused: dict[int, list[int]] = {}  # a fused run's position → its components' positions
+    for position, path in enumerate(runs[:given] if components else []):
+        found, warnings = fused_components(path)
+        for warning in warnings:
+            console.print(f"[yellow]warning[/]: {warning}", soft_wrap=True, highlight=False, markup=False)
+        for component in found:
+            if component.resolve() not in resolved:
+                runs, resolved = [*runs, component], [*resolved, component.resolve()]
+            fused.setdefault(position, []).append(resolved.index(component.resolve()))
     names = _names(runs)
     baseline_name = names[resolved.index(baseline.resolve())] if baseline is not None else names[0]
     loaded = {name: read_trec_run(path) for name, path in zip(names, runs)}
@@ -169,9 +186,18 @@ def command(
         per_system = {name: per_query(run, judged, wanted) for name, run in loaded.items()}
         details["queries"] = {name: query_counts(run, judged) for name, run in loaded.items()}
 
-    table = comparison_table(per_system, baseline_name, test=test, alpha=alpha, n_resamples=resamples,
-                             show_progress=True)
+    table = comparison_table({name: per_system[name] for name in names[:given]}, baseline_name, test=test,
+                             alpha=alpha, n_resamples=resamples, show_progress=True)
     Console().print(table.to_rich(title=f"{modes[0]} evaluation"))
+    versus = {names[position]: {names[part]: comparison_table({names[part]: per_system[names[part]],
+                                                               names[position]: per_system[names[position]]},
+                                                              names[part], test=test, alpha=alpha,
+                                                              n_resamples=resamples)
+                                for part in parts}
+              for position, parts in fused.items()}
+    for fused_name, tables in versus.items():
+        for component, against in tables.items():
+            Console().print(against.to_rich(title=f"fused {fused_name} vs its component {component}"))
     for name, counts in (details.get("queries") or {}).items():
         if counts["missing_from_run"] or counts["unjudged_in_run"]:
             console.print(f"{name}: {counts['missing_from_run']} judged queries missing from the run "
@@ -179,11 +205,14 @@ def command(
     if json_out is not None:
         result = {"mode": modes[0], "runs": {name: str(path) for name, path in zip(names, runs)},
                   "ignore_identical_ids": ignore_identical_ids, **details}
-        if len(names) == 1:
+        if given == 1:
             result["metrics"] = {metric: comparison.systems[names[0]].mean
                                  for metric, comparison in table.comparisons.items()}
         else:
             result["comparison"] = table.to_dict()
+        if versus:
+            result["components"] = {name: {component: against.to_dict() for component, against in tables.items()}
+                                    for name, tables in versus.items()}
         with atomic_write(json_out) as stream:
             json.dump(result, stream, indent=2)
     if markdown_out is not None:
