@@ -135,3 +135,23 @@ def test_prepare_open_qa_from_files(questions_path, passages, bm25_run, tmp_path
     assert (tmp_path / "nq" / "test.jsonl").read_text() == (tmp_path / "nq2" / "test.jsonl").read_text()
     missing = CliRunner().invoke(app, ["prepare", "--open-qa", str(questions_path), "--out", str(tmp_path / "x")])
     assert missing.exit_code != 0 and "--open-qa needs" in missing.output
+
+
+def test_the_experiment_step_builds_from_the_committed_split(questions_path, passages, tmp_path):
+    """``open_qa`` in an experiment's setup: the committed NQ-open split, BM25 made by the step itself."""
+    from pathlib import Path
+
+    from seedr.data.corpus import write_corpus
+    from seedr.experiments.steps import STEPS
+
+    write_corpus(tmp_path / "passages.jsonl", passages[:1500])
+    split = Path(__file__).parent.parent / "experiments" / "splits" / "nq-open-dev.json"
+    step = STEPS.get("open_qa")({"questions": str(questions_path), "passages": [str(tmp_path / "passages.jsonl")],
+                                 "split": str(split), "random_passages": 50, "run_depth": 5}, "test")
+    step.validate()
+    summary = step.run(tmp_path / "nq")
+    assert summary["train_questions"] == 2610 and summary["test_questions"] == 1000
+    assert 0 < summary["test_scored"] == len(read_nq_open(tmp_path / "nq" / "test.jsonl"))
+    assert step.product(tmp_path / "nq") == str(tmp_path / "nq")
+    with pytest.raises(ValueError, match="split is required"):
+        STEPS.get("open_qa")({"questions": str(questions_path), "passages": ["x"]}, "test").validate()

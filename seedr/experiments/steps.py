@@ -2,10 +2,11 @@
 
 ``pretrain`` → ``seedr.training.pretrain.pretrain`` (``seedr pretrain``), ``finetune`` →
 ``seedr.training.finetune.finetune`` (``seedr finetune``), ``diagnose`` → the diagnostics of ``seedr
-diagnose``, and ``retrieval_task`` (a setup step) → ``seedr.data.prepare.prepare_corpus`` (``seedr
-prepare``) plus a seeded held-out split. Settings use the stage config's keys (dotted for nested
-fields); a step that follows another starts from its product (the pre-trained or fine-tuned encoder)
-unless its settings name a model.
+diagnose``, and the setup steps ``prepare`` and ``retrieval_task`` → ``seedr.data.prepare.prepare_corpus``
+(``seedr prepare``, the latter plus a seeded held-out split) and ``open_qa`` →
+``seedr.data.open_qa.build_open_qa`` (``seedr prepare --open-qa``) over a BM25 run it makes. Settings
+use the stage config's keys (dotted for nested fields); a step that follows another starts from its
+product (the pre-trained or fine-tuned encoder) unless its settings name a model.
 """
 
 from __future__ import annotations
@@ -240,6 +241,73 @@ class PrepareStep(ExperimentStep):
 
         summary = prepare_corpus(out_dir, self.config())
         return {"articles": summary.articles, "documents": summary.documents}
+
+    def product(self, out_dir: Path) -> str | None:
+        return str(out_dir)
+
+    def history_dirs(self, out_dir: Path) -> list[Path]:
+        return []
+
+
+@dataclasses.dataclass
+class OpenQAConfig:
+    """Open-domain QA at a budget (``seedr.data.open_qa``): ``questions`` (NQ-open format) over the
+    ``passages`` (a corpus, e.g. a ``prepare`` step's 100-word passages of the shared Wikipedia), split by
+    the committed ``split`` file; BM25 ranks every question ``depth`` deep for the training positives,
+    hard negatives and pool distractors. The other fields are ``build_open_qa``'s."""
+
+    questions: str = ""
+    passages: list[str] = dataclasses.field(default_factory=list)
+    split: str = ""
+    depth: int = 100
+    positives: int = 3
+    hard_negatives: int = 30
+    answer_passages: int = 5
+    run_depth: int = 20
+    random_passages: int = 20_000
+    seed: int = 0
+
+
+@STEPS.register("open_qa")
+class OpenQAStep(ExperimentStep):
+    """Set-up step writing DPR-style training data (``train.json``), the scored test questions
+    (``test.jsonl``) and their passage pool (``pool/corpus.jsonl``): ``seedr prepare --open-qa`` with
+    the BM25 run made here. Tasks read ``{setup.NAME}/test.jsonl`` over ``{setup.NAME}/pool``, and
+    fine-tuning trains on ``{setup.NAME}/train.json``."""
+
+    kind = "open_qa"
+
+    def config(self) -> OpenQAConfig:
+        return from_dict(OpenQAConfig, nested(self.settings), f"{self.where} open_qa")
+
+    def validate(self) -> None:
+        config = self.config()
+        for name in ("questions", "split"):
+            if not getattr(config, name):
+                raise ValueError(f"{self.where} open_qa: {name} is required")
+        if not config.passages:
+            raise ValueError(f"{self.where} open_qa: passages is required")
+
+    def run(self, out_dir: Path) -> dict[str, Any]:
+        from seedr.data.corpus import read_corpus
+        from seedr.data.inputs import input_files
+        from seedr.data.open_qa import build_open_qa, read_split
+        from seedr.data.qa import read_nq_open
+        from seedr.retrieval.bm25 import BM25Index
+
+        config = self.config()
+        examples = read_nq_open(config.questions)
+        split = read_split(config.split, config.questions, examples)
+        passages = [passage for path in input_files(config.passages, "corpus") for passage in read_corpus(path)]
+        wanted = set(split["train"]) | set(split["test"])
+        bm25_run = BM25Index.build(passages, show_progress=True).search(
+            {example.id: example.question for example in examples if example.id in wanted}, k=config.depth,
+            show_progress=True)
+        summary = build_open_qa(out_dir, examples, split, passages, bm25_run, depth=config.depth,
+                                positives=config.positives, hard_negatives=config.hard_negatives,
+                                answer_passages=config.answer_passages, run_depth=config.run_depth,
+                                random_passages=config.random_passages, seed=config.seed, show_progress=True)
+        return dataclasses.asdict(summary)
 
     def product(self, out_dir: Path) -> str | None:
         return str(out_dir)
