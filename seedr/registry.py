@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import inspect
+import sys
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any, Generic, TypeVar
 
@@ -57,6 +58,14 @@ class Registry(Generic[T]):
 
     def names(self) -> list[str]:
         return sorted(self._entries)
+
+    def describe(self, name: str | None) -> str | None:
+        """The first paragraph of the docstring of the module that defines ``name`` (seedr's modules open
+        by citing their paper), e.g. for a model card; ``None`` for a name that is not registered."""
+        if not name or name not in self._entries:
+            return None
+        module = sys.modules.get(getattr(self._entries[name], "__module__", ""))
+        return " ".join((getattr(module, "__doc__", None) or "").strip().split("\n\n")[0].split()) or None
 
     def __contains__(self, name: object) -> bool:
         return name in self._entries

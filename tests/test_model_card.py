@@ -16,6 +16,7 @@ from seedr.config import record_run
 from seedr.modeling.encoder import save_encoder
 from seedr.modeling.model_card import write_model_card
 from seedr.training.finetune import FinetuneConfig
+from seedr.training.publish import write_run_card
 
 
 def test_a_pretrained_encoder_carries_a_card_with_its_run(wiki_shard, tmp_path):
@@ -49,7 +50,7 @@ def test_a_card_lists_the_evaluations_of_its_run_folder(tokenizer, shared_data, 
     encoder = save_encoder(tiny_bert(tokenizer), tokenizer, run / "encoder", pooling="mean")
     assert ModelCard.load(encoder / "README.md").data.eval_results is None  # the folder alone: nothing yet
 
-    write_model_card(encoder, run_dir=run)
+    write_run_card(encoder, run_dir=run)  # the run's loss and negatives described from its config.yaml
     card = ModelCard.load(encoder / "README.md")
     assert card.data.base_model == "sentence-transformers/all-MiniLM-L6-v2"
     found = {(result.dataset_name, result.metric_type): result.metric_value for result in card.data.eval_results}
@@ -58,6 +59,9 @@ def test_a_card_lists_the_evaluations_of_its_run_folder(tokenizer, shared_data, 
     assert "`nll` — " in card.text and "`bm25` — " in card.text and "**Training steps**: 200" in card.text
     assert "| scifact-test | nDCG@10 | 0.6466 |" in card.text
     assert "(states * mask).sum(1) / mask.sum(1)" in card.text  # the folder's own pooling
+
+    write_model_card(encoder, run_dir=run)  # the card alone knows no registry: what it is not told, it names only
+    assert "**Fine-tuning loss**: `nll`\n" in ModelCard.load(encoder / "README.md").text
 
 
 def test_the_card_does_not_change_how_the_folder_loads(tokenizer, tmp_path):

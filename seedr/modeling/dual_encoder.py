@@ -16,7 +16,6 @@ import json
 import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import numpy as np
 import torch
@@ -34,14 +33,12 @@ from seedr.modeling.encoder import (
     resolve_model_path,
     save_encoder,
 )
+from seedr.modeling.outputs import ObjectiveOutput
 from seedr.modeling.projection import Projection, load_projection
 from seedr.retrieval.encode import TITLE_MODES, document_input, encode_texts, model_defaults
 from seedr.retrieval.faiss_index import DenseIndex
 from seedr.retrieval.runs import run_from_topk
 from seedr.training.gradient_cache import GradientCacheSplit, Tower
-
-if TYPE_CHECKING:
-    from seedr.objectives.base import ObjectiveOutput
 
 DOCUMENT_TOWER = "doc_encoder"
 
@@ -218,9 +215,6 @@ class DualEncoder(nn.Module):
                              document_keys: torch.Tensor | None = None,
                              relevant_keys: torch.Tensor | None = None) -> ObjectiveOutput:
         """The loss of ``forward`` given the query (B, D) and document (B·(1+N), D) embeddings."""
-        # imported here, not at the top: the objectives package imports this module's constants
-        from seedr.objectives.base import ObjectiveOutput
-
         batch = queries.shape[0]
         positives = documents[:batch]  # (B, D)
         negatives = documents[batch:].reshape(batch, -1, documents.shape[-1])  # (B, N, D)

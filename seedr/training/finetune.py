@@ -36,7 +36,7 @@ from accelerate import PartialState
 from rich.console import Console
 from transformers import PreTrainedTokenizerBase
 
-from seedr.config import record_run
+from seedr.config import record_run, to_dict
 from seedr.data.corpus import load_corpus
 from seedr.data.io import DataError, atomic_directory, atomic_write
 from seedr.data.qa import read_dpr
@@ -51,6 +51,7 @@ from seedr.negatives.base import MinedNegative, positives
 from seedr.registry import Registry
 from seedr.retrieval.encode import TITLE_MODES, document_input, tokenize_pairs
 from seedr.training.checkpoint import PRODUCT, latest_checkpoint
+from seedr.training.publish import describe_run
 from seedr.training.trainer import METRICS, Callback, TrainConfig, Trainer
 
 console = Console(stderr=True)
@@ -435,7 +436,7 @@ def _train_one(config: FinetuneConfig, training: TrainingSet, dev: DevSet | None
                                    scale=model.similarity.scale, title=model.title)
     trainer = Trainer(model, data, collate, train_config, out_dir,
                       lambda unwrapped, directory: unwrapped.save(directory), callbacks,
-                      run_config=resolved, drop_last=config.drop_last)
+                      run_config=resolved, drop_last=config.drop_last, described=describe_run(to_dict(resolved)))
     if evaluation is not None and not resuming and trainer.accelerator.is_main_process:
         initial = evaluation.log_initial(model, out_dir)
         console.print("dev before fine-tuning: " + ", ".join(f"{k} {v:.4f}" for k, v in initial.items()))

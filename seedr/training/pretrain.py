@@ -36,13 +36,14 @@ import torch
 from accelerate.utils import set_seed
 from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
-from seedr.config import from_dict
+from seedr.config import from_dict, to_dict
 from seedr.data.inputs import input_files
 from seedr.data.records import Document
 from seedr.modeling.bow_mlp import build_bow_mlp
 from seedr.modeling.encoder import build_encoder, load_encoder, load_tokenizer
 from seedr.objectives import OBJECTIVES, Objective
 from seedr.registry import Registry
+from seedr.training.publish import describe_run
 from seedr.training.shards import TokenShardData, TokenShards, ensure_token_shards, shard_key, source_fingerprint
 from seedr.training.trainer import TrainConfig, TrainData, Trainer, process_state
 
@@ -249,7 +250,8 @@ def pretrain(config: PretrainConfig, out_dir: str | Path, resume: bool = False) 
     def save_product(model: torch.nn.Module, directory: Path) -> None:
         model.save_encoder(directory, max_seq_length=max_seq_length)
 
-    trainer = Trainer(objective, data, objective.collate, config.train, out_dir, save_product, run_config=config)
+    trainer = Trainer(objective, data, objective.collate, config.train, out_dir, save_product, run_config=config,
+                      described=describe_run(to_dict(config)))
     return trainer.train(resume=resume)
 
 

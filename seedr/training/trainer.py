@@ -52,7 +52,7 @@ import math
 import random
 import time
 import warnings
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -68,6 +68,7 @@ from tqdm.auto import tqdm
 
 from seedr.config import record_run, to_dict
 from seedr.data.io import DataError, atomic_write
+from seedr.data.training_log import METRICS, append_metrics, read_metrics
 from seedr.training.checkpoint import (
     STATE,
     checkpoint_path,
@@ -91,7 +92,6 @@ from seedr.training.gradient_cache import (
 from seedr.training.optim import build_optimizer, build_scheduler
 from seedr.training.part_gradients import part_gradient_norms
 
-METRICS = "metrics.jsonl"
 #: The learning-rate schedules of ``transformers.get_scheduler`` a run can choose (``train.scheduler``).
 SCHEDULERS = ("linear", "cosine", "constant", "constant_with_warmup")
 #: A warm-up longer than this share of the run draws a warning (the papers warm up over 10% or less).
@@ -375,6 +375,8 @@ class Trainer:
             sentence-transformers form) into ``directory``.
         callbacks: ``Callback`` objects (evaluation, ANCE negative refresh, ...).
         run_config: the full configuration recorded in ``out/config.yaml`` (default: ``config``).
+        described: what the run trains with, for the model card of ``out/encoder``
+            (``{"objective" | "loss" | "negatives": description}``: ``seedr.training.publish.describe_run``).
         drop_last: drop the last partial batch of an epoch (the default: in-batch negatives and batch
             statistics of pre-training assume full batches), or train on it.
 
@@ -387,8 +389,10 @@ class Trainer:
 
     def __init__(self, model: nn.Module, data: TrainData, collate: Callable[[list], dict[str, Tensor]],
                  config: TrainConfig, out_dir: Path, save_product: Callable[[nn.Module, Path], None],
-                 callbacks: Sequence[Callback] = (), run_config: Any = None, drop_last: bool = True) -> None:
+                 callbacks: Sequence[Callback] = (), run_config: Any = None, drop_last: bool = True,
+                 described: Mapping[str, str] | None = None) -> None:
         self.config, self.data, self.collate, self.drop_last = config, data, collate, drop_last
+        self.described = dict(described or {})
         self.out_dir = Path(out_dir)
         self.save_product, self.callbacks, self.run_config = save_product, list(callbacks), run_config
         # Accelerate keeps one AcceleratorState per process and silently hands a later Accelerator the
@@ -455,7 +459,7 @@ class Trainer:
                                                     f"{str(error).splitlines()[0] if str(error) else ''}); delete "
                                                     f"this checkpoint to resume from the one before") from None
             if accelerator.is_main_process and not product_is_current(checkpoint, self.out_dir):
-                publish_product(checkpoint, self.out_dir)  # a kill came between the checkpoint and the product
+                publish_product(checkpoint, self.out_dir, self.described)  # a kill came between the checkpoint and the product
         if accelerator.is_main_process:
             record_run(self.out_dir, self.run_config if self.run_config is not None else self.config, config.seed)
             self._truncate_metrics(self.step)
@@ -668,7 +672,7 @@ class Trainer:
         save_checkpoint(self.accelerator, path, position, extra,
                         lambda directory: self.save_product(self.unwrapped_model(), directory))
         if self.accelerator.is_main_process:
-            publish_product(path, self.out_dir)
+            publish_product(path, self.out_dir, self.described)
             prune_checkpoints(self.out_dir, self.config.keep_checkpoints)
         self.accelerator.wait_for_everyone()
 
@@ -691,19 +695,10 @@ class Trainer:
 
     def _write_metrics(self, line: dict[str, Any]) -> None:
         if self.accelerator.is_main_process:
-            with open(self._metrics_path, "a", encoding="utf-8") as stream:
-                stream.write(json.dumps(line) + "\n")
+            append_metrics(self._metrics_path, line)
 
     def _read_metrics(self) -> list[dict[str, Any]]:
-        if not self._metrics_path.exists():
-            return []
-        lines = []
-        for text in self._metrics_path.read_text(encoding="utf-8").splitlines():
-            try:
-                lines.append(json.loads(text))
-            except json.JSONDecodeError:
-                continue  # the torn last line of a killed run
-        return lines
+        return read_metrics(self._metrics_path)  # without the torn last line of a killed run
 
     def _truncate_metrics(self, step: int) -> None:
         """Drop the lines a killed run logged after the checkpoint it resumes from."""
