@@ -115,7 +115,7 @@ def test_dropout_masks_are_replayed_in_the_second_pass(tokenizer, pair_data):
     other = copy.deepcopy(objective)
     cached(batch)(other)
     assert not torch.allclose(other.encoder.embeddings.word_embeddings.weight.grad,
-                              gradients[1]["encoder.embeddings.word_embeddings.weight"])
+                              gradients[1]["towers.query_encoder.embeddings.word_embeddings.weight"])
 
 
 def test_trainer_with_gradient_cache_takes_the_plain_step(tokenizer, pair_data, tmp_path):

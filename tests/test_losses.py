@@ -24,10 +24,27 @@ def _batch() -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     return queries, positives, negatives
 
 
-def test_registry_lists_both_losses() -> None:
-    assert LOSSES.names() == ["nll", "triplet"]
-    with pytest.raises(KeyError, match="valid names: nll, triplet"):
+def test_registry_lists_the_losses() -> None:
+    assert LOSSES.names() == ["in_batch_softmax", "nll", "triplet"]
+    with pytest.raises(KeyError, match="valid names: in_batch_softmax, nll, triplet"):
         LOSSES.get("softmax")
+
+
+def test_in_batch_softmax_without_log_q_is_in_batch_nll() -> None:
+    """Two-tower pre-training's loss (``seedr.losses.in_batch_softmax``) is DPR's in-batch NLL over the
+    batch's positives, moved by log Q(d) per column when the pairs' sampling probabilities are given."""
+    queries, positives, negatives = _batch()
+    none = positives.new_zeros(2, 0, 2)
+    softmax = build_loss("in_batch_softmax", {"global_in_batch": False})
+    nll = build_loss("nll", {"in_batch": True, "global_in_batch": False})
+    plain = softmax(queries, positives, none, Similarity("dot"))
+    assert torch.allclose(plain, nll(queries, positives, none, Similarity("dot")))
+    assert torch.allclose(softmax(queries, positives, none, Similarity("dot"),
+                                  document_log_q=torch.full((2,), -3.0, dtype=torch.float64)), plain)
+    assert not torch.allclose(softmax(queries, positives, none, Similarity("dot"),
+                                      document_log_q=torch.tensor([0.0, -3.0], dtype=torch.float64)), plain)
+    with pytest.raises(ValueError, match="no hard negatives"):
+        softmax(queries, positives, negatives, Similarity("dot"))
 
 
 def test_triplet_is_mean_hinge_of_score_differences() -> None:

@@ -17,13 +17,14 @@ from seedr.data.articles import read_articles
 from seedr.data.links import recover_title_links
 from seedr.data.records import Article
 from seedr.losses.base import in_batch_false_negatives
+from seedr.losses.in_batch_softmax import in_batch_softmax
 from seedr.modeling.bow_mlp import build_bow_mlp
 from seedr.modeling.encoder import load_encoder
 from seedr.objectives import OBJECTIVES
 from seedr.objectives.bfs import BFSPairs
 from seedr.objectives.ict import ICTObjective, ICTPairs
 from seedr.objectives.ict_bfs_wlp import ICTBFSWLPObjective
-from seedr.objectives.two_tower import Pair, PairConfig, PairData, TwoTowerConfig, in_batch_softmax
+from seedr.objectives.two_tower import Pair, PairConfig, PairData, TwoTowerConfig
 from seedr.objectives.wlp import WLPPairs
 
 

@@ -228,20 +228,22 @@ class DualEncoder(nn.Module):
             accuracy = self.loss.scores(queries, positives, negatives, self.similarity, false_negatives).accuracy()
         return ObjectiveOutput(loss, {self.loss.name: loss.detach()}, {"accuracy": accuracy})
 
-    def save(self, directory: str | os.PathLike) -> Path:
+    def save(self, directory: str | os.PathLike, max_seq_length: int | None = None) -> Path:
         """Write the product: the query (= shared) encoder in ``directory``, the document tower in
         ``directory/doc_encoder`` when separate; both load with ``AutoModel`` and ``SentenceTransformer``.
         A tower's projection is saved with it as a ``Dense`` module (``2_Dense/``), so
         ``SentenceTransformer(folder)`` embeds as this model does. A cosine model gets a ``Normalize``
         module (as all-MiniLM has), so sentence-transformers and ``seedr encode`` give unit vectors,
         whose inner products are the cosines it was trained on.
+        ``max_seq_length`` is what sentence-transformers will keep (default ``document_max_length``).
         The caller makes it atomic (``seedr.data.io.atomic_directory``)."""
         directory = Path(directory)
         towers = [(self.query_encoder, self.query_projection, directory)]
         if self.document_encoder is not None:
             towers.append((self.document_encoder, self.document_projection, directory / DOCUMENT_TOWER))
         for encoder, projection, folder in towers:
-            save_encoder(encoder, self.tokenizer, folder, pooling=self.pooling, max_seq_length=self.document_max_length,
+            save_encoder(encoder, self.tokenizer, folder, pooling=self.pooling,
+                         max_seq_length=max_seq_length or self.document_max_length,
                          similarity=self.similarity.name, projection=projection,
                          normalize=self.similarity.name == "cosine")
         settings = {"shared": self.shared, "pooling": self.pooling, "similarity": self.similarity.name,

@@ -5,7 +5,7 @@ where each pair is uniformly sampled from the three pre-training tasks". ``PairD
 pair's task uniformly (not in proportion to the tasks' sizes); the loss is the in-batch sampled
 softmax over all documents of the batch, whatever their task, each logit corrected by the log of the
 probability that its pair was drawn (eq. 3's correcting term: the tasks' sizes differ, so a small
-task's documents are over-sampled; ``two_tower.in_batch_softmax``, ``log_q_correction``), and each
+task's documents are over-sampled; ``seedr.losses.in_batch_softmax``, ``log_q_correction``), and each
 task's share of it is logged under its name (``parts``), with its in-batch accuracy (``metrics``).
 """
 

@@ -12,7 +12,7 @@ holds everything else:
 - ``PairData``: the ``TrainData`` of two-tower objectives, a fresh draw of pairs each epoch,
   deterministic in (seed, epoch), mixing several tasks uniformly (the paper's "ICT+BFS+WLP", sec. 4.1);
 - ``pair_data_for``: ``PairData`` for an objective name and corpus files (wiki shards or FOLDOC);
-- ``TwoTowerObjective``: collate + towers + ``in_batch_softmax``.
+- ``TwoTowerObjective``: collate + a ``DualEncoder`` + the loss ``seedr.losses.in_batch_softmax``.
 
 Where the paper is silent we follow BERT and DPR (Karpukhin et al., 2020) and say so below.
 """
@@ -22,7 +22,6 @@ from __future__ import annotations
 import copy
 import dataclasses
 import itertools
-import json
 import os
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -31,7 +30,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 import torch
-import torch.nn.functional as F
+from torch import nn
 from torch.utils.data import Dataset
 from tqdm.auto import tqdm
 from transformers import PreTrainedModel, PreTrainedTokenizerBase
@@ -42,15 +41,15 @@ from seedr.data.io import DataError, iter_jsonl
 from seedr.data.links import recover_title_links
 from seedr.data.records import Article
 from seedr.data.sentences import sentence_spans
-from seedr.losses.base import Similarity, candidate_scores, in_batch_false_negatives
-from seedr.losses.gather import document_key, gather_rows
-from seedr.modeling.dual_encoder import DOCUMENT_TOWER, SETTINGS_FILE
-from seedr.modeling.encoder import pool, save_encoder
+from seedr.losses.base import Similarity, in_batch_false_negatives
+from seedr.losses.gather import document_key
+from seedr.losses.in_batch_softmax import InBatchSoftmaxLoss
+from seedr.modeling.dual_encoder import DualEncoder
 from seedr.modeling.projection import Projection
 from seedr.objectives.base import OBJECTIVES, Objective, ObjectiveOutput
 from seedr.registry import Registry
 from seedr.retrieval.encode import tokenize_pairs
-from seedr.training.gradient_cache import GradientCacheSplit, Tower
+from seedr.training.gradient_cache import GradientCacheSplit
 
 # ---------------------------------------------------------------------------------------------- pairs
 
@@ -68,7 +67,7 @@ class Pair:
     title: str
     source: dict[str, Any]
     #: log Q(d): log of the probability that a drawn pair is this one (``PairDataset`` sets it), for
-    #: the sampled softmax's correction (``in_batch_softmax``).
+    #: the sampled softmax's correction (``seedr.losses.in_batch_softmax``).
     log_q: float = 0.0
 
     @property
@@ -255,54 +254,6 @@ def pair_data_for(objective_name: str, corpus_paths: Sequence[str | os.PathLike]
     return PairData(tasks, seed, config.pairs_per_epoch)
 
 
-# ---------------------------------------------------------------------------------------------- loss
-
-
-def in_batch_softmax(queries: torch.Tensor, documents: torch.Tensor, false_negatives: torch.Tensor | None = None,
-                     global_in_batch: bool = False,
-                     document_log_q: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor]:
-    """Per-query loss and top-1 correctness of the sampled softmax over the documents of the batch.
-
-    −log p(d_i | q_i) with p(d | q) = exp(⟨φ(q), ψ(d)⟩ − log Q(d)) / Σ_{d′ ∈ batch} exp(⟨φ(q), ψ(d′)⟩ −
-    log Q(d′)) (ICLR 2020, Eq. 1 and 3, D replaced by the batch's documents "with a proper correcting
-    term to ensure the unbiasedness of the partition function", Bengio & Senecal, 2008): the positive
-    of row i is column i, and every column is corrected by the log-probability Q that its pair was
-    drawn (as Yi et al., 2019, correct in-batch softmax). Within one task every unit is drawn with the
-    same probability, so the correction is a constant and cancels. In the ICT+BFS+WLP mix the task is
-    drawn uniformly and then a unit of it, so Q(d) = 1 / (3 · N_task(d)): a document of a task with
-    fewer units (BFS: 17.5M pairs in Table 1) is over-sampled against one of a larger task (ICT: 50.2M)
-    and its logit is lowered by the log of the size ratio; without the correction the mixed batch
-    estimates the softmax over a corpus where the small tasks' documents weigh more.
-
-    Args:
-        queries: (B, D) query embeddings φ(q).
-        documents: (B, D) document embeddings ψ(d); row i is the positive of query i.
-        false_negatives: optional (B, B') boolean, ``True`` where column j's document is identical to
-            row i's positive (the same passage drawn twice): left out of row i's denominator.
-        global_in_batch: the batch is the global one, the documents of every process gathered
-            (``seedr.losses.gather``; B' = W·B, query i's positive is column r·B + i), as the paper's
-            8192 on 32 chips; otherwise B' = B.
-        document_log_q: optional (B,) log Q of each document's pair (``Pair.log_q``), gathered with the
-            documents under ``global_in_batch``; None = no correction.
-
-    Returns:
-        ``(losses (B,), correct (B,))``.
-    """
-    empty = documents.new_zeros(documents.shape[0], 0, documents.shape[-1])  # (B, 0, D): no hard negative
-    candidates = candidate_scores(queries, documents, empty, Similarity("dot"), in_batch=True,
-                                  false_negatives=false_negatives, global_in_batch=global_in_batch)
-    in_denominator = candidates.negative.clone()  # (B, B')
-    in_denominator.scatter_(1, candidates.target.unsqueeze(1), True)
-    scores = candidates.scores  # (B, B')
-    if document_log_q is not None:
-        if global_in_batch:
-            document_log_q = gather_rows(document_log_q)  # (B',): one per gathered column
-        scores = scores - document_log_q.to(scores.dtype).unsqueeze(0)  # column j corrected by log Q(d_j)
-    logits = scores.masked_fill(~in_denominator, float("-inf"))  # (B, B')
-    losses = F.cross_entropy(logits, candidates.target, reduction="none")  # (B,)
-    return losses, logits.argmax(dim=-1) == candidates.target
-
-
 # ---------------------------------------------------------------------------------------------- objective
 
 
@@ -320,7 +271,7 @@ class TwoTowerConfig:
         separate_towers: a document tower with its own weights, initialised as a copy of the query
             tower. The paper draws two towers (Fig. 1) without saying whether they share weights;
             default shared (one encoder, the Siamese set-up of SEED-Encoder and CPDAE).
-        log_q_correction: subtract log Q(d) from every in-batch logit (``in_batch_softmax``), the
+        log_q_correction: subtract log Q(d) from every in-batch logit (``seedr.losses.in_batch_softmax``), the
             sampled-softmax correction eq. 3 mentions; it matters only for a mix of tasks of
             different sizes (ICT+BFS+WLP) and is a no-op for one task. Default on.
         pairs: how pairs are drawn (used by ``pair_data_for``).
@@ -340,21 +291,26 @@ class TwoTowerConfig:
 class TwoTowerObjective(Objective):
     """Two-tower pre-training with the in-batch sampled softmax (ICLR 2020, Eq. 1 and 3).
 
+    The model is a ``seedr.modeling.dual_encoder.DualEncoder`` (``self.towers``), the one two-tower model
+    of seedr, which fine-tuning trains further: [CLS] pooling (``pool``), then the optional projection,
+    scored by the inner product, with the loss ``seedr.losses.in_batch_softmax``. The objective adds what
+    pre-training has and fine-tuning has not: the pairs (``collate``), each pair's log Q for the loss's
+    correction, and one loss part per task.
+
     Subclasses only name their tasks (``tasks``); ``collate`` turns their ``Pair``s into the
     tokenised towers' inputs: the query alone (64 tokens) and the document as the text pair
     ``title [SEP] passage`` (288 tokens, the paper's input for ICT, sec. 4.1; we use it for every
     task, and DPR's convention: token type 1 on the passage, the passage alone when there is no title).
 
-    The embedding is the [CLS] state (``pool``), then the optional projection. ``forward`` returns
-    ``ObjectiveOutput(loss, parts, metrics)``: ``parts`` has one entry per task, the sum of the
-    losses of that task's rows divided by the batch size, so the parts add up to ``loss`` (for a
-    single task, the part is the loss); ``metrics`` has the in-batch top-1 ``accuracy``.
+    ``forward`` returns ``ObjectiveOutput(loss, parts, metrics)``: ``parts`` has one entry per task, the
+    sum of the losses of that task's rows divided by the batch size, so the parts add up to ``loss``
+    (for a single task, the part is the loss); ``metrics`` has the in-batch top-1 ``accuracy``.
 
-    The product is the query tower (= the shared encoder): ``save_encoder`` writes it with the
+    The product is the query tower (= the shared encoder), saved by ``DualEncoder.save``: with the
     projection, if any, as a sentence-transformers ``Dense`` module (``2_Dense/``), so
     ``SentenceTransformer(dir)`` gives the projected embedding while ``AutoModel`` loads the backbone.
-    A separate document tower goes to ``doc_encoder/`` inside it, where
-    ``seedr.modeling.dual_encoder.DualEncoder.from_pretrained`` finds it for fine-tuning.
+    A separate document tower goes to ``doc_encoder/`` inside it, where ``DualEncoder.from_pretrained``
+    finds it for fine-tuning.
 
     Any encoder whose output's first state is its sequence embedding works too, e.g. the BoW-MLP
     baseline (``seedr.modeling.bow_mlp``).
@@ -368,13 +324,37 @@ class TwoTowerObjective(Objective):
     def __init__(self, encoder: PreTrainedModel, tokenizer: PreTrainedTokenizerBase,
                  config: TwoTowerConfig | None = None) -> None:
         super().__init__(encoder, tokenizer, config or TwoTowerConfig())
-        hidden = encoder.config.hidden_size
         dim = self.config.projection_dim
-        self.projection = Projection(hidden, dim) if dim is not None else None
+        projection = Projection(encoder.config.hidden_size, dim) if dim is not None else None
+        separate = self.config.separate_towers
         # Separate towers are distinct modules, never two names for one: checkpoints hold no shared tensors.
-        self.document_encoder = copy.deepcopy(encoder) if self.config.separate_towers else None
-        self.document_projection = (copy.deepcopy(self.projection)
-                                    if self.config.separate_towers and self.projection is not None else None)
+        # So the query tower is registered once, in the towers: ``encoder`` (the product) reads it there.
+        del self._modules["encoder"]
+        self.towers = DualEncoder(
+            encoder, tokenizer, InBatchSoftmaxLoss(global_in_batch=self.config.global_in_batch),
+            document_encoder=copy.deepcopy(encoder) if separate else None, pooling="cls",
+            similarity=Similarity("dot"), query_max_length=self.config.query_max_length,
+            document_max_length=self.config.document_max_length, query_projection=projection,
+            document_projection=copy.deepcopy(projection) if separate and projection is not None else None)
+        self.register_load_state_dict_pre_hook(_read_former_names)
+
+    @property
+    def encoder(self) -> PreTrainedModel:  # type: ignore[override]
+        """The query tower (= the shared encoder): the product."""
+        return self.towers.query_encoder
+
+    @property
+    def projection(self) -> Projection | None:
+        return self.towers.query_projection
+
+    @property
+    def document_encoder(self) -> PreTrainedModel | None:
+        """The separate document tower, ``None`` when shared."""
+        return self.towers.document_encoder
+
+    @property
+    def document_projection(self) -> Projection | None:
+        return self.towers.document_projection
 
     @property
     def embedding_dim(self) -> int:
@@ -409,25 +389,14 @@ class TwoTowerObjective(Objective):
         encoded = tokenize_pairs(self.tokenizer, firsts, seconds, self.config.document_max_length)
         return self.tokenizer.pad(encoded, return_tensors="pt")
 
-    def _embed(self, encoder: PreTrainedModel, projection: Projection | None, input_ids: torch.Tensor,
-               attention_mask: torch.Tensor, token_type_ids: torch.Tensor | None = None) -> torch.Tensor:
-        inputs = {"input_ids": input_ids, "attention_mask": attention_mask}
-        if token_type_ids is not None:
-            inputs["token_type_ids"] = token_type_ids
-        cls = pool(encoder(**inputs).last_hidden_state, attention_mask, "cls")  # (B, H)
-        return projection(cls) if projection is not None else cls  # (B, D)
-
     def embed_queries(self, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
         """φ(q): (B, D)."""
-        return self._embed(self.encoder, self.projection, input_ids, attention_mask)
+        return self.towers.encode_queries(input_ids, attention_mask)
 
     def embed_documents(self, input_ids: torch.Tensor, attention_mask: torch.Tensor,
                         token_type_ids: torch.Tensor | None = None) -> torch.Tensor:
         """ψ(d): (B, D), from the document tower when separate."""
-        if self.document_encoder is None:
-            return self._embed(self.encoder, self.projection, input_ids, attention_mask, token_type_ids)
-        return self._embed(self.document_encoder, self.document_projection, input_ids, attention_mask,
-                           token_type_ids)
+        return self.towers.encode_documents(input_ids, attention_mask, token_type_ids)
 
     def forward(self, query_input_ids: torch.Tensor, query_attention_mask: torch.Tensor,
                 document_input_ids: torch.Tensor, document_attention_mask: torch.Tensor,
@@ -444,39 +413,46 @@ class TwoTowerObjective(Objective):
                                  task_ids: torch.Tensor, document_token_type_ids: torch.Tensor | None = None,
                                  document_keys: torch.Tensor | None = None,
                                  document_log_q: torch.Tensor | None = None) -> GradientCacheSplit:
-        """``forward``'s batch as its two towers and the loss's other inputs (``train.gradient_cache``)."""
-        documents = {"input_ids": document_input_ids, "attention_mask": document_attention_mask}
-        if document_token_type_ids is not None:
-            documents["token_type_ids"] = document_token_type_ids
-        return GradientCacheSplit(
-            [Tower(self.embed_queries, {"input_ids": query_input_ids, "attention_mask": query_attention_mask}),
-             Tower(self.embed_documents, documents)],
-            {"task_ids": task_ids, "document_keys": document_keys, "document_log_q": document_log_q})
+        """``forward``'s batch as its two towers (``DualEncoder.split_for_gradient_cache``) and the
+        loss's other inputs (``train.gradient_cache``)."""
+        towers = self.towers.split_for_gradient_cache(query_input_ids, query_attention_mask, document_input_ids,
+                                                      document_attention_mask,
+                                                      document_token_type_ids=document_token_type_ids).towers
+        return GradientCacheSplit(towers, {"task_ids": task_ids, "document_keys": document_keys,
+                                           "document_log_q": document_log_q})
 
     def loss_from_embeddings(self, queries: torch.Tensor, documents: torch.Tensor, task_ids: torch.Tensor,
                              document_keys: torch.Tensor | None = None,
                              document_log_q: torch.Tensor | None = None) -> ObjectiveOutput:
         """The loss of ``forward`` given φ(q) (B, D) and ψ(d) (B, D)."""
-        global_in_batch = self.config.global_in_batch
+        loss = self.towers.loss
         false_negatives = (None if document_keys is None else
-                           in_batch_false_negatives(document_keys[:, None], document_keys, global_in_batch))
-        losses, correct = in_batch_softmax(queries, documents, false_negatives, global_in_batch,
-                                           document_log_q)  # (B,), (B,)
+                           in_batch_false_negatives(document_keys[:, None], document_keys, loss.global_in_batch))
+        no_negatives = documents.new_zeros(documents.shape[0], 0, documents.shape[-1])  # (B, 0, D)
+        losses, correct = loss.per_query(queries, documents, no_negatives, self.towers.similarity,
+                                         false_negatives, document_log_q)  # (B,), (B,)
         batch = losses.shape[0]
         # every task always has its part (0 when absent from the batch), so all processes log the same names
         parts = {task: losses[task_ids == index].sum().detach() / batch for index, task in enumerate(self.tasks)}
         return ObjectiveOutput(losses.mean(), parts, {"accuracy": correct.float().mean()})
 
     def save_encoder(self, directory: str | os.PathLike, max_seq_length: int = 512) -> Path:
-        directory = Path(directory)
-        towers = [(self.encoder, self.projection, directory)]
-        if self.document_encoder is not None:
-            towers.append((self.document_encoder, self.document_projection, directory / DOCUMENT_TOWER))
-        for encoder, projection, folder in towers:
-            save_encoder(encoder, self.tokenizer, folder, pooling="cls", max_seq_length=max_seq_length,
-                         similarity="dot", projection=projection)
-        # What DualEncoder.from_pretrained reads to fine-tune with the same towers, pooling and score.
-        settings = {"shared": self.document_encoder is None, "pooling": "cls", "similarity": "dot",
-                    "scale": 1.0}
-        (directory / SETTINGS_FILE).write_text(json.dumps(settings, indent=2))
-        return directory
+        """The towers as ``DualEncoder.save`` writes them: what ``DualEncoder.from_pretrained`` reads to
+        fine-tune with the same towers, pooling and score."""
+        return self.towers.save(directory, max_seq_length=max_seq_length)
+
+
+#: Where the towers' weights were named before the objective wrapped a ``DualEncoder``.
+_FORMER_NAMES = {"encoder.": "towers.query_encoder.", "projection.": "towers.query_projection.",
+                 "document_encoder.": "towers.document_encoder.",
+                 "document_projection.": "towers.document_projection."}
+
+
+def _read_former_names(module: nn.Module, state_dict: dict[str, torch.Tensor], prefix: str, *_: Any) -> None:
+    """A checkpoint of a run trained before the objective wrapped a ``DualEncoder`` still resumes (and
+    ``seedr diagnose`` still reads it): its towers' names are mapped to the new ones as it loads."""
+    for key in [key for key in state_dict if key.startswith(prefix)]:
+        name = key[len(prefix):]
+        former = next((old for old in _FORMER_NAMES if name.startswith(old)), None)
+        if former is not None:
+            state_dict[prefix + _FORMER_NAMES[former] + name[len(former):]] = state_dict.pop(key)
