@@ -31,7 +31,8 @@ def triples(count: int) -> list:
     """``count`` (query, positive, BM25 hard negative) ``FinetuneExample``s from SciFact's training split."""
     from seedr.data.records import Document
     from seedr.retrieval.bm25 import BM25Index
-    from seedr.training.finetune import FinetuneExample, load_training_set
+    from seedr.data.training_sets import load_training_set
+    from seedr.training.finetune import FinetuneExample
 
     training = load_training_set(SCIFACT, "train")
     corpus = {doc_id: Document(doc_id, document.text) for doc_id, document in training.corpus.items()}

@@ -26,7 +26,8 @@ from seedr.objectives.base import ObjectiveOutput  # noqa: E402
 from seedr.objectives.cpdae import Cpdae, CpdaeConfig  # noqa: E402
 from seedr.objectives.ict import ICTObjective  # noqa: E402
 from seedr.objectives.two_tower import PairConfig, TwoTowerConfig, pair_data_for  # noqa: E402
-from seedr.training.finetune import FinetuneCollator, FinetuneExample, load_training_set  # noqa: E402
+from seedr.data.training_sets import load_training_set  # noqa: E402
+from seedr.training.finetune import FinetuneCollator, FinetuneExample  # noqa: E402
 from seedr.training.gradient_cache import average_gradients, gradient_cache_step  # noqa: E402
 
 EXAMPLES = 16

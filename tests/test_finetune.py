@@ -17,6 +17,7 @@ from typer.testing import CliRunner
 from seedr.cli import app
 from seedr.config import load_config
 from seedr.data.queries import sample_queries
+from seedr.data.training_sets import load_training_set
 from seedr.losses import NLLLoss, Similarity, TripletLoss
 from seedr.losses.base import in_batch_false_negatives
 from seedr.modeling.dual_encoder import DOCUMENT_TOWER, DualEncoder
@@ -30,7 +31,6 @@ from seedr.training.finetune import (
     FinetuneExample,
     few_shot_table,
     finetune,
-    load_training_set,
     steps_for_epochs,
 )
 from seedr.training.trainer import TrainConfig, Trainer

@@ -14,12 +14,13 @@ import torch
 from helpers import tiny_bert
 
 from seedr.data.articles import read_articles
+from seedr.data.training_sets import load_training_set
 from seedr.losses import NLLLoss, Similarity
 from seedr.modeling.dual_encoder import DualEncoder
 from seedr.objectives.cpdae import Cpdae
 from seedr.objectives.ict import ICTObjective, ICTPairs
 from seedr.objectives.two_tower import PairConfig, PairData, TwoTowerConfig
-from seedr.training.finetune import FinetuneCollator, FinetuneExample, load_training_set
+from seedr.training.finetune import FinetuneCollator, FinetuneExample
 from seedr.training.gradient_cache import gradient_cache_step
 from seedr.training.trainer import TrainConfig, Trainer
 

@@ -17,9 +17,9 @@ from seedr.data.io import DataError
 from seedr.data.open_qa import answer_passages_of, build_open_qa, read_split, split_questions, write_split
 from seedr.data.passages import split_passages
 from seedr.data.qa import read_dpr, read_nq_open
+from seedr.data.training_sets import load_training_set
 from seedr.evaluation.qa_coverage import has_answer
 from seedr.retrieval.bm25 import BM25Index
-from seedr.training.finetune import load_training_set
 
 
 @pytest.fixture(scope="module")

@@ -27,7 +27,8 @@ from seedr.modeling.encoder import save_encoder
 from seedr.modeling.projection import Projection, load_projection, read_modules
 from seedr.objectives.ict import ICTObjective
 from seedr.objectives.two_tower import Pair, TwoTowerConfig
-from seedr.retrieval.encode import TextEncoder, load_embeddings, tokenize_pairs
+from seedr.retrieval.embeddings import load_embeddings
+from seedr.retrieval.encode import TextEncoder, tokenize_pairs
 from seedr.training.finetune import FinetuneCollator, FinetuneConfig, FinetuneExample, finetune
 from seedr.training.trainer import TrainConfig
 

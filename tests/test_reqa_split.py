@@ -12,8 +12,9 @@ from typer.testing import CliRunner
 from seedr.cli import app
 from seedr.config import load_config
 from seedr.data.qa import read_squad, reqa_candidates
+from seedr.data.training_sets import load_training_set
 from seedr.retrieval.encode import tokenize_pairs
-from seedr.training.finetune import FinetuneConfig, load_training_set
+from seedr.training.finetune import FinetuneConfig
 
 RECIPE = Path(__file__).resolve().parents[1] / "recipes" / "finetune" / "reqa_squad.yaml"
 

@@ -1,4 +1,5 @@
-"""Encode queries and documents into dense vectors, and whole corpora into resumable embedding shards.
+"""Encode queries and documents into dense vectors, and whole corpora into resumable embedding shards (the
+folder's format, and its readers, are ``seedr.retrieval.embeddings``).
 
 Documents are encoded as their ``title`` mode says (``document_input``): by default the text pair
 ``[CLS] title [SEP] text [SEP]`` — DPR's passage input (Karpukhin et al. 2020, sec. 4.1: the title and
@@ -23,7 +24,7 @@ import json
 import os
 import shutil
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict
 from itertools import islice
 from pathlib import Path
 from typing import Any
@@ -33,7 +34,7 @@ import torch
 from tqdm.auto import tqdm
 from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
-from seedr.data.io import DataError, atomic_write, iter_lines, read_json, require_file, unique_id
+from seedr.data.io import DataError
 from seedr.data.records import Document
 from seedr.modeling.encoder import (
     SETTINGS_FILE,
@@ -45,6 +46,17 @@ from seedr.modeling.encoder import (
     resolve_model_path,
 )
 from seedr.modeling.projection import Projection, load_projection, read_modules
+from seedr.retrieval.embeddings import (  # the folder's format; read_manifest, load_embeddings: its readers
+    MANIFEST,
+    ShardedEmbeddings,
+    ShardSettings,
+    load_embeddings,
+    read_manifest,
+    record_settings,
+    shard_paths,
+    write_manifest_when_complete,
+    write_shard,
+)
 
 _DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
 #: How a document's title and text become the encoder's input (see the module docstring).
@@ -316,24 +328,7 @@ class TextEncoder:
         return self.encode(list(firsts), batch_size, show_progress, text_pairs=list(seconds), on_batch=on_batch)
 
 
-# ------------------------------------------------------------------ corpus shards
-
-MANIFEST = "manifest.json"
-SETTINGS = "settings.json"
-
-
-def _shard_paths(out_dir: Path, shard: int) -> tuple[Path, Path]:
-    return out_dir / f"embeddings-{shard:05d}.npy", out_dir / f"ids-{shard:05d}.txt"
-
-
-@dataclass(frozen=True)
-class ShardSettings:
-    """How the shards of a folder were made; a resumed run must use the same."""
-
-    encoder: dict[str, Any]
-    shard_size: int
-    dtype: str
-    extra: dict[str, Any]
+# ------------------------------------------------------------------ a corpus into an embeddings folder
 
 
 def _batched(items: Iterable[Document], size: int) -> Iterator[list[Document]]:
@@ -387,32 +382,12 @@ def encode_corpus_to_shards(encoder: TextEncoder, documents: Iterable[Document],
         raise
 
 
-def _changed_settings(previous: dict[str, Any], settings: dict[str, Any]) -> list[str]:
-    """The (dotted) names of the settings that differ, e.g. ``encoder.fingerprint``."""
-    changed = []
-    for key in sorted(set(previous) | set(settings)):
-        old, new = previous.get(key), settings.get(key)
-        if isinstance(old, dict) and isinstance(new, dict):
-            changed += [f"{key}.{name}" for name in _changed_settings(old, new)]
-        elif old != new:
-            changed.append(key)
-    return changed
-
-
 def _encode_shards(encoder: TextEncoder, documents: Iterable[Document], out_dir: Path, shard_size: int, dtype: str,
                    batch_size: int, show_progress: bool, extra_settings: dict[str, Any], rank: int,
                    world_size: int, total: int | None) -> Path:
     out_dir.mkdir(parents=True, exist_ok=True)
-    settings = asdict(ShardSettings(encoder.settings(), shard_size, dtype, extra_settings))
-    settings_path = out_dir / SETTINGS
-    previous = json.loads(settings_path.read_text(encoding="utf-8")) if settings_path.exists() else None
-    if previous is not None and previous != settings and any(out_dir.glob("embeddings-*.npy")):
-        raise DataError(settings_path, f"this folder holds embeddings made with other settings "
-                                       f"({', '.join(_changed_settings(previous, settings))}); use a new folder "
-                                       f"or the same settings")
-    if previous != settings:  # new, or no shard was made with the old settings
-        with atomic_write(settings_path) as stream:
-            json.dump(settings, stream, indent=2)
+    settings = ShardSettings(encoder.settings(), shard_size, dtype, extra_settings)
+    record_settings(out_dir, settings)
 
     shards = []
     if total is None and isinstance(documents, Sequence):
@@ -420,7 +395,7 @@ def _encode_shards(encoder: TextEncoder, documents: Iterable[Document], out_dir:
     progress = tqdm(total=total, desc="encode corpus", unit="passage", disable=not show_progress,
                     smoothing=0.1)
     for shard, chunk in enumerate(_batched(documents, shard_size)):
-        embeddings_path, ids_path = _shard_paths(out_dir, shard)
+        embeddings_path, ids_path = shard_paths(out_dir, shard)
         shards.append({"embeddings": embeddings_path.name, "ids": ids_path.name, "count": len(chunk)})
         if shard % world_size != rank:
             progress.update(len(chunk))  # another process's shard
@@ -443,123 +418,15 @@ def _encode_shards(encoder: TextEncoder, documents: Iterable[Document], out_dir:
                 raise DataError(encoder.model_path, f"the model gives non-finite vectors (NaN or inf), e.g. for "
                                                     f"document {ids[int(np.argmax(broken))]!r}: its weights are "
                                                     f"broken (a diverged training run?)")
-            with atomic_write(embeddings_path, "wb") as stream:
-                np.save(stream, stored)
-            with atomic_write(ids_path) as stream:
-                stream.write("".join(f"{doc_id}\n" for doc_id in ids))
+            write_shard(out_dir, shard, ids, stored)
     progress.close()
-    _write_manifest_when_complete(out_dir, settings, encoder.dim, shards)
+    write_manifest_when_complete(out_dir, asdict(settings), encoder.dim, shards)
     return out_dir
 
 
-def _write_manifest_when_complete(out_dir: Path, settings: dict[str, Any], dim: int,
-                                  shards: list[dict[str, Any]]) -> bool:
-    """Write ``manifest.json`` if every shard's files are on disk; whether it is written.
 
-    Each process writes its own shards before it looks at the others', so at least the last one to
-    finish sees them all. Shards of other processes are checked for their number of ids.
-    """
-    for shard in shards:
-        embeddings_path, ids_path = out_dir / shard["embeddings"], out_dir / shard["ids"]
-        if not (embeddings_path.exists() and ids_path.exists()):
-            return False
-        count = len(ids_path.read_text(encoding="utf-8").splitlines())
-        if count != shard["count"]:
-            raise DataError(ids_path, f"{count} ids where the corpus gives this shard {shard['count']} documents; "
-                                      "the corpus differs from the one these shards were made from")
-    manifest = {**settings, "dim": dim, "count": sum(shard["count"] for shard in shards), "shards": shards}
-    with atomic_write(out_dir / MANIFEST) as stream:
-        json.dump(manifest, stream, indent=2)
-    return True
-
-
-def read_manifest(directory: str | os.PathLike) -> dict[str, Any]:
-    """The manifest of a complete embeddings folder (``DataError`` when the encoding did not finish, or
-    the manifest is malformed)."""
-    path = Path(directory) / MANIFEST
-    if not Path(directory).is_dir():
-        raise DataError(directory, "not a folder: --embeddings is the folder `seedr encode` wrote")
-    if not path.exists():
-        raise DataError(directory, f"no {MANIFEST}: not an embeddings folder, or its encoding did not finish "
-                                   "(run `seedr encode` again to resume it)")
-    manifest = read_json(path)
-    if not isinstance(manifest, dict):
-        raise DataError(path, f"expected a JSON object, got {type(manifest).__name__}")
-    for field, kind in (("shards", list), ("dim", int), ("dtype", str), ("encoder", dict), ("extra", dict)):
-        if not isinstance(manifest.get(field), kind):
-            raise DataError(path, f"missing or not {kind.__name__}", field=field)
-    for number, shard in enumerate(manifest["shards"]):
-        if not (isinstance(shard, dict) and isinstance(shard.get("ids"), str)
-                and isinstance(shard.get("embeddings"), str) and isinstance(shard.get("count"), int)):
-            raise DataError(path, f"shard {number} needs 'embeddings', 'ids' (file names) and 'count'",
-                            field="shards")
-    return manifest
-
-
-class ShardedEmbeddings:
-    """The memory-mapped shards of an embeddings folder seen as one read-only ``(N, D)`` array.
-
-    A slice or a selection of rows reads only those rows from disk, so ``DenseIndex.build`` can train
-    on a sample and add a chunk at a time without the whole corpus ever being in memory (let alone
-    twice, as concatenating the shards first would). ``np.asarray`` gives the whole array.
-    """
-
-    def __init__(self, arrays: Sequence[np.ndarray]) -> None:
-        self.arrays = list(arrays)
-        self.offsets = np.cumsum([0, *(len(array) for array in self.arrays)])  # shard s: rows offsets[s]…[s+1]
-        self.shape = (int(self.offsets[-1]), self.arrays[0].shape[1])
-        self.dtype = self.arrays[0].dtype
-
-    def __len__(self) -> int:
-        return self.shape[0]
-
-    def __getitem__(self, index: slice | np.ndarray | Sequence[int]) -> np.ndarray:
-        if isinstance(index, slice) and index.step in (None, 1):
-            start, stop, _ = index.indices(len(self))
-            pieces = [array[max(start, low) - low:min(stop, high) - low]
-                      for array, low, high in zip(self.arrays, self.offsets[:-1], self.offsets[1:], strict=True)
-                      if max(start, low) < min(stop, high)]
-            return np.concatenate(pieces) if pieces else np.empty((0, self.shape[1]), self.dtype)
-        positions = np.arange(len(self))[index] if isinstance(index, slice) else np.asarray(index)
-        shard_of = np.searchsorted(self.offsets, positions, side="right") - 1  # (n,)
-        rows = np.empty((len(positions), self.shape[1]), self.dtype)
-        for shard in np.unique(shard_of):
-            selected = shard_of == shard
-            rows[selected] = self.arrays[shard][positions[selected] - self.offsets[shard]]
-        return rows
-
-    def __array__(self, dtype: np.dtype | None = None, copy: bool | None = None) -> np.ndarray:
-        whole = np.concatenate(self.arrays)
-        return whole if dtype is None else whole.astype(dtype)
-
-
-def load_embeddings(directory: str | os.PathLike) -> tuple[list[str], np.ndarray | ShardedEmbeddings]:
-    """``(ids, embeddings)`` of a complete embeddings folder, embeddings (N, H) in the stored dtype.
-
-    Nothing is read until used: one shard is a memory-mapped array, several a ``ShardedEmbeddings``
-    over their memory maps.
-    Missing, truncated or mis-shaped shards and duplicate ids are ``DataError``s naming the file.
-    """
-    directory = Path(directory)
-    manifest = read_manifest(directory)
-    ids: list[str] = []
-    seen: dict[str, int] = {}
-    arrays = []
-    for shard in manifest["shards"]:
-        ids_path, embeddings_path = directory / shard["ids"], directory / shard["embeddings"]
-        shard_ids = [unique_id(seen, doc_id, ids_path, line) for line, doc_id in iter_lines(ids_path)]
-        require_file(embeddings_path)
-        try:
-            array = np.load(embeddings_path, mmap_mode="r")
-        except (ValueError, OSError, EOFError) as error:
-            raise DataError(embeddings_path, f"not a complete .npy array ({error})") from None
-        if array.ndim != 2 or array.shape[1] != manifest["dim"]:
-            raise DataError(embeddings_path, f"array of shape {array.shape}, expected (N, {manifest['dim']})")
-        if len(shard_ids) != len(array) or len(shard_ids) != shard["count"]:
-            raise DataError(ids_path, f"{len(shard_ids)} ids but {len(array)} embeddings "
-                                      f"(manifest: {shard['count']})")
-        ids.extend(shard_ids)
-        arrays.append(array)
-    if not arrays:
-        return ids, np.zeros((0, manifest["dim"]), dtype=manifest["dtype"])
-    return ids, arrays[0] if len(arrays) == 1 else ShardedEmbeddings(arrays)
+# MANIFEST, ShardedEmbeddings, load_embeddings, read_manifest: the embeddings folder's, whose home is
+# seedr.retrieval.embeddings (named here too for the modules that still import them from here)
+__all__ = ["MANIFEST", "TITLE_MODES", "ShardedEmbeddings", "TextEncoder", "default_compute_dtype", "document_input",
+           "encode_corpus_to_shards", "encode_texts", "load_embeddings", "model_defaults", "native_bf16",
+           "read_manifest", "tokenize_pairs"]

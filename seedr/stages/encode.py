@@ -92,7 +92,8 @@ def command(
 
     from seedr.data.corpus import count_documents, read_corpus
     from seedr.data.io import check_output_folder
-    from seedr.retrieval.encode import MANIFEST, TextEncoder, encode_corpus_to_shards, model_defaults
+    from seedr.retrieval.embeddings import MANIFEST
+    from seedr.retrieval.encode import TextEncoder, encode_corpus_to_shards, model_defaults
     from seedr.retrieval.long_documents import long_document_passages
 
     if limit is not None and limit < 0:

@@ -79,8 +79,9 @@ def command(
     """
     from seedr.config import load_config
     from seedr.data.io import check_output_folder
+    from seedr.data.training_sets import load_training_set
     from seedr.negatives import ance_refresh
-    from seedr.training.finetune import FinetuneConfig, finetune, load_training_set
+    from seedr.training.finetune import FinetuneConfig, finetune
 
     settings = load_config(FinetuneConfig, config, overrides or [])
     flags = {"model": model, "train_data": train, "negatives": negatives, "loss": loss, "dev_qrels": dev_qrels,

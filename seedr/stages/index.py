@@ -40,7 +40,7 @@ def command(
     Example: seedr index --embeddings runs/scifact-emb --out runs/scifact-index --factory HNSW32
     """
     from seedr.data.io import check_output_folder
-    from seedr.retrieval.encode import load_embeddings, read_manifest
+    from seedr.retrieval.embeddings import load_embeddings, read_manifest
     from seedr.retrieval.faiss_index import DenseIndex
 
     if train_sample is not None and train_sample < 1:
