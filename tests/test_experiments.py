@@ -429,8 +429,10 @@ def test_diagnostics_experiment_without_retrieval(tmp_path, wiki_shard):
     assert "cls_reliance@last_quarter" in results["diagnostics"]["seed"]
     assert "cls_reliance@first" not in results["diagnostics"]["mlm"]
     claim = results["claims"][0]
-    assert claim["p_value"] is None and claim["verdict"] in {"holds", "does not hold", "not significant"}
-    assert claim["delta"] != 0 or claim["verdict"] == "not significant"  # two collapsed tiny encoders tie
+    # two collapsed tiny encoders tie (random pairs' cosine ≈ 1 for both): a diagnostic's difference within
+    # its tolerance decides nothing, whatever its sign
+    assert claim["p_value"] is None and abs(claim["delta"]) < 1e-3
+    assert claim["verdict"] == "not significant"
     assert {f["task"] for f in results["figures"]} == {"diagnostics"}
     report = outcome.report.read_text()
     assert "### Diagnostics" in report and "cpdae-diagnostics.png" in report and "cls-reliance.png" in report

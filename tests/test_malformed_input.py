@@ -33,7 +33,8 @@ from seedr.data.qa import read_nq_open, read_squad
 from seedr.data.queries import read_qrels, read_queries
 from seedr.negatives import NEGATIVES, NegativeTable
 from seedr.retrieval.bm25 import BM25Index
-from seedr.retrieval.encode import TextEncoder, encode_corpus_to_shards, load_embeddings
+from seedr.retrieval.embeddings import load_embeddings
+from seedr.retrieval.encode import TextEncoder, encode_corpus_to_shards
 from seedr.retrieval.faiss_index import DenseIndex
 from seedr.retrieval.runs import read_trec_run
 
@@ -172,6 +173,8 @@ def _readers_property(samples: dict[str, Sample], examples: int) -> tuple[int, i
                 assert str(error).startswith(str(path)), error  # it names the file
                 assert "\n" not in str(error)
                 refused += 1
+            else:
+                assert content is not None, f"{kind}: a folder given for the file {name} was read"
             assert sorted(p.name for p in Path(folder).iterdir()) == [name]
         tried += 1
 
@@ -181,6 +184,7 @@ def _readers_property(samples: dict[str, Sample], examples: int) -> tuple[int, i
 
 def test_every_reader_reads_or_says_what_is_wrong(samples, capsys) -> None:
     tried, refused = _readers_property(samples, FAST)
+    assert 0 < refused <= tried  # the damage drawn includes some that must be refused (a folder for a file)
     with capsys.disabled():
         print(f"\n{tried} damaged files given to the readers, {refused} refused in one line")
 
@@ -188,6 +192,7 @@ def test_every_reader_reads_or_says_what_is_wrong(samples, capsys) -> None:
 @pytest.mark.slow
 def test_every_reader_reads_or_says_what_is_wrong_exhaustive(samples, capsys) -> None:
     tried, refused = _readers_property(samples, EXHAUSTIVE)
+    assert 0 < refused <= tried  # the damage drawn includes some that must be refused (a folder for a file)
     with capsys.disabled():
         print(f"\n{tried} damaged files given to the readers, {refused} refused in one line")
 
@@ -254,6 +259,7 @@ def _folders_property(folders: dict[str, Path], examples: int) -> tuple[int, int
 
 def test_every_folder_loader_reads_or_says_what_is_wrong(folders, capsys) -> None:
     tried, refused = _folders_property(folders, FAST)
+    assert 0 < refused <= tried  # damage to a file the loader reads is refused (one it does not read is not)
     with capsys.disabled():
         print(f"\n{tried} damaged folders given to the loaders, {refused} refused in one line")
 
@@ -261,6 +267,7 @@ def test_every_folder_loader_reads_or_says_what_is_wrong(folders, capsys) -> Non
 @pytest.mark.slow
 def test_every_folder_loader_reads_or_says_what_is_wrong_exhaustive(folders, capsys) -> None:
     tried, refused = _folders_property(folders, EXHAUSTIVE)
+    assert 0 < refused <= tried  # damage to a file the loader reads is refused (one it does not read is not)
     with capsys.disabled():
         print(f"\n{tried} damaged folders given to the loaders, {refused} refused in one line")
 
@@ -322,6 +329,8 @@ def _stages_property(samples: dict[str, Sample], model: Path, examples: int) -> 
                 assert len(errors) == 1, result.output
                 assert not out.exists(), result.output
                 refused += 1
+            else:
+                assert content is not None, f"{' '.join(template)}: a folder given for {name} was read"
             assert not [p.name for p in folder.iterdir() if p.name.startswith(".")]  # no lock, no temporary
         tried += 1
 
@@ -331,6 +340,7 @@ def _stages_property(samples: dict[str, Sample], model: Path, examples: int) -> 
 
 def test_every_stage_file_argument_succeeds_or_fails_in_one_line(samples, tiny_model, capsys) -> None:
     tried, refused = _stages_property(samples, tiny_model, FAST // 2)
+    assert 0 < refused <= tried  # the damage drawn includes some that must be refused (a folder for a file)
     with capsys.disabled():
         print(f"\n{tried} damaged files given to the stages, {refused} refused in one line")
 
@@ -338,5 +348,6 @@ def test_every_stage_file_argument_succeeds_or_fails_in_one_line(samples, tiny_m
 @pytest.mark.slow
 def test_every_stage_file_argument_succeeds_or_fails_in_one_line_exhaustive(samples, tiny_model, capsys) -> None:
     tried, refused = _stages_property(samples, tiny_model, EXHAUSTIVE)
+    assert 0 < refused <= tried  # the damage drawn includes some that must be refused (a folder for a file)
     with capsys.disabled():
         print(f"\n{tried} damaged files given to the stages, {refused} refused in one line")
