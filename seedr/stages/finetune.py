@@ -35,7 +35,7 @@ def command(
     negatives: Annotated[str | None, typer.Option(
         "--negatives", help="Negative strategy: ance, bm25, in_batch, static (default: bm25).")] = None,
     loss: Annotated[str | None, typer.Option(
-        "--loss", help="Loss: nll, triplet (default: triplet).")] = None,
+        "--loss", help="Loss: in_batch_softmax, nll, triplet (default: triplet).")] = None,
     out: Annotated[Path | None, typer.Option(
         "--out", help="Run folder (required unless --ance-refresh-only).")] = None,
     config: Annotated[Path | None, typer.Option(
