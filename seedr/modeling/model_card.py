@@ -79,8 +79,11 @@ def _evaluations(run_dir: Path, config: dict[str, Any]) -> list[EvalResult]:
                                metric_type=key.removeprefix("dev/"), metric_value=float(value),
                                metric_name=f"{key.removeprefix('dev/')} at step {logged[-1].get('step')}")
                     for key, value in logged[-1].items() if key.startswith("dev/")]
-    heldout = _read_json(run_dir / "diagnostics.json").get("metrics", {})
-    results += [EvalResult(task_type="fill-mask", dataset_type="seedr-heldout", dataset_name="held-out text",
+    diagnostics = _read_json(run_dir / "diagnostics.json")
+    heldout = diagnostics.get("metrics", {})
+    length = diagnostics.get("details", {}).get("masked_lm", {}).get("max_length")
+    texts = f"held-out text, {length} tokens" if length else "held-out text"
+    results += [EvalResult(task_type="fill-mask", dataset_type="seedr-heldout", dataset_name=texts,
                            metric_type=metric, metric_value=float(heldout[metric]), metric_name=name)
                 for metric, name in (("heldout_masked_accuracy", "masked-token accuracy"),
                                      ("heldout_mlm_loss", "masked-LM loss (nats)"),
