@@ -3,11 +3,13 @@ tokenizer. Shared helpers (tiny BERTs, real text, file writers) are in ``helpers
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 
 import pytest
 import torch
+from helpers import first_lines
 
 SHARED_DATA = Path(os.environ.get("SEEDR_SHARED_DATA", Path(__file__).resolve().parents[1] / ".." / "shared" / "data")).resolve()
 
@@ -42,3 +44,20 @@ def tokenizer(minilm_path: Path):
     from seedr.modeling.encoder import load_tokenizer
 
     return load_tokenizer(minilm_path)
+
+
+@pytest.fixture(scope="session")
+def scifact_slice(shared_data: Path, tmp_path_factory) -> Path:
+    """A BEIR folder: SciFact's first 5 test queries, their judgments, and the first 40 abstracts."""
+    source = shared_data / "scifact"
+    folder = tmp_path_factory.mktemp("scifact-slice")
+    first_lines(source / "corpus.jsonl", 40, folder)
+    lines = (source / "qrels" / "test.tsv").read_text().splitlines()
+    judged = lines[1:8]
+    (folder / "qrels").mkdir()
+    (folder / "qrels" / "test.tsv").write_text("\n".join([lines[0], *judged]) + "\n")
+    wanted = {line.split("\t")[0] for line in judged}
+    texts = [line for line in (source / "queries.jsonl").read_text().splitlines()
+             if json.loads(line)["_id"] in wanted]
+    (folder / "queries.jsonl").write_text("\n".join(texts) + "\n")
+    return folder

@@ -132,3 +132,44 @@ def test_fine_tuning_killed_at_a_random_moment_resumes_to_the_same_encoder(tiny_
     run(*arguments, "--out", tmp_path / "whole")
     assert same_weights(killed / "encoder", tmp_path / "whole" / "encoder")
     assert leftovers(killed) == [] and leftovers(tmp_path) == []
+
+
+def test_encoding_killed_through_a_symlink_resumes_through_the_real_path(tiny_model, corpus, tmp_path) -> None:
+    """The kill and the resume name one folder two ways (issue 25): the lock and the temporaries belong
+    to the folder, not to the name, so the resume through the real path finishes the killed run's
+    vectors exactly and the link still points at them."""
+    delay = random.Random(25).uniform(0, 0.5)
+    arguments = ("encode", "--model", tiny_model, "--corpus", corpus, "--shard-size", 10, "--batch-size", 10,
+                 "--max-length", 64)
+    real, link = tmp_path / "emb", tmp_path / "alias"
+    real.mkdir()
+    link.symlink_to(real, target_is_directory=True)
+    process = seedr_process(*arguments, "--out", link)
+    kill_when(process, lambda: (real / "ids-00000.txt").exists(), delay)
+    run(*arguments, "--out", real)
+    run(*arguments, "--out", tmp_path / "whole")
+    manifest = json.loads((real / "manifest.json").read_text())
+    assert manifest == json.loads((tmp_path / "whole" / "manifest.json").read_text())
+    for shard in manifest["shards"]:
+        assert np.array_equal(np.load(link / shard["embeddings"]), np.load(tmp_path / "whole" / shard["embeddings"]))
+    assert link.is_symlink() and leftovers(real) == [] and not list(tmp_path.glob(".*"))
+
+
+def test_an_experiment_killed_at_a_random_moment_runs_again_to_the_same_results(scifact_slice, tmp_path) -> None:
+    """A killed ``seedr experiment`` leaves its report and step locks behind a dead process: the next run
+    takes them over and ends with the results of an uninterrupted one."""
+    from test_reliability import experiment_file
+
+    data = scifact_slice
+    first = experiment_file(tmp_path, "first", "nDCG@10")
+    delay = random.Random(26).uniform(0, 0.5)
+    work = tmp_path / "killed"
+    process = seedr_process("experiment", first, "--out", work, "--set", f"data={data}")
+    killed_running = kill_when(process, lambda: work.exists(), delay)
+    print(f"killed {delay:.3f} s after the work folder appeared: {killed_running}")
+    run("experiment", first, "--out", work, "--set", f"data={data}")
+    run("experiment", first, "--out", tmp_path / "whole", "--set", f"data={data}")
+    killed = json.loads((work / "reports" / "first" / "results.json").read_text())
+    whole = json.loads((tmp_path / "whole" / "reports" / "first" / "results.json").read_text())
+    assert killed["tasks"] == whole["tasks"] and killed["claims"] == whole["claims"]
+    assert not list(work.rglob(".*.lock")) and not list(work.rglob(".*.tmp"))

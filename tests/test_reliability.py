@@ -728,23 +728,6 @@ resamples: 50
 """
 
 
-@pytest.fixture(scope="module")
-def scifact_slice(shared_data: Path, tmp_path_factory) -> Path:
-    """A BEIR folder: SciFact's first 5 test queries, their judgments, and the first 40 abstracts."""
-    source = shared_data / "scifact"
-    folder = tmp_path_factory.mktemp("scifact-slice")
-    first_lines(source / "corpus.jsonl", 40, folder)
-    lines = (source / "qrels" / "test.tsv").read_text().splitlines()
-    judged = lines[1:8]
-    (folder / "qrels").mkdir()
-    (folder / "qrels" / "test.tsv").write_text("\n".join([lines[0], *judged]) + "\n")
-    wanted = {line.split("\t")[0] for line in judged}
-    texts = [line for line in (source / "queries.jsonl").read_text().splitlines()
-             if json.loads(line)["_id"] in wanted]
-    (folder / "queries.jsonl").write_text("\n".join(texts) + "\n")
-    return folder
-
-
 def experiment_file(folder: Path, name: str, metrics: str) -> Path:
     path = folder / "experiments" / f"{name}.yaml"
     path.parent.mkdir(parents=True, exist_ok=True)
