@@ -97,7 +97,7 @@ def test_built_folder_trains_as_dpr_and_pools_an_answer_for_every_scored_questio
     train_questions = {by_id[qid].question for qid in split["train"]}
     for example in training:
         assert example.question in train_questions
-        assert 1 <= len(example.positives) <= 2 and len(example.hard_negatives) <= 5
+        assert len(example.positives) in (1, 2) and len(example.hard_negatives) <= 5
         assert all(has_answer(example.answers, p.text) for p in example.positives)
         assert not any(has_answer(example.answers, p.text) for p in example.hard_negatives)
     assert len(load_training_set(folder / "train.json").queries) == len(training)
