@@ -20,19 +20,22 @@ An experiment is a YAML file in ``experiments/`` (``seedr experiment NAME``)::
       none: {steps: [{finetune: {}}]}
       mlm: {steps: [{pretrain: {objective_name: mlm}}, {finetune: {}}]}
     baseline: none                      # significance tests are against this condition (or group)
-    groups: {}                          # name → conditions whose per-query scores are averaged (seeds)
+    groups: {mlm: [mlm-s*]}             # name → conditions (or patterns) whose per-query scores are
+                                        # averaged (seeds)
     tolerance: {nDCG@10: 0.02}          # how far a re-run may move a figure (`--verify`)
     claims: []                          # the papers' claims this experiment checks (README table);
                                         # task "diagnostics": a metric of the conditions' diagnose steps;
                                         # each with its paper's figure, its protocol and its source
     case_study: {task: scifact, systems: [seed, mlm], queries: 5}   # optional: queries the two systems
                                         # disagree on, side by side (SEED-Encoder Table 5), in the report
-    scales:                             # cpu (runs here) and paper (validated only): variables/defaults,
-      cpu: {variables: {...}, defaults: {...}, skip: [mlm]}   # and conditions not run at that scale
+    scales:                             # cpu (runs here), gpu (one GPU) and paper (validated only):
+      cpu: {variables: {...}, defaults: {...}, skip: [mlm]}   # variables/defaults, and conditions not
+      gpu: {variables: {seeds: [1, 2, 3]}}                    # run at that scale
       paper: {variables: {...}, defaults: {...}}
 
-Conditions may carry ``grid: {var: [values, ...]}``: one condition per combination, ``{var}`` in the
-name and in every string replaced. Step settings use the keys of the stage's config dataclass
+Conditions may carry ``grid: {var: [values, ...]}`` (a list, or a variable holding one): one condition
+per combination, ``{var}`` in the name and in every string replaced. Set-up steps that nothing refers to
+(``--set`` may point a variable at a folder built elsewhere) are not run. Step settings use the keys of the stage's config dataclass
 (``seedr.training.pretrain.PretrainConfig``, ``seedr.training.finetune.FinetuneConfig``; dotted keys
 for nested fields) and are validated against them, so a misspelt or unknown option is an error that
 names the file, the condition and the key before anything runs.
@@ -41,6 +44,7 @@ names the file, the condition and the key before anything runs.
 from __future__ import annotations
 
 import copy
+import fnmatch
 import itertools
 import re
 from dataclasses import dataclass, field
@@ -52,8 +56,11 @@ import yaml
 from seedr.config import parse_yaml
 from seedr.data.io import DataError
 
-#: Scales an experiment file declares: ``cpu`` runs on a 2-core machine, ``paper`` holds the papers' settings.
-SCALES = ("cpu", "paper")
+#: Scales an experiment file declares: ``cpu`` runs on a 2-core machine, ``gpu`` on one GPU for minutes
+#: (a larger budget, more seeds), ``paper`` holds the papers' settings (validated only).
+SCALES = ("cpu", "gpu", "paper")
+#: Scales that ``seedr experiment`` runs (the others are validated only).
+RUN_SCALES = ("cpu", "gpu")
 #: Top-level keys of an experiment file.
 KEYS = {"title", "description", "variables", "setup", "tasks", "defaults", "conditions", "baseline", "groups",
         "tolerance", "claims", "scales", "test", "alpha", "resamples", "case_study"}
@@ -225,8 +232,11 @@ def _step(entry: Any, where: str) -> Step:
     return Step(kind, dict(settings or {}))
 
 
-def _expand_grid(name: str, body: dict[str, Any], where: str) -> list[tuple[str, dict[str, Any]]]:
-    grid = body.get("grid")
+def _expand_grid(name: str, body: dict[str, Any], variables: dict[str, Any],
+                 where: str) -> list[tuple[str, dict[str, Any]]]:
+    """One condition per combination of ``grid``'s values; a value list may be a variable (``{seeds}``), so
+    that a scale sets how many seeds it runs."""
+    grid = substitute(body.get("grid"), variables, where)
     body = {key: value for key, value in body.items() if key != "grid"}
     if grid is None:
         return [(name, body)]
@@ -237,6 +247,34 @@ def _expand_grid(name: str, body: dict[str, Any], where: str) -> list[tuple[str,
         binding = dict(zip(grid, values))
         expanded.append((substitute(name, binding, where), substitute(body, binding, where, strict=False)))
     return expanded
+
+
+_SETUP_REFERENCE = re.compile(r"\{setup\.([^{}.]+)\}")
+
+
+def _referenced_setup(setup: dict[str, Step], users: Any) -> dict[str, Step]:
+    """The set-up steps that ``users`` (the tasks and conditions) refer to as ``{setup.NAME}``, and those
+    that these refer to in turn: a step whose folder a ``--set`` variable replaced is not run."""
+    needed = set(_SETUP_REFERENCE.findall(repr(users)))
+    pending = list(needed)
+    while pending:
+        step = setup.get(pending.pop())
+        for name in _SETUP_REFERENCE.findall(repr(step.settings) if step else ""):
+            if name not in needed:
+                needed.add(name)
+                pending.append(name)
+    return {name: step for name, step in setup.items() if name in needed}
+
+
+def _group_members(members: list[Any], conditions: dict[str, Any]) -> list[str]:
+    """A group's conditions: names, or shell patterns (``mlm-s*``) matched against the conditions run at
+    this scale, so that a group of seeds holds as many as the scale runs."""
+    named = []
+    for member in members:
+        member = str(member)
+        matched = sorted(fnmatch.filter(conditions, member)) if any(c in member for c in "*?[") else [member]
+        named.extend(name for name in matched if name not in named)
+    return named
 
 
 def load_experiment(name: str | Path, scale: str = "cpu", overrides: list[str] | None = None) -> Experiment:
@@ -305,7 +343,7 @@ def load_experiment(name: str | Path, scale: str = "cpu", overrides: list[str] |
     for raw_name, raw_body in (raw.get("conditions") or {}).items():
         if not isinstance(raw_body, dict):
             raise DataError(path, f"conditions.{raw_name} must be a mapping", field=f"conditions.{raw_name}")
-        for name, body in _expand_grid(str(raw_name), raw_body, f"{where}: conditions.{raw_name}"):
+        for name, body in _expand_grid(str(raw_name), raw_body, variables, f"{where}: conditions.{raw_name}"):
             body = substitute(body, variables, f"{where}: conditions.{name}")
             unknown = sorted(set(body) - {"steps", "retrieve"})
             if unknown:
@@ -332,8 +370,9 @@ def load_experiment(name: str | Path, scale: str = "cpu", overrides: list[str] |
     # a claim, group or case study naming a skipped condition is then an error of validate(): the file
     # must say what its scale can check
     conditions = {name: condition for name, condition in conditions.items() if name not in skipped}
+    setup = _referenced_setup(setup, [tasks, conditions])
 
-    groups = {str(k): list(v) for k, v in (raw.get("groups") or {}).items()}
+    groups = {str(k): _group_members(v, conditions) for k, v in (raw.get("groups") or {}).items()}
     claims = []
     for index, entry in enumerate(raw.get("claims") or []):
         try:
@@ -366,5 +405,5 @@ def load_experiment(name: str | Path, scale: str = "cpu", overrides: list[str] |
     return experiment
 
 
-__all__ = ["CLAIM_SOURCES", "SCALES", "CaseStudy", "Claim", "Condition", "Experiment", "Step", "Task", "experiment_path",
+__all__ = ["CLAIM_SOURCES", "RUN_SCALES", "SCALES", "CaseStudy", "Claim", "Condition", "Experiment", "Step", "Task", "experiment_path",
            "experiments_dir", "load_experiment", "substitute"]

@@ -15,7 +15,8 @@ def command(
     name: Annotated[str, typer.Argument(help="Experiment: a name in experiments/ (e.g. domain_adaptation) or "
                                              "a YAML file.")],
     scale: Annotated[str, typer.Option(
-        "--scale", help="cpu: run it (this machine's budget); paper: the papers' settings, validated only.")] = "cpu",
+        "--scale", help="cpu: run it (this machine's budget); gpu: run it on one GPU (a larger budget, more "
+        "seeds); paper: the papers' settings, validated only.")] = "cpu",
     out: Annotated[Path, typer.Option(
         "--out", help="Work folder, shared by experiments (finished steps are reused); the report goes to "
                       "OUT/reports/NAME.")] = Path("runs/experiments"),
@@ -37,14 +38,19 @@ def command(
     """
     from seedr.experiments.results import load_results, record as record_results, update_readme, verify as check
     from seedr.experiments.runner import run_experiment
-    from seedr.experiments.spec import load_experiment
+    import torch
+
+    from seedr.experiments.spec import RUN_SCALES, load_experiment
 
     experiment = load_experiment(name, scale, set_ or [])
-    if scale != "cpu":
+    if scale not in RUN_SCALES:
         console.print(f"{experiment.path}: {scale} scale is valid: {len(experiment.conditions)} conditions "
                       f"({', '.join(experiment.conditions)}), tasks {', '.join(experiment.tasks)}. It is run on "
                       "GPUs, not here; nothing was run.", highlight=False)
         return
+    if scale == "gpu" and not torch.cuda.is_available():
+        raise typer.BadParameter("the gpu scale runs on a GPU, and torch sees none here; --scale cpu runs "
+                                 "on this machine", param_hint="--scale")
     recorded = load_results(experiment.results_dir) if verify else None
     outcome = run_experiment(experiment, out, console)
     if recorded is not None:
