@@ -99,6 +99,37 @@ def test_paper_scale_is_validated_not_run(tmp_path):
     assert "nothing was run" in result.output and not (tmp_path / "x").exists()
 
 
+def test_gpu_scale_runs_more_seeds_and_is_refused_without_a_gpu(tmp_path, monkeypatch):
+    """from_base: the grid's seeds come from a variable, so the gpu scale runs three where the cpu scale
+    runs one; groups by pattern hold what the scale runs (``seed-s[0-9]*`` is not ``seed-strong-s1``)."""
+    cpu, gpu = load_experiment("from_base", "cpu"), load_experiment("from_base", "gpu")
+    assert cpu.groups["mlm"] == ["mlm-s1"] and gpu.groups["mlm"] == ["mlm-s1", "mlm-s2", "mlm-s3"]
+    assert gpu.groups["seed"] == ["seed-s1", "seed-s2", "seed-s3"] and gpu.groups["seed-strong"] == ["seed-strong-s1"]
+    seeds = [gpu.conditions[f"seed-s{i}"].steps[0].settings["train.seed"] for i in (1, 2, 3)]
+    assert seeds == [1, 2, 3] and gpu.conditions["seed-s2"].steps[1].settings["train.seed"] == 2
+    assert gpu.conditions["mlm-s1"].steps[0].settings["train.max_steps"] == 600
+    monkeypatch.setattr("torch.cuda.is_available", lambda: False)
+    result = runner.invoke(app, ["experiment", "from_base", "--scale", "gpu", "--out", str(tmp_path / "x")])
+    assert result.exit_code != 0 and "GPU" in result.output and not (tmp_path / "x").exists()
+
+
+def test_setup_steps_nothing_refers_to_are_not_run():
+    """from_base builds NQ-open from the whole Wikipedia in its set-up; pointing ``open_qa`` at a folder
+    built elsewhere leaves both set-up steps (``nq`` and the ``wiki`` it reads) unrun."""
+    assert list(load_experiment("from_base", "cpu").setup) == ["wiki", "nq"]
+    given = load_experiment("from_base", "cpu", ["open_qa=/data/nq-open-qa"])
+    assert given.setup == {} and given.tasks["nq"].settings["questions"] == "/data/nq-open-qa/test.jsonl"
+
+
+def test_grid_values_must_be_a_list_after_substitution(tmp_path):
+    text = (ROOT / "experiments" / "from_base.yaml").read_text()
+    bad = tmp_path / "experiments" / "bad.yaml"
+    bad.parent.mkdir()
+    bad.write_text(text.replace("seeds: [1]  ", "seeds: 1  ", 1))
+    with pytest.raises(ValueError, match="grid must map names to non-empty lists"):
+        load_experiment(bad, "cpu")
+
+
 # ------------------------------------------------------------------ a tiny experiment, end to end
 
 
