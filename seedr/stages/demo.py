@@ -22,9 +22,10 @@ def command(
         "--set", help="Override a size, e.g. pretrain_steps=300 (repeatable; the variables of "
                       "experiments/demo.yaml).")] = None,
 ) -> None:
-    """Prepare the embedded Wikipedia leads, continue pre-training MiniLM with MLM and with SEED-Encoder,
-    fine-tune both into retrievers, compare them with BM25 on held-out queries (significance-tested),
-    and write a report (Markdown, HTML) with tables and training curves into OUT/reports/demo.
+    """Prepare the embedded Wikipedia leads; fine-tune MiniLM with seedr's best recipe and fuse it with
+    BM25; continue pre-training the seedr base with MLM and with SEED-Encoder and fine-tune both; compare
+    all with BM25 and MiniLM as shipped on held-out queries (significance-tested), and write a report
+    (Markdown, HTML) with tables and training curves into OUT/reports/demo.
 
     Example: seedr demo --out runs/demo-scifact --data ../shared/data/scifact --set pretrain_steps=300
     """
