@@ -740,3 +740,39 @@ def test_runner_records_chance_bm25_and_floor(tmp_path, scifact_slice, monkeypat
     # a second run reuses the reference BM25 run, as it does the conditions' runs
     again = run_experiment(load_experiment(path, "cpu", [f"data={scifact_slice}"]), tmp_path / "out")
     assert bm25_calls == [100] and again.results["tasks"]["scifact"]["bm25"] == task["bm25"]
+
+
+def test_holm_adjusts_a_family_of_p_values_step_down():
+    """Holm 1979 by hand: sorted 0.01, 0.02, 0.04 of m = 3 → 0.03, 0.04, max(0.04, 0.04) = 0.04."""
+    from seedr.experiments.results import holm
+
+    assert holm([0.04, 0.01, 0.02]) == pytest.approx([0.04, 0.03, 0.04])
+    assert holm([0.5, 0.6]) == pytest.approx([1.0, 1.0]) and holm([]) == []
+    assert holm([0.03]) == [0.03]
+
+
+def test_claim_verdicts_read_holm_adjusted_p_values(tmp_path):
+    """Two directional claims at p = 0.03 and 0.04: alone each holds; as a family (0.06, 0.06) neither
+    does. A claim below the floor stays out of the family."""
+    from types import SimpleNamespace
+
+    from seedr.experiments.results import AT_CHANCE, claim_results
+
+    def claim(name, expect="higher"):
+        return SimpleNamespace(claim=name, paper="p", protocol="x", source="paper", task="t", metric="m",
+                               condition=name, against="base", expect=expect)
+
+    systems = {"base": {"m": {"mean": 0.30, "p_value": None}},
+               "a": {"m": {"mean": 0.40, "p_value": 0.03}}, "b": {"m": {"mean": 0.41, "p_value": 0.04}},
+               "low": {"m": {"mean": 0.31, "p_value": 0.001}}}
+    comparisons = {"t": {"systems": systems, "floor": {"m": 0.2}}}
+    experiment = SimpleNamespace(path=tmp_path, claims=[claim("a"), claim("b")], baseline="base", alpha=0.05,
+                                 tolerance={}, scale="cpu")
+    results = claim_results(experiment, comparisons, None)
+    assert [r["p_holm"] for r in results] == pytest.approx([0.06, 0.06])
+    assert [r["verdict"] for r in results] == ["not significant", "not significant"]
+    experiment.claims = [claim("a")]
+    assert claim_results(experiment, comparisons, None)[0]["verdict"] == "holds"
+    comparisons["t"]["floor"] = {"m": 0.5}
+    experiment.claims = [claim("a"), claim("low")]
+    assert {r["verdict"] for r in claim_results(experiment, comparisons, None)} == {AT_CHANCE}

@@ -100,7 +100,8 @@ def claim_results(experiment: Any, comparisons: dict[str, dict[str, Any]],
     metric (``comparisons[task]["floor"]``, see ``references``). Claims on ``diagnostics`` compare two
     models' diagnostic values; they have no p-value (one number per model) and are judged by their
     direction where the difference exceeds the metric's tolerance (what a re-run may move one value by),
-    else "not significant"."""
+    else "not significant". The directional claims judged above the floor are one family: their verdicts
+    read Holm-adjusted p-values (``p_holm``, see ``holm``); ``p_value`` stays the raw one."""
     results = []
     for claim in experiment.claims:
         described = {"claim": claim.claim, "paper": claim.paper, "protocol": claim.protocol, "source": claim.source}
@@ -141,12 +142,34 @@ def claim_results(experiment: Any, comparisons: dict[str, dict[str, Any]],
         results.append({**described, "task": claim.task, "metric": claim.metric,
                         "condition": claim.condition, "against": claim.against, "expect": claim.expect,
                         "value": condition["mean"], "against_value": against["mean"], "delta": delta,
-                        "p_value": p_value,
-                        "verdict": _verdict(claim.expect, delta, p_value, experiment.alpha, above_floor=above),
+                        "p_value": p_value, "above_floor": above,
                         "chance": (task.get("chance") or {}).get(claim.metric),
                         "bm25": (task.get("bm25") or {}).get(claim.metric), "floor": level,
                         "scale": experiment.scale})
+    family = [result for result in results
+              if result["p_value"] is not None and result["above_floor"] and result["expect"] != "similar"]
+    for result, adjusted in zip(family, holm([result["p_value"] for result in family]), strict=True):
+        result["p_holm"] = adjusted
+    for result in results:
+        if "above_floor" in result:
+            above = result.pop("above_floor")
+            p_value = result.get("p_holm", result["p_value"])
+            result["verdict"] = _verdict(result["expect"], result["delta"], p_value, experiment.alpha,
+                                         above_floor=above)
     return results
+
+
+def holm(p_values: list[float]) -> list[float]:
+    """Holm's step-down adjustment (Holm 1979) of a family of p-values: the i-th smallest of m is
+    multiplied by m − i + 1 (i from 1), made non-decreasing and capped at 1. A claim is significant at
+    ``alpha`` when its adjusted p-value is below it, which keeps the chance of any false "holds" or
+    "does not hold" among an experiment's claims at most ``alpha``."""
+    order = sorted(range(len(p_values)), key=p_values.__getitem__)
+    adjusted, running = [0.0] * len(p_values), 0.0
+    for rank, index in enumerate(order):
+        running = max(running, min(1.0, (len(p_values) - rank) * p_values[index]))
+        adjusted[index] = running
+    return adjusted
 
 
 def _pair_p_value(experiment: Any, claim: Any, scores: dict[str, dict[str, dict[str, float]]]) -> float:
@@ -192,6 +215,8 @@ def claims_markdown(claims: list[dict[str, Any]], link: str | None = None, machi
         seedr = (f"{claim['condition']} {claim['value']:.4f} vs {claim['against']} {claim['against_value']:.4f} "
                  f"({claim['task']} {claim['metric']})")
         p_value = "–" if claim["p_value"] is None else f"{claim['p_value']:.3g}"
+        if claim.get("p_holm") is not None and claim["p_holm"] != claim["p_value"]:
+            p_value += f" (Holm {claim['p_holm']:.3g})"
         row = (f"| {claim['claim']} | {claim['paper'] or '–'} | {claim.get('protocol') or '–'} | {seedr} | "
                f"{floor_cell(claim)} | {p_value} | {claim['verdict']} |")
         lines.append(row + (f" [{link.split('/')[-2]}]({link}) | {machine or '–'} |" if link else ""))
