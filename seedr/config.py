@@ -3,7 +3,10 @@ command line; every run folder records the resolved config, library versions and
 
 from __future__ import annotations
 
+import copy
 import dataclasses
+import functools
+import hashlib
 import json
 import math
 import platform
@@ -11,6 +14,7 @@ import re
 import sys
 import types
 import typing
+from collections.abc import Mapping
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, TypeVar
@@ -112,7 +116,7 @@ def _build(cls: type[C], data: dict[str, Any], where: str) -> C:
         if dataclasses.is_dataclass(default) and isinstance(value, dict):
             # a partial mapping completes the field's own default (fine-tuning's TrainConfig has its own
             # learning rate and warm-up), not the defaults of the nested class
-            value = _merged(dataclasses.asdict(default), value)
+            value = merge_settings(dataclasses.asdict(default), value)
         values[key] = _coerce(value, hints[key], f"{where}.{key}")
     try:
         config = cls(**values)
@@ -131,18 +135,39 @@ def _default(field: dataclasses.Field) -> Any:
     return None if field.default is dataclasses.MISSING else field.default
 
 
-def _merged(base: dict[str, Any], update: dict[str, Any]) -> dict[str, Any]:
-    """``base`` updated by ``update``, nested mappings merged key by key."""
-    merged = dict(base)
-    for key, value in update.items():
-        both_mappings = isinstance(value, dict) and isinstance(merged.get(key), dict)
-        merged[key] = _merged(merged[key], value) if both_mappings else value
+def merge_settings(*layers: Mapping[str, Any] | None) -> dict[str, Any]:
+    """``layers`` of settings in one nested mapping, each over those before it: a dotted key
+    ``train.max_steps`` is the key ``max_steps`` of the mapping ``train``, mappings merge key by key and
+    anything else is replaced (a mapping too, by a later non-mapping; a non-mapping by a dotted key into
+    it). No layer is changed: the result shares nothing mutable with them.
+
+    The one rule wherever settings are layered — a recipe under ``--set`` overrides (``load_config``), a
+    config field's own defaults under a partial mapping (``from_dict``), an experiment's defaults and
+    scale under a condition's settings (``seedr.experiments.spec``), a step's settings before its config
+    is built (``seedr.experiments.steps``) — so ``train.max_steps: 3`` and ``train: {max_steps: 3}`` mean
+    the same everywhere, and the later layer wins whichever spelling either uses. ``merge_settings(s)``
+    is ``s`` with its dotted keys nested.
+    """
+    merged: dict[str, Any] = {}
+    for layer in layers:
+        for key, value in (layer or {}).items():
+            *parents, leaf = key.split(".") if isinstance(key, str) else [key]
+            target = merged
+            for parent in parents:
+                if not isinstance(target.get(parent), dict):
+                    target[parent] = {}
+                target = target[parent]
+            if isinstance(value, Mapping):
+                current = target.get(leaf)
+                target[leaf] = merge_settings(current if isinstance(current, dict) else None, value)
+            else:
+                target[leaf] = copy.deepcopy(value)
     return merged
 
 
 def load_config(cls: type[C], recipe: str | Path | None = None, overrides: list[str] | None = None) -> C:
     """``cls`` from its defaults, then the YAML ``recipe``, then ``key=value`` / ``a.b=value`` overrides."""
-    data: dict[str, Any] = {}
+    layers: list[dict[str, Any]] = []
     if recipe is not None:
         try:
             loaded = parse_yaml(Path(recipe).read_text(encoding="utf-8")) or {}
@@ -151,17 +176,13 @@ def load_config(cls: type[C], recipe: str | Path | None = None, overrides: list[
             raise DataError(recipe, f"malformed YAML: {error}", line=mark.line + 1 if mark else None) from None
         if not isinstance(loaded, dict):
             raise DataError(recipe, "expected a mapping of options at the top level")
-        data.update(loaded)
+        layers.append(loaded)
     for override in overrides or []:
         key, sep, value = override.partition("=")
         if not sep:
             raise ValueError(f"override {override!r} is not of the form key=value")
-        target = data
-        *parents, leaf = key.strip().split(".")
-        for parent in parents:
-            target = target.setdefault(parent, {})
-        target[leaf] = parse_yaml(value) if value.strip() else value
-    return from_dict(cls, data)
+        layers.append({key.strip(): parse_yaml(value) if value.strip() else value})
+    return from_dict(cls, merge_settings(*layers))
 
 
 def _refuse_overridden(config: Any, given: dict[str, Any], where: str = "") -> None:
@@ -180,6 +201,22 @@ def _refuse_overridden(config: Any, given: dict[str, Any], where: str = "") -> N
 
 def to_dict(config: Any) -> dict[str, Any]:
     return dataclasses.asdict(config)
+
+
+def identity(value: Any) -> Any:
+    """A resolved config as what it computes, in JSON-like data, to key its results on (an experiment
+    step's folder): its fields, nested configs included, except that a config with an ``identity()``
+    method gives its own — ``TrainConfig`` leaves out a ``warmup_ratio`` whose steps ``warmup_steps``
+    holds, so that two spellings of one computation share their results."""
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        if hasattr(value, "identity"):
+            return value.identity()
+        return {field.name: identity(getattr(value, field.name)) for field in dataclasses.fields(value)}
+    if isinstance(value, Mapping):
+        return {key: identity(item) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [identity(item) for item in value]
+    return value
 
 
 def describe_options(config: Any, prefix: str) -> list[str]:
@@ -218,6 +255,22 @@ def environment() -> dict[str, str]:
         except metadata.PackageNotFoundError:
             continue
     return versions
+
+
+@functools.cache
+def code_fingerprint() -> dict[str, str]:
+    """The code that computes a result: seedr's version and a hash of its package source (every ``.py``
+    file under ``seedr/``, by path and content, in sorted order). Results keyed on it (experiment steps)
+    are recomputed when the code changes — a fixed bug or a changed default — even while the version
+    number stands still. Computed once per process (a few milliseconds)."""
+    from seedr import __version__
+
+    root = Path(__file__).resolve().parent
+    digest = hashlib.sha256()
+    for path in sorted(root.rglob("*.py")):
+        digest.update(path.relative_to(root).as_posix().encode() + b"\0")
+        digest.update(hashlib.sha256(path.read_bytes()).digest())
+    return {"version": __version__, "source": digest.hexdigest()[:12]}
 
 
 def record_run(out_dir: str | Path, config: Any, seed: int | None, command: str | None = None) -> None:

@@ -105,9 +105,9 @@ def test_gpu_scale_runs_more_seeds_and_is_refused_without_a_gpu(tmp_path, monkey
     cpu, gpu = load_experiment("from_base", "cpu"), load_experiment("from_base", "gpu")
     assert cpu.groups["mlm"] == ["mlm-s1"] and gpu.groups["mlm"] == ["mlm-s1", "mlm-s2", "mlm-s3"]
     assert gpu.groups["seed"] == ["seed-s1", "seed-s2", "seed-s3"] and gpu.groups["seed-strong"] == ["seed-strong-s1"]
-    seeds = [gpu.conditions[f"seed-s{i}"].steps[0].settings["train.seed"] for i in (1, 2, 3)]
-    assert seeds == [1, 2, 3] and gpu.conditions["seed-s2"].steps[1].settings["train.seed"] == 2
-    assert gpu.conditions["mlm-s1"].steps[0].settings["train.max_steps"] == 600
+    seeds = [gpu.conditions[f"seed-s{i}"].steps[0].settings["train"]["seed"] for i in (1, 2, 3)]
+    assert seeds == [1, 2, 3] and gpu.conditions["seed-s2"].steps[1].settings["train"]["seed"] == 2
+    assert gpu.conditions["mlm-s1"].steps[0].settings["train"]["max_steps"] == 600
     monkeypatch.setattr("torch.cuda.is_available", lambda: False)
     result = runner.invoke(app, ["experiment", "from_base", "--scale", "gpu", "--out", str(tmp_path / "x")])
     assert result.exit_code != 0 and "GPU" in result.output and not (tmp_path / "x").exists()
@@ -271,6 +271,40 @@ def test_resumed_experiment_redoes_only_the_unfinished_condition(tiny_run, tmp_p
     assert len(outcome.reused) == 2  # BM25 and zero-shot retrievals
     assert outcome.results["tasks"]["scifact"]["systems"]["bm25"] == before["tasks"]["scifact"]["systems"]["bm25"]
 
+    # the report says what was reused, and which code computed it (recorded in each folder)
+    from seedr.config import code_fingerprint
+
+    code = code_fingerprint()
+    assert json.loads((finetune_folder / "step.json").read_text())["code"] == code == outcome.results["code"]
+    reused = [unit for unit in outcome.results["provenance"] if unit["reused"]]
+    assert sorted(unit["folder"] for unit in reused) == sorted(Path(p).relative_to(out).as_posix()
+                                                               for p in outcome.reused)
+    assert all(unit["code"] == code for unit in outcome.results["provenance"])
+    markdown = (out / "reports" / "tiny" / "report.md").read_text()
+    line = next(line for line in markdown.splitlines() if line.startswith("- reused from earlier runs:"))
+    assert "0 steps and 2 retrievals" in line and f"2 computed by seedr {code['version']} source" in line
+    assert all(f"`{unit['folder']}`" in line for unit in reused) and code["source"] in line
+    assert "computed by this run: 1 step and 1 retrieval" in markdown
+
+
+def test_report_groups_reused_work_by_the_code_that_computed_it():
+    """Steps reused from an older source are named apart from this code's (and from unrecorded ones)."""
+    from seedr.experiments.runner import provenance_lines
+
+    now, old = {"version": "0.2.0", "source": "abc123abc123"}, {"version": "0.1.0", "source": "def456def456"}
+    units = [{"folder": "steps/pretrain-1", "reused": True, "code": now},
+             {"folder": "steps/finetune-2", "reused": True, "code": old},
+             {"folder": "retrieval/scifact-3", "reused": True, "code": None},
+             {"folder": "retrieval/scifact-4", "reused": False, "code": now}]
+    lines = provenance_lines({"code": now, "provenance": units})
+    assert lines[0] == ("- code: seedr 0.2.0 source `abc123abc123`; "
+                        "computed by this run: 0 steps and 1 retrieval")
+    assert lines[1] == ("- reused from earlier runs: 2 steps and 1 retrieval; "
+                        "1 computed by seedr 0.2.0 source `abc123abc123` (this run's code): `steps/pretrain-1`; "
+                        "1 computed by seedr 0.1.0 source `def456def456`: `steps/finetune-2`; "
+                        "1 computed by an unrecorded code: `retrieval/scifact-3`")
+    assert len(provenance_lines({"code": now, "provenance": units[3:]})) == 1  # nothing reused: no line
+
 
 CASE_STUDY = """\
 title: Tiny case study
@@ -371,14 +405,24 @@ def test_experiments_share_their_common_steps():
     """diagnostics chains the very pre-training steps of from_scratch, few_shot those of decoder_ablation
     and cpdae_variants (and best_recipe and domain_adaptation the calibrated plain fine-tuning of
     finetune_calibration), so that in one work folder each is computed once (a step's folder is keyed
-    by its settings); decoder_ablation pre-trains shorter, with from_scratch's tokenizer."""
-    from seedr.experiments.steps import nested
+    by its resolved configuration); decoder_ablation pre-trains shorter, with from_scratch's tokenizer."""
+    from seedr.experiments.runner import step_folder
+    from seedr.experiments.steps import build_step
 
     def settings(experiment, condition):
-        return nested(load_experiment(experiment).conditions[condition].steps[0].settings)
+        return load_experiment(experiment).conditions[condition].steps[0].settings
+
+    def folders(experiment, condition):
+        chained, model = [], None
+        for spec in load_experiment(experiment).conditions[condition].steps:
+            step = build_step(spec.kind, spec.settings, condition).with_model(model)
+            chained.append(step_folder(Path("out"), spec.kind, step))
+            model = step.product(chained[-1]) or model
+        return chained
 
     seed = settings("from_scratch", "seed")
     assert settings("diagnostics", "seed") == seed
+    assert folders("diagnostics", "seed")[0] == folders("from_scratch", "seed")[0]
     ablation = settings("decoder_ablation", "layers-3-span-2")
     assert settings("few_shot", "seed-5pct-s1") == ablation == settings("few_shot", "seed-speed")
     assert settings("few_shot", "cpdae-1pct-s2") == settings("cpdae_variants", "cpdae")
@@ -389,8 +433,9 @@ def test_experiments_share_their_common_steps():
     assert load_experiment("decoder_ablation").setup == load_experiment("from_scratch").setup
     # cpdae_variants' SEED-Encoder is the ablation's 3-layer, span-2 run, fine-tuned alike
     for index in (0, 1):
-        assert (nested(load_experiment("cpdae_variants").conditions["seed"].steps[index].settings)
-                == nested(load_experiment("decoder_ablation").conditions["layers-3-span-2"].steps[index].settings))
+        assert (load_experiment("cpdae_variants").conditions["seed"].steps[index].settings
+                == load_experiment("decoder_ablation").conditions["layers-3-span-2"].steps[index].settings)
+    assert folders("cpdae_variants", "seed") == folders("decoder_ablation", "layers-3-span-2")
     # Figure 4's reliance curves diagnose the very pre-trainings the ablation fine-tunes
     for layers in (1, 3, 5):
         for span in (2, 8, "all"):
@@ -443,6 +488,63 @@ baseline: mlm
 claims:
   - {claim: "x", condition: cpdae, against: mlm, task: diagnostics, metric: "random_pair_cosine@64"}
 """
+
+
+def test_steps_are_keyed_on_their_resolved_configuration_and_the_code(monkeypatch):
+    """Settings that resolve to one configuration share a folder (a warm-up as a share or in the steps it
+    comes to, an objective's default given or not, either spelling of a nested key); a changed setting or
+    a changed source of seedr gives a new one."""
+    from seedr.experiments import runner as runner_module
+    from seedr.experiments.runner import step_folder
+    from seedr.experiments.steps import build_step
+
+    def folder(kind, settings):
+        return step_folder(Path("out"), kind, build_step(kind, settings, "test"))
+
+    as_share = folder("finetune", {"train.max_steps": 60})  # fine-tuning's default warmup_ratio is 0.1
+    assert folder("finetune", {"train": {"max_steps": 60, "warmup_ratio": None, "warmup_steps": 6}}) == as_share
+    assert folder("finetune", {"train.max_steps": 60, "train.warmup_ratio": None,
+                               "train.warmup_steps": 7}) != as_share
+    assert folder("finetune", {"train.max_steps": 61}) != as_share
+    # by epochs, the run's length comes from the data: the share decides, not the steps it came to here
+    by_epochs = folder("finetune", {"train.max_steps": 60, "epochs": 2})
+    assert folder("finetune", {"train.max_steps": 90, "epochs": 2}) == by_epochs
+    assert folder("finetune", {"train.max_steps": 60, "train.warmup_ratio": None, "train.warmup_steps": 6,
+                               "epochs": 2}) != by_epochs
+    mlm = folder("pretrain", {"objective_name": "mlm", "train.max_steps": 5})
+    assert folder("pretrain", {"objective_name": "mlm", "objective": {"mask_probability": 0.15},
+                               "train": {"max_steps": 5}}) == mlm
+    assert folder("pretrain", {"objective_name": "mlm", "objective.mask_probability": 0.2,
+                               "train.max_steps": 5}) != mlm
+    monkeypatch.setattr(runner_module, "code_fingerprint", lambda: {"version": "0.1.0", "source": "changed"})
+    assert folder("finetune", {"train.max_steps": 60}) != as_share
+    assert folder("pretrain", {"objective_name": "mlm", "train.max_steps": 5}) != mlm
+
+
+def test_layered_settings_follow_one_rule_whichever_spelling(tmp_path):
+    """A dotted key and a nested mapping mean the same in a recipe, a --set override and an experiment's
+    defaults, scale and condition; the later layer wins whichever spelling either uses."""
+    from seedr.config import load_config, merge_settings
+    from seedr.training.finetune import FinetuneConfig
+
+    assert merge_settings({"train": {"max_steps": 3, "seed": 1}, "train.max_steps": 5},
+                          {"train": {"max_steps": 7}}, None) == {"train": {"max_steps": 7, "seed": 1}}
+    base = {"loss_options": {"margin": [1]}}
+    merged = merge_settings(base, {"model.init": "x"})
+    merged["loss_options"]["margin"].append(2)
+    assert base == {"loss_options": {"margin": [1]}} and merged["model"] == {"init": "x"}  # no layer changed
+    recipe = tmp_path / "recipe.yaml"
+    recipe.write_text("train: {max_steps: 50, seed: 3}\n")
+    config = load_config(FinetuneConfig, recipe, ["train.max_steps=40"])
+    assert (config.train.max_steps, config.train.seed, config.train.learning_rate) == (40, 3, 2e-5)
+    text = TINY.replace("train.max_steps: \"{steps}\"", "train: {max_steps: 5}").replace(
+        "scales:\n", "scales:\n  cpu: {defaults: {finetune: {train.max_steps: 6}}}\n")
+    text = text.replace("finetuned: {steps: [{finetune: {}}]}",
+                        "finetuned: {steps: [{finetune: {train: {max_steps: 4}}}]}")
+    path = tmp_path / "layered.yaml"
+    path.write_text(text)
+    settings = load_experiment(path, "cpu").conditions["finetuned"].steps[0].settings
+    assert settings["train"]["max_steps"] == 4 and settings["train"]["batch_size"] == 4
 
 
 def test_diagnostics_experiment_without_retrieval(tmp_path, wiki_shard):

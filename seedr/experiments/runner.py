@@ -4,21 +4,25 @@ tests, one report and a results file (``seedr experiment``).
 Layout of the work folder (``runs/experiments`` unless ``--out`` says otherwise)::
 
     OUT/steps/<kind>-<key>/        one folder per distinct step (shared by the conditions — and the
-                                   experiments — that chain the same settings from the same model);
+                                   experiments — whose settings resolve alike from the same model);
                                    step.json once finished
     OUT/retrieval/<task>-<key>/    embeddings and run.trec of one model (or BM25) on one task
     OUT/reports/NAME/              report.md, report.html, plots/*.png, results.json, config.yaml, run.json
 
-A step's key hashes its kind, its settings and the model it starts from, so a finished step is reused
-by a re-run (resuming an interrupted experiment redoes only what did not finish), by every condition
-that shares it and by other experiments run into the same work folder (the from-scratch pre-trainings
-of ``few_shot`` and ``diagnostics`` are those of ``from_scratch``), and a changed setting gives a new
-folder instead of mixing results.
+A step's key hashes its kind and its resolved configuration (``ExperimentStep.resolved``: the stage's
+config with its defaults, the model it starts from included), a retrieval's its task, model and
+settings, and both the code that computes them (``seedr.config.code_fingerprint``: seedr's version and
+a hash of its source). So a finished step is reused by a re-run (resuming an interrupted experiment
+redoes only what did not finish), by every condition that shares it and by other experiments run into
+the same work folder (the from-scratch pre-trainings of ``few_shot`` and ``diagnostics`` are those of
+``from_scratch``), whichever spelling their settings use (``train.warmup_ratio: 0.1`` or the
+``warmup_steps`` it comes to); while a changed setting, a changed default or a fixed bug in seedr gives
+a new folder instead of reusing what the old code computed. The report says which steps and retrievals
+were reused, and which code computed them.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import hashlib
 import json
 import platform
@@ -32,10 +36,10 @@ from typing import Any
 
 from rich.console import Console
 
-from seedr.config import from_dict, record_run
+from seedr.config import code_fingerprint, from_dict, identity, merge_settings, record_run
 from seedr.data.io import atomic_write, output_lock
 from seedr.experiments.spec import Condition, Experiment, substitute
-from seedr.experiments.steps import build_step, nested, record_step
+from seedr.experiments.steps import ExperimentStep, build_step, record_step
 from seedr.experiments.tasks import TASKS, FuseConfig, RetrievalTask, RetrieveConfig, fuses
 
 
@@ -45,10 +49,16 @@ _BM25_REFERENCE = Condition("bm25-reference", [], "bm25")  # its name is the run
 
 
 def _key(out_dir: Path, *parts: Any) -> str:
-    """A short hash of ``parts``; paths inside the work folder count relative to it, so that a work
-    folder keeps its keys when moved or copied."""
-    text = json.dumps(parts, sort_keys=True, default=str).replace(str(out_dir), "$OUT")
+    """A short hash of ``parts`` and of the code that computes them (``code_fingerprint``); paths inside
+    the work folder count relative to it, so that a work folder keeps its keys when moved or copied."""
+    text = json.dumps([parts, code_fingerprint()], sort_keys=True, default=str).replace(str(out_dir), "$OUT")
     return hashlib.sha256(text.encode()).hexdigest()[:10]
+
+
+def step_folder(out_dir: Path, name: str, step: ExperimentStep) -> Path:
+    """Where ``step`` runs in the work folder ``out_dir``: ``steps/<name>-<key>`` (``name``: the kind, or
+    a set-up step's name), keyed on its kind, its resolved configuration and the code."""
+    return out_dir / "steps" / f"{name}-{_key(out_dir, step.kind, step.resolved())}"
 
 
 @dataclass
@@ -119,7 +129,7 @@ class _Runner:
         for index, spec in enumerate(condition.steps):
             where = f"{self.experiment.path}: conditions.{condition.name}.steps[{index}]"
             step = build_step(spec.kind, self.resolve(spec.settings), where).with_model(model)
-            folder = self.out_dir / "steps" / f"{spec.kind}-{_key(self.out_dir, spec.kind, nested(step.settings))}"
+            folder = step_folder(self.out_dir, spec.kind, step)
             chained.append((step, folder))
             model = step.product(folder) or model
         return chained
@@ -136,7 +146,7 @@ class _Runner:
     def retrieve_config(self, condition: Any) -> RetrieveConfig | None:
         if condition.retrieve in ("bm25", "none") or fuses(condition.retrieve):
             return None
-        return from_dict(RetrieveConfig, nested(self.resolve(condition.retrieve)),
+        return from_dict(RetrieveConfig, merge_settings(self.resolve(condition.retrieve)),
                          f"{self.experiment.path}: conditions.{condition.name}.retrieve")
 
     def fuse_config(self, condition: Any) -> FuseConfig | None:
@@ -153,13 +163,12 @@ class _Runner:
 
     def retrieval_folder(self, task: RetrievalTask, condition: Any, model: str | None) -> Path:
         retrieve, fusion = self.retrieve_config(condition), self.fuse_config(condition)
-        what = ("bm25",) if retrieve is None else (model, dataclasses.asdict(retrieve))
+        what = ("bm25",) if retrieve is None else (model, identity(retrieve))
         if fusion is not None:  # its components' runs, and the task it selects on
             selects_on = self.experiment.tasks[fusion.select_on] if fusion.select_on else None
             parts = [folder.name for folder in self.component_folders(task, fusion)]
-            what = ("fuse", dataclasses.asdict(fusion), parts,
-                    self.resolve(dataclasses.asdict(selects_on)) if selects_on else None)
-        task_settings = (type(task).__name__, dataclasses.asdict(task.config), task.metrics)
+            what = ("fuse", identity(fusion), parts, self.resolve(identity(selects_on)) if selects_on else None)
+        task_settings = (type(task).__name__, identity(task.config), task.metrics)
         return self.out_dir / "retrieval" / f"{task.name}-{_key(self.out_dir, task_settings, *what)}"
 
     # ---------------------------------------------------------------- running
@@ -177,7 +186,7 @@ class _Runner:
             started = time.perf_counter()
             summary = step.run(folder)
             seconds = time.perf_counter() - started
-            record_step(folder, step, summary, seconds)
+            record_step(folder, step, summary, seconds, code_fingerprint())
         self.outcome_executed.append(str(folder))
         progress.finished(label, seconds)
 
@@ -210,7 +219,7 @@ class _Runner:
         folder.mkdir(parents=True, exist_ok=True)
         with atomic_write(folder / "settings.json") as stream:
             json.dump({"model": model, "retrieve": condition.retrieve, "task": task.name, "seconds": seconds,
-                       **fused}, stream, indent=2)
+                       "code": code_fingerprint(), **fused}, stream, indent=2)
         write_trec_run(folder / "run.trec", run, tag=condition.name)
         self.outcome_executed.append(str(folder))
         progress.finished(label, seconds)
@@ -275,8 +284,7 @@ def _run_experiment(experiment: Experiment, out_dir: Path, console: Console, com
 
     setup_steps = {name: build_step(spec.kind, spec.settings, f"{experiment.path}: setup.{name}")
                    for name, spec in experiment.setup.items()}
-    setup_folders = {name: out_dir / "steps" / f"{name}-{_key(out_dir, spec.kind, nested(spec.settings))}"
-                     for name, spec in experiment.setup.items()}
+    setup_folders = {name: step_folder(out_dir, name, step) for name, step in setup_steps.items()}
     runner.setup_folders = {name: str(step.product(setup_folders[name]) or setup_folders[name])
                             for name, step in setup_steps.items()}
     chains = {name: runner.chain(condition) for name, condition in experiment.conditions.items()}
@@ -345,9 +353,13 @@ def _run_experiment(experiment: Experiment, out_dir: Path, console: Console, com
     reliance = {name: result["details"]["cls_reliance"] for name, result in diagnosed.items()
                 if "cls_reliance" in result["details"]}
     wall = time.perf_counter() - started
-    recorded = [*(folder / "step.json" for folder in [*setup_folders.values(), *unique_steps]),
-                *(folder / "settings.json" for folder in all_retrievals)]
-    compute = sum(json.loads(path.read_text(encoding="utf-8"))["seconds"] for path in recorded)
+    units = [*setup_folders.values(),  # in the order they ran
+             *dict.fromkeys(folder for chained in chains.values() for _, folder in chained),
+             *dict.fromkeys([*retrievals.values(), *bm25_folders.values()])]
+    recorded = {folder: json.loads((folder / ("step.json" if folder.parent.name == "steps" else "settings.json"))
+                                   .read_text(encoding="utf-8")) for folder in units}
+    compute = sum(record["seconds"] for record in recorded.values())
+    reused = set(runner.outcome_reused)
 
     results = {
         "experiment": experiment.name, "title": experiment.title, "scale": experiment.scale,
@@ -360,6 +372,9 @@ def _run_experiment(experiment: Experiment, out_dir: Path, console: Console, com
         "cls_reliance": reliance,
         "case_study": _case_study(experiment, tasks, retrievals),
         "steps": {name: [str(folder) for _, folder in chains[name]] for name in experiment.conditions},
+        "code": code_fingerprint(),
+        "provenance": [{"folder": folder.relative_to(out_dir).as_posix(), "reused": str(folder) in reused,
+                        "code": record.get("code")} for folder, record in recorded.items()],
     }
     (report_dir / "plots").mkdir(parents=True, exist_ok=True)
     with atomic_write(report_dir / "results.json") as stream:
@@ -414,7 +429,39 @@ def _preamble(experiment: Experiment, results: dict[str, Any]) -> str:
     if experiment.skipped:
         lines.append(f"- not run at this scale (the file's `scales.{experiment.scale}.skip`): "
                      + ", ".join(f"`{name}`" for name in experiment.skipped))
-    return "\n".join(lines)
+    return "\n".join([*lines, *provenance_lines(results)])
 
 
-__all__ = ["Outcome", "machine", "run_experiment"]
+def _code_label(code: dict[str, str] | None) -> str:
+    return "an unrecorded code" if code is None else f"seedr {code['version']} source `{code['source']}`"
+
+
+def provenance_lines(results: dict[str, Any]) -> list[str]:
+    """The report's lines on the code behind its figures (``results.json``'s ``code`` and
+    ``provenance``): the code of this run, what it computed, and the steps and retrievals it reused from
+    earlier runs, by folder, grouped by the code that computed them (each folder's step.json or
+    settings.json records it) — so a figure computed by older code is not presented as this code's."""
+    units = results["provenance"]
+    computed = [unit for unit in units if not unit["reused"]]
+    lines = [f"- code: {_code_label(results['code'])}; computed by this run: {_count(computed)}"]
+    by_code: dict[str, list[str]] = {}
+    for unit in units:
+        if unit["reused"]:
+            this = " (this run's code)" if unit["code"] == results["code"] else ""
+            by_code.setdefault(_code_label(unit["code"]) + this, []).append(f"`{unit['folder']}`")
+    if by_code:
+        reused = [unit for unit in units if unit["reused"]]
+        lines.append(f"- reused from earlier runs: {_count(reused)}; "
+                     + "; ".join(f"{len(folders)} computed by {label}: {', '.join(folders)}"
+                                 for label, folders in by_code.items()))
+    return lines
+
+
+def _count(units: list[dict[str, Any]]) -> str:
+    steps = sum(unit["folder"].startswith("steps/") for unit in units)
+    retrievals = len(units) - steps
+    return (f"{steps} step{'s' * (steps != 1)} and {retrievals} "
+            f"retrieval{'s' * (retrievals != 1)}")
+
+
+__all__ = ["Outcome", "machine", "provenance_lines", "run_experiment", "step_folder"]

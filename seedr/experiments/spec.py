@@ -43,7 +43,6 @@ names the file, the condition and the key before anything runs.
 
 from __future__ import annotations
 
-import copy
 import fnmatch
 import itertools
 import re
@@ -53,7 +52,7 @@ from typing import Any
 
 import yaml
 
-from seedr.config import parse_yaml
+from seedr.config import merge_settings, parse_yaml
 from seedr.data.io import DataError
 
 #: Scales an experiment file declares: ``cpu`` runs on a 2-core machine, ``gpu`` on one GPU for minutes
@@ -183,14 +182,9 @@ def experiment_path(name: str | Path) -> Path:
 
 
 def _merge(base: dict[str, Any], update: dict[str, Any]) -> dict[str, Any]:
-    """``base`` updated by ``update``, nested mappings merged key by key (dotted keys stay as given)."""
-    merged = copy.deepcopy(base)
-    for key, value in (update or {}).items():
-        if isinstance(value, dict) and isinstance(merged.get(key), dict):
-            merged[key] = _merge(merged[key], value)
-        else:
-            merged[key] = copy.deepcopy(value)
-    return merged
+    """``base`` updated by ``update`` by ``seedr.config.merge_settings``'s rule (dotted keys nested, the
+    update winning whichever spelling either uses)."""
+    return merge_settings(base, update)
 
 
 def substitute(value: Any, variables: dict[str, Any], where: str, strict: bool = True) -> Any:

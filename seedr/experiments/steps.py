@@ -17,26 +17,11 @@ import shutil
 from pathlib import Path
 from typing import Any, ClassVar
 
-from seedr.config import from_dict
+from seedr.config import from_dict, identity, merge_settings
 from seedr.data.io import atomic_directory, atomic_write
 from seedr.registry import Registry
 
 STEPS: Registry[type[ExperimentStep]] = Registry("experiment step")
-
-
-def nested(settings: dict[str, Any]) -> dict[str, Any]:
-    """``{"train.max_steps": 3}`` → ``{"train": {"max_steps": 3}}`` (nested mappings merged)."""
-    result: dict[str, Any] = {}
-    for key, value in settings.items():
-        *parents, leaf = str(key).split(".")
-        target = result
-        for parent in parents:
-            target = target.setdefault(parent, {})
-        if isinstance(value, dict) and isinstance(target.get(leaf), dict):
-            target[leaf].update(value)
-        else:
-            target[leaf] = value
-    return result
 
 
 def check_options(registry: Registry[Any], name: str, options: dict[str, Any] | None, where: str) -> None:
@@ -63,15 +48,27 @@ class ExperimentStep:
         """This step starting from ``model`` (the previous step's product) unless it names its own."""
         if model is None or self.model_key is None:
             return self
-        given: Any = nested(self.settings)
+        given: Any = merge_settings(self.settings)
         for part in self.model_key.split("."):  # named by a dotted key or inside a nested mapping
             given = given.get(part) if isinstance(given, dict) else None
         if given is not None:
             return self
-        return type(self)({**self.settings, self.model_key: model}, self.where)
+        return type(self)(merge_settings(self.settings, {self.model_key: model}), self.where)
+
+    def config(self) -> Any:
+        """The stage's config built from the settings: defaults applied, validated (``ValueError`` naming
+        ``self.where`` and the key for settings the stage does not take)."""
+        raise NotImplementedError
 
     def validate(self) -> None:
         """Raise ``ValueError`` naming ``self.where`` and the key for settings the stage does not take."""
+        self.config()
+
+    def resolved(self) -> Any:
+        """What this step computes, in JSON-like data (``seedr.config.identity`` of its config): its folder
+        is keyed on it, so settings that resolve alike share a step (a default given explicitly, a
+        warm-up as a share or in steps) and a changed default gives a new one."""
+        return identity(self.config())
 
     def run(self, out_dir: Path) -> dict[str, Any]:
         """Run into ``out_dir`` (resuming what an interrupted run left there); returns a summary."""
@@ -99,16 +96,23 @@ class PretrainStep(ExperimentStep):
     model_key = "model.init"
 
     def config(self) -> Any:
-        from seedr.objectives import OBJECTIVES
         from seedr.training.pretrain import PretrainConfig
 
-        config = from_dict(PretrainConfig, nested(self.settings), f"{self.where} pretrain")
-        objective = OBJECTIVES.get(config.objective_name)
-        from_dict(objective.config_class, config.objective, f"{self.where} pretrain.objective")
+        config = from_dict(PretrainConfig, merge_settings(self.settings), f"{self.where} pretrain")
+        self.objective_config(config)
         return config
 
-    def validate(self) -> None:
-        self.config()
+    def objective_config(self, config: Any) -> Any:
+        """The objective's own config (``objective.*`` over its defaults), as ``pretrain`` builds it."""
+        from seedr.objectives import OBJECTIVES
+
+        objective = OBJECTIVES.get(config.objective_name)
+        return from_dict(objective.config_class, config.objective, f"{self.where} pretrain.objective")
+
+    def resolved(self) -> Any:
+        # ``objective`` holds the options as given: resolved, ``{}`` and the defaults spelled out are one step
+        config = self.config()
+        return {**identity(config), "objective": identity(self.objective_config(config))}
 
     def run(self, out_dir: Path) -> dict[str, Any]:
         from seedr.training.pretrain import pretrain
@@ -129,7 +133,7 @@ class FinetuneStep(ExperimentStep):
         from seedr.negatives import NEGATIVES
         from seedr.training.finetune import FinetuneConfig
 
-        config = from_dict(FinetuneConfig, nested(self.settings), f"{self.where} finetune")
+        config = from_dict(FinetuneConfig, merge_settings(self.settings), f"{self.where} finetune")
         if config.few_shot is not None and len(config.seeds) > 1:
             raise ValueError(f"{self.where} finetune: few-shot with several seeds trains several encoders; give "
                              "one condition per seed (grid: {{seed: [...]}} with train.seed) and average them "
@@ -138,9 +142,6 @@ class FinetuneStep(ExperimentStep):
         check_options(NEGATIVES, config.negatives, config.negative_options,
                       f"{self.where} finetune.negative_options")
         return config
-
-    def validate(self) -> None:
-        self.config()
 
     def run(self, out_dir: Path) -> dict[str, Any]:
         from seedr.training.finetune import finetune
@@ -192,15 +193,12 @@ class DiagnoseStep(ExperimentStep):
     model_key = "model"
 
     def config(self) -> DiagnoseConfig:
-        return from_dict(DiagnoseConfig, nested(self.settings), f"{self.where} diagnose")
+        return from_dict(DiagnoseConfig, merge_settings(self.settings), f"{self.where} diagnose")
 
     def with_model(self, model: str | None) -> ExperimentStep:
         # the run folder holds the checkpoint CPDAE's decoder is rebuilt from; the encoder is inside it
         run_folder = str(Path(model).parent) if model is not None and Path(model).name == "encoder" else model
         return super().with_model(run_folder)
-
-    def validate(self) -> None:
-        self.config()
 
     def run(self, out_dir: Path) -> dict[str, Any]:
         from seedr.experiments.diagnostics import corpus_texts, diagnose, positive_pairs, write_diagnostics
@@ -231,10 +229,7 @@ class PrepareStep(ExperimentStep):
     def config(self) -> Any:
         from seedr.data.prepare import PrepareOptions
 
-        return from_dict(PrepareOptions, nested(self.settings), f"{self.where} prepare")
-
-    def validate(self) -> None:
-        self.config()
+        return from_dict(PrepareOptions, merge_settings(self.settings), f"{self.where} prepare")
 
     def run(self, out_dir: Path) -> dict[str, Any]:
         from seedr.data.prepare import prepare_corpus
@@ -278,7 +273,7 @@ class OpenQAStep(ExperimentStep):
     kind = "open_qa"
 
     def config(self) -> OpenQAConfig:
-        return from_dict(OpenQAConfig, nested(self.settings), f"{self.where} open_qa")
+        return from_dict(OpenQAConfig, merge_settings(self.settings), f"{self.where} open_qa")
 
     def validate(self) -> None:
         config = self.config()
@@ -345,7 +340,7 @@ class RetrievalTaskStep(ExperimentStep):
     kind = "retrieval_task"
 
     def config(self) -> RetrievalTaskConfig:
-        return from_dict(RetrievalTaskConfig, nested(self.settings), f"{self.where} retrieval_task")
+        return from_dict(RetrievalTaskConfig, merge_settings(self.settings), f"{self.where} retrieval_task")
 
     def validate(self) -> None:
         config = self.config()
@@ -433,7 +428,7 @@ def validate(experiment: Any) -> None:
             _validate_fusion(experiment, condition, from_dict(FuseConfig, condition.retrieve,
                                                               f"{where}: conditions.{condition.name}.retrieve"))
         elif condition.retrieve not in ("bm25", "none"):
-            retrieve = from_dict(RetrieveConfig, nested(condition.retrieve),
+            retrieve = from_dict(RetrieveConfig, merge_settings(condition.retrieve),
                                  f"{where}: conditions.{condition.name}.retrieve")
             if not condition.steps and not retrieve.model:
                 raise ValueError(f"{where}: conditions.{condition.name} has no steps: its retrieve needs a model "
@@ -506,12 +501,15 @@ def _validate_fusion(experiment: Any, condition: Any, config: Any) -> None:
             raise ValueError(f"{where}: task {config.select_on!r} does not report {config.metric!r}")
 
 
-def record_step(out_dir: Path, step: ExperimentStep, summary: dict[str, Any], seconds: float) -> None:
-    """Mark a step finished: ``step.json`` holds its settings, summary and wall time (written last)."""
+def record_step(out_dir: Path, step: ExperimentStep, summary: dict[str, Any], seconds: float,
+                code: dict[str, str]) -> None:
+    """Mark a step finished: ``step.json`` holds its settings, the configuration they resolved to (its
+    key), the code that computed it (``seedr.config.code_fingerprint``: the report says which code
+    computed a reused step), its summary and wall time (written last)."""
     with atomic_write(out_dir / "step.json") as stream:
-        json.dump({"settings": step.settings, "summary": summary, "seconds": seconds}, stream, indent=2,
-                  default=str)
+        json.dump({"settings": step.settings, "resolved": step.resolved(), "code": code, "summary": summary,
+                   "seconds": seconds}, stream, indent=2, default=str)
 
 
 __all__ = ["STEPS", "DiagnoseConfig", "ExperimentStep", "RetrievalTaskConfig", "build_step", "check_options",
-           "nested", "record_step", "validate"]
+           "record_step", "validate"]

@@ -131,6 +131,11 @@ class FinetuneConfig:
         if self.epoch_over not in EPOCH_UNITS:
             raise ValueError(f"epoch_over must be one of {', '.join(EPOCH_UNITS)}, got {self.epoch_over!r}")
 
+    def identity(self) -> dict[str, Any]:
+        """What this run trains (``seedr.config.identity``, an experiment step's key): its settings, with
+        ``train`` as ``TrainConfig.identity`` gives it — told whether ``epochs`` sets the run's length."""
+        return {**to_dict(self), "train": self.train.identity(length_from_data=self.epochs is not None)}
+
 
 # --------------------------------------------------------------------------------------- training data
 

@@ -226,6 +226,21 @@ class TrainConfig:
     def clips_gradients(self) -> bool:
         return bool(self.max_grad_norm)
 
+    def identity(self, length_from_data: bool = False) -> dict[str, Any]:
+        """These settings as what they train (``seedr.config.identity``, an experiment step's key):
+        ``warmup_ratio`` only sets ``warmup_steps``, which holds the steps it came to, so it is left
+        out (``warmup_ratio: 0.1`` of 60 steps trains as ``warmup_steps: 6``). When the run's length is
+        decided from its data instead (``length_from_data``: fine-tuning by ``epochs``), ``max_steps`` is
+        a placeholder, and so are the ``warmup_steps`` a ratio came to: the ratio is what decides."""
+        data = dataclasses.asdict(self)
+        if not length_from_data:
+            del data["warmup_ratio"]
+            return data
+        del data["max_steps"]
+        if self.warmup_ratio is not None:
+            del data["warmup_steps"]
+        return data
+
     def accumulation_steps(self, processes: int) -> int:
         """Micro-steps per optimizer step: ``global_batch_size / (batch_size × processes)`` when the global
         batch is set (it must divide), else ``gradient_accumulation_steps``."""
