@@ -19,7 +19,9 @@ figures. Claims on diagnostics (one number per model, no ranking) have no chance
 from __future__ import annotations
 
 import json
+import math
 import shutil
+import statistics
 from pathlib import Path
 from typing import Any
 
@@ -53,16 +55,52 @@ def references(chance: dict[str, float | None], bm25: dict[str, float] | None, b
             "floor": {metric: floor(level, (bm25 or {}).get(metric)) for metric, level in chance.items()}}
 
 
+def seed_spread(comparisons: dict[str, dict[str, Any]], groups: dict[str, list[str]]) -> dict[str, Any]:
+    """Per task, group (of seeds) and metric: the members' figures, their count and sample standard
+    deviation — how far one recipe's figure moves between training seeds (groups of one member, which a
+    scale may run, have no spread and are left out)."""
+    spread: dict[str, Any] = {}
+    for task, comparison in comparisons.items():
+        systems = comparison["systems"]
+        for group, members in groups.items():
+            if len(members) < 2 or not all(member in systems for member in members):
+                continue
+            for metric in systems[members[0]]:
+                values = [systems[member][metric]["mean"] for member in members]
+                spread.setdefault(task, {}).setdefault(group, {})[metric] = {
+                    "seeds": len(values), "values": values, "sd": statistics.stdev(values)}
+    return spread
+
+
+def _derived_tolerance(spread: dict[str, Any], groups: dict[str, list[str]], task: str, system: str,
+                       metric: str) -> float:
+    """The tolerance a seed spread implies for one figure: 2√2·sd/√k, the 95% bound (normal) on the
+    difference between two independent re-runs of a mean over k seeds — k = 1 for one member of a
+    group, k = n for the group's own figure; 0 where no group of this figure has a spread."""
+    for group, members in groups.items():
+        measured = spread.get(task, {}).get(group, {}).get(metric)
+        if measured and system in (group, *members):
+            seeds = measured["seeds"] if system == group else 1
+            return 2 * math.sqrt(2) * measured["sd"] / math.sqrt(seeds)
+    return 0.0
+
+
 def figures(comparisons: dict[str, dict[str, Any]], tolerance: dict[str, float],
-            diagnostics: dict[str, dict[str, float]] | None = None) -> list[dict[str, Any]]:
+            diagnostics: dict[str, dict[str, float]] | None = None, groups: dict[str, list[str]] | None = None,
+            spread: dict[str, Any] | None = None) -> list[dict[str, Any]]:
     """One entry per (task, system, metric) — task ``diagnostics`` for the diagnose steps' metrics —
-    with its value and the tolerance of ``--verify`` (0 when the experiment gives none for the metric:
-    then a re-run must reproduce it exactly)."""
-    entries = [{"task": task, "system": system, "metric": metric, "value": values["mean"],
-                "tolerance": tolerance.get(metric, 0.0)}
-               for task, comparison in comparisons.items()
-               for system, by_metric in comparison["systems"].items()
-               for metric, values in by_metric.items()]
+    with its value and the tolerance of ``--verify``: the experiment's for the metric (0 when it gives
+    none: then a re-run must reproduce it exactly), or the one its seeds' spread implies where that is
+    larger (``seed_spread``, ``_derived_tolerance``; then ``tolerance_from`` says "seeds")."""
+    entries = []
+    for task, comparison in comparisons.items():
+        for system, by_metric in comparison["systems"].items():
+            for metric, values in by_metric.items():
+                given = tolerance.get(metric, 0.0)
+                derived = _derived_tolerance(spread or {}, groups or {}, task, system, metric)
+                entries.append({"task": task, "system": system, "metric": metric, "value": values["mean"],
+                                "tolerance": max(given, derived),
+                                **({"tolerance_from": "seeds"} if derived > given else {})})
     entries += [{"task": "diagnostics", "system": system, "metric": metric, "value": value,
                  "tolerance": tolerance.get(metric, 0.0)}
                 for system, metrics in (diagnostics or {}).items() for metric, value in metrics.items()]
@@ -281,6 +319,16 @@ def results_markdown(results: dict[str, Any]) -> str:
                    "Queries one system ranks a relevant document first and the other does not (SEED-Encoder "
                    "Table 5), with each system's top document and the rank of its first relevant one.", "",
                    case_study_markdown(study)]
+    if results.get("seed_spread"):
+        blocks += ["### Seed spread", "", "Each group's figure is the mean over its training seeds; between "
+                   "seeds one recipe's figure moves by this much. A figure's `--verify` tolerance is the larger "
+                   "of the file's and 2√2·SD/√k (k seeds in the figure).", "",
+                   "| task | group | metric | seeds | per seed | SD |", "|---|---|---|---:|---|---:|"]
+        blocks += [f"| {task} | {group} | {metric} | {m['seeds']} | "
+                   + ", ".join(f"{value:.4f}" for value in m["values"]) + f" | {m['sd']:.4f} |"
+                   for task, by_group in results["seed_spread"].items()
+                   for group, by_metric in by_group.items() for metric, m in by_metric.items()]
+        blocks.append("")
     if results.get("claims"):
         blocks += ["### Claims", "", claims_markdown(results["claims"])]
     return "\n".join(blocks)
@@ -406,6 +454,6 @@ def readme_claims(readme: str | Path) -> str:
 
 
 __all__ = ["AT_CHANCE", "CLAIMS_BEGIN", "CLAIMS_END", "FLOOR_BM25", "FLOOR_CHANCE", "claim_results",
-           "claims_markdown", "claims_table", "comparison_markdown", "figures", "floor", "floor_cell",
+           "claims_markdown", "claims_table", "comparison_markdown", "figures", "seed_spread", "floor", "floor_cell",
            "load_results", "readme_claims", "record", "references", "rerender", "results_markdown",
            "update_readme", "verify"]

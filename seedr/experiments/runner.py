@@ -271,7 +271,7 @@ def _run_experiment(experiment: Experiment, out_dir: Path, console: Console, com
     while it is computed, so experiments that share a work folder run at once unless they share a step
     that neither has finished (the second is then refused, naming the first)."""
     from seedr.evaluation.compare import comparison_table
-    from seedr.experiments.results import claim_results, figures, results_markdown
+    from seedr.experiments.results import claim_results, figures, results_markdown, seed_spread
     from seedr.reporting.diagnostics import plot_reliance
     from seedr.reporting.report import plot_comparison, render_report
 
@@ -360,6 +360,7 @@ def _run_experiment(experiment: Experiment, out_dir: Path, console: Console, com
                                    .read_text(encoding="utf-8")) for folder in units}
     compute = sum(record["seconds"] for record in recorded.values())
     reused = set(runner.outcome_reused)
+    spread = seed_spread(comparisons, experiment.groups)
 
     results = {
         "experiment": experiment.name, "title": experiment.title, "scale": experiment.scale,
@@ -367,7 +368,8 @@ def _run_experiment(experiment: Experiment, out_dir: Path, console: Console, com
         "wall_seconds": round(wall, 1), "compute_seconds": round(compute, 1), "variables": experiment.variables,
         "skipped": experiment.skipped, "tasks": comparisons,
         "diagnostics": diagnostics,
-        "figures": figures(comparisons, experiment.tolerance, diagnostics),
+        "seed_spread": spread,
+        "figures": figures(comparisons, experiment.tolerance, diagnostics, experiment.groups, spread),
         "claims": claim_results(experiment, comparisons, all_scores, diagnostics),
         "cls_reliance": reliance,
         "case_study": _case_study(experiment, tasks, retrievals),
