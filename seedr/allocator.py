@@ -4,7 +4,7 @@ glibc serves every allocation over 32 MiB with its own ``mmap`` and unmaps it ag
 training step allocates and frees the same large tensors at every step (the SEED decoder's logits at
 every position, 32 × 128 × 8,000 values, and their gradients; CPDAE's bag-of-words distributions), so
 every step page-faults and zeroes them afresh. On the 2-core CPU, SEED pre-training in
-``experiments/from_scratch.yaml`` ran 100,000 minor page faults a second, 14% of its CPU time in the
+``seedr/experiments/from_scratch.yaml`` ran 100,000 minor page faults a second, 14% of its CPU time in the
 kernel. With freed memory kept, 60 of its steps spent 5 s in the kernel instead of 17, with identical
 losses and a peak resident memory of 3.9 GB instead of 3.2; in a whole run of the experiment SEED's
 500 steps took 430 s against 521 before.

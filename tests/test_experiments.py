@@ -1,7 +1,8 @@
-"""Experiments as data (`seedr experiment`): every file in experiments/ validates at both scales; a tiny
-experiment on a slice of SciFact runs end to end into a report (md, png, html) and results.json;
-`--verify` fails on a drifted figure; an interrupted run resumes, redoing only what did not finish; the
-README's claims table matches the committed result files."""
+"""Experiments as data (`seedr experiment`): every file shipped in seedr/experiments/ validates at every
+scale; a tiny experiment on a slice of SciFact runs end to end into a report (md, png, html) and
+results.json; `--verify` re-trains in a fresh work folder and fails on a drifted figure; an interrupted
+run resumes, redoing only what did not finish; the README's claims table matches the committed result
+files."""
 
 from __future__ import annotations
 
@@ -17,11 +18,11 @@ from typer.testing import CliRunner
 from seedr.cli import app
 from seedr.data.queries import read_qrels
 from seedr.experiments.results import claims_table, readme_claims
-from seedr.experiments.spec import SCALES, load_experiment
+from seedr.experiments.spec import SCALES, experiments_dir, load_experiment
 from seedr.retrieval.runs import read_trec_run
 
 ROOT = Path(__file__).resolve().parents[1]
-EXPERIMENTS = sorted((ROOT / "experiments").glob("*.yaml"))
+EXPERIMENTS = sorted(experiments_dir().glob("*.yaml"))
 #: Files that use options other helpers are adding in parallel (NAMES.md); once merged, these pass and
 #: the marks must go (strict xfail: an unexpected pass fails the suite, as a reminder).
 runner = CliRunner()
@@ -48,7 +49,7 @@ def test_the_issue_experiments_exist():
 
 
 def test_unknown_option_is_a_clear_error(tmp_path):
-    text = (ROOT / "experiments" / "domain_adaptation.yaml").read_text()
+    text = (experiments_dir() / "domain_adaptation.yaml").read_text()
     bad = tmp_path / "experiments" / "bad.yaml"
     bad.parent.mkdir()
     bad.write_text(text.replace("learning_rate:", "learning_rat:", 1))
@@ -78,7 +79,7 @@ def test_a_scale_may_skip_conditions(tmp_path):
     assert cpu.conditions["script-long"].steps[0].settings["epochs"] == 2
     assert paper.conditions["script-long"].steps[0].settings["epochs"] == 4
 
-    text = (ROOT / "experiments" / "recipe_selection.yaml").read_text()
+    text = (experiments_dir() / "recipe_selection.yaml").read_text()
     bad = tmp_path / "experiments" / "bad.yaml"
     bad.parent.mkdir()
     for skip, message in (("[mlm, nope]", r"bad\.yaml.*skip.*unknown condition.*nope"),
@@ -122,7 +123,7 @@ def test_setup_steps_nothing_refers_to_are_not_run():
 
 
 def test_grid_values_must_be_a_list_after_substitution(tmp_path):
-    text = (ROOT / "experiments" / "from_base.yaml").read_text()
+    text = (experiments_dir() / "from_base.yaml").read_text()
     bad = tmp_path / "experiments" / "bad.yaml"
     bad.parent.mkdir()
     bad.write_text(text.replace("seeds: [1]  ", "seeds: 1  ", 1))
@@ -191,11 +192,14 @@ scales:
 
 @pytest.fixture(scope="module")
 def tiny_run(tmp_path_factory, scifact_slice):
-    """The tiny experiment, run once with --record: ``(experiment file, --set arguments, work folder)``."""
+    """The tiny experiment, run once with --record: ``(experiment file, --set arguments, work folder)``.
+    The file lies in a checkout of its own (pyproject.toml and docs/results), where --record writes."""
     root = tmp_path_factory.mktemp("tiny")
     path = root / "repo" / "experiments" / "tiny.yaml"
     path.parent.mkdir(parents=True)
     path.write_text(TINY)
+    (root / "repo" / "pyproject.toml").write_text("[project]\nname = 'tiny'\n")
+    (root / "repo" / "docs" / "results").mkdir(parents=True)
     data = ["--set", f"data={scifact_slice}"]
     result = runner.invoke(app, ["experiment", str(path), "--out", str(root / "out"), "--record", *data])
     assert result.exit_code == 0, result.output
@@ -231,10 +235,20 @@ def test_tiny_experiment_report_results_and_verify(tiny_run):
     recorded = path.parent.parent / "docs" / "results" / "tiny"
     assert (recorded / "results.json").exists() and (recorded / "report.html").exists()
 
-    # a second run reuses everything; --verify passes against the recorded figures
-    result = runner.invoke(app, ["experiment", str(path), "--out", str(out), "--verify", *data])
+    # --verify re-trains: every step and retrieval again, in a fresh work folder under --out, named
+    verifications = out.parent / "verifications"
+    result = runner.invoke(app, ["experiment", str(path), "--out", str(verifications), "--verify", *data])
     assert result.exit_code == 0, result.output
-    assert "reused" in result.output and "verified" in result.output
+    (fresh,) = verifications.iterdir()
+    assert fresh.name.startswith("verify-tiny-") and str(fresh) in result.output
+    assert "verify: re-ran 1 step(s) and 3 retrieval(s)" in result.output and "; reused 0" in result.output
+    assert "verified" in result.output and (fresh / "reports" / "tiny" / "results.json").exists()
+
+    # --verify --reuse reads the finished steps of --out back and checks the evaluation only
+    result = runner.invoke(app, ["experiment", str(path), "--out", str(out), "--verify", "--reuse", *data])
+    assert result.exit_code == 0, result.output
+    assert "verify: re-ran 0 step(s) and 0 retrieval(s)" in result.output and "verified" in result.output
+    assert [folder.name for folder in out.iterdir() if folder.name.startswith("verify-")] == []
 
     # a recorded figure edited by hand is caught
     original = (recorded / "results.json").read_text()
@@ -243,11 +257,30 @@ def test_tiny_experiment_report_results_and_verify(tiny_run):
     figure["value"] += 0.05
     (recorded / "results.json").write_text(json.dumps(edited))
     try:
-        result = runner.invoke(app, ["experiment", str(path), "--out", str(out), "--verify", *data])
+        result = runner.invoke(app, ["experiment", str(path), "--out", str(out), "--verify", "--reuse", *data])
     finally:
         (recorded / "results.json").write_text(original)
     assert result.exit_code == 1
     assert "drifted" in result.output and "scifact/finetuned/nDCG@10" in result.output
+
+
+def test_list_and_what_needs_a_checkout(tmp_path):
+    """``--list`` names every shipped experiment with its title; --record and --verify need the
+    docs/results of a checkout, and outside one are refused in one line before anything runs."""
+    result = runner.invoke(app, ["experiment", "--list"])
+    assert result.exit_code == 0, result.output
+    listed = dict(line.split(None, 1) for line in result.stdout.splitlines())
+    assert set(listed) == {path.stem for path in EXPERIMENTS} and listed["demo"].startswith("seedr demo")
+
+    path = tmp_path / "experiments" / "tiny.yaml"  # no pyproject.toml and docs/results above it
+    path.parent.mkdir()
+    path.write_text(TINY)
+    for flag in ("--record", "--verify"):
+        result = runner.invoke(app, ["experiment", str(path), "--out", str(tmp_path / "out"), flag])
+        assert result.exit_code == 1 and "tiny.yaml: not in a seedr checkout" in result.output, result.output
+        assert len(result.output.strip().splitlines()) == 1 and not (tmp_path / "out").exists()
+    result = runner.invoke(app, ["experiment", str(path), "--reuse"])
+    assert result.exit_code == 2 and "--reuse goes with --verify" in result.output
 
 
 def test_resumed_experiment_redoes_only_the_unfinished_condition(tiny_run, tmp_path):
@@ -369,7 +402,7 @@ def test_case_study_in_results_and_report(tmp_path, scifact_slice):
     ("{task: scifact, systems: [seed, mlm], rows: 5}", "unexpected keyword argument 'rows'"),
 ])
 def test_case_study_is_validated(tmp_path, case_study, message):
-    text = (ROOT / "experiments" / "from_scratch.yaml").read_text()
+    text = (experiments_dir() / "from_scratch.yaml").read_text()
     bad = tmp_path / "experiments" / "bad.yaml"
     bad.parent.mkdir()
     bad.write_text(re.sub(r"^case_study: .*$", f"case_study: {case_study}", text, flags=re.MULTILINE))
@@ -745,7 +778,7 @@ def test_rerender_rederives_verdicts_and_report_from_results(tmp_path):
         claim.update(verdict="holds", claim="old text")
     (folder / "results.json").write_text(json.dumps(results))
     before = (folder / "report.md").read_text()
-    experiment = load_experiment(ROOT / "experiments" / "from_scratch.yaml", "cpu")
+    experiment = load_experiment(experiments_dir() / "from_scratch.yaml", "cpu")
     rerendered = rerender(folder, experiment)
     assert [claim["claim"] for claim in rerendered["claims"]] == [claim.claim for claim in experiment.claims]
     assert {claim["verdict"] for claim in rerendered["claims"]} == {AT_CHANCE}
@@ -774,7 +807,7 @@ def test_claims_of_seedr_own_targets_are_a_table_of_their_own(tmp_path):
 def test_claim_source_is_paper_or_seedr(tmp_path):
     from seedr.data.io import DataError
 
-    text = (ROOT / "experiments" / "from_scratch.yaml").read_text()
+    text = (experiments_dir() / "from_scratch.yaml").read_text()
     bad = tmp_path / "experiments" / "bad.yaml"
     bad.parent.mkdir()
     bad.write_text(text.replace("    expect: higher\n", "    expect: higher\n    source: issue\n", 1))

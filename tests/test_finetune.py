@@ -23,6 +23,7 @@ from seedr.losses.base import in_batch_false_negatives
 from seedr.modeling.dual_encoder import DOCUMENT_TOWER, DualEncoder
 from seedr.modeling.encoder import build_encoder, load_tokenizer, save_encoder
 from seedr.negatives import NegativeTable
+from seedr.recipes import recipes_dir
 from seedr.retrieval.encode import TextEncoder
 from seedr.training.finetune import (
     FinetuneCollator,
@@ -36,7 +37,7 @@ from seedr.training.finetune import (
 from seedr.training.trainer import TrainConfig, Trainer
 
 runner = CliRunner()
-RECIPES = Path(__file__).resolve().parents[1] / "recipes" / "finetune"
+RECIPES = recipes_dir("finetune")
 
 
 # ------------------------------------------------------------------------------------------- fixtures
@@ -470,7 +471,7 @@ def test_minilm_fine_tuned_on_scifact_train_improves_scifact_test(shared_data: P
     out = tmp_path / "minilm-scifact"
     config = FinetuneConfig(model="minilm", train_data=str(scifact), loss="nll", negatives="bm25",
                             dev_qrels=str(scifact / "qrels" / "test.tsv"), dev_every=0, document_max_length=128,
-                            epoch_over="queries",  # as measured in recipes/finetune/dpr.yaml
+                            epoch_over="queries",  # as measured in seedr/recipes/finetune/dpr.yaml
                             train=TrainConfig(max_steps=200, batch_size=8, learning_rate=2e-5, warmup_steps=20,
                                               log_every=10, save_every=200, keep_checkpoints=1))
     started = time.perf_counter()

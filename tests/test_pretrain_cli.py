@@ -1,5 +1,5 @@
 """`seedr pretrain` end to end on real Wikipedia articles (wiki shard 00) with tiny encoders, the
-recipes of recipes/pretrain/, and the command's clear errors."""
+recipes of seedr/recipes/pretrain/, and the command's clear errors."""
 
 from __future__ import annotations
 
@@ -14,9 +14,10 @@ from typer.testing import CliRunner
 from seedr.cli import app
 from seedr.config import from_dict, load_config
 from seedr.objectives import OBJECTIVES
+from seedr.recipes import recipes_dir
 from seedr.training.pretrain import PretrainConfig
 
-RECIPES = Path(__file__).resolve().parents[1] / "recipes" / "pretrain"
+RECIPES = recipes_dir("pretrain")
 TINY = ["--size", "tiny", "--tokenizer", "minilm", "--set", "model.hidden_size=32",
         "--set", "model.num_attention_heads=2", "--set", "model.intermediate_size=64"]
 
@@ -34,10 +35,26 @@ def settings(**values) -> list[str]:
 def test_help_ends_with_an_example():
     result = runner.invoke(app, ["pretrain", "--help"], terminal_width=200)
     assert result.exit_code == 0
-    assert "Example: seedr pretrain --config recipes/pretrain/seed.yaml" in result.output
+    assert "Example: seedr pretrain --config seed " in result.output
     for option in ("--objective", "--corpus", "--out", "--config", "--set", "--model", "--size", "--tokenizer",
                    "--resume"):
         assert option in result.output
+
+
+def test_a_recipe_is_named_or_given_by_path(tmp_path):
+    """``--config seed`` is the recipe shipped in the package (issue 22.1: from any folder); a path is
+    read as given; an unknown name lists the known ones, a missing file says so, in one line each."""
+    from seedr.recipes import recipe_names, recipe_path
+
+    assert recipe_path("seed", "pretrain") == RECIPES / "seed.yaml" and "dpr" in recipe_names("finetune")
+    mine = tmp_path / "seed"  # a file of that name, given as a path, wins over the shipped recipe
+    mine.write_text("objective_name: mlm\n")
+    assert recipe_path(mine, "pretrain") == mine
+    result = pretrain("--config", "nope", "--out", str(tmp_path / "run"))
+    assert result.exit_code == 1 and "no pretrain recipe 'nope'; known: " in result.output
+    assert "seed, seed_strong" in result.output and not (tmp_path / "run").exists()
+    result = pretrain("--config", str(tmp_path / "missing.yaml"), "--out", str(tmp_path / "run"))
+    assert result.exit_code == 1 and "missing.yaml: no such recipe file" in result.output
 
 
 @pytest.mark.parametrize("recipe", sorted(RECIPES.glob("*.yaml")), ids=lambda path: path.stem)
@@ -122,7 +139,7 @@ def test_mlm_from_scratch_on_200_wiki_articles(wiki_shard, tmp_path):
 
 def test_seed_recipe_cpu_variant_runs(wiki_shard, tmp_path):
     out = tmp_path / "seed"
-    result = pretrain("--config", str(RECIPES / "seed.yaml"), "--corpus", str(wiki_shard), "--out", str(out),
+    result = pretrain("--config", "seed", "--corpus", str(wiki_shard), "--out", str(out),
                       *TINY, *settings(data__max_documents=20, data__max_seq_length=64, train__max_steps=3,
                                        train__batch_size=4, train__warmup_steps=1, train__log_every=1))
     assert result.exit_code == 0, result.output

@@ -757,6 +757,54 @@ def test_experiments_lock_their_report_and_each_step_they_compute(scifact_slice:
     assert not [path for path in work.rglob(".*.lock")]
 
 
+TASK_EXPERIMENT = """\
+title: BM25 on a held-out sample of a slice of SciFact, cut by a set-up step
+variables: {data: ""}
+setup:
+  task: {kind: retrieval_task, source: "{data}", test_queries: 6}
+tasks:
+  heldout:
+    kind: qrels
+    corpus: "{setup.task}/corpus.jsonl"
+    queries: "{setup.task}/queries.jsonl"
+    qrels: "{setup.task}/qrels/heldout.tsv"
+    metrics: [METRICS]
+conditions:
+  bm25: {retrieve: bm25}
+baseline: bm25
+resamples: 50
+"""
+
+
+def test_two_experiments_in_one_work_folder_never_write_one_step_at_once(shared_data: Path, scifact_slice: Path,
+                                                                         tmp_path: Path) -> None:
+    """Issue 22.3: ``seedr experiment`` holds the output lock of every step it computes (as ``seedr
+    demo`` holds its own), so a second experiment needing a step that another is computing is refused,
+    naming it, and writes nothing there; once that one is done, the step is computed (or read back)."""
+    beir = tmp_path / "beir"  # the slice as a task source: with its judged abstracts and training labels
+    shutil.copytree(scifact_slice, beir)
+    judged = {line.split("\t")[1] for line in (beir / "qrels" / "test.tsv").read_text().splitlines()[1:]}
+    with open(shared_data / "scifact" / "corpus.jsonl") as lines, open(beir / "corpus.jsonl", "a") as corpus:
+        corpus.writelines(line for line in lines if json.loads(line)["_id"] in judged)
+    shutil.copyfile(beir / "qrels" / "test.tsv", beir / "qrels" / "train.tsv")
+    work, data = tmp_path / "work", ("--set", f"data={beir}")
+    first = tmp_path / "experiments" / "first.yaml"
+    first.parent.mkdir()
+    first.write_text(TASK_EXPERIMENT.replace("METRICS", "nDCG@10"))
+    second = first.with_name("second.yaml")  # another experiment, the same set-up step
+    second.write_text(TASK_EXPERIMENT.replace("METRICS", "R@10"))
+    assert seedr("experiment", first, "--out", work, *data).exit_code == 0
+    (step,) = [folder for folder in (work / "steps").iterdir() if folder.name.startswith("task-")]
+    (step / "step.json").unlink()  # as if the first experiment were computing it now
+    before = snapshot(step)
+    with output_lock(step):
+        assert_one_clear_line(seedr("experiment", second, "--out", work, *data), step.name, "in use by process")
+        assert snapshot(step) == before and not (work / "reports" / "second" / "results.json").exists()
+    result = seedr("experiment", second, "--out", work, *data)
+    assert result.exit_code == 0, result.output
+    assert (step / "step.json").exists() and not [path for path in work.rglob(".*.lock")]
+
+
 # ------------------------------------------------------------------ issue 25: the last good checkpoint is good
 
 BLOWN_UP = {"learning_rate": 1e30, "max_grad_norm": None, "warmup_steps": 0, "save_every": 1}

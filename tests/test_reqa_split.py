@@ -13,10 +13,11 @@ from seedr.cli import app
 from seedr.config import load_config
 from seedr.data.qa import read_squad, reqa_candidates
 from seedr.data.training_sets import load_training_set
+from seedr.recipes import recipe_path
 from seedr.retrieval.encode import tokenize_pairs
 from seedr.training.finetune import FinetuneConfig
 
-RECIPE = Path(__file__).resolve().parents[1] / "recipes" / "finetune" / "reqa_squad.yaml"
+RECIPE = recipe_path("reqa_squad", "finetune")
 
 
 @pytest.fixture(scope="module")

@@ -35,7 +35,7 @@ def train_wordpiece(texts: Iterable[str], out_dir: str | os.PathLike, vocab_size
 
     Not reproducible bit for bit: the ``tokenizers`` trainer breaks ties between equally frequent
     characters and merges in hash-map order, which changes from process to process
-    (huggingface/tokenizers#1794). Two trainings of ``experiments/from_scratch.yaml``'s 8,000-token
+    (huggingface/tokenizers#1794). Two trainings of ``seedr/experiments/from_scratch.yaml``'s 8,000-token
     vocabulary on the same shard differed in 35 tokens; keep the folder to re-use one vocabulary.
 
     Args:

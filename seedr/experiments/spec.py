@@ -1,6 +1,7 @@
 """Experiment files: what an experiment runs, at which scale, and what it reports.
 
-An experiment is a YAML file in ``experiments/`` (``seedr experiment NAME``)::
+An experiment is a YAML file shipped in this package, ``seedr/experiments/NAME.yaml`` (``seedr experiment
+NAME``; ``seedr experiment --list`` lists them), or any YAML file given by its path::
 
     title: Domain-adaptive pre-training of MiniLM on SciFact
     description: |                      # Markdown, the report's preamble
@@ -47,6 +48,7 @@ import fnmatch
 import itertools
 import re
 from dataclasses import dataclass, field
+from importlib import resources
 from pathlib import Path
 from typing import Any
 
@@ -154,21 +156,54 @@ class Experiment:
     skipped: list[str] = field(default_factory=list)
 
     @property
+    def checkout(self) -> Path | None:
+        """The checkout this experiment file lies in (``checkout``), or None (an installed seedr)."""
+        return checkout(self.path)
+
+    @property
     def results_dir(self) -> Path:
-        """Where the recorded report of this experiment lives: ``docs/results/NAME`` beside ``experiments/``."""
-        return self.path.parent.parent / "docs" / "results" / self.name
+        """Where the recorded report of this experiment lives: ``docs/results/NAME`` of its checkout.
+        Recorded results belong to the repository that holds the file, not to wherever seedr is installed,
+        so outside a checkout there is none: ``--record`` and ``--verify`` are refused with one clear line."""
+        root = self.checkout
+        if root is None:
+            raise DataError(self.path, "not in a seedr checkout (a folder with pyproject.toml and "
+                                       "docs/results); --record and --verify read and write docs/results/NAME "
+                                       "of one: run them from a clone of the repository")
+        return root / "docs" / "results" / self.name
+
+
+def checkout(path: str | Path) -> Path | None:
+    """The nearest folder above ``path`` holding ``pyproject.toml`` and ``docs/results`` (a checkout of
+    seedr, or of a project laid out like it), or None."""
+    for folder in Path(path).resolve().parents:
+        if (folder / "pyproject.toml").is_file() and (folder / "docs" / "results").is_dir():
+            return folder
+    return None
 
 
 def experiments_dir() -> Path:
-    """The ``experiments/`` folder: the current directory's, else the one beside the seedr package."""
-    local = Path("experiments")
-    if local.is_dir():
-        return local
-    return Path(__file__).resolve().parents[2] / "experiments"
+    """The experiment files shipped with seedr (``seedr/experiments/*.yaml``), found with
+    ``importlib.resources`` so that ``seedr experiment NAME`` works from any folder. seedr is installed
+    as files (a wheel unpacks; a checkout is files), so the resource is a folder on disk."""
+    return Path(str(resources.files(__package__)))
+
+
+def experiment_names() -> list[str]:
+    """The names ``seedr experiment`` takes, sorted."""
+    return sorted(path.stem for path in experiments_dir().glob("*.yaml"))
+
+
+def experiment_titles() -> dict[str, str]:
+    """Name → title of every shipped experiment (``seedr experiment --list``), read without validating
+    the files, which would import the stages' libraries."""
+    return {name: str((parse_yaml((experiments_dir() / f"{name}.yaml").read_text(encoding="utf-8")) or {})
+                      .get("title", "")) for name in experiment_names()}
 
 
 def experiment_path(name: str | Path) -> Path:
-    """The file of experiment ``name`` (``experiments/NAME.yaml``), or ``name`` itself when it is a file."""
+    """The file of experiment ``name`` (``seedr/experiments/NAME.yaml``), or ``name`` itself when it is a
+    path (a ``.yaml`` name or an existing file)."""
     path = Path(name)
     if path.suffix in (".yaml", ".yml") or path.is_file():
         if not path.is_file():
@@ -176,7 +211,7 @@ def experiment_path(name: str | Path) -> Path:
         return path
     candidate = experiments_dir() / f"{name}.yaml"
     if not candidate.is_file():
-        known = ", ".join(sorted(p.stem for p in experiments_dir().glob("*.yaml"))) or "(none)"
+        known = ", ".join(experiment_names()) or "(none)"
         raise FileNotFoundError(f"{candidate}: no experiment {name!r}; known: {known}")
     return candidate
 
@@ -399,5 +434,5 @@ def load_experiment(name: str | Path, scale: str = "cpu", overrides: list[str] |
     return experiment
 
 
-__all__ = ["CLAIM_SOURCES", "RUN_SCALES", "SCALES", "CaseStudy", "Claim", "Condition", "Experiment", "Step", "Task", "experiment_path",
-           "experiments_dir", "load_experiment", "substitute"]
+__all__ = ["CLAIM_SOURCES", "RUN_SCALES", "SCALES", "CaseStudy", "Claim", "Condition", "Experiment", "Step", "Task", "checkout",
+           "experiment_names", "experiment_path", "experiment_titles", "experiments_dir", "load_experiment", "substitute"]

@@ -1,5 +1,5 @@
 """`seedr demo`: the main job — the whole pipeline, small, on the embedded default data
-(the experiment ``experiments/demo.yaml``)."""
+(the experiment ``seedr/experiments/demo.yaml``)."""
 
 from __future__ import annotations
 
@@ -20,7 +20,7 @@ def command(
                        "embedded corpus, e.g. ../shared/data/scifact.")] = None,
     set_: Annotated[list[str] | None, typer.Option(
         "--set", help="Override a size, e.g. pretrain_steps=300 (repeatable; the variables of "
-                      "experiments/demo.yaml).")] = None,
+                      "seedr/experiments/demo.yaml).")] = None,
 ) -> None:
     """Prepare the embedded Wikipedia leads; fine-tune MiniLM with seedr's best recipe and fuse it with
     BM25; continue pre-training the seedr base with MLM and with SEED-Encoder and fine-tune both; compare

@@ -38,8 +38,9 @@ def command(
         "--loss", help="Loss: in_batch_softmax, nll, triplet (default: triplet).")] = None,
     out: Annotated[Path | None, typer.Option(
         "--out", help="Run folder (required unless --ance-refresh-only).")] = None,
-    config: Annotated[Path | None, typer.Option(
-        "--config", help="YAML recipe, e.g. recipes/finetune/seed_siamese_bm25.yaml.")] = None,
+    config: Annotated[str | None, typer.Option(
+        "--config", help="Recipe: a name shipped with seedr (seedr/recipes/finetune/NAME.yaml, e.g. "
+                         "seed_siamese_bm25) or a YAML file.")] = None,
     overrides: Annotated[list[str] | None, typer.Option(
         "--set", help="key=value override, e.g. train.max_steps=500 or negative_options.depth=50 "
                       "(repeatable).")] = None,
@@ -81,9 +82,11 @@ def command(
     from seedr.data.io import check_output_folder
     from seedr.data.training_sets import load_training_set
     from seedr.negatives import ance_refresh
+    from seedr.recipes import recipe_path
     from seedr.training.finetune import FinetuneConfig, finetune
 
-    settings = load_config(FinetuneConfig, config, overrides or [])
+    recipe = recipe_path(config, "finetune") if config is not None else None
+    settings = load_config(FinetuneConfig, recipe, overrides or [])
     flags = {"model": model, "train_data": train, "negatives": negatives, "loss": loss, "dev_qrels": dev_qrels,
              "dev_queries": dev_queries, "dev_corpus": dev_corpus, "dev_every": dev_every, "few_shot": few_shot,
              "seeds": [int(seed) for seed in seeds.split(",") if seed.strip()] if seeds else None}

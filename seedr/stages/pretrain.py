@@ -34,8 +34,9 @@ def command(
         "--corpus", help="Corpus: a file, a folder (of shards, or made by `seedr prepare`) or a quoted glob "
                          "(repeatable); default: the recipe's, else the embedded Wikipedia leads (token "
                          "objectives).")] = None,
-    config: Annotated[Path | None, typer.Option(
-        "--config", help="Recipe YAML, e.g. recipes/pretrain/seed.yaml.")] = None,
+    config: Annotated[str | None, typer.Option(
+        "--config", help="Recipe: a name shipped with seedr (seedr/recipes/pretrain/NAME.yaml, e.g. seed) or "
+                         "a YAML file.")] = None,
     overrides: Annotated[list[str] | None, typer.Option(
         "--set", help="Override a recipe option: key=value, e.g. train.max_steps=200 or "
                       "objective.attention_span=all (repeatable).")] = None,
@@ -53,10 +54,11 @@ def command(
     two-tower objectives draw pairs from structured articles. Runs on one process as is; under
     `accelerate launch` (DDP, FSDP, DeepSpeed, bf16) with the same arguments.
 
-    Example: seedr pretrain --config recipes/pretrain/seed.yaml --corpus ../shared/data/wiki --model minilm --out runs/seed --set train.max_steps=200
+    Example: seedr pretrain --config seed --corpus ../shared/data/wiki --model minilm --out runs/seed --set train.max_steps=200
     """
     from seedr.config import load_config
     from seedr.data.io import check_output_folder
+    from seedr.recipes import recipe_path
     from seedr.training.pretrain import PretrainConfig, pretrain
     from seedr.training.trainer import process_state
 
@@ -66,7 +68,8 @@ def command(
              "data.corpus": [str(path) for path in corpus] if corpus else None}
     # Flags first, so that an explicit --set of the same key wins.
     given = [f"{key}={json.dumps(value)}" for key, value in flags.items() if value is not None]
-    settings = load_config(PretrainConfig, config, given + list(overrides or []))
+    recipe = recipe_path(config, "pretrain") if config is not None else None
+    settings = load_config(PretrainConfig, recipe, given + list(overrides or []))
     check_output_folder(out, "training run", replaces=False)
     speaks = process_state().is_main_process  # under accelerate launch / torchrun, one process reports
     if speaks:

@@ -2,7 +2,7 @@
 evaluation during training, static-negative rounds and few-shot runs. The loop itself is the shared
 ``seedr.training.trainer.Trainer``.
 
-The set-ups of the papers, as recipes (``recipes/finetune/``):
+The set-ups of the papers, as recipes (``seedr/recipes/finetune/``):
 
 - SEED-Encoder's Siamese (BM25 Neg): triplet loss, negatives sampled from the top 100 BM25 results
   (Lu et al., EMNLP 2021, §4.1–4.2); DPR: NLL over the positive, one BM25 negative and the batch's other
@@ -68,7 +68,7 @@ def _fine_tuning_defaults() -> TrainConfig:
 
 @dataclass
 class FinetuneConfig:
-    """Everything that defines a fine-tuning run (``seedr finetune``; recipes in ``recipes/finetune``).
+    """Everything that defines a fine-tuning run (``seedr finetune``; recipes in ``seedr/recipes/finetune``).
 
     Defaults: SEED-Encoder's Siamese (BM25 Neg) — one shared encoder, [CLS] embedding, dot product,
     triplet loss, a negative from the top 100 BM25 results per (query, positive).

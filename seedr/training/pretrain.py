@@ -1,6 +1,6 @@
 """Pre-training an encoder with one objective: the library behind ``seedr pretrain``.
 
-``PretrainConfig`` is the whole recipe (``recipes/pretrain/*.yaml``): which objective and its options,
+``PretrainConfig`` is the whole recipe (``seedr/recipes/pretrain/*.yaml``): which objective and its options,
 the encoder (from scratch, or continued from a checkpoint), the training data and the optimisation.
 ``pretrain(config, out_dir)`` builds everything and runs the shared ``Trainer``.
 
@@ -236,7 +236,7 @@ def pretrain(config: PretrainConfig, out_dir: str | Path, resume: bool = False) 
     Returns the metrics of the last logged step.
 
     Example:
-        >>> config = load_config(PretrainConfig, "recipes/pretrain/seed.yaml", ["train.max_steps=100"])
+        >>> config = load_config(PretrainConfig, recipe_path("seed", "pretrain"), ["train.max_steps=100"])
         >>> pretrain(config, "runs/seed", resume=True)
     """
     out_dir = Path(out_dir)

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The NQ-open training data and test pool over the whole shared Wikipedia (issue 21.2; seedr.data.open_qa),
 # as built on the 2-core CPU. Run from the repository root after `make install`. The experiment
-# experiments/from_base.yaml builds the same folder as its set-up step open_qa.
+# seedr/experiments/from_base.yaml builds the same folder as its set-up step open_qa.
 #     bash docs/results/nq-open-pool/run.sh
 # Large outputs go to runs/nq-open-pool; open_qa.json (counts and choices) and the BM25 run's record are
 # copied beside this script.

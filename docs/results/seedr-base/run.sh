@@ -18,12 +18,12 @@ mkdir -p $R
 seedr prepare $(for i in 0 1 2 3 4 5 6; do echo --corpus $D/wiki/enwiki-2015-0$i.jsonl.xz; done) \
     --tokenizer-vocab 8000 --out $R/prep
 
-# 2. Phase 1: 3,000 steps of 128 × 128 tokens (recipes/pretrain/seedr_base.yaml), every 300th step kept.
-seedr pretrain --config recipes/pretrain/seedr_base.yaml --tokenizer $R/prep/tokenizer \
+# 2. Phase 1: 3,000 steps of 128 × 128 tokens (seedr/recipes/pretrain/seedr_base.yaml), every 300th step kept.
+seedr pretrain --config seedr_base --tokenizer $R/prep/tokenizer \
     --corpus "$D/wiki/enwiki-2015-0[0-6].jsonl.xz" --out $R/phase1
 
 # 3. Phase 2: 300 steps of 32 × 512 tokens from phase 1's run (its encoder and MLM head), saving the head.
-seedr pretrain --config recipes/pretrain/seedr_base_512.yaml --model $R/phase1 \
+seedr pretrain --config seedr_base_512 --model $R/phase1 \
     --corpus "$D/wiki/enwiki-2015-0[0-6].jsonl.xz" --out $R/phase2
 
 # 4. Held-out masked-LM loss and accuracy against the unigram plateau: every kept checkpoint of phase 1
