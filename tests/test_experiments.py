@@ -911,3 +911,24 @@ def test_claim_verdicts_read_holm_adjusted_p_values(tmp_path):
     comparisons["t"]["floor"] = {"m": 0.5}
     experiment.claims = [claim("a"), claim("low")]
     assert {r["verdict"] for r in claim_results(experiment, comparisons, None)} == {AT_CHANCE}
+
+
+def test_seed_spread_sets_the_tolerance_of_seeded_figures():
+    """Three seeds at 0.30, 0.32, 0.34 (SD 0.02): one member's tolerance 2√2·0.02 = 0.0566, the group
+    mean's 0.0566/√3 = 0.0327, both above the file's 0.01; a figure outside every group keeps 0.01."""
+    from seedr.experiments.results import figures, results_markdown, seed_spread
+
+    systems = {f"mlm-s{i}": {"m": {"mean": value}} for i, value in enumerate((0.30, 0.32, 0.34), 1)}
+    systems |= {"mlm": {"m": {"mean": 0.32}}, "bm25": {"m": {"mean": 0.5}}, "one-s1": {"m": {"mean": 0.1}},
+                "one": {"m": {"mean": 0.1}}}
+    groups = {"mlm": ["mlm-s1", "mlm-s2", "mlm-s3"], "one": ["one-s1"]}
+    comparisons = {"t": {"systems": systems}}
+    spread = seed_spread(comparisons, groups)
+    assert list(spread["t"]) == ["mlm"] and spread["t"]["mlm"]["m"]["sd"] == pytest.approx(0.02)
+    by_system = {f["system"]: f for f in figures(comparisons, {"m": 0.01}, None, groups, spread)}
+    assert by_system["mlm-s2"]["tolerance"] == pytest.approx(0.0566, abs=1e-4)
+    assert by_system["mlm"]["tolerance"] == pytest.approx(0.0327, abs=1e-4)
+    assert by_system["mlm"]["tolerance_from"] == "seeds"
+    assert by_system["bm25"]["tolerance"] == 0.01 and "tolerance_from" not in by_system["bm25"]
+    markdown = results_markdown({"tasks": {}, "seed_spread": spread})
+    assert "| t | mlm | m | 3 | 0.3000, 0.3200, 0.3400 | 0.0200 |" in markdown
