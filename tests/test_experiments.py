@@ -17,7 +17,7 @@ from typer.testing import CliRunner
 
 from seedr.cli import app
 from seedr.data.queries import read_qrels
-from seedr.experiments.results import claims_table, readme_claims
+from seedr.experiments.results import chance_floor, claims_table, readme_claims
 from seedr.experiments.spec import SCALES, experiments_dir, load_experiment
 from seedr.retrieval.runs import read_trec_run
 
@@ -227,7 +227,7 @@ def test_tiny_experiment_report_results_and_verify(tiny_run):
     task = results["tasks"]["scifact"]  # its chance level, BM25 (the bm25 condition) and floor
     assert task["bm25_system"] == "bm25" and task["bm25"]["nDCG@10"] == systems["bm25"]["nDCG@10"]["mean"]
     assert 0 < task["chance"]["nDCG@10"] < 0.2 and task["pool"] > 60
-    assert task["floor"]["nDCG@10"] == pytest.approx(max(5 * task["chance"]["nDCG@10"], 0.2 * task["bm25"]["nDCG@10"]))
+    assert task["floor"]["nDCG@10"] == pytest.approx(max(chance_floor(task["chance"]["nDCG@10"]), 0.2 * task["bm25"]["nDCG@10"]))
     assert "| *floor* |" in markdown
     assert results["claims"][1]["p_value"] is not None
     assert results["compute_seconds"] >= results["wall_seconds"] * 0.5 > 0
@@ -669,12 +669,16 @@ ICT_VS_MLM = {"claim": "ICT+BFS+WLP ≫ MLM with few labels", "condition": "ict"
               "task": "reqa", "metric": "R@100"}
 
 
-def test_floor_is_five_times_chance_and_a_fifth_of_bm25():
+def test_floor_is_five_times_chance_as_odds_and_a_fifth_of_bm25():
     from seedr.experiments.results import floor
 
     assert floor(0.01, 0.97) == pytest.approx(0.194)  # BM25's part binds where chance is tiny
-    assert floor(0.134, 0.215) == pytest.approx(0.67)  # chance's part binds where chance is high
-    assert floor(0.01, None) == pytest.approx(0.05)  # no BM25 on the task: chance alone
+    assert floor(0.0009, None) == pytest.approx(0.0045, rel=0.005)  # tiny chance: about 5× chance
+    # high chance: odds 5× chance's (0.134 / 0.866 × 5 = 0.774 → 0.436), not 5× chance (0.67) ...
+    assert floor(0.134, 0.215) == pytest.approx(0.670 / (1 + 4 * 0.134))
+    assert floor(0.1981, 0.6337) == pytest.approx(0.5526, abs=1e-4)  # ... which would ask 0.99 here
+    assert floor(1.0, None) == 1.0 and floor(0.0, None) == 0.0
+    assert floor(0.01, None) == pytest.approx(0.05 / 1.04)  # no BM25 on the task: chance alone
     assert floor(None, None) is None
 
 
@@ -712,8 +716,8 @@ def test_claim_is_judged_when_one_system_is_above_the_floor(ict, p_value, verdic
 def test_floor_uses_chance_alone_without_bm25_and_no_floor_without_references():
     from seedr.experiments.results import AT_CHANCE, claim_results
 
-    below = _task({"mlm": 0.04, "ict": 0.049}, {"ict": 0.001}, chance=0.01, bm25=None)  # floor 0.05
-    above = _task({"mlm": 0.04, "ict": 0.051}, {"ict": 0.001}, chance=0.01, bm25=None)
+    below = _task({"mlm": 0.04, "ict": 0.047}, {"ict": 0.001}, chance=0.01, bm25=None)  # floor 0.05 / 1.04
+    above = _task({"mlm": 0.04, "ict": 0.049}, {"ict": 0.001}, chance=0.01, bm25=None)
     experiment = _floor_experiment(ICT_VS_MLM)
     assert claim_results(experiment, {"reqa": below}, None)[0]["verdict"] == AT_CHANCE
     assert claim_results(experiment, {"reqa": above}, None)[0]["verdict"] == "holds"
@@ -867,7 +871,7 @@ def test_runner_records_chance_bm25_and_floor(tmp_path, scifact_slice, monkeypat
     assert task["pool"] == len(corpus) and task["chance"] == QrelsTask(
         "scifact", {"corpus": str(scifact_slice / "corpus.jsonl"), "queries": str(scifact_slice / "queries.jsonl"),
                     "qrels": str(scifact_slice / "qrels" / "test.tsv")}, ["nDCG@10", "R@100"], "test").chance()
-    assert task["floor"]["nDCG@10"] == pytest.approx(max(5 * task["chance"]["nDCG@10"], 0.2 * task["bm25"]["nDCG@10"]))
+    assert task["floor"]["nDCG@10"] == pytest.approx(max(chance_floor(task["chance"]["nDCG@10"]), 0.2 * task["bm25"]["nDCG@10"]))
     (claim,) = outcome.results["claims"]
     assert claim["value"] == 1.0 and claim["verdict"] == "holds" and claim["protocol"] == "stub runs"
     report = outcome.report.read_text()
@@ -932,3 +936,73 @@ def test_seed_spread_sets_the_tolerance_of_seeded_figures():
     assert by_system["bm25"]["tolerance"] == 0.01 and "tolerance_from" not in by_system["bm25"]
     markdown = results_markdown({"tasks": {}, "seed_spread": spread})
     assert "| t | mlm | m | 3 | 0.3000, 0.3200, 0.3400 | 0.0200 |" in markdown
+
+
+TWO_TASKS = STUB_RUNS.replace("""    metrics: [nDCG@10, R@100]
+conditions:""", """    metrics: [nDCG@10, R@100]
+  again:
+    kind: qrels
+    corpus: "{data}/corpus.jsonl"
+    queries: "{data}/queries.jsonl"
+    qrels: "{data}/qrels/test.tsv"
+    metrics: [nDCG@10]
+conditions:""").replace("  oracle: {retrieve: {model: oracle}}", "  oracle: {retrieve: {model: oracle}, tasks: [scifact]}")
+
+
+def test_a_condition_scored_on_some_tasks_only(tmp_path, scifact_slice, monkeypatch):
+    """``tasks:`` on a condition (ReQA's 1% model scored on the 1% split alone): it is retrieved and
+    tabled on those tasks only, the others' tables go on without it."""
+    from seedr.experiments.runner import run_experiment
+    from seedr.experiments.tasks import QrelsTask
+
+    qrels = read_qrels(scifact_slice / "qrels" / "test.tsv")
+    calls = []
+    monkeypatch.setattr(QrelsTask, "bm25_run", lambda self, k: {qid: {"x": 1.0} for qid in qrels})
+    monkeypatch.setattr(QrelsTask, "dense_run", lambda self, model, retrieve, folder: calls.append(
+        (self.name, model)) or {qid: {doc: 1.0 for doc in qrels[qid]} for qid in qrels})
+    path = tmp_path / "experiments" / "two.yaml"
+    path.parent.mkdir()
+    path.write_text(TWO_TASKS)
+    outcome = run_experiment(load_experiment(path, "cpu", [f"data={scifact_slice}"]), tmp_path / "out")
+    assert sorted(calls) == [("again", "shuffled"), ("scifact", "oracle"), ("scifact", "shuffled")]
+    assert set(outcome.results["tasks"]["scifact"]["systems"]) == {"oracle", "shuffled"}
+    assert set(outcome.results["tasks"]["again"]["systems"]) == {"shuffled"}
+
+
+@pytest.mark.parametrize(("change", "message"), [
+    (("oracle: {retrieve: {model: oracle}, tasks: [scifact]}", "oracle: {retrieve: {model: oracle}, tasks: [nope]}"),
+     r"conditions\.oracle\.tasks must list tasks of this experiment"),
+    (("shuffled: {retrieve: {model: shuffled}}", "shuffled: {retrieve: {model: shuffled}, tasks: [again]}"),
+     r"the baseline 'shuffled' must be scored on every task"),
+    (("task: scifact, metric: nDCG@10", "task: again, metric: nDCG@10"), r"'oracle' is not scored on 'again'"),
+    (("baseline: shuffled", "baseline: shuffled\ngroups: {both: [oracle, shuffled]}"),
+     r"groups\.both: its members are not scored on the same tasks"),
+])
+def test_condition_tasks_are_validated(tmp_path, change, message):
+    bad = tmp_path / "experiments" / "bad.yaml"
+    bad.parent.mkdir()
+    assert change[0] in TWO_TASKS
+    bad.write_text(TWO_TASKS.replace(*change))
+    result = runner.invoke(app, ["experiment", str(bad), "--scale", "paper", "--set", "data=x"])
+    assert result.exit_code != 0 and re.search(message, result.output.replace("\n", " ")), result.output
+
+
+def test_reqa_split_setup_step_writes_the_folder_fine_tuning_and_reqa_read(shared_data, tmp_path):
+    """The ``reqa_split`` set-up step is ``seedr prepare --reqa-split``: the 1% split of SQuAD dev trains
+    on one article and tests on the other 47, in the folder fine-tuning reads and ``test.json``."""
+    from seedr.data.qa import read_squad
+    from seedr.experiments.steps import build_step
+
+    squad = shared_data / "squad" / "squad-dev-v1.1.json.gz"
+    step = build_step("reqa_split", {"squad": str(squad), "test_fraction": 0.99, "seed": 0}, "here")
+    step.validate()
+    summary = step.run(tmp_path / "split")
+    assert (summary["train_articles"], summary["test_articles"]) == (1, 47)
+    assert step.product(tmp_path / "split") == str(tmp_path / "split")
+    test = read_squad(tmp_path / "split" / "test.json")
+    assert sum(article.question_count for article in test) == summary["test_questions"]
+    assert read_qrels(tmp_path / "split" / "qrels" / "train.tsv")
+    with pytest.raises(ValueError, match="test_fraction must be in"):
+        build_step("reqa_split", {"squad": str(squad), "test_fraction": 1.0}, "here").validate()
+    with pytest.raises(ValueError, match="squad is required"):
+        build_step("reqa_split", {}, "here").validate()

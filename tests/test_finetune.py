@@ -30,10 +30,11 @@ from seedr.training.finetune import (
     FinetuneConfig,
     FinetuneData,
     FinetuneExample,
-    few_shot_table,
+    build_model,
     finetune,
     steps_for_epochs,
 )
+from seedr.training.few_shot import few_shot_table
 from seedr.training.trainer import TrainConfig, Trainer
 
 runner = CliRunner()
@@ -489,3 +490,17 @@ def test_minilm_fine_tuned_on_scifact_train_improves_scifact_test(shared_data: P
     shipped = TextEncoder(out, pooling="mean", normalize=True, max_length=128).encode_documents(documents)
     assert np.allclose(shipped, DualEncoder.from_pretrained(out, document_max_length=128).embed_documents(documents),
                        atol=1e-5)
+
+
+def test_reinitialize_keeps_the_architecture_with_fresh_seeded_weights(tiny_model: Path) -> None:
+    """``reinitialize``: ICLR 2020's "No Pretraining" rows — the folder's architecture and vocabulary,
+    new weights drawn from the training seed (the same seed, the same weights)."""
+    loaded = build_model(_config(tiny_model, tiny_model), str(tiny_model))
+    fresh = [build_model(_config(tiny_model, tiny_model, reinitialize=True, train={"seed": seed}), str(tiny_model))
+             for seed in (1, 1, 2)]
+    before = loaded.query_encoder.state_dict()
+    after = [model.query_encoder.state_dict() for model in fresh]
+    assert after[0].keys() == before.keys() and fresh[0].tokenizer.vocab_size == loaded.tokenizer.vocab_size
+    weight = "encoder.layer.0.attention.self.query.weight"
+    assert not torch.equal(after[0][weight], before[weight])
+    assert torch.equal(after[0][weight], after[1][weight]) and not torch.equal(after[0][weight], after[2][weight])

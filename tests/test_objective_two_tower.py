@@ -273,3 +273,19 @@ def test_mixture_trains_in_the_shared_trainer_and_writes_its_encoder(tokenizer, 
     assert logged["ict"] + logged["bfs"] + logged["wlp"] == pytest.approx(logged["loss"], rel=1e-5)
     encoder = SentenceTransformer(str(tmp_path / "encoder"), device="cpu")
     assert encoder.encode(["Anarchism is a political philosophy."]).shape == (1, 16)
+
+
+def test_each_task_logs_its_own_in_batch_accuracy(tokenizer):
+    """ICT+BFS+WLP logs ``accuracy/ict`` etc.: the share of that task's queries whose own document ranks
+    first, computed here from embeddings whose argmax is known (0 for a task absent from the batch)."""
+    objective = ICTBFSWLPObjective(tower(tokenizer), tokenizer, TwoTowerConfig(log_q_correction=False))
+    documents = torch.eye(6)
+    queries = documents.clone()
+    queries[1] = documents[2]  # query 1 (ict) ranks document 2 first: wrong
+    queries[3] = documents[0]  # query 3 (bfs) too
+    task_ids = torch.tensor([0, 0, 1, 1, 1, 0])  # ict: rows 0, 1, 5; bfs: rows 2, 3, 4; no wlp
+    output = objective.loss_from_embeddings(queries * 10, documents, task_ids)
+    assert float(output.metrics["accuracy"]) == pytest.approx(4 / 6)
+    assert float(output.metrics["accuracy/ict"]) == pytest.approx(2 / 3)
+    assert float(output.metrics["accuracy/bfs"]) == pytest.approx(2 / 3)
+    assert float(output.metrics["accuracy/wlp"]) == 0.0

@@ -142,12 +142,12 @@ def test_the_experiment_step_builds_from_the_committed_split(questions_path, pas
     from pathlib import Path
 
     from seedr.data.corpus import write_corpus
-    from seedr.experiments.steps import STEPS
+    from seedr.experiments.steps import STEPS, shipped_split
 
     write_corpus(tmp_path / "passages.jsonl", passages[:1500])
-    split = Path(__file__).parent.parent / "experiments" / "splits" / "nq-open-dev.json"
+    assert Path(shipped_split("nq-open-dev")).is_file() and shipped_split("my/split.json") == "my/split.json"
     step = STEPS.get("open_qa")({"questions": str(questions_path), "passages": [str(tmp_path / "passages.jsonl")],
-                                 "split": str(split), "random_passages": 50, "run_depth": 5}, "test")
+                                 "split": "nq-open-dev", "random_passages": 50, "run_depth": 5}, "test")
     step.validate()
     summary = step.run(tmp_path / "nq")
     assert summary["train_questions"] == 2610 and summary["test_questions"] == 1000

@@ -60,7 +60,7 @@ def _setup_folders(experiment: Any, needed: set[str], scratch: Path) -> dict[str
 def main() -> int:
     recorded = {path.parent.name: json.loads(path.read_text(encoding="utf-8"))
                 for path in sorted(RESULTS.glob("*/results.json")) if (path.parent / "report.md").is_file()}
-    experiments = {name: load_experiment(ROOT / "experiments" / f"{name}.yaml", "cpu") for name in recorded}
+    experiments = {name: load_experiment(name, "cpu") for name in recorded}
     bm25_by_definition: dict[str, dict[str, float]] = {}
     for name, results in recorded.items():
         experiment = experiments[name]

@@ -297,7 +297,7 @@ def _run_experiment(experiment: Experiment, out_dir: Path, console: Console, com
               for name, condition in experiment.conditions.items()}
     retrieving = [name for name, condition in experiment.conditions.items() if condition.retrieve != "none"]
     retrievals = {(task, name): runner.retrieval_folder(tasks[task], experiment.conditions[name], models[name])
-                  for task in tasks for name in retrieving}
+                  for task in tasks for name in retrieving if experiment.conditions[name].evaluates(task)}
     bm25_system = next((name for name in retrieving if experiment.conditions[name].retrieve == "bm25"), None)
     bm25_folders = {task: runner.retrieval_folder(tasks[task], _BM25_REFERENCE, None) for task in tasks}
     all_retrievals = set(retrievals.values()) | set(bm25_folders.values())
@@ -332,15 +332,16 @@ def _run_experiment(experiment: Experiment, out_dir: Path, console: Console, com
     comparisons, tables, all_scores = {}, {}, {}
     for task in tasks.values():
         scores = {name: task.per_query(read_trec_run(retrievals[(task.name, name)] / "run.trec"))
-                  for name in retrieving}
+                  for name in retrieving if (task.name, name) in retrievals}
         for group, members in experiment.groups.items():
-            scores[group] = _group_scores([scores[member] for member in members])
+            if all(member in scores for member in members):  # validate(): a group's members share their tasks
+                scores[group] = _group_scores([scores[member] for member in members])
         table = comparison_table(scores, experiment.baseline, task.metrics, test=experiment.test,
                                  alpha=experiment.alpha, n_resamples=experiment.resamples)
         tables[task.name] = table
         all_scores[task.name] = scores
         comparisons[task.name] = table.to_dict()
-        bm25 = (scores[bm25_system] if bm25_system
+        bm25 = (scores[bm25_system] if bm25_system in scores
                 else task.per_query(read_trec_run(bm25_folders[task.name] / "run.trec")))
         bm25_means = {metric: sum(bm25[metric].values()) / len(bm25[metric]) for metric in task.metrics}
         comparisons[task.name].update(references(task.chance(), bm25_means, bm25_system, len(task.documents())))

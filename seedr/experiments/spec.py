@@ -8,7 +8,7 @@ NAME``; ``seedr experiment --list`` lists them), or any YAML file given by its p
       ...
     variables: {data: ../shared/data}   # {name} in any string below; `--set name=value` overrides
     setup:                              # steps run once, before the conditions; {setup.NAME} = their folder
-      task: {kind: retrieval_task, ...}
+      task: {kind: retrieval_task, ...}   # or prepare, open_qa, reqa_split (seedr.experiments.steps)
     tasks:                              # what every condition's final model is evaluated on
       scifact: {kind: qrels, corpus: ..., queries: ..., qrels: ..., metrics: [nDCG@10, R@100]}
     defaults:                           # settings of every step of a kind, before a condition's own
@@ -20,6 +20,7 @@ NAME``; ``seedr experiment --list`` lists them), or any YAML file given by its p
       hybrid: {retrieve: {fuse: [bm25, mlm], method: minmax, select_on: scifact}}
       none: {steps: [{finetune: {}}]}
       mlm: {steps: [{pretrain: {objective_name: mlm}}, {finetune: {}}]}
+      mlm-1pct: {tasks: [reqa-1pct], steps: [...]}   # scored on these tasks only (default: every task)
     baseline: none                      # significance tests are against this condition (or group)
     groups: {mlm: [mlm-s*]}             # name → conditions (or patterns) whose per-query scores are
                                         # averaged (seeds)
@@ -81,11 +82,18 @@ class Step:
 @dataclass
 class Condition:
     """A chain of steps whose last model is evaluated on every task (``retrieve: bm25``: BM25 instead;
-    ``retrieve: none``: not evaluated, e.g. a chain that ends in a ``diagnose`` step)."""
+    ``retrieve: none``: not evaluated, e.g. a chain that ends in a ``diagnose`` step), or on ``tasks``
+    only: a model fine-tuned on one task's training side (ReQA's 1% split) is scored on that task's
+    test side alone."""
 
     name: str
     steps: list[Step]
     retrieve: dict[str, Any] | str
+    tasks: list[str] | None = None
+
+    def evaluates(self, task: str) -> bool:
+        """Whether this condition is scored on ``task``."""
+        return self.retrieve != "none" and (self.tasks is None or task in self.tasks)
 
 
 @dataclass
@@ -374,10 +382,14 @@ def load_experiment(name: str | Path, scale: str = "cpu", overrides: list[str] |
             raise DataError(path, f"conditions.{raw_name} must be a mapping", field=f"conditions.{raw_name}")
         for name, body in _expand_grid(str(raw_name), raw_body, variables, f"{where}: conditions.{raw_name}"):
             body = substitute(body, variables, f"{where}: conditions.{name}")
-            unknown = sorted(set(body) - {"steps", "retrieve"})
+            unknown = sorted(set(body) - {"steps", "retrieve", "tasks"})
             if unknown:
-                raise DataError(path, f"conditions.{name}: unknown key(s) {unknown}; valid: steps, retrieve",
-                                field=f"conditions.{name}")
+                raise DataError(path, f"conditions.{name}: unknown key(s) {unknown}; valid: steps, retrieve, "
+                                "tasks", field=f"conditions.{name}")
+            only = body.get("tasks")
+            if only is not None and (not isinstance(only, list) or set(map(str, only)) - set(tasks)):
+                raise DataError(path, f"conditions.{name}.tasks must list tasks of this experiment "
+                                f"({', '.join(tasks)}), got {only!r}", field=f"conditions.{name}.tasks")
             if name in conditions:
                 raise DataError(path, f"condition {name!r} is defined twice", field=f"conditions.{name}")
             steps = [_step(entry, f"{where}: conditions.{name}.steps[{i}]")
@@ -386,7 +398,7 @@ def load_experiment(name: str | Path, scale: str = "cpu", overrides: list[str] |
             retrieve = body.get("retrieve", {})
             if retrieve not in ("bm25", "none") and not (isinstance(retrieve, dict) and "fuse" in retrieve):
                 retrieve = _merge(defaults.get("retrieve") or {}, retrieve or {})
-            conditions[name] = Condition(name, steps, retrieve)
+            conditions[name] = Condition(name, steps, retrieve, None if only is None else [str(t) for t in only])
 
     skipped = [str(name) for name in scaled.get("skip") or []]
     unknown = sorted(set(skipped) - set(conditions))

@@ -150,7 +150,7 @@ class FinetuneStep(ExperimentStep):
 
     def product(self, out_dir: Path) -> str | None:
         config = self.config()
-        if config.few_shot is not None:  # the one seed's run folder (seedr.training.finetune._few_shot)
+        if config.few_shot is not None:  # the one seed's run folder (seedr.training.few_shot.run_few_shot)
             return str(out_dir / f"seed-{(config.seeds or [config.train.seed])[0]}" / "encoder")
         return str(out_dir / "encoder")
 
@@ -248,8 +248,9 @@ class PrepareStep(ExperimentStep):
 class OpenQAConfig:
     """Open-domain QA at a budget (``seedr.data.open_qa``): ``questions`` (NQ-open format) over the
     ``passages`` (a corpus, e.g. a ``prepare`` step's 100-word passages of the shared Wikipedia), split by
-    the committed ``split`` file; BM25 ranks every question ``depth`` deep for the training positives,
-    hard negatives and pool distractors. The other fields are ``build_open_qa``'s."""
+    the committed ``split`` — a file, or the name of one shipped with seedr (``nq-open-dev``:
+    ``seedr/experiments/splits/nq-open-dev.json``); BM25 ranks every question ``depth`` deep for the
+    training positives, hard negatives and pool distractors. The other fields are ``build_open_qa``'s."""
 
     questions: str = ""
     passages: list[str] = dataclasses.field(default_factory=list)
@@ -261,6 +262,15 @@ class OpenQAConfig:
     run_depth: int = 20
     random_passages: int = 20_000
     seed: int = 0
+
+
+def shipped_split(split: str) -> str:
+    """``split`` as a path: a name without a folder or suffix (``nq-open-dev``) is the split of that name
+    shipped inside seedr (``seedr/experiments/splits/``), so an installed seedr runs the experiments
+    that use it; anything else is a path."""
+    if "/" in split or "\\" in split or Path(split).suffix:
+        return split
+    return str(Path(__file__).resolve().parent / "splits" / f"{split}.json")
 
 
 @STEPS.register("open_qa")
@@ -292,7 +302,7 @@ class OpenQAStep(ExperimentStep):
 
         config = self.config()
         examples = read_nq_open(config.questions)
-        split = read_split(config.split, config.questions, examples)
+        split = read_split(shipped_split(config.split), config.questions, examples)
         passages = [passage for path in input_files(config.passages, "corpus") for passage in read_corpus(path)]
         wanted = set(split["train"]) | set(split["test"])
         bm25_run = BM25Index.build(passages, show_progress=True).search(
@@ -302,6 +312,50 @@ class OpenQAStep(ExperimentStep):
                                 positives=config.positives, hard_negatives=config.hard_negatives,
                                 answer_passages=config.answer_passages, run_depth=config.run_depth,
                                 random_passages=config.random_passages, seed=config.seed, show_progress=True)
+        return dataclasses.asdict(summary)
+
+    def product(self, out_dir: Path) -> str | None:
+        return str(out_dir)
+
+    def history_dirs(self, out_dir: Path) -> list[Path]:
+        return []
+
+
+@dataclasses.dataclass
+class ReqaSplitConfig:
+    """ReQA SQuAD cut by article into fine-tuning data and a test side (``seedr.data.reqa_split``):
+    ``test_fraction`` 0.99, 0.95 or 0.2 for ICLR 2020's 1% / 5% / 80% training splits."""
+
+    squad: str = ""
+    test_fraction: float = 0.2
+    seed: int = 0
+    validation_fraction: float = 0.1
+
+
+@STEPS.register("reqa_split")
+class ReqaSplitStep(ExperimentStep):
+    """Set-up step ``seedr prepare --reqa-split``: fine-tuning reads the folder (``train_data:
+    "{setup.NAME}"``) and a ``reqa`` task scores its test side (``squad: "{setup.NAME}/test.json"``)."""
+
+    kind = "reqa_split"
+
+    def config(self) -> ReqaSplitConfig:
+        return from_dict(ReqaSplitConfig, merge_settings(self.settings), f"{self.where} reqa_split")
+
+    def validate(self) -> None:
+        config = self.config()
+        if not config.squad:
+            raise ValueError(f"{self.where} reqa_split: squad is required")
+        if not 0 < config.test_fraction < 1:
+            raise ValueError(f"{self.where} reqa_split: test_fraction must be in (0, 1), got {config.test_fraction}")
+
+    def run(self, out_dir: Path) -> dict[str, Any]:
+        from seedr.data.qa import read_squad
+        from seedr.data.reqa_split import write_reqa_split
+
+        config = self.config()
+        summary = write_reqa_split(read_squad(config.squad), out_dir, config.test_fraction, config.seed,
+                                   config.validation_fraction)
         return dataclasses.asdict(summary)
 
     def product(self, out_dir: Path) -> str | None:
@@ -439,12 +493,23 @@ def validate(experiment: Any) -> None:
     diagnosing = {name for name, condition in experiment.conditions.items()
                   if any(step.kind == "diagnose" for step in condition.steps)}
     systems = retrieving | set(experiment.groups)
+    def evaluated_on(system: str) -> set[str]:
+        """The tasks a condition or group is scored on (a group: those all its members share)."""
+        members = experiment.groups.get(system, [system])
+        return {task for task in experiment.tasks
+                if all(experiment.conditions[member].evaluates(task) for member in members)}
+
     for group, members in experiment.groups.items():
         missing = sorted(set(members) - retrieving)
         if missing:
             raise ValueError(f"{where}: groups.{group} names unknown condition(s) {missing}")
+        if len({frozenset(evaluated_on(member)) for member in members}) > 1:
+            raise ValueError(f"{where}: groups.{group}: its members are not scored on the same tasks")
     if retrieving and experiment.baseline not in systems:
         raise ValueError(f"{where}: baseline {experiment.baseline!r} is not a retrieving condition or group")
+    if retrieving and evaluated_on(experiment.baseline) != set(experiment.tasks):
+        raise ValueError(f"{where}: the baseline {experiment.baseline!r} must be scored on every task (its "
+                         "tasks: leave it out)")
     for index, claim in enumerate(experiment.claims):
         known = diagnosing if claim.task == "diagnostics" else systems
         for system in (claim.condition, claim.against):
@@ -455,6 +520,9 @@ def validate(experiment: Any) -> None:
             continue
         if claim.task not in experiment.tasks or claim.metric not in experiment.tasks[claim.task].metrics:
             raise ValueError(f"{where}: claims[{index}]: task {claim.task!r} does not report {claim.metric!r}")
+        for system in (claim.condition, claim.against):
+            if claim.task not in evaluated_on(system):
+                raise ValueError(f"{where}: claims[{index}]: {system!r} is not scored on {claim.task!r} (its tasks)")
         if claim.expect not in ("higher", "lower", "similar"):
             raise ValueError(f"{where}: claims[{index}].expect must be higher, lower or similar")
     if experiment.case_study is not None:
@@ -489,6 +557,9 @@ def _validate_fusion(experiment: Any, condition: Any, config: Any) -> None:
         if other is None or other.retrieve == "none" or fuses(other.retrieve):
             raise ValueError(f"{where}: fuse names {part!r}, not a retrieving condition that does not fuse "
                              "others itself")
+        if any(condition.evaluates(task) and not other.evaluates(task) for task in experiment.tasks):
+            raise ValueError(f"{where}: fuse names {part!r}, which is not scored on every task that "
+                             f"{condition.name!r} is")
         if part not in earlier:  # conditions run in the file's order: its runs must be there first
             raise ValueError(f"{where}: fuse names {part!r}, defined after {condition.name!r}: define the "
                              "conditions a fusion fuses before it")
@@ -512,4 +583,4 @@ def record_step(out_dir: Path, step: ExperimentStep, summary: dict[str, Any], se
 
 
 __all__ = ["STEPS", "DiagnoseConfig", "ExperimentStep", "RetrievalTaskConfig", "build_step", "check_options",
-           "record_step", "validate"]
+           "record_step", "shipped_split", "validate"]

@@ -153,6 +153,24 @@ class DualEncoder(nn.Module):
                    query_projection=query_projection, document_projection=document_projection,
                    title=title or str(settings.get("title", "pair")))
 
+    def reinitialize(self, seed: int) -> None:
+        """Fresh weights in every tower, the architecture and vocabulary kept (seeded): the "No
+        Pretraining" rows of Chang et al. (ICLR 2020, Tables 3-4), a randomly initialised Transformer
+        fine-tuned on the same pairs. Each encoder runs its own initialiser (BERT's: normal, std 0.02)
+        after its loaded-weight marks are cleared: transformers skips the weights it marks as loaded."""
+        torch.manual_seed(seed)
+        for encoder in (self.query_encoder, self.document_encoder):
+            if encoder is None:
+                continue
+            for marked in [*encoder.modules(), *encoder.parameters(), *encoder.buffers()]:
+                if hasattr(marked, "_is_hf_initialized"):
+                    del marked._is_hf_initialized
+            encoder.apply(encoder._init_weights)
+        for projection in (self.query_projection, self.document_projection):
+            for module in projection.modules() if projection is not None else ():
+                if isinstance(module, nn.Linear):
+                    module.reset_parameters()
+
     @property
     def shared(self) -> bool:
         return self.document_encoder is None

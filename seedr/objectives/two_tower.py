@@ -304,7 +304,10 @@ class TwoTowerObjective(Objective):
 
     ``forward`` returns ``ObjectiveOutput(loss, parts, metrics)``: ``parts`` has one entry per task, the
     sum of the losses of that task's rows divided by the batch size, so the parts add up to ``loss``
-    (for a single task, the part is the loss); ``metrics`` has the in-batch top-1 ``accuracy``.
+    (for a single task, the part is the loss); ``metrics`` has the in-batch top-1 ``accuracy`` and, with
+    several tasks, each task's own (``accuracy/ict``: the share of that task's queries whose own document
+    ranks first in the batch; 0 in a batch without the task, as its loss part) — whether the towers learn
+    every task or ride on the easiest one.
 
     The product is the query tower (= the shared encoder), saved by ``DualEncoder.save``: with the
     projection, if any, as a sentence-transformers ``Dense`` module (``2_Dense/``), so
@@ -434,7 +437,12 @@ class TwoTowerObjective(Objective):
         batch = losses.shape[0]
         # every task always has its part (0 when absent from the batch), so all processes log the same names
         parts = {task: losses[task_ids == index].sum().detach() / batch for index, task in enumerate(self.tasks)}
-        return ObjectiveOutput(losses.mean(), parts, {"accuracy": correct.float().mean()})
+        metrics = {"accuracy": correct.float().mean()}
+        if len(self.tasks) > 1:
+            for index, task in enumerate(self.tasks):
+                rows = task_ids == index
+                metrics[f"accuracy/{task}"] = correct[rows].float().sum() / rows.sum().clamp(min=1)
+        return ObjectiveOutput(losses.mean(), parts, metrics)
 
     def save_encoder(self, directory: str | os.PathLike, max_seq_length: int = 512) -> Path:
         """The towers as ``DualEncoder.save`` writes them: what ``DualEncoder.from_pretrained`` reads to

@@ -25,7 +25,6 @@ import json
 import math
 import random
 import shutil
-import statistics
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -39,7 +38,7 @@ from transformers import PreTrainedTokenizerBase
 from seedr.config import record_run, to_dict
 from seedr.data.corpus import load_corpus
 from seedr.data.io import DataError, atomic_directory, atomic_write
-from seedr.data.queries import read_qrels, read_queries, sample_queries
+from seedr.data.queries import read_qrels, read_queries
 from seedr.data.records import Document, Qrels
 from seedr.data.training_sets import TrainingSet, load_training_set
 from seedr.evaluation.metrics import deeper_than, evaluate_run
@@ -50,6 +49,7 @@ from seedr.negatives import NEGATIVES, NegativeStrategy, NegativeTable
 from seedr.negatives.base import positives
 from seedr.retrieval.encode import TITLE_MODES, document_input, tokenize_pairs
 from seedr.training.checkpoint import PRODUCT, latest_checkpoint
+from seedr.training.few_shot import run_few_shot
 from seedr.training.publish import describe_run
 from seedr.training.trainer import METRICS, Callback, TrainConfig, Trainer
 
@@ -108,6 +108,7 @@ class FinetuneConfig:
     epochs: float | None = None  # if set, train.max_steps = this many epochs (see epoch_over)
     epoch_over: str = "pairs"  # an epoch passes once over: pairs (each labelled (query, positive)) | queries
     drop_last: bool = False  # drop an epoch's last partial batch (true) or train on it (false)
+    reinitialize: bool = False  # no pre-training: the model's architecture and vocabulary, fresh weights
     few_shot: float | None = None  # train on this many queries (≥ 1) or this fraction (< 1) of them
     seeds: list[int] = field(default_factory=list)  # few-shot: one run per seed (sample + training seed)
     encode_batch_size: int = 64  # encoding batch for dev evaluation and negative mining
@@ -311,6 +312,8 @@ def build_model(config: FinetuneConfig, model_path: str) -> DualEncoder:
                                         similarity=config.similarity, scale=config.scale,
                                         query_max_length=config.query_max_length,
                                         document_max_length=config.document_max_length, title=config.title)
+    if config.reinitialize:
+        model.reinitialize(config.train.seed)
     if config.train.mixed_precision == "bf16":
         model.inference_dtype = torch.bfloat16
     return model
@@ -392,7 +395,7 @@ def finetune(config: FinetuneConfig, out_dir: str | Path, resume: bool = False) 
     if not (out_dir / "config.yaml").exists():  # marks the folder as a run before negatives are mined into it
         record_run(out_dir, config, config.train.seed)
     if config.few_shot is not None:
-        return _few_shot(config, training, dev, out_dir, resume)
+        return run_few_shot(config, training, dev, out_dir, resume, _rounds)
     return _rounds(config, training, dev, out_dir, resume)
 
 
@@ -426,55 +429,6 @@ def _rounds(config: FinetuneConfig, training: TrainingSet, dev: DevSet | None, o
     return {**summaries[-1], "run": str(out_dir), "encoder": str(out_dir / PRODUCT), "rounds": summaries}
 
 
-def _few_shot(config: FinetuneConfig, training: TrainingSet, dev: DevSet | None, out_dir: Path,
-              resume: bool) -> dict[str, Any]:
-    """One run per seed on a seeded sample of the training queries (``sample_queries``: by count when
-    ``few_shot`` ≥ 1, by fraction below), then the dev metrics of every seed and their mean and standard
-    deviation in ``few-shot.json`` and ``few-shot.md`` (CPDAE §4.4: the average of three samples). One
-    seed needs no dev set: its encoder is evaluated afterwards, as an experiment's conditions are."""
-    seeds = config.seeds or [config.train.seed]
-    if dev is None and len(seeds) > 1:
-        raise ValueError("few-shot runs over several seeds are compared on a dev set: give --dev-qrels "
-                         "(or one seed per run, and evaluate each encoder)")
-    size = config.few_shot
-    by_count = size is not None and size >= 1
-    if by_count and not float(size).is_integer():
-        raise ValueError(f"few_shot ≥ 1 is a number of queries and must be whole, got {size}")
-    record_run(out_dir, config, None)
-    runs = []
-    for seed in seeds:
-        sample = sample_queries(training.queries, count=int(size) if by_count else None,
-                                fraction=None if by_count else size, seed=seed)
-        console.rule(f"few-shot: {len(sample)} queries, seed {seed}")
-        seed_config = dataclasses.replace(config, few_shot=None, seeds=[],
-                                          train=dataclasses.replace(config.train, seed=seed))
-        summary = _rounds(seed_config, training.restricted_to(sample), dev, out_dir / f"seed-{seed}", resume)
-        runs.append({"seed": seed, "queries": len(sample), "run": summary["run"], "dev": summary["dev"]})
-    table = few_shot_table(runs)
-    with atomic_write(out_dir / "few-shot.json") as stream:
-        json.dump(table, stream, indent=2)
-    with atomic_write(out_dir / "few-shot.md") as stream:
-        stream.write(few_shot_markdown(table, size))
-    return {"run": str(out_dir), "few_shot": table, "dev": table["mean"]}
-
-
-def few_shot_table(runs: list[dict[str, Any]]) -> dict[str, Any]:
-    """Per-seed dev metrics with their mean and (sample) standard deviation over seeds."""
-    names = list(runs[0]["dev"]) if runs else []
-    values = {name: [run["dev"][name] for run in runs] for name in names}
-    return {"runs": runs, "mean": {n: statistics.fmean(v) for n, v in values.items()},
-            "std": {n: statistics.stdev(v) if len(v) > 1 else 0.0 for n, v in values.items()}}
-
-
-def few_shot_markdown(table: dict[str, Any], size: float | None) -> str:
-    names = list(table["mean"])
-    header = "| seed | queries | " + " | ".join(names) + " |\n|---|---|" + "---|" * len(names) + "\n"
-    rows = "".join(f"| {run['seed']} | {run['queries']} | " + " | ".join(f"{run['dev'][n]:.4f}" for n in names)
-                   + " |\n" for run in table["runs"])
-    mean = "| mean ± std | | " + " | ".join(f"{table['mean'][n]:.4f} ± {table['std'][n]:.4f}" for n in names) + " |\n"
-    return f"# Few-shot fine-tuning ({size:g} training queries)\n\n" + header + rows + mean
-
-
 __all__ = [
     "DevEvaluation",
     "EPOCH_UNITS",
@@ -484,8 +438,6 @@ __all__ = [
     "FinetuneData",
     "FinetuneExample",
     "build_model",
-    "few_shot_markdown",
-    "few_shot_table",
     "finetune",
     "load_dev_set",
     "steps_for_epochs",

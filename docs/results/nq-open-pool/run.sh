@@ -13,6 +13,6 @@ export PATH="$PWD/.venv/bin:$PATH"
 mkdir -p $R
 seedr prepare --corpus $D/wiki --passage-words 100 --out $R/passages
 seedr search --bm25 --corpus $R/passages --questions $D/nq-open/NQ-open.dev.jsonl --k 100 --out $R/bm25.trec
-seedr prepare --open-qa $D/nq-open/NQ-open.dev.jsonl --corpus $R/passages --split experiments/splits/nq-open-dev.json \
+seedr prepare --open-qa $D/nq-open/NQ-open.dev.jsonl --corpus $R/passages --split seedr/experiments/splits/nq-open-dev.json \
     --bm25-run $R/bm25.trec --out $R/open-qa
 cp $R/open-qa/open_qa.json $R/bm25.trec.json "$HERE/"
