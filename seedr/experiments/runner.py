@@ -266,142 +266,200 @@ def run_experiment(experiment: Experiment, out_dir: str | Path, console: Console
                                command or " ".join(["seedr", *sys.argv[1:]]))
 
 
-def _run_experiment(experiment: Experiment, out_dir: Path, console: Console, command: str) -> Outcome:
-    """``run_experiment`` under the lock of the report folder; each step and retrieval folder is locked
-    while it is computed, so experiments that share a work folder run at once unless they share a step
-    that neither has finished (the second is then refused, naming the first)."""
-    from seedr.evaluation.compare import comparison_table
-    from seedr.experiments.results import claim_results, figures, results_markdown, seed_spread
-    from seedr.reporting.diagnostics import plot_reliance
-    from seedr.reporting.report import plot_comparison, render_report
+@dataclass
+class _Plan:
+    """What an experiment will compute, and where: every set-up step, every condition's chain of steps
+    and the model it ends in, and a retrieval folder per (task, condition) it is scored on, with each
+    task's reference BM25 (the floor's)."""
 
+    setup: dict[str, tuple[ExperimentStep, Path]]
+    chains: dict[str, list[tuple[ExperimentStep, Path]]]
+    tasks: dict[str, RetrievalTask]
+    models: dict[str, str | None]
+    retrievals: dict[tuple[str, str], Path]
+    bm25_system: str | None
+    bm25_folders: dict[str, Path]
+
+    @property
+    def units(self) -> list[Path]:
+        """Every step and retrieval folder, once each, in the order they run."""
+        return [*(folder for _, folder in self.setup.values()),
+                *dict.fromkeys(folder for chained in self.chains.values() for _, folder in chained),
+                *dict.fromkeys([*self.retrievals.values(), *self.bm25_folders.values()])]
+
+
+@dataclass
+class _Scores:
+    """What the runs and steps measured: per task its comparison table (``tables``, and as ``results.json``
+    holds it with the task's references, ``comparisons``) and per-query scores (``per_query``), and the
+    diagnose steps' metrics and [CLS]-reliance curves."""
+
+    tables: dict[str, Any]
+    comparisons: dict[str, dict[str, Any]]
+    per_query: dict[str, dict[str, dict[str, dict[str, float]]]]
+    diagnostics: dict[str, dict[str, float]]
+    reliance: dict[str, Any]
+
+
+def _run_experiment(experiment: Experiment, out_dir: Path, console: Console, command: str) -> Outcome:
+    """``run_experiment`` under the lock of the report folder: plan → execute → score → report. Each
+    step and retrieval folder is locked while it is computed, so experiments that share a work folder
+    run at once unless they share a step that neither has finished (the second is then refused, naming
+    the first)."""
     report_dir = out_dir / "reports" / experiment.name
     record_run(report_dir, {"experiment": str(experiment.path), "scale": experiment.scale,
                             "variables": experiment.variables}, None, command=command)
     started_at = datetime.now(UTC).isoformat(timespec="seconds")
     started = time.perf_counter()
     runner = _Runner(experiment, out_dir, console)
+    plan = _plan(experiment, runner)
+    _execute(experiment, plan, runner)
+    scores = _score(experiment, plan, console)
+    return _report(experiment, plan, scores, runner, report_dir, command, started_at,
+                   time.perf_counter() - started)
 
-    setup_steps = {name: build_step(spec.kind, spec.settings, f"{experiment.path}: setup.{name}")
-                   for name, spec in experiment.setup.items()}
-    setup_folders = {name: step_folder(out_dir, name, step) for name, step in setup_steps.items()}
-    runner.setup_folders = {name: str(step.product(setup_folders[name]) or setup_folders[name])
-                            for name, step in setup_steps.items()}
+
+def _plan(experiment: Experiment, runner: _Runner) -> _Plan:
+    """Resolve every step and retrieval of ``experiment`` to its folder in the work folder (nothing runs)."""
+    setup = {}
+    for name, spec in experiment.setup.items():
+        step = build_step(spec.kind, spec.settings, f"{experiment.path}: setup.{name}")
+        setup[name] = (step, step_folder(runner.out_dir, name, step))
+    runner.setup_folders = {name: str(step.product(folder) or folder)
+                            for name, (step, folder) in setup.items()}
     chains = {name: runner.chain(condition) for name, condition in experiment.conditions.items()}
-    unique_steps = {folder for chained in chains.values() for _, folder in chained}
     tasks = {name: TASKS.get(task.kind)(name, runner.resolve(task.settings), task.metrics,
                                         f"{experiment.path}: tasks.{name}")
              for name, task in experiment.tasks.items()}
     runner.tasks = tasks
     models = {name: runner.final_model(condition, chains[name])
               for name, condition in experiment.conditions.items()}
-    retrieving = [name for name, condition in experiment.conditions.items() if condition.retrieve != "none"]
-    retrievals = {(task, name): runner.retrieval_folder(tasks[task], experiment.conditions[name], models[name])
-                  for task in tasks for name in retrieving if experiment.conditions[name].evaluates(task)}
-    bm25_system = next((name for name in retrieving if experiment.conditions[name].retrieve == "bm25"), None)
+    retrievals = {(task, name): runner.retrieval_folder(tasks[task], condition, models[name])
+                  for task in tasks for name, condition in experiment.conditions.items()
+                  if condition.evaluates(task)}
+    bm25_system = next((name for name, condition in experiment.conditions.items()
+                        if condition.retrieve == "bm25"), None)
     bm25_folders = {task: runner.retrieval_folder(tasks[task], _BM25_REFERENCE, None) for task in tasks}
-    all_retrievals = set(retrievals.values()) | set(bm25_folders.values())
-    progress = _Progress(len(setup_steps) + len(unique_steps) + len(all_retrievals), console)
-    console.print(f"experiment [bold]{experiment.name}[/] ({experiment.scale} scale): "
-                  f"{len(experiment.conditions)} conditions, {len(tasks)} task(s), {progress.total} units of work "
-                  f"→ {out_dir}", highlight=False)
+    return _Plan(setup, chains, tasks, models, retrievals, bm25_system, bm25_folders)
 
-    for name, step in setup_steps.items():
-        runner.run_step(step, setup_folders[name], progress, f"setup {name}")
-    done_steps: set[Path] = set()
-    done_retrievals: set[Path] = set()
+
+def _execute(experiment: Experiment, plan: _Plan, runner: _Runner) -> None:
+    """Compute every unit of ``plan`` that is not finished (set-up, then each condition's steps and its
+    retrievals, then the reference BM25 runs), with progress and an ETA."""
+    progress = _Progress(len(plan.units), runner.console)
+    runner.console.print(f"experiment [bold]{experiment.name}[/] ({experiment.scale} scale): "
+                         f"{len(experiment.conditions)} conditions, {len(plan.tasks)} task(s), "
+                         f"{progress.total} units of work → {runner.out_dir}", highlight=False)
+    for name, (step, folder) in plan.setup.items():
+        runner.run_step(step, folder, progress, f"setup {name}")
+    done: set[Path] = set()
     for name, condition in experiment.conditions.items():
-        for step, folder in chains[name]:
-            if folder not in done_steps:
+        for step, folder in plan.chains[name]:
+            if folder not in done:
                 runner.run_step(step, folder, progress, f"{name}: {step.kind}")
-                done_steps.add(folder)
-        for task in tasks.values():
-            folder = retrievals.get((task.name, name))
-            if folder is not None and folder not in done_retrievals:
-                runner.run_retrieval(task, condition, models[name], folder, progress)
-                done_retrievals.add(folder)
-    for task in tasks.values():  # the floor's BM25 where no condition is BM25 (else the same folder: reused)
-        if bm25_folders[task.name] not in done_retrievals:
-            runner.run_retrieval(task, _BM25_REFERENCE, None, bm25_folders[task.name], progress)
-            done_retrievals.add(bm25_folders[task.name])
+                done.add(folder)
+        for task in plan.tasks.values():
+            folder = plan.retrievals.get((task.name, name))
+            if folder is not None and folder not in done:
+                runner.run_retrieval(task, condition, plan.models[name], folder, progress)
+                done.add(folder)
+    for task in plan.tasks.values():  # the floor's BM25 where no condition is BM25 (else: the same folder)
+        if plan.bm25_folders[task.name] not in done:
+            runner.run_retrieval(task, _BM25_REFERENCE, None, plan.bm25_folders[task.name], progress)
+            done.add(plan.bm25_folders[task.name])
 
+
+def _grouped(experiment: Experiment) -> set[str]:
+    """The conditions shown as their group in tables and plots."""
+    return {member for members in experiment.groups.values() for member in members}
+
+
+def _score(experiment: Experiment, plan: _Plan, console: Console) -> _Scores:
+    """Score every run per query, average the groups, test every system against the baseline per task,
+    and read the diagnose steps' results."""
+    from seedr.evaluation.compare import comparison_table
     from seedr.experiments.results import references
     from seedr.retrieval.runs import read_trec_run
 
-    grouped = {member for members in experiment.groups.values() for member in members}  # shown as their group
-    comparisons, tables, all_scores = {}, {}, {}
-    for task in tasks.values():
-        scores = {name: task.per_query(read_trec_run(retrievals[(task.name, name)] / "run.trec"))
-                  for name in retrieving if (task.name, name) in retrievals}
+    tables, comparisons, per_query = {}, {}, {}
+    grouped = _grouped(experiment)
+    for task in plan.tasks.values():
+        scores = {name: task.per_query(read_trec_run(folder / "run.trec"))
+                  for (task_name, name), folder in plan.retrievals.items() if task_name == task.name}
         for group, members in experiment.groups.items():
             if all(member in scores for member in members):  # validate(): a group's members share their tasks
                 scores[group] = _group_scores([scores[member] for member in members])
         table = comparison_table(scores, experiment.baseline, task.metrics, test=experiment.test,
                                  alpha=experiment.alpha, n_resamples=experiment.resamples)
-        tables[task.name] = table
-        all_scores[task.name] = scores
-        comparisons[task.name] = table.to_dict()
-        bm25 = (scores[bm25_system] if bm25_system in scores
-                else task.per_query(read_trec_run(bm25_folders[task.name] / "run.trec")))
+        tables[task.name], per_query[task.name], comparisons[task.name] = table, scores, table.to_dict()
+        bm25 = (scores[plan.bm25_system] if plan.bm25_system in scores
+                else task.per_query(read_trec_run(plan.bm25_folders[task.name] / "run.trec")))
         bm25_means = {metric: sum(bm25[metric].values()) / len(bm25[metric]) for metric in task.metrics}
-        comparisons[task.name].update(references(task.chance(), bm25_means, bm25_system, len(task.documents())))
+        comparisons[task.name].update(references(task.chance(), bm25_means, plan.bm25_system,
+                                                 len(task.documents())))
         console.print(table.to_rich(title=f"{experiment.title}: {task.name}",
                                     systems=[system for system in table.systems if system not in grouped]))
     diagnosed = {name: json.loads((folder / "diagnostics.json").read_text(encoding="utf-8"))
-                 for name in experiment.conditions for step, folder in chains[name]
+                 for name, chained in plan.chains.items() for _, folder in chained
                  if (folder / "diagnostics.json").exists()}
-    diagnostics = {name: result["metrics"] for name, result in diagnosed.items()}
-    reliance = {name: result["details"]["cls_reliance"] for name, result in diagnosed.items()
-                if "cls_reliance" in result["details"]}
-    wall = time.perf_counter() - started
-    units = [*setup_folders.values(),  # in the order they ran
-             *dict.fromkeys(folder for chained in chains.values() for _, folder in chained),
-             *dict.fromkeys([*retrievals.values(), *bm25_folders.values()])]
-    recorded = {folder: json.loads((folder / ("step.json" if folder.parent.name == "steps" else "settings.json"))
-                                   .read_text(encoding="utf-8")) for folder in units}
-    compute = sum(record["seconds"] for record in recorded.values())
-    reused = set(runner.outcome_reused)
-    spread = seed_spread(comparisons, experiment.groups)
+    return _Scores(tables, comparisons, per_query,
+                   diagnostics={name: result["metrics"] for name, result in diagnosed.items()},
+                   reliance={name: result["details"]["cls_reliance"] for name, result in diagnosed.items()
+                             if "cls_reliance" in result["details"]})
 
+
+def _report(experiment: Experiment, plan: _Plan, scores: _Scores, runner: _Runner, report_dir: Path,
+            command: str, started_at: str, wall: float) -> Outcome:
+    """Write ``results.json`` (figures, claims, seed spread, provenance), the plots and the report."""
+    from seedr.experiments.results import claim_results, figures, results_markdown, seed_spread
+    from seedr.reporting.diagnostics import plot_reliance
+    from seedr.reporting.report import plot_comparison, render_report
+
+    recorded = {folder: json.loads((folder / ("step.json" if folder.parent.name == "steps" else "settings.json"))
+                                   .read_text(encoding="utf-8")) for folder in plan.units}
+    reused = set(runner.outcome_reused)
+    spread = seed_spread(scores.comparisons, experiment.groups)
     results = {
         "experiment": experiment.name, "title": experiment.title, "scale": experiment.scale,
         "file": str(experiment.path), "command": command, "machine": machine(), "started": started_at,
-        "wall_seconds": round(wall, 1), "compute_seconds": round(compute, 1), "variables": experiment.variables,
-        "skipped": experiment.skipped, "tasks": comparisons,
-        "diagnostics": diagnostics,
+        "wall_seconds": round(wall, 1),
+        "compute_seconds": round(sum(record["seconds"] for record in recorded.values()), 1),
+        "variables": experiment.variables, "skipped": experiment.skipped, "tasks": scores.comparisons,
+        "diagnostics": scores.diagnostics,
         "seed_spread": spread,
-        "figures": figures(comparisons, experiment.tolerance, diagnostics, experiment.groups, spread),
-        "claims": claim_results(experiment, comparisons, all_scores, diagnostics),
-        "cls_reliance": reliance,
-        "case_study": _case_study(experiment, tasks, retrievals),
-        "steps": {name: [str(folder) for _, folder in chains[name]] for name in experiment.conditions},
+        "figures": figures(scores.comparisons, experiment.tolerance, scores.diagnostics, experiment.groups,
+                           spread),
+        "claims": claim_results(experiment, scores.comparisons, scores.per_query, scores.diagnostics),
+        "cls_reliance": scores.reliance,
+        "case_study": _case_study(experiment, plan.tasks, plan.retrievals),
+        "steps": {name: [str(folder) for _, folder in plan.chains[name]] for name in experiment.conditions},
         "code": code_fingerprint(),
-        "provenance": [{"folder": folder.relative_to(out_dir).as_posix(), "reused": str(folder) in reused,
-                        "code": record.get("code")} for folder, record in recorded.items()],
+        "provenance": [{"folder": folder.relative_to(runner.out_dir).as_posix(),
+                        "reused": str(folder) in reused, "code": record.get("code")}
+                       for folder, record in recorded.items()],
     }
     (report_dir / "plots").mkdir(parents=True, exist_ok=True)
     with atomic_write(report_dir / "results.json") as stream:
         json.dump(results, stream, indent=2)
+    grouped = _grouped(experiment)
     plots = [plot_comparison(table, report_dir / "plots" / f"comparison-{task}.png", title=task,
                              systems=[system for system in table.systems if system not in grouped])
-             for task, table in tables.items()]  # a group's members are plotted as the group
-    if reliance:  # SEED-Encoder Fig. 4 compares decoders on one axis: every SEED condition's curve together
-        plots.append(plot_reliance(reliance, report_dir / "plots" / "cls-reliance.png"))
-    for name in experiment.conditions:  # the steps' own figures, e.g. diagnostics.png
-        for step, folder in chains[name]:
-            for figure in step.figures(folder):
-                plots.append(report_dir / "plots" / f"{name}-{figure.name}")
-                shutil.copyfile(figure, plots[-1])
+             for task, table in scores.tables.items()]  # a group's members are plotted as the group
+    if scores.reliance:  # SEED-Encoder Fig. 4: every SEED condition's curve on one axis
+        plots.append(plot_reliance(scores.reliance, report_dir / "plots" / "cls-reliance.png"))
     run_names: dict[Path, str] = {}  # a step shared by conditions is shown once, under the first
     for name in experiment.conditions:
-        for step, folder in chains[name]:
+        for step, folder in plan.chains[name]:
+            for figure in step.figures(folder):  # the steps' own figures, e.g. diagnostics.png
+                plots.append(report_dir / "plots" / f"{name}-{figure.name}")
+                shutil.copyfile(figure, plots[-1])
             for history in step.history_dirs(folder):
                 run_names.setdefault(history, f"{name}/{step.kind}")
     report = render_report(list(run_names), report_dir, title=experiment.title,
                            preamble=_preamble(experiment, results),
                            results_markdown=results_markdown(results),
                            figures=plots, names=list(run_names.values()))
-    console.print(f"done in {wall:.0f} s; report: [bold]{report}[/]")
+    runner.console.print(f"done in {wall:.0f} s; report: [bold]{report}[/]")
     return Outcome(report, results, runner.outcome_executed, runner.outcome_reused)
 
 
