@@ -13,7 +13,8 @@ metric is judged (holds / does not hold / not significant) only when at least on
 compares reaches the task's floor on that metric — at least ``FLOOR_CHANCE`` × the chance level (the
 expected value of a random ranking of the task's pool, ``seedr.evaluation.chance``), taken on the odds
 scale so that it stays below 1 where chance is high (``chance_floor``), and at least ``FLOOR_BM25`` ×
-BM25's value on the same task. Otherwise its verdict is ``AT_CHANCE``, with its figures. Claims on diagnostics (one number per model, no ranking) have no chance level and no floor.
+BM25's value on the same task. Otherwise its verdict is ``AT_CHANCE``, with its figures. Claims on
+diagnostics (one number per model, no ranking) have no chance level and no floor.
 """
 
 from __future__ import annotations
@@ -51,7 +52,8 @@ def chance_floor(chance: float) -> float:
 def floor(chance: float | None, bm25: float | None) -> float | None:
     """The lowest value a system must reach for a claim on it to be judged: the larger of
     ``chance_floor(chance)`` and ``FLOOR_BM25`` × ``bm25`` (each where known; None if neither is)."""
-    parts = ([chance_floor(chance)] if chance is not None else []) + ([FLOOR_BM25 * bm25] if bm25 is not None else [])
+    parts = [chance_floor(chance)] if chance is not None else []
+    parts += [FLOOR_BM25 * bm25] if bm25 is not None else []
     return max(parts) if parts else None
 
 

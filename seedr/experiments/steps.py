@@ -493,6 +493,7 @@ def validate(experiment: Any) -> None:
     diagnosing = {name for name, condition in experiment.conditions.items()
                   if any(step.kind == "diagnose" for step in condition.steps)}
     systems = retrieving | set(experiment.groups)
+
     def evaluated_on(system: str) -> set[str]:
         """The tasks a condition or group is scored on (a group: those all its members share)."""
         members = experiment.groups.get(system, [system])
