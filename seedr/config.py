@@ -247,7 +247,11 @@ def environment() -> dict[str, str]:
     """Versions of Python and of the libraries a result depends on."""
     from importlib import metadata
 
-    versions = {"python": sys.version.split()[0], "platform": platform.platform()}
+    from seedr.hardware import native_bf16
+
+    versions = {"python": sys.version.split()[0], "platform": platform.platform(),
+                # what train.mixed_precision / compute_dtype "auto" ran in on this machine's CPU
+                "cpu_native_bf16": str(native_bf16("cpu")).lower()}
     for package in ("seedr", "torch", "transformers", "tokenizers", "accelerate", "sentence-transformers",
                     "faiss-cpu", "bm25s", "ir-measures", "numpy"):
         try:

@@ -31,7 +31,7 @@ class RetrieveConfig:
     ``model``: the encoder, for a condition without steps (e.g. ``minilm`` zero-shot); otherwise the
     last step's product. ``pooling``, ``normalize``, ``max_length``: default what the model folder
     declares, and so does ``title`` (how titles are encoded: ``seedr.retrieval.encode.document_input``).
-    ``compute_dtype``: ``bfloat16`` runs the encoder under autocast.
+    ``compute_dtype``: ``bfloat16`` runs the encoder under autocast; ``auto`` where it is native (``seedr.hardware``).
     """
 
     model: str | None = None

@@ -36,6 +36,7 @@ from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
 from seedr.data.io import DataError
 from seedr.data.records import Document
+from seedr.hardware import default_compute_dtype
 from seedr.modeling.encoder import (
     SETTINGS_FILE,
     Pooling,
@@ -74,27 +75,6 @@ def document_input(document: Document, title: str = "pair", prefix: str = "") ->
     if title == "join":
         return f"{prefix}{document.title} {document.text}", None
     return prefix + document.title, document.text
-
-
-def native_bf16(device: str | torch.device) -> bool:
-    """Does ``device`` compute bfloat16 natively: a CUDA GPU that supports it, or a CPU with AVX512-BF16
-    or AMX instructions (where oneDNN runs bf16 matrix products in hardware; without them it emulates
-    bf16, more slowly than float32)?"""
-    device = torch.device(device)
-    if device.type == "cuda":
-        return torch.cuda.is_available() and torch.cuda.is_bf16_supported()
-    if device.type != "cpu":
-        return False
-    # torch.cpu exposes these checks only as private functions; absent from a torch build = unsupported
-    checks = ("_is_avx512_bf16_supported", "_is_amx_tile_supported")
-    return any(getattr(torch.cpu, name, lambda: False)() for name in checks)
-
-
-def default_compute_dtype(device: str | torch.device) -> str:
-    """What ``seedr encode --compute-dtype auto`` runs under: ``bfloat16`` autocast where ``native_bf16``,
-    else ``float32``. Vectors are stored in float32 either way, and bf16 ones stay close to the float32
-    ones (``tests/test_retrieval_dense.py`` checks their cosine)."""
-    return "bfloat16" if native_bf16(device) else "float32"
 
 
 def _autocast_dtype(dtype: str | torch.dtype | None) -> torch.dtype | None:
@@ -427,6 +407,6 @@ def _encode_shards(encoder: TextEncoder, documents: Iterable[Document], out_dir:
 
 # MANIFEST, ShardedEmbeddings, load_embeddings, read_manifest: the embeddings folder's, whose home is
 # seedr.retrieval.embeddings (named here too for the modules that still import them from here)
-__all__ = ["MANIFEST", "TITLE_MODES", "ShardedEmbeddings", "TextEncoder", "default_compute_dtype", "document_input",
-           "encode_corpus_to_shards", "encode_texts", "load_embeddings", "model_defaults", "native_bf16",
+__all__ = ["MANIFEST", "TITLE_MODES", "ShardedEmbeddings", "TextEncoder", "document_input",
+           "encode_corpus_to_shards", "encode_texts", "load_embeddings", "model_defaults",
            "read_manifest", "tokenize_pairs"]

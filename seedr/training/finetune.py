@@ -42,6 +42,7 @@ from seedr.data.queries import read_qrels, read_queries
 from seedr.data.records import Document, Qrels
 from seedr.data.training_sets import TrainingSet, load_training_set
 from seedr.evaluation.metrics import deeper_than, evaluate_run
+from seedr.hardware import resolve_mixed_precision
 from seedr.losses import build_loss
 from seedr.losses.gather import NO_KEY, document_key
 from seedr.modeling.dual_encoder import DualEncoder
@@ -51,7 +52,7 @@ from seedr.retrieval.encode import TITLE_MODES, document_input, tokenize_pairs
 from seedr.training.checkpoint import PRODUCT, latest_checkpoint
 from seedr.training.few_shot import run_few_shot
 from seedr.training.publish import describe_run
-from seedr.training.trainer import METRICS, Callback, TrainConfig, Trainer
+from seedr.training.trainer import METRICS, Callback, TrainConfig, Trainer, uses_cpu
 
 console = Console(stderr=True)
 
@@ -314,7 +315,7 @@ def build_model(config: FinetuneConfig, model_path: str) -> DualEncoder:
                                         document_max_length=config.document_max_length, title=config.title)
     if config.reinitialize:
         model.reinitialize(config.train.seed)
-    if config.train.mixed_precision == "bf16":
+    if resolve_mixed_precision(config.train.mixed_precision, "cpu" if uses_cpu() else "cuda") == "bf16":
         model.inference_dtype = torch.bfloat16
     return model
 

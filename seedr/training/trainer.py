@@ -69,6 +69,7 @@ from tqdm.auto import tqdm
 from seedr.config import record_run, to_dict
 from seedr.data.io import DataError, atomic_write
 from seedr.data.training_log import METRICS, append_metrics, read_metrics
+from seedr.hardware import resolve_mixed_precision
 from seedr.training.checkpoint import (
     STATE,
     checkpoint_path,
@@ -153,7 +154,8 @@ class TrainConfig:
             is null); must be fewer than max_steps.
         max_grad_norm: clip the gradients' global L2 norm to this; 0 or null = no clipping (the norm is
             logged either way).
-        mixed_precision: no, bf16 or fp16 (passed to Accelerate; no defers to the launch config).
+        mixed_precision: no, bf16, fp16 or auto (passed to Accelerate; no defers to the launch config;
+            auto is bf16 where the device computes it natively and float32 elsewhere, ``seedr.hardware``).
         log_every: optimizer steps between lines of metrics.jsonl.
         save_every: optimizer steps between checkpoints (one is also written at the end).
         keep_checkpoints: how many checkpoints (each with its encoder) to keep; only the newest keeps
@@ -176,7 +178,7 @@ class TrainConfig:
     warmup_ratio: float | None = None
     warmup_steps: int = 0
     max_grad_norm: float | None = 1.0
-    mixed_precision: str = "no"  # "no" | "bf16" | "fp16" (passed to accelerate)
+    mixed_precision: str = "no"  # "no" | "bf16" | "fp16" (passed to accelerate) | "auto"
     log_every: int = 10
     save_every: int = 500  # checkpoint every N optimizer steps (and at the end)
     keep_checkpoints: int = 2
@@ -186,8 +188,8 @@ class TrainConfig:
                      "keep_checkpoints", "gradient_cache_chunk"):
             if getattr(self, name) < 1:
                 raise ValueError(f"train.{name} must be at least 1, got {getattr(self, name)}")
-        if self.mixed_precision not in ("no", "bf16", "fp16"):
-            raise ValueError(f"train.mixed_precision must be no, bf16 or fp16, got {self.mixed_precision!r}")
+        if self.mixed_precision not in ("no", "bf16", "fp16", "auto"):
+            raise ValueError(f"train.mixed_precision must be no, bf16, fp16 or auto, got {self.mixed_precision!r}")
         if self.scheduler not in SCHEDULERS:
             raise ValueError(f"train.scheduler must be one of {', '.join(SCHEDULERS)}, got {self.scheduler!r}")
         if not self.learning_rate > 0:  # not ``<= 0``: NaN compares false
@@ -415,10 +417,12 @@ class Trainer:
         # a test) would train in bf16 although it asked for float32. Each run sets its own; the process
         # group (PartialState) is kept.
         AcceleratorState._reset_state()
+        precision = resolve_mixed_precision(config.mixed_precision, "cpu" if uses_cpu() else "cuda")
         self.accelerator = Accelerator(
             gradient_accumulation_steps=config.accumulation_steps(process_state().num_processes),
             # "no" leaves the choice to an Accelerate launch config (whose default is no mixed precision).
-            mixed_precision=None if config.mixed_precision == "no" else config.mixed_precision,
+            # "auto" resolves to an explicit choice, which a launch config does not override.
+            mixed_precision=None if config.mixed_precision == "no" else precision,
             cpu=uses_cpu(),
             # The schedule counts optimizer steps of the whole run; Accelerate would otherwise step it
             # once per process per optimizer step.

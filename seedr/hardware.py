@@ -1,0 +1,51 @@
+"""What the machine computes natively, and the precision seedr runs in when asked for ``auto``.
+
+bf16 is only a speed-up where the hardware computes it: a CUDA GPU that supports it, or a CPU with
+AVX512-BF16 or AMX instructions. On a CPU with AVX2 alone oneDNN emulates it, and a bf16 matrix product
+runs hundreds of times slower than the float32 one (measured on a 2-core AMD EPYC: 0.28 against 95
+GFLOP/s), so an experiment written for one machine in bf16 would not finish on the other. ``auto``
+(training's ``train.mixed_precision``, encoding's ``compute_dtype``) picks bf16 where it is native and
+float32 elsewhere; ``run.json`` records which (``seedr.config.environment``).
+"""
+
+from __future__ import annotations
+
+import functools
+
+import torch
+
+
+@functools.cache
+def _native_bf16(device_type: str) -> bool:
+    if device_type == "cuda":
+        return torch.cuda.is_available() and torch.cuda.is_bf16_supported()
+    if device_type != "cpu":
+        return False
+    # torch.cpu exposes these checks only as private functions; absent from a torch build = unsupported
+    checks = ("_is_avx512_bf16_supported", "_is_amx_tile_supported")
+    return any(getattr(torch.cpu, name, lambda: False)() for name in checks)
+
+
+def native_bf16(device: str | torch.device) -> bool:
+    """Does ``device`` compute bfloat16 natively: a CUDA GPU that supports it, or a CPU with AVX512-BF16
+    or AMX instructions (where oneDNN runs bf16 matrix products in hardware; without them it emulates
+    bf16, far more slowly than float32)?"""
+    return _native_bf16(torch.device(device).type)
+
+
+def default_compute_dtype(device: str | torch.device) -> str:
+    """What ``compute_dtype: auto`` (``seedr encode --compute-dtype auto``) runs under: ``bfloat16``
+    autocast where ``native_bf16``, else ``float32``. Vectors are stored in float32 either way, and bf16
+    ones stay close to the float32 ones (``tests/test_retrieval_dense.py`` checks their cosine)."""
+    return "bfloat16" if native_bf16(device) else "float32"
+
+
+def resolve_mixed_precision(value: str, device: str | torch.device) -> str:
+    """``train.mixed_precision`` as it will run: ``auto`` becomes ``bf16`` where ``native_bf16(device)``
+    and ``no`` elsewhere; ``no``, ``bf16`` and ``fp16`` stand as given."""
+    if value == "auto":
+        return "bf16" if native_bf16(device) else "no"
+    return value
+
+
+__all__ = ["default_compute_dtype", "native_bf16", "resolve_mixed_precision"]
