@@ -15,7 +15,7 @@ prepends the title, as DPR's ``use_title`` option does with ``title + " . " + te
 from __future__ import annotations
 
 import unicodedata
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from functools import lru_cache
 
 import numpy as np
@@ -60,7 +60,7 @@ def has_answer(answers: Iterable[str], text: str) -> bool:
     return False
 
 
-def first_hit_ranks(run: Run, passages: dict[str, Document], answers: dict[str, Sequence[str]],
+def first_hit_ranks(run: Run, passages: Mapping[str, Document], answers: dict[str, Sequence[str]],
                     depth: int = 100, include_title: bool = False, show_progress: bool = False
                     ) -> dict[str, int | None]:
     """For each question of ``answers``: the rank (1-based) of its first answer-bearing passage within

@@ -2,8 +2,9 @@
 
 A task reads its data, retrieves for its queries with BM25 or with a dense encoder (``seedr encode``
 → ``seedr index`` → ``seedr search``: ``encode_corpus_to_shards``, ``DenseIndex``, ``search_text``),
-writes the TREC run, and scores it per query (``seedr evaluate``: ``per_query``, ReQA's metrics, QA
-answer coverage), so that conditions can be compared with paired significance tests.
+writes the TREC run, and scores it per query with the library's evaluation task
+(``seedr.evaluation.tasks``, which ``seedr search`` and ``seedr evaluate`` use too), so that
+conditions can be compared with paired significance tests.
 
 - ``qrels``: a corpus, queries and relevance labels (e.g. SciFact test) — IR metrics (``nDCG@10`` ...).
 - ``reqa``: SQuAD's questions against its (sentence, paragraph) candidates (ICLR 2020 §4.1) — ``R@k``, ``MRR``.
@@ -13,12 +14,16 @@ answer coverage), so that conditions can be compared with paired significance te
 from __future__ import annotations
 
 import dataclasses
+import functools
 import itertools
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any, ClassVar
 
 from seedr.config import from_dict
 from seedr.data.records import Document, Run
+from seedr.evaluation import tasks as evaluation_tasks
+from seedr.evaluation.tasks import EvaluationTask
 from seedr.registry import Registry
 
 TASKS: Registry[type[RetrievalTask]] = Registry("experiment task")
@@ -113,7 +118,9 @@ class FuseConfig:
 
 
 class RetrievalTask:
-    """A task kind: its settings dataclass, its documents and queries, and its per-query scores."""
+    """A task kind: its settings dataclass, the collection its conditions retrieve from, and the
+    library's evaluation task (``seedr.evaluation.tasks``) that holds its queries and scores its runs,
+    the same object ``seedr search`` and ``seedr evaluate`` use."""
 
     config_class: ClassVar[type]
 
@@ -122,10 +129,21 @@ class RetrievalTask:
         self.config = from_dict(self.config_class, settings, where)
 
     def validate(self) -> None:
-        """Check the metrics this task can report."""
+        """Check the metrics this task can report (building its evaluation task checks them)."""
+        try:
+            self._make_evaluation()
+        except ValueError as error:
+            raise ValueError(f"{self.where}: {error}") from None
+
+    def _make_evaluation(self) -> EvaluationTask:
+        raise NotImplementedError
+
+    @functools.cached_property
+    def evaluation(self) -> EvaluationTask:
+        return self._make_evaluation()
 
     def queries(self) -> dict[str, str]:
-        raise NotImplementedError
+        return self.evaluation.queries()
 
     def documents(self) -> list[Document]:
         """The collection BM25 and the dense index rank."""
@@ -133,7 +151,7 @@ class RetrievalTask:
 
     def per_query(self, run: Run) -> dict[str, dict[str, float]]:
         """``{metric: {qid: value}}`` of ``run``."""
-        raise NotImplementedError
+        return self.evaluation.per_query(run)
 
     def chance(self, depth: int = 100) -> dict[str, float | None]:
         """Each metric's chance level: its expected value when the task's pool is ranked at random
@@ -187,45 +205,21 @@ class QrelsTask(RetrievalTask):
 
     config_class = QrelsTaskConfig
 
-    def validate(self) -> None:
-        from seedr.evaluation.metrics import parse_metric
-
-        for metric in self.metrics:
-            try:
-                parse_metric(metric)
-            except Exception as error:  # ir_measures' own message says what is wrong
-                raise ValueError(f"{self.where}: metric {metric!r}: {error}") from None
+    def _make_evaluation(self) -> EvaluationTask:
+        return evaluation_tasks.QrelsTask(self.config.qrels, self.metrics, queries=self.config.queries,
+                                          max_queries=self.config.max_queries, seed=self.config.seed)
 
     def labels(self) -> dict[str, dict[str, int]]:
         """The judgements of the queries this task evaluates (a seeded sample under ``max_queries``)."""
-        from seedr.data.queries import read_qrels, sample_queries
-
-        qrels = read_qrels(self.config.qrels)
-        if self.config.max_queries is not None and self.config.max_queries < len(qrels):
-            chosen = sample_queries(list(qrels), count=self.config.max_queries, seed=self.config.seed)
-            qrels = {qid: qrels[qid] for qid in sorted(chosen)}
-        return qrels
-
-    def queries(self) -> dict[str, str]:
-        from seedr.data.queries import read_queries
-
-        texts = read_queries(self.config.queries)
-        return {qid: texts[qid] for qid in self.labels() if qid in texts}
+        return self.evaluation.labels
 
     def documents(self) -> list[Document]:
         from seedr.data.corpus import read_corpus
 
         return list(read_corpus(self.config.corpus))
 
-    def per_query(self, run: Run) -> dict[str, dict[str, float]]:
-        from seedr.evaluation.metrics import per_query
-
-        return per_query(run, self.labels(), self.metrics)
-
     def chance(self, depth: int = 100) -> dict[str, float | None]:
-        from seedr.evaluation.chance import chance_levels
-
-        return chance_levels(self.metrics, {document.id for document in self.documents()}, self.labels(), depth)
+        return self.evaluation.chance({document.id for document in self.documents()}, depth)
 
 
 @dataclasses.dataclass
@@ -240,49 +234,21 @@ class ReqaTask(RetrievalTask):
 
     config_class = ReqaTaskConfig
 
-    def validate(self) -> None:
-        from seedr.evaluation.reqa import REQA_METRICS
-
-        unknown = sorted(set(self.metrics) - set(REQA_METRICS))
-        if unknown:
-            raise ValueError(f"{self.where}: ReQA reports {', '.join(REQA_METRICS)}; not {unknown}")
-
-    def _data(self) -> Any:
-        from seedr.data.qa import read_squad, reqa_candidates
-
-        if not hasattr(self, "_cached"):
-            self._cached = reqa_candidates(read_squad(self.config.squad)[: self.config.max_articles])
-        return self._cached
-
-    def queries(self) -> dict[str, str]:
-        return self._data()[1]
+    def _make_evaluation(self) -> EvaluationTask:
+        return evaluation_tasks.ReqaTask(self.config.squad, self.metrics, max_articles=self.config.max_articles)
 
     def documents(self) -> list[Document]:
-        from seedr.evaluation.reqa import lexical_documents
-
-        return list(lexical_documents(self._data()[0]))
+        return list(self.evaluation.documents())
 
     def dense_run(self, model: str, retrieve: RetrieveConfig, folder: Path) -> Run:
-        from seedr.evaluation.reqa import index_candidates
         from seedr.retrieval.search import search_text
 
         encoder = self.encoder(model, retrieve)
-        index = index_candidates(encoder, self._data()[0], retrieve.batch_size, show_progress=True)
+        index = self.evaluation.index(encoder, retrieve.batch_size, show_progress=True)
         return search_text(index, encoder, self.queries(), retrieve.k, retrieve.batch_size, show_progress=True)
 
-    def per_query(self, run: Run) -> dict[str, dict[str, float]]:
-        from seedr.evaluation.reqa import reqa_per_query
-
-        values = reqa_per_query(run, self._data()[2])
-        return {metric: values[metric] for metric in self.metrics}
-
     def chance(self, depth: int = 100) -> dict[str, float | None]:
-        from seedr.evaluation.chance import chance_levels
-        from seedr.evaluation.reqa import REQA_METRICS
-
-        candidates = {candidate.id for candidate in self._data()[0]}
-        levels = chance_levels([REQA_METRICS[metric] for metric in self.metrics], candidates, self._data()[2], depth)
-        return {metric: levels[REQA_METRICS[metric]] for metric in self.metrics}
+        return self.evaluation.chance(depth)
 
 
 @dataclasses.dataclass
@@ -300,20 +266,12 @@ class QaTask(RetrievalTask):
 
     config_class = QaTaskConfig
 
-    def validate(self) -> None:
-        bad = [m for m in self.metrics if not (m.startswith("Top-") and m[4:].isdigit())]
-        if bad:
-            raise ValueError(f"{self.where}: QA coverage reports Top-k (e.g. Top-20); not {bad}")
-
-    def _questions(self) -> tuple[dict[str, str], dict[str, list[str]]]:
-        from seedr.evaluation.qa_coverage import read_qa_file
-
-        questions, answers = read_qa_file(self.config.questions)
-        kept = list(questions)[: self.config.max_questions]
-        return {q: questions[q] for q in kept}, {q: answers[q] for q in kept}
-
-    def queries(self) -> dict[str, str]:
-        return self._questions()[0]
+    def _make_evaluation(self) -> EvaluationTask:
+        # the pool is read on first use (scoring), not to validate the metrics
+        return evaluation_tasks.QaCoverageTask(self.config.questions, self.metrics,
+                                               passages=_LazyPassages(self.documents),
+                                               include_title=self.config.include_title,
+                                               max_questions=self.config.max_questions)
 
     def documents(self) -> list[Document]:
         from seedr.data.corpus import read_corpus
@@ -323,22 +281,28 @@ class QaTask(RetrievalTask):
             self._documents = list(itertools.islice(documents, self.config.max_passages))
         return self._documents
 
-    def per_query(self, run: Run) -> dict[str, dict[str, float]]:
-        from seedr.evaluation.qa_coverage import coverage_per_question, first_hit_ranks
-
-        ks = [int(metric[4:]) for metric in self.metrics]
-        collection = {document.id: document for document in self.documents()}
-        first_hits = first_hit_ranks(run, collection, self._questions()[1], max(ks), self.config.include_title)
-        return coverage_per_question(first_hits, ks)
-
     def chance(self, depth: int = 100) -> dict[str, float | None]:
-        from seedr.evaluation.chance import coverage_chance
-        from seedr.evaluation.qa_coverage import answer_passage_counts
+        return self.evaluation.chance(self.documents(), depth)
 
-        counts = answer_passage_counts(self.documents(), self._questions()[1], self.config.include_title)
-        cutoffs = {metric: min(int(metric[4:]), depth) for metric in self.metrics}  # a run holds `depth` ranks
-        levels = coverage_chance(sorted(set(cutoffs.values())), len(self.documents()), counts)
-        return {metric: levels[f"Top-{k}"] for metric, k in cutoffs.items()}
+
+class _LazyPassages(Mapping):
+    """The pool by id, read when answer coverage first looks a passage up."""
+
+    def __init__(self, documents: Callable[[], list[Document]]) -> None:
+        self._documents = documents
+
+    @functools.cached_property
+    def _by_id(self) -> dict[str, Document]:
+        return {document.id: document for document in self._documents()}
+
+    def __getitem__(self, key: str) -> Document:
+        return self._by_id[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._by_id)
+
+    def __len__(self) -> int:
+        return len(self._by_id)
 
 
 __all__ = ["TASKS", "FuseConfig", "QaTask", "QrelsTask", "ReqaTask", "RetrievalTask", "RetrieveConfig", "fuses"]

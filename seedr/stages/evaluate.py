@@ -9,6 +9,7 @@ from typing import Annotated
 import typer
 
 from seedr.evaluation import DEFAULT_METRICS
+from seedr.evaluation.tasks import EvaluationTask
 from seedr.stages.common import clear_errors, console
 
 
@@ -35,6 +36,25 @@ def _check_questions(runs: list[Path], questions: dict[str, str], given: str, fo
                                   "run made by another tool)")
         if warning:
             console.print(f"[yellow]warning[/]: {escape(warning)}", soft_wrap=True, highlight=False)
+
+
+def _evaluation_task(qrels: Path | None, metrics: str, qa_answers: list[Path] | None, ks: str, qa_title: bool,
+                     reqa: Path | None) -> EvaluationTask:
+    """The library's evaluation task (``seedr.evaluation.tasks``) the options name: the one the
+    experiments score with."""
+    from seedr.evaluation.tasks import QaCoverageTask, QrelsTask, ReqaTask
+
+    if reqa is not None:
+        return ReqaTask(reqa)
+    if qa_answers:
+        try:
+            cutoffs = [int(k) for k in ks.split(",") if k.strip()]
+        except ValueError:
+            raise ValueError(f"--ks: {ks!r} is not a comma-separated list of integers") from None
+        if not cutoffs or min(cutoffs) < 1:
+            raise ValueError(f"--ks: every k must be at least 1, got {ks!r}")
+        return QaCoverageTask(qa_answers, [f"Top-{k}" for k in cutoffs], include_title=qa_title)
+    return QrelsTask(qrels, [name.strip() for name in metrics.split(",") if name.strip()])
 
 
 @clear_errors
@@ -102,12 +122,10 @@ def command(
     from rich.console import Console
 
     from seedr.data.io import DataError, atomic_write
-    from seedr.data.qa import read_squad, reqa_candidates
-    from seedr.data.queries import read_qrels
     from seedr.evaluation.compare import comparison_table
-    from seedr.evaluation.metrics import deeper_than, per_query, query_counts, run_depth
-    from seedr.evaluation.qa_coverage import coverage_per_question, first_hit_ranks, ranked_passages, read_qa_file
-    from seedr.evaluation.reqa import reqa_per_query
+    from seedr.evaluation.metrics import run_depth
+    from seedr.evaluation.qa_coverage import ranked_passages
+    from seedr.evaluation.tasks import QaCoverageTask, QrelsTask
     from seedr.retrieval.fusion import fused_components
     from seedr.retrieval.runs import ignore_identical_ids as drop_identical_ids
     from seedr.retrieval.runs import read_trec_run
@@ -116,6 +134,8 @@ def command(
     modes = [mode for mode, path in given.items() if path]
     if len(modes) != 1:
         raise ValueError("give exactly one of --qrels, --qa-answers (with --corpus), --reqa")
+    if qa_answers and not corpus:
+        raise ValueError("--qa-answers needs --corpus, the passage corpus the runs rank")
     resolved = [path.resolve() for path in runs]
     if baseline is not None and baseline.resolve() not in resolved:
         runs, resolved = [baseline, *runs], [baseline.resolve(), *resolved]
@@ -139,52 +159,26 @@ def command(
         loaded = {name: drop_identical_ids(run) for name, run in loaded.items()}
 
     details: dict[str, object] = {}
-    if qa_answers:
-        if not corpus:
-            raise ValueError("--qa-answers needs --corpus, the passage corpus the runs rank")
-        try:
-            cutoffs = [int(k) for k in ks.split(",") if k.strip()]
-        except ValueError:
-            raise ValueError(f"--ks: {ks!r} is not a comma-separated list of integers") from None
-        if not cutoffs or min(cutoffs) < 1:
-            raise ValueError(f"--ks: every k must be at least 1, got {ks!r}")
-        depth = min(run_depth(run) for run in loaded.values())
-        too_deep = [k for k in cutoffs if k > depth]
-        if too_deep:  # as for IR metrics: Top-100 of a run 20 deep would be its Top-20
-            left_out = [f"Top-{k}" for k in too_deep]
-            console.print(f"left out {', '.join(left_out)}: the runs rank at most {depth} passages a question, "
-                          f"so these would equal their value at {depth} (search with a larger --k)")
-            cutoffs = [k for k in cutoffs if k <= depth]
-            details["left_out"] = {"metrics": left_out, "run_depth": depth}
-        if not cutoffs:
-            raise ValueError(f"every k of --ks {ks} is deeper than the runs ({depth} passages a question)")
-        questions, answers = read_qa_file(qa_answers)
-        _check_questions(runs, questions, ", ".join(map(str, qa_answers)), force)
-        collection = ranked_passages(loaded.values(), corpus, show_progress=True)
-        per_system = {}
-        for name, run in loaded.items():
-            first_hits = first_hit_ranks(run, collection, answers, max(cutoffs), qa_title, show_progress=True)
-            per_system[name] = coverage_per_question(first_hits, cutoffs)
-        details["questions"] = len(answers)
-    elif reqa is not None:
-        _, questions, judged = reqa_candidates(read_squad(reqa))
-        _check_questions(runs, questions, str(reqa), force)
-        per_system = {name: reqa_per_query(run, judged) for name, run in loaded.items()}
-        details["questions"] = len(judged)
-    else:
-        judged = read_qrels(qrels)
-        wanted = [name.strip() for name in metrics.split(",") if name.strip()]
-        depth = min(run_depth(run) for run in loaded.values())
-        too_deep = deeper_than(wanted, depth)
-        if too_deep:
-            console.print(f"left out {', '.join(too_deep)}: the runs rank at most {depth} documents a query, "
-                          f"so these would equal their value at {depth} (search with a larger --k)")
-            wanted = [name for name in wanted if name not in too_deep]
-            details["left_out"] = {"metrics": too_deep, "run_depth": depth}
-        if not wanted:
+    task = _evaluation_task(qrels, metrics, qa_answers, ks, qa_title, reqa)
+    depth = min(run_depth(run) for run in loaded.values())
+    too_deep = task.deeper_than(depth)
+    if too_deep:  # Top-100 or R@1000 of a run 20 deep would be its value at 20
+        console.print(f"left out {', '.join(too_deep)}: the runs rank at most {depth} documents a query, "
+                      f"so these would equal their value at {depth} (search with a larger --k)")
+        details["left_out"] = {"metrics": too_deep, "run_depth": depth}
+        if len(too_deep) == len(task.metrics):
             raise ValueError(f"every metric asked for is deeper than the runs ({depth} documents a query)")
-        per_system = {name: per_query(run, judged, wanted) for name, run in loaded.items()}
-        details["queries"] = {name: query_counts(run, judged) for name, run in loaded.items()}
+        task.metrics = [metric for metric in task.metrics if metric not in too_deep]
+    if isinstance(task, QrelsTask):
+        per_system = {name: task.per_query(run) for name, run in loaded.items()}
+        details["queries"] = {name: task.query_counts(run) for name, run in loaded.items()}
+    else:  # QA and ReQA runs must have been searched with these questions
+        _check_questions(runs, task.queries(), ", ".join(map(str, qa_answers or [reqa])), force)
+        if isinstance(task, QaCoverageTask):
+            task.passages = ranked_passages(loaded.values(), corpus, show_progress=True)
+        per_system = {name: task.per_query(run, show_progress=True) if isinstance(task, QaCoverageTask)
+                      else task.per_query(run) for name, run in loaded.items()}
+        details["questions"] = len(task.queries())
 
     table = comparison_table({name: per_system[name] for name in names[:given]}, baseline_name, test=test,
                              alpha=alpha, n_resamples=resamples, show_progress=True)

@@ -73,10 +73,8 @@ def command(
     from seedr.data.corpus import count_documents, read_corpus
     from seedr.data.inputs import input_files
     from seedr.data.io import check_output_folder
-    from seedr.data.qa import read_squad, reqa_candidates
     from seedr.data.queries import read_queries
-    from seedr.evaluation.qa_coverage import read_qa_file
-    from seedr.evaluation.reqa import index_candidates, lexical_documents
+    from seedr.evaluation.tasks import QaCoverageTask, ReqaTask
     from seedr.retrieval.bm25 import BM25Index
     from seedr.retrieval.encode import TextEncoder, model_defaults
     from seedr.retrieval.faiss_index import DenseIndex
@@ -93,25 +91,25 @@ def command(
         raise ValueError(f"--k and --batch-size must be at least 1, got {k} and {batch_size}")
     if bm25 and bm25_index is not None and (corpus is not None or reqa is not None):  # it will be written
         check_output_folder(bm25_index, "BM25 index", replaces=True, overwrite=overwrite)
-    candidates = None
+    reqa_task = None  # the questions come from the evaluation task `seedr evaluate` scores them with
     if reqa is not None:
-        candidates, texts, _ = reqa_candidates(read_squad(reqa))
-        kind, files = "reqa", [reqa]
+        reqa_task = ReqaTask(reqa)
+        texts, kind, files = reqa_task.queries(), "reqa", [reqa]
     elif questions:
-        texts, _ = read_qa_file(questions)
+        texts = QaCoverageTask(questions).queries()
         kind, files = "questions", input_files(questions, "questions")
     else:
         texts = read_queries(queries)
         kind, files = "queries", input_files(queries, "queries")
 
     if bm25:
-        if not corpus and candidates is None:
+        if not corpus and reqa_task is None:
             if bm25_index is None:
                 raise ValueError("BM25 needs --corpus (or --reqa) to index, or a saved --bm25-index")
             searcher = BM25Index.load(bm25_index)
         else:
-            if candidates is not None:
-                documents, total = lexical_documents(candidates), len(candidates)
+            if reqa_task is not None:
+                documents, total = reqa_task.documents(), len(reqa_task.candidates)
             else:
                 documents, total = read_corpus(corpus), count_documents(corpus)
             searcher = BM25Index.build(documents, k1=k1, b=b, show_progress=True, total=total)
@@ -119,12 +117,12 @@ def command(
                 searcher.save(bm25_index)
         run = searcher.search(texts, k=k, show_progress=True)
         tag = tag or "bm25"
-    elif candidates is not None:  # dense ReQA: candidates are encoded as (sentence, paragraph) pairs
+    elif reqa_task is not None:  # dense ReQA: candidates are encoded as (sentence, paragraph) pairs
         defaults = model_defaults(model)
         encoder = TextEncoder(model, defaults["pooling"], defaults["normalize"],
                               max_length or defaults["max_length"], device=device,
                               query_prefix=query_prefix or "")
-        searcher = index_candidates(encoder, candidates, batch_size, show_progress=True)
+        searcher = reqa_task.index(encoder, batch_size, show_progress=True)
         run = search_text(searcher, encoder, texts, k, batch_size, show_progress=True)
         tag = tag or "reqa-dense"
     else:
