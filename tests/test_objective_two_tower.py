@@ -289,3 +289,28 @@ def test_each_task_logs_its_own_in_batch_accuracy(tokenizer):
     assert float(output.metrics["accuracy/ict"]) == pytest.approx(2 / 3)
     assert float(output.metrics["accuracy/bfs"]) == pytest.approx(2 / 3)
     assert float(output.metrics["accuracy/wlp"]) == 0.0
+
+
+@pytest.mark.parametrize("separate", [False, True])
+def test_a_checkpoint_with_the_former_weight_names_loads_into_the_towers(tokenizer, separate):
+    """Runs trained before the objective wrapped a ``DualEncoder`` named the towers' weights ``encoder.``,
+    ``projection.``, ``document_encoder.`` and ``document_projection.``: they still resume."""
+    config = TwoTowerConfig(projection_dim=8, separate_towers=separate)
+    torch.manual_seed(0)
+    trained = ICTObjective(tower(tokenizer), tokenizer, config)
+    former_names = {"towers.query_encoder.": "encoder.", "towers.query_projection.": "projection.",
+                    "towers.document_encoder.": "document_encoder.",
+                    "towers.document_projection.": "document_projection."}
+    state = {}
+    for name, tensor in trained.state_dict().items():
+        new = next(prefix for prefix in former_names if name.startswith(prefix))
+        state[former_names[new] + name[len(new):]] = tensor
+    assert not any(name.startswith("towers.") for name in state)  # the checkpoint as it was written
+
+    resumed = ICTObjective(tower(tokenizer), tokenizer, config)
+    with torch.no_grad():  # nothing left of the same initialisation: every value must come from the checkpoint
+        for parameter in resumed.parameters():
+            parameter.zero_()
+    resumed.load_state_dict(state)  # strict: every tensor found its new name
+    for (name, expected), (other, loaded) in zip(trained.state_dict().items(), resumed.state_dict().items()):
+        assert name == other and torch.equal(expected, loaded), name
