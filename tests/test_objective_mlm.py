@@ -165,3 +165,27 @@ def test_a_batch_without_targets_has_zero_loss_not_nan(objective, tokenizer):
     batch = objective.collate([[tokenizer.cls_token_id, tokenizer.sep_token_id]] * 2)
     assert (batch["labels"] == IGNORE_INDEX).all()
     assert objective(**batch).loss.item() == 0.0
+
+
+def test_loading_a_masked_lm_checkpoint_reports_only_what_is_amiss(tmp_path, tokenizer, capfd):
+    """The MLM head of a checkpoint (``cls.*``) is expected and not reported (transformers would print a
+    table of it at every load); a weight the encoder lacks is still said."""
+    import warnings
+
+    config = BertConfig(vocab_size=len(tokenizer), hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
+                        intermediate_size=64, max_position_embeddings=128)
+    BertForMaskedLM(config).save_pretrained(tmp_path / "mlm")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        load_encoder(tmp_path / "mlm")
+    assert not [w for w in caught if "encoder weights" in str(w.message)]
+    assert "UNEXPECTED" not in "".join(capfd.readouterr())
+
+    from safetensors.torch import load_file, save_file
+
+    weights = load_file(tmp_path / "mlm" / "model.safetensors")
+    dropped = "bert.encoder.layer.1.output.dense.weight"
+    save_file({name: tensor for name, tensor in weights.items() if name != dropped},
+              tmp_path / "mlm" / "model.safetensors", metadata={"format": "pt"})
+    with pytest.warns(UserWarning, match=r"1 encoder weights not in the checkpoint.*encoder\.layer\.1\.output"):
+        load_encoder(tmp_path / "mlm")

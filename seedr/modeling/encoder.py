@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+import warnings
 from pathlib import Path
 from typing import Literal
 
@@ -25,6 +26,7 @@ from transformers import (
     PreTrainedModel,
     PreTrainedTokenizerBase,
 )
+from transformers.utils import logging as hf_logging
 
 from seedr.modeling.model_card import write_model_card
 from seedr.modeling.projection import MODULES_FILE, PROJECTION_FOLDER, Projection, save_projection
@@ -152,6 +154,11 @@ def _check_weights(folder: Path) -> None:
             raise DataError(file, f"damaged weights ({error})") from None
 
 
+#: Where a masked-LM checkpoint keeps its head (``BertForMaskedLM``: ``cls.predictions.*``), which the
+#: encoder does not load and continued pre-training reads on its own.
+MLM_HEAD_PREFIX = "cls."
+
+
 def load_encoder(name_or_path: str | os.PathLike) -> PreTrainedModel:
     """Load the encoder backbone of a local Hugging Face folder (continued pre-training / fine-tuning).
 
@@ -165,7 +172,24 @@ def load_encoder(name_or_path: str | os.PathLike) -> PreTrainedModel:
     options = {}
     if AutoConfig.from_pretrained(str(folder)).model_type == "bert" and not _has_pooler(folder):
         options["add_pooling_layer"] = False
-    return AutoModel.from_pretrained(str(folder), use_safetensors=True, **options)
+    # transformers prints a table of every weight it does not use, and a seedr base carries its MLM head
+    # (BertForMaskedLM's ``cls.*``): expected, and printed at every step of an experiment. The head is left
+    # out of the report; any other unused, missing or resized weight is still said.
+    verbosity = hf_logging.get_verbosity()
+    hf_logging.set_verbosity_error()
+    try:
+        model, loading = AutoModel.from_pretrained(str(folder), use_safetensors=True, output_loading_info=True,
+                                                   **options)
+    finally:
+        hf_logging.set_verbosity(verbosity)
+    unused = [key for key in loading.get("unexpected_keys", ()) if not key.startswith(MLM_HEAD_PREFIX)]
+    for kind, keys in (("not in the checkpoint (freshly initialised)", loading.get("missing_keys", ())),
+                       ("in the checkpoint but not used", unused),
+                       ("of another shape in the checkpoint", loading.get("mismatched_keys", ()))):
+        if keys:
+            warnings.warn(f"{folder}: {len(keys)} encoder weights {kind}: {', '.join(map(str, sorted(keys)[:8]))}"
+                          f"{' ...' if len(keys) > 8 else ''}", stacklevel=2)
+    return model
 
 
 def pool(last_hidden_state: torch.Tensor, attention_mask: torch.Tensor, pooling: Pooling = "cls") -> torch.Tensor:
