@@ -32,6 +32,8 @@ class EvaluationTask:
     """What runs are scored against: the questions, their judgements and the metrics."""
 
     kind: str = ""
+    #: What a run ranks, per what (messages: "the runs rank at most 5 documents a query").
+    ranked: str = "documents a query"
 
     def __init__(self, metrics: Sequence[str]) -> None:
         self.metrics = list(metrics)
@@ -117,6 +119,7 @@ class ReqaTask(EvaluationTask):
     candidate; ``R@1/5/10/50/100`` and ``MRR`` (``seedr.evaluation.reqa``)."""
 
     kind = "reqa"
+    ranked = "candidates a question"
 
     def __init__(self, squad: str | Path, metrics: Sequence[str] | None = None,
                  max_articles: int | None = None) -> None:
@@ -194,6 +197,7 @@ class QaCoverageTask(EvaluationTask):
     """
 
     kind = "qa"
+    ranked = "passages a question"
 
     def __init__(self, questions: Sources, metrics: Sequence[str] = ("Top-1", "Top-5", "Top-20", "Top-100"),
                  passages: Mapping[str, Document] | None = None,

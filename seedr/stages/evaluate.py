@@ -163,11 +163,11 @@ def command(
     depth = min(run_depth(run) for run in loaded.values())
     too_deep = task.deeper_than(depth)
     if too_deep:  # Top-100 or R@1000 of a run 20 deep would be its value at 20
-        console.print(f"left out {', '.join(too_deep)}: the runs rank at most {depth} documents a query, "
+        console.print(f"left out {', '.join(too_deep)}: the runs rank at most {depth} {task.ranked}, "
                       f"so these would equal their value at {depth} (search with a larger --k)")
         details["left_out"] = {"metrics": too_deep, "run_depth": depth}
         if len(too_deep) == len(task.metrics):
-            raise ValueError(f"every metric asked for is deeper than the runs ({depth} documents a query)")
+            raise ValueError(f"every metric asked for is deeper than the runs ({depth} {task.ranked})")
         task.metrics = [metric for metric in task.metrics if metric not in too_deep]
     if isinstance(task, QrelsTask):
         per_system = {name: task.per_query(run) for name, run in loaded.items()}
