@@ -4,13 +4,15 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from seedr.evaluation import DEFAULT_METRICS
-from seedr.evaluation.tasks import EvaluationTask
 from seedr.stages.common import clear_errors, console
+
+if TYPE_CHECKING:  # stages import the library inside their commands: `seedr --help` stays instant
+    from seedr.evaluation.tasks import EvaluationTask
 
 
 def _names(paths: list[Path]) -> list[str]:
