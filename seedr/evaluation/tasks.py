@@ -43,8 +43,9 @@ class EvaluationTask:
     def queries(self) -> dict[str, str]:
         raise NotImplementedError
 
-    def per_query(self, run: Run) -> dict[str, dict[str, float]]:
-        """``{metric: {qid: value}}`` of ``run``; questions it does not answer score 0."""
+    def per_query(self, run: Run, show_progress: bool = False) -> dict[str, dict[str, float]]:
+        """``{metric: {qid: value}}`` of ``run``; questions it does not answer score 0 (``show_progress``:
+        a bar where scoring is slow, as answer coverage over many passages is)."""
         raise NotImplementedError
 
     def cutoff(self, metric: str) -> int:
@@ -96,7 +97,7 @@ class QrelsTask(EvaluationTask):
         texts = read_queries(self.queries_path)
         return {qid: texts[qid] for qid in self.labels if qid in texts}
 
-    def per_query(self, run: Run) -> dict[str, dict[str, float]]:
+    def per_query(self, run: Run, show_progress: bool = False) -> dict[str, dict[str, float]]:
         from seedr.evaluation.metrics import per_query
 
         return per_query(run, self.labels, self.metrics)
@@ -162,7 +163,7 @@ class ReqaTask(EvaluationTask):
 
         return super().cutoff(REQA_METRICS[metric])
 
-    def per_query(self, run: Run) -> dict[str, dict[str, float]]:
+    def per_query(self, run: Run, show_progress: bool = False) -> dict[str, dict[str, float]]:
         from seedr.evaluation.reqa import reqa_per_query
 
         values = reqa_per_query(run, self._data[2])

@@ -178,8 +178,7 @@ def command(
         _check_questions(runs, task.queries(), ", ".join(map(str, qa_answers or [reqa])), force)
         if isinstance(task, QaCoverageTask):
             task.passages = ranked_passages(loaded.values(), corpus, show_progress=True)
-        per_system = {name: task.per_query(run, show_progress=True) if isinstance(task, QaCoverageTask)
-                      else task.per_query(run) for name, run in loaded.items()}
+        per_system = {name: task.per_query(run, show_progress=True) for name, run in loaded.items()}
         details["questions"] = len(task.queries())
 
     table = comparison_table({name: per_system[name] for name in names[:given]}, baseline_name, test=test,
