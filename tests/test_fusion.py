@@ -426,6 +426,9 @@ conditions:
   minilm: {retrieve: {model: minilm}}
   hybrid: {retrieve: {fuse: [bm25, minilm], method: [minmax, rrf], select_on: dev}}
   rrf: {retrieve: {fuse: [bm25, minilm]}}
+  minilm-cls: {tasks: [test], retrieve: {model: minilm, pooling: cls}}
+  chosen-by-others: {tasks: [test], retrieve: {fuse: [bm25, minilm-cls], method: [minmax, rrf], select_on: dev,
+                                                select_with: [bm25, minilm]}}
 baseline: bm25
 resamples: 200
 """
@@ -461,7 +464,7 @@ def test_an_experiment_condition_fuses_other_conditions(tmp_path, tiny_scifact):
     assert "max_length" not in experiment.conditions["hybrid"].retrieve  # retrieve defaults are the encoders'
     outcome = run_experiment(experiment, tmp_path / "out")
     systems = outcome.results["tasks"]["test"]["systems"]
-    assert set(systems) == {"bm25", "minilm", "hybrid", "rrf"}
+    assert set(systems) == {"bm25", "minilm", "hybrid", "rrf", "minilm-cls", "chosen-by-others"}
 
     settings = {}
     for folder in (tmp_path / "out" / "retrieval").iterdir():
@@ -486,6 +489,14 @@ def test_an_experiment_condition_fuses_other_conditions(tmp_path, tiny_scifact):
     rrf, _ = of("test", experiment.conditions["rrf"].retrieve)
     assert rrf["fusion"] == {"method": "rrf", "weights": [0.5, 0.5], "rrf_k": 60} and rrf["selection"] is None
 
+    # select_with: chosen on bm25's and minilm's dev runs (as hybrid is), applied to bm25 + minilm-cls
+    others, others_folder = of("test", experiment.conditions["chosen-by-others"].retrieve)
+    assert others["selection"] == selection and others["fusion"] == hybrid["fusion"]
+    cls_components = [components[0], read_trec_run(of("test", experiment.conditions["minilm-cls"].retrieve)[1]
+                                                    / "run.trec")]
+    assert cls_components[1] != components[1]
+    assert read_trec_run(others_folder / "run.trec") == fuse(cls_components, chosen, 100)
+
 
 @pytest.mark.parametrize(("conditions", "message"), [
     ("  hybrid: {retrieve: {fuse: [bm25, minilm]}}\n  bm25: {retrieve: bm25}\n  minilm: {retrieve: {model: minilm}}\n",
@@ -499,6 +510,16 @@ def test_an_experiment_condition_fuses_other_conditions(tmp_path, tiny_scifact):
      "  hybrid: {retrieve: {fuse: [bm25, minilm], method: [rrf, minmax]}}\n", "need select_on"),
     ("  bm25: {retrieve: bm25}\n  minilm: {retrieve: {model: minilm}}\n"
      "  hybrid: {retrieve: {fuse: [bm25, minilm], method: combsum}}\n", "unknown fusion method"),
+    ("  bm25: {retrieve: bm25}\n  minilm: {retrieve: {model: minilm}}\n"
+     "  hybrid: {retrieve: {fuse: [bm25, minilm], select_on: dev, select_with: [bm25]}}\n", "one condition per fused"),
+    ("  bm25: {retrieve: bm25}\n  minilm: {retrieve: {model: minilm}}\n"
+     "  hybrid: {retrieve: {fuse: [bm25, minilm], select_with: [bm25, minilm]}}\n", "one condition per fused"),
+    ("  bm25: {retrieve: bm25}\n  minilm: {tasks: [test], retrieve: {model: minilm}}\n"
+     "  hybrid: {tasks: [test], retrieve: {fuse: [bm25, minilm], select_on: dev}}\n",
+     "'minilm' cannot choose the fusion"),
+    ("  bm25: {retrieve: bm25}\n  minilm: {retrieve: {model: minilm}}\n"
+     "  hybrid: {retrieve: {fuse: [bm25, minilm], select_on: dev, select_with: [bm25, later]}}\n"
+     "  later: {retrieve: {model: minilm}}\n", "'later' cannot choose the fusion"),
     ("  bm25: {retrieve: bm25}\n  minilm: {retrieve: {model: minilm}}\n"
      "  hybrid: {retrieve: {fuse: [bm25, minilm], pooling: mean}}\n", "unknown option(s) ['pooling']"),
 ])

@@ -155,9 +155,10 @@ class _Runner:
         return from_dict(FuseConfig, self.resolve(condition.retrieve),
                          f"{self.experiment.path}: conditions.{condition.name}.retrieve")
 
-    def component_folders(self, task: RetrievalTask, fusion: FuseConfig) -> list[Path]:
-        """The retrieval folders, on ``task``, of the conditions a fusion fuses."""
-        conditions = [self.experiment.conditions[part] for part in fusion.fuse]
+    def component_folders(self, task: RetrievalTask, fusion: FuseConfig, choosers: bool = False) -> list[Path]:
+        """The retrieval folders, on ``task``, of the conditions a fusion fuses (or, with ``choosers``,
+        of those whose runs choose it)."""
+        conditions = [self.experiment.conditions[part] for part in (fusion.choosers if choosers else fusion.fuse)]
         return [self.retrieval_folder(task, condition, self.final_model(condition, self.chain(condition)))
                 for condition in conditions]
 
@@ -168,6 +169,9 @@ class _Runner:
             selects_on = self.experiment.tasks[fusion.select_on] if fusion.select_on else None
             parts = [folder.name for folder in self.component_folders(task, fusion)]
             what = ("fuse", identity(fusion), parts, self.resolve(identity(selects_on)) if selects_on else None)
+            if fusion.select_with is not None:  # the choosers' runs on select_on, not this task's components
+                choosers = self.component_folders(self.tasks[fusion.select_on], fusion, choosers=True)
+                what += ([folder.name for folder in choosers],)
         task_settings = (type(task).__name__, identity(task.config), task.metrics)
         return self.out_dir / "retrieval" / f"{task.name}-{_key(self.out_dir, task_settings, *what)}"
 
@@ -234,8 +238,8 @@ class _Runner:
         assert fusion is not None
         if condition.name not in self.fusions:
             selects_on = self.tasks[fusion.select_on] if fusion.select_on else None
-            dev_runs = None if selects_on is None else [read_trec_run(folder / "run.trec")
-                                                        for folder in self.component_folders(selects_on, fusion)]
+            dev_runs = None if selects_on is None else [
+                read_trec_run(folder / "run.trec") for folder in self.component_folders(selects_on, fusion, choosers=True)]
             self.fusions[condition.name] = fusion.choose(dev_runs, selects_on)
         chosen, selection = self.fusions[condition.name]
         runs = [read_trec_run(folder / "run.trec") for folder in self.component_folders(task, fusion)]

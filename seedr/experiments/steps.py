@@ -571,6 +571,12 @@ def _validate_fusion(experiment: Any, condition: Any, config: Any) -> None:
                              f"{', '.join(experiment.tasks)}")
         if config.metric is not None and config.metric not in task.metrics:
             raise ValueError(f"{where}: task {config.select_on!r} does not report {config.metric!r}")
+        for part in config.choosers:  # their runs on select_on choose: they must have some
+            other = experiment.conditions.get(part)
+            if other is None or part not in earlier or fuses(other.retrieve) or not other.evaluates(config.select_on):
+                raise ValueError(f"{where}: {part!r} cannot choose the fusion: it is not a retrieving condition "
+                                 f"defined before {condition.name!r}, fusing none itself and scored on "
+                                 f"{config.select_on!r}")
 
 
 def record_step(out_dir: Path, step: ExperimentStep, summary: dict[str, Any], seconds: float,

@@ -68,7 +68,10 @@ class FuseConfig:
     ``select_on``: a task of the experiment whose runs choose the weights (on the simplex in steps of
     ``grid_step``; and the method and k among those listed) by ``metric`` (default: the task's first);
     this condition's figures on that task are then not held out. Without it: the first method and k,
-    ``weights`` or equal ones. ``k``: documents per query of the fused run.
+    ``weights`` or equal ones. ``select_with``: the conditions whose runs on ``select_on`` choose, one for
+    each of ``fuse`` in its order (default: ``fuse`` itself), e.g. models fine-tuned without the
+    development queries, so that the fusion of final models trained on all of them is chosen on queries
+    none of its choosers saw. ``k``: documents per query of the fused run.
     """
 
     fuse: list[str] = dataclasses.field(default_factory=list)
@@ -79,6 +82,7 @@ class FuseConfig:
     metric: str | None = None
     grid_step: float = 0.1
     k: int = 100
+    select_with: list[str] | None = None
 
     def __post_init__(self) -> None:
         from seedr.retrieval.fusion import FUSIONS
@@ -97,10 +101,26 @@ class FuseConfig:
             raise ValueError("method and rrf_k need a value; rrf_k and k at least 1; grid_step in (0, 1]")
         if self.select_on is None and (len(self.method) > 1 or len(self.rrf_k) > 1):
             raise ValueError("several methods or rrf_k need select_on, the task that chooses among them")
+        if self.select_with is not None and (self.select_on is None or len(self.select_with) != len(self.fuse)):
+            raise ValueError(f"select_with: one condition per fused condition ({len(self.fuse)}), and select_on, "
+                             f"the task their runs choose on; got {self.select_with}")
+
+    @property
+    def choosers(self) -> list[str]:
+        """The conditions whose runs on ``select_on`` choose the fusion, in the order of ``fuse``."""
+        return self.select_with or self.fuse
+
+    def identity(self) -> dict[str, Any]:
+        """What the fused run depends on (``seedr.config.identity``); ``select_with`` only where given, so
+        that fusions which choose with their own runs keep the folders they had before it existed."""
+        fields = {field.name: getattr(self, field.name) for field in dataclasses.fields(self)}
+        if self.select_with is None:
+            del fields["select_with"]
+        return fields
 
     def choose(self, dev_runs: list[Run] | None = None, task: RetrievalTask | None = None) -> tuple[Any, Any]:
         """The ``Fusion`` to apply and, with ``select_on``, the ``Selection`` made on ``task``'s runs
-        ``dev_runs`` of the fused conditions (in the order of ``fuse``)."""
+        ``dev_runs`` of the ``choosers`` (in the order of ``fuse``)."""
         from seedr.retrieval.fusion import Fusion, Objective, select_fusion
 
         if self.select_on is None:
