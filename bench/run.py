@@ -20,7 +20,8 @@ from pathlib import Path
 import common
 
 #: In the order they run: search and memory reuse the embeddings the encoding benchmark computes.
-BENCHMARKS = ("bench_pretrain", "bench_finetune", "bench_encode", "bench_ceiling", "bench_search", "bench_memory")
+BENCHMARKS = ("bench_pretrain", "bench_finetune", "bench_encode", "bench_ceiling", "bench_search", "bench_memory",
+              "bench_int8")
 REPOSITORY = Path(__file__).resolve().parents[1]
 
 

@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 
 REPOSITORY = Path(__file__).resolve().parents[1]
-SECTIONS = ["pretrain", "finetune", "encode", "ceiling", "search", "memory"]
+SECTIONS = ["pretrain", "finetune", "encode", "ceiling", "search", "memory", "int8"]
 
 
 def test_every_benchmark_runs_at_tiny_size_and_writes_well_formed_results(tmp_path: Path, shared_data: Path) -> None:
@@ -46,7 +46,7 @@ def test_every_benchmark_runs_at_tiny_size_and_writes_well_formed_results(tmp_pa
     # every goal of the issue has its row
     assert len(sections["pretrain"]["goals"]) == 3
     assert len(sections["ceiling"]["goals"]) == len(sections["encode"]["goals"]) == 2  # float32 and bf16
-    assert len(sections["finetune"]["goals"]) == len(sections["search"]["goals"]) == 1
+    assert len(sections["finetune"]["goals"]) == len(sections["search"]["goals"]) == len(sections["int8"]["goals"]) == 1
 
     # what the numbers stand on: the systems compared and real data
     rates = sections["pretrain"]["data"]["tiny"]["tokens_per_second"]
@@ -56,6 +56,8 @@ def test_every_benchmark_runs_at_tiny_size_and_writes_well_formed_results(tmp_pa
     assert set(sections["pretrain"]["data"]["decoder"]) == {"banded", "dense"}
     assert sections["encode"]["data"]["float32_max_difference"] <= 1e-4  # outputs checked equal
     assert sections["encode"]["data"]["tokens_per_passage"] > 50  # 100-word wiki passages
+    int8 = sections["int8"]["data"]
+    assert set(int8["passages_per_second"]) == {"seedr", "int8"} and int8["cosine_min"] > 0.9  # the same vectors
     dense = sections["search"]["data"]["dense"]
     assert dense[0]["index"] == "Flat" and dense[0]["recall_vs_flat"] == 1.0
     assert all(0 <= row["recall_vs_flat"] <= 1 for row in dense)
