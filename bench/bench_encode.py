@@ -13,6 +13,7 @@ float32 vectors), then each system encodes every passage once, timed (after a wa
 seedr tokenises all texts once, sorts them by token count and pads per batch; sentence-transformers
 sorts by character length and tokenises per batch. The table shows the tokens each feeds the model
 (padding included) beside the real tokens. seedr's bf16 vectors are kept for the search and memory benchmarks.
+bf16 is timed only where this CPU computes it natively (``common.measures_bf16``).
 """
 
 from __future__ import annotations
@@ -22,7 +23,8 @@ import time
 
 import numpy as np
 import torch
-from common import Goal, Section, Table, main, number, ratio, save_embeddings, wiki_passages
+from common import (NO_NATIVE_BF16, Goal, Section, Table, main, measures_bf16, number, ratio, save_embeddings,
+                    wiki_passages)
 
 
 def fed_tokens(lengths: np.ndarray, order: np.ndarray, batch: int) -> int:
@@ -47,7 +49,8 @@ def run(tiny: bool, threads: int) -> Section:
     from seedr.retrieval.encode import TextEncoder
 
     size = sizes(tiny)
-    count = max(size["float32"], size["bf16"])
+    precisions = ["float32", "bf16"] if measures_bf16(tiny) else ["float32"]
+    count = max(size[precision] for precision in precisions)
     texts = [passage.text for passage in wiki_passages(count)]
     path = resolve_model_path("minilm")
     st_model = SentenceTransformer(str(path), device="cpu")
@@ -69,8 +72,8 @@ def run(tiny: bool, threads: int) -> Section:
     if difference > 1e-4:
         raise SystemExit(f"seedr and sentence-transformers disagree in float32: max |difference| {difference:.2e}")
     agreement = {}
-    for name, vectors in (("seedr bf16", seedr_encoders["bf16"].encode(sample, batch)),
-                          ("ST bf16", st_encode("bf16", sample))):
+    for name, vectors in ((("seedr bf16", seedr_encoders["bf16"].encode(sample, batch)),
+                           ("ST bf16", st_encode("bf16", sample))) if "bf16" in precisions else ()):
         agreement[name] = float((vectors * reference).sum(1).min())  # both unit vectors: the cosine
         if agreement[name] < 0.99:
             raise SystemExit(f"{name} drifts from float32: minimum cosine {agreement[name]:.4f}")
@@ -84,14 +87,15 @@ def run(tiny: bool, threads: int) -> Section:
         return st_encode(precision, chunk)
 
     rates, outputs = {}, {}
-    for precision in ("float32", "bf16"):
+    for precision in precisions:
         chunk = texts[:size[precision]]
         for system in ("sentence-transformers", "seedr"):
             encode(system, precision, texts[:batch])  # warm-up
             start = time.perf_counter()
             outputs[system, precision] = encode(system, precision, chunk)
             rates[system, precision] = len(chunk) / (time.perf_counter() - start)
-    save_embeddings(size["bf16"], outputs["seedr", "bf16"])  # for the search and memory benchmarks
+    if "bf16" in precisions:  # for the search and memory benchmarks (else they encode in float32)
+        save_embeddings(size["bf16"], outputs["seedr", "bf16"])
     full_difference = float(np.abs(outputs["seedr", "float32"] - outputs["sentence-transformers", "float32"]).max())
 
     character_order = np.argsort([-len(text) for text in texts], kind="stable")
@@ -103,12 +107,12 @@ def run(tiny: bool, threads: int) -> Section:
         f"{int(lengths.sum()):,} real tokens ({lengths.mean():.0f} per passage)"),
         f"outputs equal before timing: float32 max |difference| {difference:.1e} on {len(sample)} passages "
         f"({full_difference:.1e} over all {size['float32']:,}); bf16 minimum cosine with float32: "
-        + ", ".join(f"{name} {value:.4f}" for name, value in agreement.items()),
+        + (", ".join(f"{name} {value:.4f}" for name, value in agreement.items()) or NO_NATIVE_BF16),
         f"sentence-transformers {sentence_transformers.__version__}; bf16 = torch.autocast for both",
     ])
     table = Table("Passages per second (each system encodes every passage once)",
                   ["precision", "passages", "sentence-transformers", "seedr", "seedr × ST"])
-    for precision in ("float32", "bf16"):
+    for precision in precisions:
         st_rate, seedr_rate = rates["sentence-transformers", precision], rates["seedr", precision]
         table.rows.append([precision, f"{size[precision]:,}", number(st_rate), number(seedr_rate),
                            ratio(seedr_rate / st_rate)])
@@ -119,9 +123,12 @@ def run(tiny: bool, threads: int) -> Section:
         ["seedr: sorted by tokens", f"{fed_tokens(lengths, token_order, batch):,}"],
         ["real tokens", f"{int(lengths.sum()):,}"]]))
     for precision in ("float32", "bf16"):
+        goal = f"seedr ≥ 1.2× SentenceTransformer.encode, both {precision}"
+        if precision not in precisions:
+            section.goals.append(Goal(goal, NO_NATIVE_BF16, None))
+            continue
         speedup = rates["seedr", precision] / rates["sentence-transformers", precision]
-        section.goals.append(Goal(f"seedr ≥ 1.2× SentenceTransformer.encode, both {precision}", ratio(speedup),
-                                  speedup >= 1.2))
+        section.goals.append(Goal(goal, ratio(speedup), speedup >= 1.2))
     section.data = {"passages_per_second": {f"{s} {p}": v for (s, p), v in rates.items()},
                     "tokens_per_passage": float(lengths.mean()), "sizes": size,
                     "float32_max_difference": full_difference, "bf16_min_cosine": agreement}

@@ -5,7 +5,8 @@ Each measurement runs in a fresh Python process (peak ``VmHWM``: interpreter, im
 included, as a user's ``seedr encode`` / ``seedr index`` process would hold):
 
 - encode: ``encode_corpus_to_shards`` — what ``seedr encode`` runs — of the first N wiki passages
-  (streamed, title [SEP] text, MiniLM under bf16 autocast, float32 shards of 50,000 passages);
+  (streamed, title [SEP] text, MiniLM under bf16 autocast where this CPU computes bf16 natively, else in
+  float32; float32 shards of 50,000 passages);
 - index: ``DenseIndex.build`` — what ``seedr index`` runs — over the first N of the MiniLM embeddings
   of the wiki passages (memory-mapped, as ``load_embeddings`` maps a single shard): Flat (float32),
   SQfp16 (float16) and IVF-PQ.
@@ -14,8 +15,8 @@ The projection is arithmetic on these measurements, not a measurement: peak memo
 ``a + b·N`` (least squares over the three sizes; for encoding N is capped at the shard size, since
 ``seedr encode`` holds one shard at a time) and evaluated at 8.8M and 21M passages; index size is the
 measured bytes per passage × N; CPU time is N / the measured passages/s; GPU time scales that by this
-CPU's measured bf16 matmul rate over a GPU's datasheet bf16 rate, i.e. assumes the GPU reaches the same
-fraction of its peak as this CPU did.
+CPU's measured matmul rate (at the precision it encoded in) over a GPU's datasheet bf16 rate, i.e. assumes
+the GPU reaches the same fraction of its peak as this CPU did.
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ import tempfile
 import time
 
 import numpy as np
-from common import Section, Table, embeddings_path, in_fresh_process, main, number, wiki_embeddings
+from common import Section, Table, embeddings_path, in_fresh_process, main, measures_bf16, number, wiki_embeddings
 
 #: Passages in the two collections the projection is for.
 COLLECTIONS = {"MS MARCO passages": 8_841_823, "DPR Wikipedia (psgs_w100)": 21_015_324}
@@ -41,15 +42,16 @@ def sizes(tiny: bool) -> dict[str, object]:
     return {"encode": [1000, 2000, 4000], "index": [5000, 10000, 20000], "pq": "IVF512,PQ48np", "batch": 64}
 
 
-def encode_child(count: int, batch: int, threads: int) -> float:
-    """Encode the first ``count`` wiki passages into shards as ``seedr encode`` does; returns seconds."""
+def encode_child(count: int, batch: int, threads: int, bf16: bool) -> float:
+    """Encode the first ``count`` wiki passages into shards as ``seedr encode`` does (under bf16 autocast
+    or in float32); returns seconds."""
     import torch
     from common import iter_wiki_passages
 
     from seedr.retrieval.encode import TextEncoder, encode_corpus_to_shards
 
     torch.set_num_threads(threads)
-    encoder = TextEncoder("minilm", device="cpu", dtype="bfloat16")
+    encoder = TextEncoder("minilm", device="cpu", dtype="bfloat16" if bf16 else "float32")
     with tempfile.TemporaryDirectory(prefix="seedr-bench-") as out:
         start = time.perf_counter()
         encode_corpus_to_shards(encoder, itertools.islice(iter_wiki_passages(), count), out, shard_size=SHARD_SIZE,
@@ -84,20 +86,23 @@ def run(tiny: bool, threads: int) -> Section:
 
     size = sizes(tiny)
     factories = {**FACTORIES, f"PQ ({size['pq']})": size["pq"]}
-    encode = {count: in_fresh_process(encode_child, count, size["batch"], threads) for count in size["encode"]}
+    bf16 = measures_bf16(tiny)
+    precision = "bf16 autocast" if bf16 else "float32 (this CPU has no native bf16)"
+    encode = {count: in_fresh_process(encode_child, count, size["batch"], threads, bf16) for count in size["encode"]}
     largest = max(size["index"])
     wiki_embeddings(largest)  # computed by the encoding benchmark in a full run; kept on disk
     path = str(embeddings_path(largest))
     index = {(name, count): in_fresh_process(index_child, path, count, factory, threads)
              for name, factory in factories.items() for count in size["index"]}
-    cpu_bf16 = matmul_rate(256 if tiny else 2048, torch.bfloat16)
+    cpu_rate = matmul_rate(256 if tiny else 2048, torch.bfloat16 if bf16 else torch.float32)
 
     section = Section("memory", "6. Memory and scale", [
         ("peak RSS (VmHWM; ru_maxrss would carry the parent's peak) of a fresh process per measurement: "
          "interpreter, imports and model included"),
-        (f"encode: seedr's encode_corpus_to_shards, MiniLM, bf16 autocast, batch {size['batch']}, title [SEP] text, "
+        (f"encode: seedr's encode_corpus_to_shards, MiniLM, {precision}, batch {size['batch']}, title [SEP] text, "
         f"shards of {SHARD_SIZE:,}; index: DenseIndex.build over memory-mapped float32 MiniLM embeddings (384 dims)"),
-        f"measured bf16 matmul rate of this CPU: {number(cpu_bf16)} GFLOP/s; GPU: {GPU_NAME}",
+        (f"measured {'bf16' if bf16 else 'float32'} matmul rate of this CPU: {number(cpu_rate)} GFLOP/s; "
+         f"GPU: {GPU_NAME}"),
     ])
     section.tables.append(Table("Peak RSS to encode (MiB) and encoding rate", ["passages", "peak RSS MiB", "passages/s"],
                                 [[f"{count:,}", number(rss), number(count / seconds)]
@@ -115,7 +120,7 @@ def run(tiny: bool, threads: int) -> Section:
     rows = []
     for collection, count in COLLECTIONS.items():
         cpu_hours = count / rate / 3600
-        gpu_hours = cpu_hours * cpu_bf16 / GPU_BF16_GFLOPS
+        gpu_hours = cpu_hours * cpu_rate / GPU_BF16_GFLOPS
         row = [collection, f"{count:,}"]
         row += [f"{per_passage[name] * count / 2**30:.1f}" for name in factories]
         row += [f"{(fits[name][0] + fits[name][1] * count) / 1024:.1f}" for name in factories]
@@ -130,15 +135,16 @@ def run(tiny: bool, threads: int) -> Section:
         f"projection arithmetic: index GiB = N × the bytes/passage measured at {largest:,} passages; "
         "peak RSS to index = a + b·N fitted per index (" + "; ".join(f"{name}: {a:.0f} MiB + {b * 1024:.2f} KiB·N" for name, (a, b) in fits.items())
         + f"); peak RSS to encode = {encode_a:.0f} MiB + {encode_b * 1024:.2f} KiB·min(N, {SHARD_SIZE:,}); "
-        f"CPU hours = N / {number(rate)} passages/s / 3600; GPU hours = CPU hours × {number(cpu_bf16)} / "
-        f"{GPU_BF16_GFLOPS:,.0f} (GFLOP/s, bf16)",
+        f"CPU hours = N / {number(rate)} passages/s / 3600; GPU hours = CPU hours × {number(cpu_rate)} / "
+        f"{GPU_BF16_GFLOPS:,.0f} (GFLOP/s: this CPU's at the precision it encoded in, the GPU's in bf16)",
         ("a BERT-base encoder (768 dimensions, the papers' models) doubles the float32/float16 index sizes and "
         "costs about 8× MiniLM's FLOPs per token"),
     ]
     section.data = {"encode": {str(c): {"seconds": s, "peak_rss_mib": r} for c, (s, r) in encode.items()},
                     "index": {f"{name} {count}": {"bytes_per_passage": per, "peak_rss_mib": rss}
                               for (name, count), (per, rss) in index.items()},
-                    "cpu_bf16_matmul_gflops": cpu_bf16, "gpu_bf16_gflops": GPU_BF16_GFLOPS,
+                    "cpu_matmul_gflops": cpu_rate, "cpu_precision": "bf16" if bf16 else "float32",
+                    "gpu_bf16_gflops": GPU_BF16_GFLOPS,
                     "projection_rows": rows}
     return section
 

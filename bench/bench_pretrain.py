@@ -31,7 +31,7 @@ from pathlib import Path
 
 import flops
 import torch
-from common import Goal, Section, Table, in_fresh_process, main, number, ratio, wiki_passages
+from common import Goal, Section, Table, in_fresh_process, main, measures_bf16, number, ratio, wiki_passages
 
 
 @dataclass(frozen=True)
@@ -252,7 +252,7 @@ def run(tiny: bool, threads: int) -> Section:
                  "HF Trainer": hf_trainer(setting, examples, tokenizer)}
         for name, (objective, options) in SEEDR_VARIANTS.items():
             rates[name] = seedr_objective(objective, options, setting, examples)
-        if position == 0:  # a bf16 pair at the small shape
+        if position == 0 and measures_bf16(tiny):  # a bf16 pair at the small shape, where bf16 is native
             rates["HF loop bf16"] = hf_loop(setting, examples, tokenizer, "bf16")
             rates["seedr mlm bf16"] = seedr_objective("mlm", {}, setting, examples, "bf16")
         shape = flops.Shape(setting.layers, setting.hidden, 4 * setting.hidden, len(tokenizer), setting.batch,

@@ -51,6 +51,20 @@ class Table:
     rows: list[list[str]] = field(default_factory=list)
 
 
+#: A bf16 goal's measurement where ``measures_bf16`` is false.
+NO_NATIVE_BF16 = "not measured: this CPU computes bf16 only by emulation (no AVX512-BF16 or AMX)"
+
+
+def measures_bf16(tiny: bool) -> bool:
+    """Whether the benchmarks time bf16 here: where this CPU computes it natively
+    (``seedr.hardware.native_bf16``), and at the tiny size (seconds either way: it checks the code runs).
+    Elsewhere oneDNN emulates bf16 hundreds of times more slowly than float32, so a full run would not
+    finish; the bf16 goals are then marked not measured, and what needs vectors computes them in float32."""
+    from seedr.hardware import native_bf16
+
+    return tiny or native_bf16("cpu")
+
+
 @dataclass
 class Goal:
     """A goal of the issue, what was measured against it, and whether it was met (no rounding up)."""
