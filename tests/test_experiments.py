@@ -719,6 +719,25 @@ def test_claim_is_judged_when_one_system_is_above_the_floor(ict, p_value, verdic
     assert claim["verdict"] == verdict
 
 
+@pytest.mark.parametrize(("hybrid", "met"), [(0.7935, False), (0.8000, True), (0.8100, True)])
+def test_a_claims_target_is_reported_apart_from_its_verdict(hybrid, met):
+    """issue 23's headline as recorded: the fusion beats plain fine-tuning (holds) yet misses 0.80."""
+    from seedr.experiments.results import claim_results, claims_markdown
+
+    claim = {"claim": "hybrid beats plain", "condition": "hybrid", "against": "mlm", "task": "reqa",
+             "metric": "R@100", "source": "seedr", "target": 0.80}
+    task = _task({"mlm": 0.7594, "hybrid": hybrid}, {"hybrid": 0.0014}, chance=0.0009, bm25=0.6762)
+    (result,) = claim_results(_floor_experiment(claim), {"reqa": task}, None)
+    assert result["verdict"] == "holds" and result["target"] == 0.80 and result["target_met"] is met
+    row = claims_markdown([result]).splitlines()[2]
+    assert f"hybrid {hybrid:.4f} vs mlm 0.7594 (reqa R@100); target ≥ 0.8: {'met' if met else 'MISSED'}" in row
+    (lower,) = claim_results(_floor_experiment({**claim, "expect": "lower", "target": 0.79}), {"reqa": task}, None)
+    assert lower["target_met"] is (hybrid <= 0.79)
+    (untargeted,) = claim_results(_floor_experiment(ICT_VS_MLM), {"reqa": _task(
+        {"mlm": 0.3, "ict": 0.5}, {"ict": 0.001}, chance=0.001, bm25=0.9)}, None)
+    assert "target" not in untargeted and "target" not in claims_markdown([untargeted])
+
+
 def test_floor_uses_chance_alone_without_bm25_and_no_floor_without_references():
     from seedr.experiments.results import AT_CHANCE, claim_results
 
@@ -902,10 +921,11 @@ def test_claim_verdicts_read_holm_adjusted_p_values(tmp_path):
     from types import SimpleNamespace
 
     from seedr.experiments.results import AT_CHANCE, claim_results
+    from seedr.experiments.spec import Claim
 
     def claim(name, expect="higher"):
-        return SimpleNamespace(claim=name, paper="p", protocol="x", source="paper", task="t", metric="m",
-                               condition=name, against="base", expect=expect)
+        return Claim(claim=name, paper="p", protocol="x", source="paper", task="t", metric="m",
+                     condition=name, against="base", expect=expect)
 
     systems = {"base": {"m": {"mean": 0.30, "p_value": None}},
                "a": {"m": {"mean": 0.40, "p_value": 0.03}}, "b": {"m": {"mean": 0.41, "p_value": 0.04}},

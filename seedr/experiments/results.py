@@ -188,6 +188,10 @@ def claim_results(experiment: Any, comparisons: dict[str, dict[str, Any]],
         delta = condition["mean"] - against["mean"]
         level = (task.get("floor") or {}).get(claim.metric)
         above = level is None or max(condition["mean"], against["mean"]) >= level
+        if claim.target is not None:
+            described["target"] = claim.target
+            described["target_met"] = (condition["mean"] <= claim.target if claim.expect == "lower"
+                                       else condition["mean"] >= claim.target)
         results.append({**described, "task": claim.task, "metric": claim.metric,
                         "condition": claim.condition, "against": claim.against, "expect": claim.expect,
                         "value": condition["mean"], "against_value": against["mean"], "delta": delta,
@@ -263,6 +267,9 @@ def claims_markdown(claims: list[dict[str, Any]], link: str | None = None, machi
     for claim in claims:
         seedr = (f"{claim['condition']} {claim['value']:.4f} vs {claim['against']} {claim['against_value']:.4f} "
                  f"({claim['task']} {claim['metric']})")
+        if claim.get("target") is not None:  # an issue's goal for the condition's figure, apart from the verdict
+            bound = "≤" if claim["expect"] == "lower" else "≥"
+            seedr += f"; target {bound} {claim['target']:g}: {'met' if claim['target_met'] else 'MISSED'}"
         p_value = "–" if claim["p_value"] is None else f"{claim['p_value']:.3g}"
         if claim.get("p_holm") is not None and claim["p_holm"] != claim["p_value"]:
             p_value += f" (Holm {claim['p_holm']:.3g})"

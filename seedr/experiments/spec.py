@@ -115,6 +115,8 @@ class Claim:
     ``protocol``: how seedr measures it, in a few words (what was fine-tuned on what, evaluated on
     what), where it departs from the paper's. ``source``: ``paper`` (a paper's claim) or ``seedr`` (a
     target of seedr's own, e.g. from an issue: listed apart from the papers' claims in the README).
+    ``target``: a figure ``condition`` is to reach on the metric (an issue's goal; at most it, for
+    ``expect: lower``): the table says whether it did beside the verdict, which judges the comparison alone.
     """
 
     claim: str
@@ -126,6 +128,7 @@ class Claim:
     paper: str = ""
     protocol: str = ""
     source: str = "paper"
+    target: float | None = None
 
 
 @dataclass
