@@ -66,11 +66,13 @@ def export_int8(model: torch.nn.Module, tokenizer, folder: Path) -> tuple[Path, 
 
 def onnx_encode(session, tokenizer, texts: list[str], max_length: int, batch: int) -> np.ndarray:
     """Mean-pooled, normalised vectors of ``texts`` from an ONNX Runtime session of the transformer,
-    batched as seedr batches (sorted by token count, padded per batch)."""
+    batched as seedr batches (sorted by token count, padded per batch), with a progress bar."""
+    from tqdm.auto import tqdm
+
     encoded = tokenizer(texts, truncation=True, max_length=max_length)
     order = np.argsort([-len(ids) for ids in encoded["input_ids"]], kind="stable")
     vectors = np.empty((len(texts), 0), dtype=np.float32)
-    for start in range(0, len(texts), batch):
+    for start in tqdm(range(0, len(texts), batch), desc="int8 encode", unit="batch"):
         rows = order[start:start + batch]
         padded = tokenizer.pad({name: [encoded[name][row] for row in rows] for name in INPUTS}, return_tensors="np")
         hidden = session.run(None, {name: padded[name].astype(np.int64) for name in INPUTS})[0]
@@ -129,7 +131,7 @@ def run(tiny: bool, threads: int) -> Section:
             return onnx_encode(session, encoder.tokenizer, chunk, encoder.max_length, batch)
 
         def seedr(chunk: list[str]) -> np.ndarray:
-            return encoder.encode(chunk, batch)
+            return encoder.encode(chunk, batch, show_progress=True)
 
         rates, vectors = {}, {}
         for name, encode in (("seedr", seedr), ("int8", int8)):
