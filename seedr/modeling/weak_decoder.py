@@ -26,6 +26,7 @@ the decoder; the default follows the authors' released code (github.com/microsof
 - ``pre_layer_norm=True`` (default, released): every sub-layer is ``x + f(LN(x))`` and the stack ends
   with a LayerNorm; ``False`` gives BERT's post-LN ``LN(x + f(x))`` layers;
 - output: logits through the tied word embeddings (no bias, as fairseq's shared output projection).
+  The logits and their cross-entropy are computed in chunks (``seedr.modeling.linear_cross_entropy``).
 
 Either way ``h0`` is the decoder's only view of the encoder: no attention to other encoder positions,
 so the gradient of the decoder loss on every non-[CLS] encoder state is exactly zero.
@@ -294,9 +295,10 @@ class WeakDecoder(nn.Module):
             states = layer(states, cls_vector)
         return states if self.final_norm is None else self.final_norm(states)
 
-    def logits(self, states: torch.Tensor, word_embeddings: torch.Tensor | None = None) -> torch.Tensor:
-        """Decoder states (..., H) → vocabulary logits (..., V)."""
-        return F.linear(states, self._word_matrix(word_embeddings, self.output_projection))
+    def output_matrix(self, word_embeddings: torch.Tensor | None = None) -> torch.Tensor:
+        """The (V, H) projection from decoder states to vocabulary logits (no bias): the encoder's
+        ``word_embeddings`` when tied, else the decoder's own."""
+        return self._word_matrix(word_embeddings, self.output_projection)
 
 
 def _bert_init(module: nn.Module, std: float) -> None:

@@ -31,10 +31,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import torch
-from torch.nn import functional as F
 from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
 from seedr.modeling.encoder import Pooling, pool
+from seedr.modeling.linear_cross_entropy import linear_cross_entropy
 from seedr.modeling.weak_decoder import ClsPath, WeakDecoder
 from seedr.objectives.base import OBJECTIVES, ObjectiveOutput
 from seedr.objectives.mlm import MaskedLanguageModel, MLMConfig
@@ -125,8 +125,8 @@ class SeedEncoder(MaskedLanguageModel):
         states = self.decoder(decoder_input_ids[:, :-1], cls_vector, shared)  # (B, T−1, H)
         targets = decoder_input_ids[:, 1:]  # (B, T−1)
         real = attention_mask[:, 1:].bool()  # (B, T−1): padding is never a target
-        logits = self.decoder.logits(states[real], shared)  # (N, V): only at real targets
-        return F.cross_entropy(logits, targets[real])
+        # only at real targets, and in chunks: the (N × V) logits are never held whole
+        return linear_cross_entropy(states[real], self.decoder.output_matrix(shared), targets[real])
 
     def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor, labels: torch.Tensor,
                 decoder_input_ids: torch.Tensor) -> ObjectiveOutput:
