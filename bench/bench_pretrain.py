@@ -126,7 +126,10 @@ def seedr_objective(objective: str, options: dict, setting: Setting, examples: l
                                               num_hidden_layers=setting.layers,
                                               num_attention_heads=setting.heads),
                             data=DataConfig(max_seq_length=setting.length),
-                            train=TrainConfig(max_steps=setting.total_steps, batch_size=setting.batch,
+                            # one untimed step more: the trainer logs at the last step whatever
+                            # log_every says, and for objectives of several parts a log step measures
+                            # each part's gradient norm (one backward pass each), no step's cost otherwise
+                            train=TrainConfig(max_steps=setting.total_steps + 1, batch_size=setting.batch,
                                               log_every=10**6, save_every=10**6, mixed_precision=precision))
     model = build_objective(config)
     stamps = Stamps()
@@ -136,7 +139,7 @@ def seedr_objective(objective: str, options: dict, setting: Setting, examples: l
                       lambda *_: None, [stamps]).train()
     finally:
         shutil.rmtree(out_dir, ignore_errors=True)
-    return _rate(stamps.stamps, setting.warmup, setting.batch * setting.length)
+    return _rate(stamps.stamps[:-1], setting.warmup, setting.batch * setting.length)
 
 
 def _bert_config(setting: Setting, tokenizer):
