@@ -28,9 +28,11 @@ from __future__ import annotations
 import torch
 from torch.nn import functional as F
 
-#: logits per chunk (rows × vocabulary): 4M float32 values, 16 MB, about a 2-core CPU's last-level cache
-#: share and far below the whole matrix; chosen with bench/bench_pretrain.py on the 2-core CPU.
-CHUNK_ELEMENTS = 1 << 22
+#: logits per chunk (rows × vocabulary): 16M values, 64 MB in float32, a quarter of the whole matrix at
+#: BERT-mini's pre-training shape. Chosen by timing the head alone (forward and backward) on the 2-core
+#: CPU at 2^20 … 2^25: chunks of a few hundred rows or fewer were slower than no chunking at all, their
+#: weight-gradient products (V × rows by rows × H) having too few rows to run at the matmul rate.
+CHUNK_ELEMENTS = 1 << 24
 
 
 def _chunk_rows(vocabulary: int, chunk_elements: int) -> int:
@@ -70,8 +72,10 @@ class _LinearCrossEntropy(torch.autograd.Function):
                 gradient = gradient.to(compute)
                 if grad_states is not None:
                     grad_states[start:start + rows] = gradient @ matrix
-                if grad_weight is not None:
-                    grad_weight.add_(gradient.t() @ chunk)
+                if grad_weight is not None and grad_weight.dtype == compute:
+                    grad_weight.addmm_(gradient.t(), chunk)  # in place: no (V, H) temporary per chunk
+                elif grad_weight is not None:
+                    grad_weight.add_(gradient.t() @ chunk)  # bf16 products, float32 sums
         scale = 1.0 / count
         ctx.save_for_backward(
             grad_states.mul_(scale) if grad_states is not None else None,
