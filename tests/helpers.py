@@ -9,6 +9,8 @@ import lzma
 from pathlib import Path
 
 import pytest
+import torch
+from torch.utils._python_dispatch import TorchDispatchMode
 from transformers import BertModel
 
 from seedr.data.io import DataError
@@ -67,3 +69,16 @@ def check_data_error(info: pytest.ExceptionInfo[DataError], path: Path, line: in
         assert repr(field) in message
     if reason is not None:
         assert reason in message
+
+
+class LargestTensor(TorchDispatchMode):
+    """Records the largest number of elements of any tensor an operation produces."""
+
+    largest = 0
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        result = func(*args, **(kwargs or {}))
+        for tensor in result if isinstance(result, tuple | list) else (result,):
+            if isinstance(tensor, torch.Tensor):
+                self.largest = max(self.largest, tensor.numel())
+        return result

@@ -1,12 +1,12 @@
 """The chunked linear cross-entropy equals ``F.cross_entropy(F.linear(...))``: loss and both gradients,
-in one chunk or many, under bf16 autocast, without autograd, and inside the SEED objective."""
+in one chunk or many, under bf16 autocast and without autograd; and the largest tensor it makes."""
 
 from __future__ import annotations
 
 import pytest
 import torch
+from helpers import LargestTensor
 from torch.nn import functional as F
-from torch.utils._python_dispatch import TorchDispatchMode
 
 from seedr.modeling.linear_cross_entropy import linear_cross_entropy
 
@@ -69,19 +69,6 @@ def test_rejects_mismatched_shapes():
         linear_cross_entropy(torch.zeros(3, 4), torch.zeros(5, 6), torch.zeros(3, dtype=torch.long))
     with pytest.raises(ValueError, match="no token"):
         linear_cross_entropy(torch.zeros(0, 4), torch.zeros(5, 4), torch.zeros(0, dtype=torch.long))
-
-
-class LargestTensor(TorchDispatchMode):
-    """Records the largest number of elements of any tensor an operation produces."""
-
-    largest = 0
-
-    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-        result = func(*args, **(kwargs or {}))
-        for tensor in result if isinstance(result, tuple | list) else (result,):
-            if isinstance(tensor, torch.Tensor):
-                self.largest = max(self.largest, tensor.numel())
-        return result
 
 
 def test_never_holds_the_whole_logit_matrix():

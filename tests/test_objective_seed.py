@@ -8,9 +8,8 @@ import json
 
 import pytest
 import torch
-from helpers import tiny_bert, wiki_token_ids
+from helpers import LargestTensor, tiny_bert, wiki_token_ids
 from safetensors import safe_open
-from torch.utils._python_dispatch import TorchDispatchMode
 
 from seedr.config import from_dict
 from seedr.modeling.weak_decoder import WeakDecoder, banded_attention, dense_attention
@@ -168,19 +167,6 @@ def test_banded_and_dense_decoders_agree_in_values_and_gradients(tokenizer, exam
     torch.testing.assert_close(outputs[0], outputs[1])
     gradients = [torch.autograd.grad(output.square().sum(), cls_vector)[0] for output in outputs]
     torch.testing.assert_close(gradients[0], gradients[1])
-
-
-class LargestTensor(TorchDispatchMode):
-    """Records the largest number of elements of any tensor an operation produces."""
-
-    largest = 0
-
-    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-        result = func(*args, **(kwargs or {}))
-        for tensor in result if isinstance(result, tuple | list) else (result,):
-            if isinstance(tensor, torch.Tensor):
-                self.largest = max(self.largest, tensor.numel())
-        return result
 
 
 @pytest.mark.parametrize("cls_path", ["cross_attention", "joint"])
