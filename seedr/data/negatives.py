@@ -42,6 +42,59 @@ class MinedNegative:
     score: float | None = None
 
 
+@dataclass(frozen=True)
+class FalseNegativeMargins:
+    """Positive-aware filtering of mined negatives (Moreira et al., "NV-Retriever", 2024, §3: hard
+    negatives scored close to the positive by the mining model are often unlabelled positives).
+
+    A candidate is dropped when the miner scores it above ``positive − absolute`` (TopK-MarginPos) or
+    above ``positive × (1 − relative)`` (TopK-PercPos; NV-Retriever's best: 0.05, i.e. 95% of the
+    positive's score), ``positive`` being the highest score of the query's labelled positives — the
+    conservative choice when a query has several. The same two options as sentence-transformers'
+    ``mine_hard_negatives`` (``absolute_margin``, ``relative_margin``). The relative form assumes
+    positive scores (cosine or BM25); a query whose positives the run does not score is left unfiltered
+    and counted in the provenance.
+    """
+
+    absolute: float | None = None
+    relative: float | None = None
+
+    def __post_init__(self) -> None:
+        if self.relative is not None and not 0.0 <= self.relative < 1.0:
+            raise ValueError(f"relative_margin must be in [0, 1), got {self.relative}")
+        if self.absolute is not None and self.absolute < 0.0:
+            raise ValueError(f"absolute_margin must be at least 0, got {self.absolute}")
+
+    @property
+    def active(self) -> bool:
+        return self.absolute is not None or self.relative is not None
+
+    def ceiling(self, positive: float) -> float:
+        """The highest score a candidate may have and stay a negative."""
+        limits = [positive - self.absolute if self.absolute is not None else float("inf"),
+                  positive * (1.0 - self.relative) if self.relative is not None else float("inf")]
+        return min(limits)
+
+    def apply(self, negatives: dict[str, list[MinedNegative]], run: Run,
+              relevant: dict[str, set[str]]) -> tuple[dict[str, list[MinedNegative]], dict[str, Any]]:
+        """``negatives`` without the candidates above each query's ceiling, and what was dropped."""
+        kept: dict[str, list[MinedNegative]] = {}
+        dropped = unscored = emptied = 0
+        for qid, candidates in negatives.items():
+            scored = [run[qid][doc] for doc in relevant.get(qid, ()) if doc in run.get(qid, {})]
+            if not scored:
+                unscored += 1
+                kept[qid] = candidates
+                continue
+            ceiling = self.ceiling(max(scored))
+            kept[qid] = [n for n in candidates if n.score is None or n.score <= ceiling]
+            dropped += len(candidates) - len(kept[qid])
+            emptied += bool(candidates) and not kept[qid]
+        summary = {"absolute_margin": self.absolute, "relative_margin": self.relative, "dropped": dropped,
+                   "queries_left_without_negatives": emptied, "queries_without_positive_scores": unscored}
+        return kept, summary
+
+
 @dataclass
 class NegativeTable:
     """Per-query ranked negative candidates + their provenance.
@@ -54,9 +107,12 @@ class NegativeTable:
     provenance: dict[str, Any] = field(default_factory=dict)
 
     @classmethod
-    def from_run(cls, run: Run, qrels: Qrels, depth: int, provenance: dict[str, Any]) -> NegativeTable:
+    def from_run(cls, run: Run, qrels: Qrels, depth: int, provenance: dict[str, Any],
+                 margins: FalseNegativeMargins | None = None) -> NegativeTable:
         """Negatives = each query's top ``depth`` documents of ``run`` minus its positives (DPR's
-        "top BM25 passages that are not positives", ANCE's "top 200 minus positives")."""
+        "top BM25 passages that are not positives", ANCE's "top 200 minus positives"), and minus the
+        candidates ``margins`` marks as likely false negatives (the run must then score the positives,
+        wherever they rank: ``DualEncoder.rank(..., score_also=...)``)."""
         relevant = positives(qrels)
         negatives = {
             qid: [MinedNegative(doc, rank, score)
@@ -64,7 +120,10 @@ class NegativeTable:
                   if doc not in relevant.get(qid, ())]
             for qid, scores in run.items()
         }
-        return cls(negatives, {"depth": depth, "created": _now(), **provenance})
+        provenance = {"depth": depth, "created": _now(), **provenance}
+        if margins is not None and margins.active:
+            negatives, provenance["false_negative_filter"] = margins.apply(negatives, run, relevant)
+        return cls(negatives, provenance)
 
     def sample(self, query_id: str, count: int, rng: random.Random) -> list[str]:
         """``count`` negatives of ``query_id`` drawn uniformly from its candidates (without replacement;
@@ -124,4 +183,5 @@ def _now() -> str:
     return datetime.now(UTC).isoformat(timespec="seconds")
 
 
-__all__ = ["NEGATIVES_FILE", "PROVENANCE_FILE", "MinedNegative", "NegativeTable", "positives"]
+__all__ = ["NEGATIVES_FILE", "PROVENANCE_FILE", "FalseNegativeMargins", "MinedNegative", "NegativeTable",
+           "positives"]

@@ -14,7 +14,7 @@ from __future__ import annotations
 import copy
 import json
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -293,13 +293,23 @@ class DualEncoder(nn.Module):
                             show_progress=show_progress)
 
     def rank(self, documents: Mapping[str, Document], queries: Mapping[str, str], k: int,
-             batch_size: int = 64, show_progress: bool = False) -> Run:
+             batch_size: int = 64, show_progress: bool = False,
+             score_also: Mapping[str, Collection[str]] | None = None) -> Run:
         """Retrieve the top ``k`` of ``documents`` for each query with the current weights (exact search,
-        faiss Flat): what dev evaluation during training and dense negative mining (ANCE) need."""
-        index = DenseIndex.build(self.embed_documents(list(documents.values()), batch_size, show_progress),
-                                 list(documents), factory="Flat")
+        faiss Flat): what dev evaluation during training and dense negative mining (ANCE) need.
+        ``score_also`` names documents per query to score wherever they rank (e.g. its positives, for
+        positive-aware mining); they join that query's run beside its top ``k``."""
+        embeddings = self.embed_documents(list(documents.values()), batch_size, show_progress)
+        index = DenseIndex.build(embeddings, list(documents), factory="Flat")
         query_ids = list(queries)
-        scores, ids = index.search(self.embed_queries([queries[q] for q in query_ids], batch_size, show_progress),
-                                   min(k, len(documents)))
-        return run_from_topk(query_ids, scores, ids)
-
+        query_embeddings = self.embed_queries([queries[q] for q in query_ids], batch_size, show_progress)
+        scores, ids = index.search(query_embeddings, min(k, len(documents)))
+        run = run_from_topk(query_ids, scores, ids)
+        if score_also:
+            row = {doc_id: position for position, doc_id in enumerate(documents)}
+            for query_embedding, qid in zip(query_embeddings, query_ids):
+                wanted = [doc for doc in score_also.get(qid, ()) if doc in row and doc not in run[qid]]
+                if wanted:
+                    extra = embeddings[[row[doc] for doc in wanted]] @ query_embedding
+                    run[qid].update(zip(wanted, map(float, extra)))
+        return run

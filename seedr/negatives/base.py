@@ -12,7 +12,14 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
-from seedr.data.negatives import NEGATIVES_FILE, PROVENANCE_FILE, MinedNegative, NegativeTable, positives
+from seedr.data.negatives import (
+    NEGATIVES_FILE,
+    PROVENANCE_FILE,
+    FalseNegativeMargins,
+    MinedNegative,
+    NegativeTable,
+    positives,
+)
 from seedr.data.records import Document, Qrels
 from seedr.registry import Registry
 
@@ -60,15 +67,19 @@ class RefreshableData(Protocol):
 
 
 def dense_negatives(model: DualEncoder, corpus: Mapping[str, Document], queries: Mapping[str, str], qrels: Qrels,
-                    depth: int, provenance: dict[str, Any], batch_size: int = 64) -> NegativeTable:
+                    depth: int, provenance: dict[str, Any], batch_size: int = 64,
+                    margins: FalseNegativeMargins | None = None) -> NegativeTable:
     """Mine with a dense model: encode the corpus and the queries, search exactly (faiss Flat), keep
     each query's top ``depth`` minus positives. The encode → index → search → mine step of ANCE
-    (Xiong et al. 2021, §4) and of static hard negatives from a trained model (CPDAE §4.1, after STAR)."""
-    run = model.rank(corpus, queries, depth, batch_size=batch_size, show_progress=True)
-    return NegativeTable.from_run(run, qrels, depth, provenance)
+    (Xiong et al. 2021, §4) and of static hard negatives from a trained model (CPDAE §4.1, after STAR).
+    With ``margins`` the positives are scored too, wherever they rank, and candidates scored close to
+    them are dropped (positive-aware mining, ``FalseNegativeMargins``)."""
+    score_also = positives(qrels) if margins is not None and margins.active else None
+    run = model.rank(corpus, queries, depth, batch_size=batch_size, show_progress=True, score_also=score_also)
+    return NegativeTable.from_run(run, qrels, depth, provenance, margins)
 
 
 NEGATIVES: Registry[type[NegativeStrategy]] = Registry("negative strategy")
 
-__all__ = ["NEGATIVES", "NEGATIVES_FILE", "PROVENANCE_FILE", "MinedNegative", "NegativeStrategy", "NegativeTable",
-           "RefreshableData", "dense_negatives", "positives"]
+__all__ = ["NEGATIVES", "NEGATIVES_FILE", "PROVENANCE_FILE", "FalseNegativeMargins", "MinedNegative",
+           "NegativeStrategy", "NegativeTable", "RefreshableData", "dense_negatives", "positives"]

@@ -10,7 +10,7 @@ from typing import Any
 from seedr.data.io import DataError
 from seedr.data.records import Document, Qrels
 from seedr.modeling.dual_encoder import DualEncoder
-from seedr.negatives.base import NEGATIVES, NegativeStrategy, NegativeTable, dense_negatives
+from seedr.negatives.base import NEGATIVES, FalseNegativeMargins, NegativeStrategy, NegativeTable, dense_negatives
 from seedr.retrieval.runs import read_trec_run
 
 
@@ -28,7 +28,10 @@ class StaticNegatives(NegativeStrategy):
     corpus, exact search); the hard negatives that came with the training data (a DPR file's
     ``hard_negative_ctxs``); otherwise the model being fine-tuned, as it is when mining starts.
     ``rounds`` > 1 repeats mine → train: rounds after the first mine with the model the previous round
-    produced (``seedr.training.finetune`` runs the rounds).
+    produced (``seedr.training.finetune`` runs the rounds). ``relative_margin`` / ``absolute_margin``
+    drop the candidates scored close to the query's positive, which are likely unlabelled positives
+    (positive-aware mining, NV-Retriever §3: ``seedr.data.negatives.FalseNegativeMargins``); from a run
+    file, only queries whose positives the run scores are filtered.
 
     Args:
         run: TREC run file over the training queries.
@@ -36,24 +39,33 @@ class StaticNegatives(NegativeStrategy):
         depth: ranks per query the negatives are taken from (STAR: 200).
         rounds: mine/fine-tune rounds (CPDAE on MS MARCO documents: 1 warm-up + 2 re-mined).
         batch_size: encoding batch size when mining with a model.
+        relative_margin: drop candidates scored above (1 − this) × the positive's score (NV-Retriever's
+            TopK-PercPos: 0.05).
+        absolute_margin: drop candidates scored above the positive's score minus this (TopK-MarginPos).
     """
 
     name = "static"
 
     def __init__(self, run: str | None = None, model: str | None = None, depth: int = 200, rounds: int = 1,
-                 batch_size: int = 64) -> None:
+                 batch_size: int = 64, relative_margin: float | None = None,
+                 absolute_margin: float | None = None) -> None:
         if depth < 1 or rounds < 1:
             raise ValueError(f"static negatives: depth and rounds must be at least 1, got {depth} and {rounds}")
         self.run, self.model, self.depth, self.rounds, self.batch_size = run, model, depth, rounds, batch_size
+        self.margins = FalseNegativeMargins(absolute=absolute_margin, relative=relative_margin)
 
     def options(self) -> dict[str, Any]:
-        return {"run": self.run, "model": self.model, "depth": self.depth, "rounds": self.rounds}
+        return {"run": self.run, "model": self.model, "depth": self.depth, "rounds": self.rounds,
+                "relative_margin": self.margins.relative, "absolute_margin": self.margins.absolute}
 
     def mine(self, corpus: Mapping[str, Document], queries: Mapping[str, str], qrels: Qrels,
              model: DualEncoder | None, model_source: str, given: NegativeTable | None = None) -> NegativeTable:
         if self.run is not None:
             return self._from_run_file(Path(self.run), corpus, queries, qrels)
         if self.model is None and given is not None:
+            if self.margins.active:
+                raise ValueError("relative_margin / absolute_margin need the miner's scores: a given table "
+                                 "(e.g. DPR's hard_negative_ctxs) has none; mine with model=... or run=...")
             return given
         if self.model is not None:
             model_source = str(self.model)
@@ -65,7 +77,7 @@ class StaticNegatives(NegativeStrategy):
                              "training data's own hard negatives, or the model being fine-tuned: none was given")
         return dense_negatives(model, corpus, queries, qrels, self.depth, {
             "strategy": self.name, "source": f"dense retrieval with {model_source}",
-            "checkpoint": model_source, "step": 0}, batch_size=self.batch_size)
+            "checkpoint": model_source, "step": 0}, batch_size=self.batch_size, margins=self.margins)
 
     def _from_run_file(self, path: Path, corpus: Mapping[str, Document], queries: Mapping[str, str],
                        qrels: Qrels) -> NegativeTable:
@@ -78,4 +90,5 @@ class StaticNegatives(NegativeStrategy):
                 raise DataError(path, f"document {unknown!r} (query {qid!r}) is not in the training corpus: "
                                       "was the run made on another corpus?", field="docid")
         return NegativeTable.from_run(run, qrels, self.depth, {
-            "strategy": self.name, "source": f"TREC run {path}", "run": str(path), "checkpoint": None, "step": 0})
+            "strategy": self.name, "source": f"TREC run {path}", "run": str(path), "checkpoint": None, "step": 0},
+            self.margins)
