@@ -17,7 +17,7 @@ import random
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from seedr.data.io import DataError, atomic_directory, iter_jsonl, read_json, require
 from seedr.data.records import Qrels, Run
@@ -44,20 +44,25 @@ class MinedNegative:
 
 @dataclass(frozen=True)
 class FalseNegativeMargins:
-    """Positive-aware filtering of mined negatives (Moreira et al., "NV-Retriever", 2024, §3: hard
-    negatives scored close to the positive by the mining model are often unlabelled positives).
+    """Positive-aware mining of hard negatives (Moreira et al., "NV-Retriever", 2024, §3: hard negatives
+    scored close to the positive by the mining model are often unlabelled positives).
 
     A candidate is dropped when the miner scores it above ``positive − absolute`` (TopK-MarginPos) or
     above ``positive × (1 − relative)`` (TopK-PercPos; NV-Retriever's best: 0.05, i.e. 95% of the
     positive's score), ``positive`` being the highest score of the query's labelled positives — the
-    conservative choice when a query has several. The same two options as sentence-transformers'
-    ``mine_hard_negatives`` (``absolute_margin``, ``relative_margin``). The relative form assumes
-    positive scores (cosine or BM25); a query whose positives the run does not score is left unfiltered
-    and counted in the provenance.
+    conservative choice when a query has several —, and the top ``depth`` of the candidates left are
+    kept, as NV-Retriever selects its top-k below the threshold (and sentence-transformers'
+    ``mine_hard_negatives`` with ``absolute_margin`` / ``relative_margin``, the same two options). The
+    ranking must therefore reach deeper than ``depth``: dense mining searches ``SEARCH_FACTOR`` times
+    deeper. The relative form assumes positive scores (cosine or BM25); a query whose positives the
+    ranking does not score is left unfiltered and counted in the provenance.
     """
 
     absolute: float | None = None
     relative: float | None = None
+
+    #: how much deeper than ``depth`` a miner ranks when filtering, so that ``depth`` candidates remain
+    SEARCH_FACTOR: ClassVar[int] = 4
 
     def __post_init__(self) -> None:
         if self.relative is not None and not 0.0 <= self.relative < 1.0:
@@ -75,23 +80,28 @@ class FalseNegativeMargins:
                   positive * (1.0 - self.relative) if self.relative is not None else float("inf")]
         return min(limits)
 
-    def apply(self, negatives: dict[str, list[MinedNegative]], run: Run,
-              relevant: dict[str, set[str]]) -> tuple[dict[str, list[MinedNegative]], dict[str, Any]]:
-        """``negatives`` without the candidates above each query's ceiling, and what was dropped."""
+    def apply(self, candidates: dict[str, list[MinedNegative]], run: Run, relevant: dict[str, set[str]],
+              depth: int) -> tuple[dict[str, list[MinedNegative]], dict[str, Any]]:
+        """Each query's top ``depth`` of ``candidates`` (ranked, positives already out) scored at most its
+        ceiling, and what was dropped on the way."""
         kept: dict[str, list[MinedNegative]] = {}
-        dropped = unscored = emptied = 0
-        for qid, candidates in negatives.items():
+        dropped = unscored = short = 0
+        for qid, ranked in candidates.items():
             scored = [run[qid][doc] for doc in relevant.get(qid, ()) if doc in run.get(qid, {})]
             if not scored:
                 unscored += 1
-                kept[qid] = candidates
+                kept[qid] = ranked[:depth]
                 continue
             ceiling = self.ceiling(max(scored))
-            kept[qid] = [n for n in candidates if n.score is None or n.score <= ceiling]
-            dropped += len(candidates) - len(kept[qid])
-            emptied += bool(candidates) and not kept[qid]
-        summary = {"absolute_margin": self.absolute, "relative_margin": self.relative, "dropped": dropped,
-                   "queries_left_without_negatives": emptied, "queries_without_positive_scores": unscored}
+            below = [n for n in ranked if n.score is None or n.score <= ceiling]
+            dropped += len(ranked) - len(below)
+            kept[qid] = below[:depth]
+            short += len(kept[qid]) < depth
+        summary = {"absolute_margin": self.absolute, "relative_margin": self.relative,
+                   "ranked_depth": max((len(scores) for scores in run.values()), default=0),
+                   "dropped": dropped, "queries_short_of_depth": short,
+                   "queries_left_without_negatives": sum(not negatives for negatives in kept.values()),
+                   "queries_without_positive_scores": unscored}
         return kept, summary
 
 
@@ -110,19 +120,22 @@ class NegativeTable:
     def from_run(cls, run: Run, qrels: Qrels, depth: int, provenance: dict[str, Any],
                  margins: FalseNegativeMargins | None = None) -> NegativeTable:
         """Negatives = each query's top ``depth`` documents of ``run`` minus its positives (DPR's
-        "top BM25 passages that are not positives", ANCE's "top 200 minus positives"), and minus the
-        candidates ``margins`` marks as likely false negatives (the run must then score the positives,
-        wherever they rank: ``DualEncoder.rank(..., score_also=...)``)."""
+        "top BM25 passages that are not positives", ANCE's "top 200 minus positives"). With ``margins``:
+        the top ``depth`` of the whole ranking once the positives and the candidates scored close to them
+        are out (``FalseNegativeMargins``; the run must score the positives wherever they rank:
+        ``DualEncoder.rank(..., score_also=...)``)."""
         relevant = positives(qrels)
+        filtering = margins is not None and margins.active
+        cut = None if filtering else depth  # filtering keeps the top depth of what is left: rank it all
         negatives = {
             qid: [MinedNegative(doc, rank, score)
-                  for rank, (doc, score) in enumerate(rank_documents(scores)[:depth], start=1)
+                  for rank, (doc, score) in enumerate(rank_documents(scores)[:cut], start=1)
                   if doc not in relevant.get(qid, ())]
             for qid, scores in run.items()
         }
         provenance = {"depth": depth, "created": _now(), **provenance}
-        if margins is not None and margins.active:
-            negatives, provenance["false_negative_filter"] = margins.apply(negatives, run, relevant)
+        if filtering:
+            negatives, provenance["false_negative_filter"] = margins.apply(negatives, run, relevant, depth)
         return cls(negatives, provenance)
 
     def sample(self, query_id: str, count: int, rng: random.Random) -> list[str]:

@@ -72,10 +72,13 @@ def dense_negatives(model: DualEncoder, corpus: Mapping[str, Document], queries:
     """Mine with a dense model: encode the corpus and the queries, search exactly (faiss Flat), keep
     each query's top ``depth`` minus positives. The encode → index → search → mine step of ANCE
     (Xiong et al. 2021, §4) and of static hard negatives from a trained model (CPDAE §4.1, after STAR).
-    With ``margins`` the positives are scored too, wherever they rank, and candidates scored close to
-    them are dropped (positive-aware mining, ``FalseNegativeMargins``)."""
-    score_also = positives(qrels) if margins is not None and margins.active else None
-    run = model.rank(corpus, queries, depth, batch_size=batch_size, show_progress=True, score_also=score_also)
+    With ``margins`` the search goes deeper, the positives are scored too, wherever they rank, and the
+    top ``depth`` candidates not scored close to them are kept (positive-aware mining,
+    ``FalseNegativeMargins``)."""
+    filtering = margins is not None and margins.active
+    ranked = min(len(corpus), depth * FalseNegativeMargins.SEARCH_FACTOR) if filtering else depth
+    run = model.rank(corpus, queries, ranked, batch_size=batch_size, show_progress=True,
+                     score_also=positives(qrels) if filtering else None)
     return NegativeTable.from_run(run, qrels, depth, provenance, margins)
 
 

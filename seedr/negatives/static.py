@@ -36,7 +36,8 @@ class StaticNegatives(NegativeStrategy):
     Args:
         run: TREC run file over the training queries.
         model: model folder to mine with (``run`` wins when both are given).
-        depth: ranks per query the negatives are taken from (STAR: 200).
+        depth: ranks per query the negatives are taken from (STAR: 200); with a margin, the number of
+            candidates kept below it, from a ranking ``FalseNegativeMargins.SEARCH_FACTOR`` times deeper.
         rounds: mine/fine-tune rounds (CPDAE on MS MARCO documents: 1 warm-up + 2 re-mined).
         batch_size: encoding batch size when mining with a model.
         relative_margin: drop candidates scored above (1 − this) × the positive's score (NV-Retriever's
