@@ -16,6 +16,7 @@ import yaml
 from typer.testing import CliRunner
 
 from seedr.cli import app
+from seedr.data.io import DataError
 from seedr.data.queries import read_qrels
 from seedr.experiments.results import chance_floor, claims_table, readme_claims
 from seedr.experiments.spec import SCALES, experiments_dir, load_experiment
@@ -46,6 +47,16 @@ def test_the_issue_experiments_exist():
     names = {path.stem for path in EXPERIMENTS}
     assert {"demo", "domain_adaptation", "finetune_calibration", "from_scratch", "decoder_ablation", "few_shot",
             "diagnostics", "cpdae_variants"} <= names
+
+
+def test_a_condition_name_with_spaces_is_refused_at_load(tmp_path):
+    """A condition's name tags its TREC runs: a space is refused when the file loads, before any training."""
+    text = (experiments_dir() / "negative_filtering.yaml").read_text()
+    bad = tmp_path / "experiments" / "spaced.yaml"
+    bad.parent.mkdir()
+    bad.write_text(text.replace("  mined+bm25: {retrieve", "  mined + bm25: {retrieve", 1))
+    with pytest.raises(DataError, match=r"spaced\.yaml.*'mined \+ bm25'.*may not hold spaces"):
+        load_experiment(bad)
 
 
 def test_unknown_option_is_a_clear_error(tmp_path):

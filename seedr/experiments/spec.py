@@ -395,6 +395,9 @@ def load_experiment(name: str | Path, scale: str = "cpu", overrides: list[str] |
                                 f"({', '.join(tasks)}), got {only!r}", field=f"conditions.{name}.tasks")
             if name in conditions:
                 raise DataError(path, f"condition {name!r} is defined twice", field=f"conditions.{name}")
+            if any(character.isspace() for character in name):  # checked here, not after an hour of training
+                raise DataError(path, f"condition {name!r}: a condition's name tags its TREC runs, so it may not "
+                                "hold spaces", field=f"conditions.{name}")
             steps = [_step(entry, f"{where}: conditions.{name}.steps[{i}]")
                      for i, entry in enumerate(body.get("steps") or [])]
             steps = [Step(step.kind, _merge(defaults.get(step.kind) or {}, step.settings)) for step in steps]
