@@ -1,7 +1,8 @@
 """The steps an experiment chains: each calls the library function its stage command calls.
 
 ``pretrain`` → ``seedr.training.pretrain.pretrain`` (``seedr pretrain``), ``finetune`` →
-``seedr.training.finetune.finetune`` (``seedr finetune``), ``diagnose`` → the diagnostics of ``seedr
+``seedr.training.finetune.finetune`` (``seedr finetune``), ``average`` →
+``seedr.training.averaging.average_encoders`` (``seedr average``), ``diagnose`` → the diagnostics of ``seedr
 diagnose``, and the setup steps ``prepare`` and ``retrieval_task`` → ``seedr.data.prepare.prepare_corpus``
 (``seedr prepare``, the latter plus a seeded held-out split) and ``open_qa`` →
 ``seedr.data.open_qa.build_open_qa`` (``seedr prepare --open-qa``) over a BM25 run it makes. Settings
@@ -159,6 +160,55 @@ class FinetuneStep(ExperimentStep):
         if config.few_shot is not None:
             return [out_dir / f"seed-{(config.seeds or [config.train.seed])[0]}"]
         return [out_dir]
+
+
+@dataclasses.dataclass
+class AverageConfig:
+    """``seedr average`` options (``seedr.training.averaging``): the previous step's encoder (``model``), or
+    the encoders of its run's ``checkpoints`` newest checkpoints instead, then the ``others`` models (e.g.
+    ``minilm``, the model it was fine-tuned from: WiSE-FT), one weight each (default equal)."""
+
+    model: str = ""
+    checkpoints: int | None = None
+    others: list[str] = dataclasses.field(default_factory=list)
+    weights: list[float] | None = None
+
+    def __post_init__(self) -> None:
+        if self.checkpoints is not None and self.checkpoints < 1:
+            raise ValueError(f"checkpoints must be at least 1, got {self.checkpoints}")
+        members = (self.checkpoints or 1) + len(self.others)
+        if members < 2:
+            raise ValueError("averaging needs two or more models: give checkpoints ≥ 2 or others")
+        if self.weights is not None and len(self.weights) != members:
+            raise ValueError(f"{len(self.weights)} weights for {members} models (the checkpoints, oldest first, "
+                             "or the model, then the others): give one per model")
+
+
+@STEPS.register("average")
+class AverageStep(ExperimentStep):
+    """``seedr average`` of the previous step's encoder (or its newest checkpoints) and other models; the
+    product is the averaged encoder."""
+
+    kind = "average"
+    model_key = "model"
+
+    def config(self) -> AverageConfig:
+        return from_dict(AverageConfig, merge_settings(self.settings), f"{self.where} average")
+
+    def members(self) -> list[str]:
+        """The models averaged, in order (the first is the template)."""
+        from seedr.training.averaging import checkpoint_encoders
+
+        config = self.config()
+        run = Path(config.model).parent if Path(config.model).name == "encoder" else Path(config.model)
+        first = ([str(path) for path in checkpoint_encoders(run, config.checkpoints)]
+                 if config.checkpoints else [config.model])
+        return [*first, *config.others]
+
+    def run(self, out_dir: Path) -> dict[str, Any]:
+        from seedr.training.averaging import average_encoders
+
+        return average_encoders(self.members(), out_dir / "encoder", self.config().weights)
 
 
 @dataclasses.dataclass
@@ -589,5 +639,5 @@ def record_step(out_dir: Path, step: ExperimentStep, summary: dict[str, Any], se
                    "seconds": seconds}, stream, indent=2, default=str)
 
 
-__all__ = ["STEPS", "DiagnoseConfig", "ExperimentStep", "RetrievalTaskConfig", "build_step", "check_options",
+__all__ = ["STEPS", "AverageConfig", "DiagnoseConfig", "ExperimentStep", "RetrievalTaskConfig", "build_step", "check_options",
            "record_step", "shipped_split", "validate"]
