@@ -123,6 +123,8 @@ def average_encoders(models: Sequence[str | os.PathLike], out: str | os.PathLike
         raise ValueError(f"averaging needs two or more models, got {len(models)}")
     members = [resolve_model_path(model) for model in models]
     shares = _normalised(weights, len(members))
+    if Path(out).resolve() in {member.resolve() for member in members}:
+        raise ValueError(f"the output {out} is one of the models averaged: write the average elsewhere")
     _check_vocabularies(members)
     files = sorted(path.relative_to(members[0]) for path in members[0].rglob("*.safetensors"))
     if not files:
