@@ -146,3 +146,46 @@ def test_the_stage_averages_a_runs_checkpoints_and_says_what_it_wrote(tokenizer,
                                                       for step in (5, 10)]
     bad = runner.invoke(app, ["average", str(run / "encoder"), "--checkpoints", "2", "--out", str(tmp_path / "x")])
     assert bad.exit_code == 1 and "not a seedr run folder" in bad.output
+
+
+def soup_file(tmp_path: Path, condition: str, before: str = "  plain@512:") -> Path:
+    """averaging_and_length.yaml with one more condition, placed before ``before``."""
+    from seedr.experiments.spec import experiments_dir
+
+    text = (experiments_dir() / "averaging_and_length.yaml").read_text()
+    assert before in text
+    path = tmp_path / "experiments" / "soup.yaml"
+    path.parent.mkdir(exist_ok=True)
+    path.write_text(text.replace(before, condition + before, 1))
+    return path
+
+
+def test_a_step_names_an_earlier_conditions_model_and_the_runner_resolves_it_to_its_folder(tmp_path):
+    from rich.console import Console
+
+    from seedr.experiments.runner import _plan, _Runner
+    from seedr.experiments.spec import load_experiment
+
+    soup = '  soup:\n    steps: [{finetune: {train.seed: 14}}, {average: {others: ["{conditions.plain}"]}}]\n'
+    path = soup_file(tmp_path, soup)
+    experiment = load_experiment(path, "cpu", ["data=../shared/data"])
+    plan = _plan(experiment, _Runner(experiment, tmp_path / "runs", Console(quiet=True)))
+    (finetune, plain_folder), = plan.chains["plain"]
+    (seed_14, seed_14_folder), (average, _) = plan.chains["soup"]
+    assert seed_14_folder != plain_folder
+    assert average.with_model(None).config().others == [str(plain_folder / "encoder")]
+    assert average.config().model == str(seed_14_folder / "encoder")
+    assert plan.models["soup"].startswith(str(tmp_path / "runs" / "steps" / "average-"))
+
+
+@pytest.mark.parametrize(("condition", "before"), [
+    ('  early:\n    steps: [{finetune: {}}, {average: {others: ["{conditions.plain}"]}}]\n', "  bm25: {retrieve"),
+    ('  soup:\n    steps: [{finetune: {}}, {average: {others: ["{conditions.bm25}"]}}]\n', "  plain@512:"),
+    ('  soup:\n    steps: [{finetune: {}}, {average: {others: ["{conditions.nope}"]}}]\n', "  plain@512:"),
+])
+def test_a_step_may_name_only_an_earlier_condition_that_produces_a_model(tmp_path, condition, before):
+    from seedr.experiments.spec import load_experiment
+
+    with pytest.raises(ValueError, match=r"soup\.yaml: conditions\.\w+\.steps\[1\]: \{conditions\.\w+\} is not a "
+                                         "condition defined before"):
+        load_experiment(soup_file(tmp_path, condition, before), "cpu")

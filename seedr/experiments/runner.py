@@ -39,7 +39,7 @@ from rich.console import Console
 from seedr.config import code_fingerprint, from_dict, identity, merge_settings, record_run
 from seedr.data.io import atomic_write, output_lock
 from seedr.experiments.spec import Condition, Experiment, substitute
-from seedr.experiments.steps import ExperimentStep, build_step, record_step
+from seedr.experiments.steps import ExperimentStep, build_step, condition_references, record_step
 from seedr.experiments.tasks import TASKS, FuseConfig, RetrievalTask, RetrieveConfig, fuses
 
 
@@ -119,9 +119,17 @@ class _Runner:
 
     # ---------------------------------------------------------------- planning
     def resolve(self, value: Any) -> Any:
-        """``{setup.NAME}`` → that set-up step's folder."""
-        return substitute(value, {f"setup.{name}": folder for name, folder in self.setup_folders.items()},
-                          str(self.experiment.path))
+        """``{setup.NAME}`` → that set-up step's folder; ``{conditions.NAME}`` → the model that condition's
+        steps produced (an earlier condition: ``validate`` checks it), e.g. a member of a weight average."""
+        names = {f"setup.{name}": folder for name, folder in self.setup_folders.items()}
+        for name in condition_references(value):
+            names[f"conditions.{name}"] = self.condition_model(name)
+        return substitute(value, names, str(self.experiment.path))
+
+    def condition_model(self, name: str) -> str:
+        """The product of the last step of condition ``name`` that produces a model."""
+        products = [step.product(folder) for step, folder in self.chain(self.experiment.conditions[name])]
+        return [product for product in products if product][-1]
 
     def chain(self, condition: Any) -> list[tuple[Any, Path]]:
         """The condition's steps, each starting from the previous product, with their folders."""

@@ -21,6 +21,8 @@ NAME``; ``seedr experiment --list`` lists them), or any YAML file given by its p
       none: {steps: [{finetune: {}}]}
       mlm: {steps: [{pretrain: {objective_name: mlm}}, {finetune: {}}]}
       mlm-1pct: {tasks: [reqa-1pct], steps: [...]}   # scored on these tasks only (default: every task)
+      soup: {steps: [{finetune: {train.seed: 2}}, {average: {others: ["{conditions.mlm}"]}}]}
+                                        # {conditions.NAME}: the model an earlier condition produced
     baseline: none                      # significance tests are against this condition (or group)
     groups: {mlm: [mlm-s*]}             # name → conditions (or patterns) whose per-query scores are
                                         # averaged (seeds)

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import re
 import shutil
 from pathlib import Path
 from typing import Any, ClassVar
@@ -511,6 +512,19 @@ class RetrievalTaskStep(ExperimentStep):
         return []
 
 
+#: ``{conditions.NAME}`` in a step's settings: the model condition NAME's steps produced.
+_CONDITION_REFERENCE = re.compile(r"\{conditions\.([^{}]+)\}")
+
+
+def condition_references(value: Any) -> list[str]:
+    """The conditions named by ``{conditions.NAME}`` anywhere in ``value`` (strings, lists, mappings)."""
+    if isinstance(value, dict):
+        return [name for item in value.values() for name in condition_references(item)]
+    if isinstance(value, list):
+        return [name for item in value for name in condition_references(item)]
+    return _CONDITION_REFERENCE.findall(value) if isinstance(value, str) else []
+
+
 def build_step(kind: str, settings: dict[str, Any], where: str) -> ExperimentStep:
     """The step of ``kind`` with ``settings`` (``where`` names it in errors)."""
     return STEPS.get(kind)(settings, where)
@@ -525,9 +539,18 @@ def validate(experiment: Any) -> None:
         build_step(step.kind, step.settings, f"{where}: setup.{name}").validate()
     for name, task in experiment.tasks.items():
         TASKS.get(task.kind)(name, task.settings, task.metrics, f"{where}: tasks.{name}").validate()
+    earlier: list[str] = []
     for condition in experiment.conditions.values():
         for index, step in enumerate(condition.steps):
-            build_step(step.kind, step.settings, f"{where}: conditions.{condition.name}.steps[{index}]").validate()
+            at = f"{where}: conditions.{condition.name}.steps[{index}]"
+            build_step(step.kind, step.settings, at).validate()
+            for name in condition_references(step.settings):  # conditions run in the file's order
+                other = experiment.conditions.get(name)
+                if name not in earlier or other is None or not any(
+                        build_step(s.kind, s.settings, at).product(Path()) for s in other.steps):
+                    raise ValueError(f"{at}: {{conditions.{name}}} is not a condition defined before "
+                                     f"{condition.name!r} whose steps produce a model")
+        earlier.append(condition.name)
         if fuses(condition.retrieve):
             _validate_fusion(experiment, condition, from_dict(FuseConfig, condition.retrieve,
                                                               f"{where}: conditions.{condition.name}.retrieve"))
@@ -639,5 +662,5 @@ def record_step(out_dir: Path, step: ExperimentStep, summary: dict[str, Any], se
                    "seconds": seconds}, stream, indent=2, default=str)
 
 
-__all__ = ["STEPS", "AverageConfig", "DiagnoseConfig", "ExperimentStep", "RetrievalTaskConfig", "build_step", "check_options",
-           "record_step", "shipped_split", "validate"]
+__all__ = ["STEPS", "AverageConfig", "DiagnoseConfig", "ExperimentStep", "RetrievalTaskConfig", "build_step",
+           "check_options", "condition_references", "record_step", "shipped_split", "validate"]
