@@ -118,6 +118,7 @@ def test_the_experiment_step_averages_the_previous_steps_checkpoints_then_the_ot
                               str(run / "checkpoints" / "step-3" / "encoder"), str(extra)]
     step.run(tmp_path / "step")
     assert step.product(tmp_path / "step") == str(tmp_path / "step" / "encoder")
+    assert step.history_dirs(tmp_path / "step") == []  # no training curve of its own in the report
     name = "encoder.layer.0.attention.self.key.weight"
     parts = [weights(Path(member))[name] for member in step.members()]
     torch.testing.assert_close(weights(tmp_path / "step" / "encoder")[name],

@@ -211,6 +211,9 @@ class AverageStep(ExperimentStep):
 
         return average_encoders(self.members(), out_dir / "encoder", self.config().weights)
 
+    def history_dirs(self, out_dir: Path) -> list[Path]:
+        return []  # no training of its own: the members' curves are their steps'
+
 
 @dataclasses.dataclass
 class DiagnoseConfig:
