@@ -236,3 +236,42 @@ def test_float16_shards_are_memory_mapped(tmp_path, scifact, encoder, embeddings
     np.testing.assert_allclose(vectors.astype(np.float32), embeddings[0][:10], atol=2e-3)
     index = DenseIndex.build(vectors, ids)  # converted to float32 chunk by chunk
     assert index.search(vectors[:2].astype(np.float32), 1)[1] == [[ids[0]], [ids[1]]]
+
+
+@pytest.mark.parametrize("factory", ["Flat", "HNSW32", "SQfp16", "IVF4,Flat"])
+def test_chunked_build_from_memory_maps_equals_one_add(tmp_path, monkeypatch, scifact, embeddings, factory):
+    """Built a few vectors per chunk (codes reserved up front, each chunk's mapped pages dropped once
+    added) from one memory-mapped shard or from several, an index holds what one faiss ``add`` of the
+    whole array gives (HNSW, whose graph depends on insertion batches and threads: the same neighbours
+    up to a few); the maps stay readable and the files untouched."""
+    import faiss
+
+    from seedr.retrieval import faiss_index
+    from seedr.retrieval.embeddings import ShardedEmbeddings
+
+    doc_vectors, query_vectors = embeddings
+    ids = [document.id for document in scifact[0]]
+    np.save(tmp_path / "all.npy", doc_vectors)
+    halves = [doc_vectors[:100], doc_vectors[100:]]
+    for part, vectors in enumerate(halves):
+        np.save(tmp_path / f"part{part}.npy", vectors)
+    mapped = np.load(tmp_path / "all.npy", mmap_mode="r")
+    sharded = ShardedEmbeddings([np.load(tmp_path / f"part{part}.npy", mmap_mode="r") for part in range(2)])
+
+    expected = faiss.index_factory(doc_vectors.shape[1], factory, faiss.METRIC_INNER_PRODUCT)
+    expected.train(doc_vectors)
+    expected.add(doc_vectors)
+    _, expected_positions = expected.search(query_vectors, 10)
+    monkeypatch.setattr(faiss_index, "_ADD_CHUNK", 37)  # several chunks, one across the shards' border
+    for source in (mapped, sharded):
+        index = DenseIndex.build(source, ids, factory=factory, gpu=False)
+        assert index.index.ntotal == len(ids)
+        _, found = index.search(query_vectors, k=10)
+        expected_ids = [[ids[position] for position in row] for row in expected_positions]
+        if factory.startswith("HNSW"):
+            shared = np.mean([len(set(row) & set(other)) / 10 for row, other in zip(found, expected_ids)])
+            assert shared >= 0.95, shared
+        else:
+            assert found == expected_ids, factory
+    np.testing.assert_array_equal(mapped, doc_vectors)
+    np.testing.assert_array_equal(np.load(tmp_path / "part1.npy"), halves[1])

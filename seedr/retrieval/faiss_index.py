@@ -20,6 +20,7 @@ sorted by (−score, document id), so tied documents always come out in the same
 from __future__ import annotations
 
 import json
+import mmap
 import os
 from collections import Counter
 from dataclasses import dataclass, field
@@ -39,6 +40,32 @@ METRICS = {"ip": faiss.METRIC_INNER_PRODUCT, "cosine": faiss.METRIC_INNER_PRODUC
 #: Extra candidates fetched beyond k so that documents tied with the k-th are ordered by id before the cut.
 TIE_MARGIN = 16
 _ADD_CHUNK = 65_536
+
+
+def _reserve_codes(index: faiss.Index, count: int) -> None:
+    """Allocate the flat code array of ``index`` (Flat, SQ, PQ; HNSW's storage) for ``count`` vectors at
+    once. Added chunk by chunk, faiss grows it as a ``std::vector`` does, doubling, and holds old and new
+    buffers while copying: up to three times the codes at the peak. Resizing to the full size and back
+    to zero keeps the capacity, so every later ``add`` fits in place. Other indexes (IVF lists) are left
+    alone."""
+    storage = faiss.downcast_index(index.storage) if isinstance(index, faiss.IndexHNSW) else index
+    if isinstance(storage, faiss.IndexFlatCodes) and storage.ntotal == 0:
+        storage.codes.resize(count * storage.code_size)
+        storage.codes.resize(0)
+
+
+def _drop_mapped_pages(embeddings: Any) -> None:
+    """Let go of the pages of read-only memory-mapped embeddings already read (``madvise(DONTNEED)``).
+
+    Read once and copied into the index, they would otherwise stay mapped in this process and count in
+    its resident memory (the whole corpus a second time by the last chunk); the file stays in the page
+    cache, and a later read maps the pages again. Copy-on-write and writable maps are left alone, since
+    dropping a private page would lose what was written to it. ``ShardedEmbeddings`` (``.arrays``)
+    are handled shard by shard."""
+    for array in getattr(embeddings, "arrays", [embeddings]):
+        mapping = getattr(array, "_mmap", None)
+        if mapping is not None and getattr(array, "mode", None) == "r" and hasattr(mmap, "MADV_DONTNEED"):
+            mapping.madvise(mmap.MADV_DONTNEED)
 
 
 def _as_float32(vectors: np.ndarray, normalize: bool) -> np.ndarray:
@@ -171,9 +198,12 @@ class DenseIndex:
                 raise ValueError(f"{factory!r} needs at least {needed} training vectors, got {len(sample)}: "
                                  f"use fewer lists/centroids, more vectors (--train-sample), or Flat/HNSW")
             index.train(_finite(_as_float32(embeddings[sample], normalize), ids, sample))
+        _drop_mapped_pages(embeddings)  # the training sample's pages
+        _reserve_codes(index, count)
         for start in tqdm(range(0, count, _ADD_CHUNK), desc="index", unit="chunk", disable=not show_progress):
             positions = np.arange(start, min(start + _ADD_CHUNK, count))
             index.add(_finite(_as_float32(embeddings[start:start + _ADD_CHUNK], normalize), ids, positions))
+            _drop_mapped_pages(embeddings)
         config = {"factory": factory, "metric": metric, "dim": int(dim), "count": int(count),
                   "train_sample": train_sample, "seed": seed, "encoder": encoder,
                   "created": datetime.now(UTC).isoformat(timespec="seconds"),
