@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 
 REPOSITORY = Path(__file__).resolve().parents[1]
-SECTIONS = ["pretrain", "finetune", "encode", "ceiling", "search", "memory", "int8"]
+SECTIONS = ["pretrain", "finetune", "encode", "ceiling", "search", "memory", "int8", "index_scale"]
 
 
 def test_every_benchmark_runs_at_tiny_size_and_writes_well_formed_results(tmp_path: Path, shared_data: Path) -> None:
@@ -47,6 +47,7 @@ def test_every_benchmark_runs_at_tiny_size_and_writes_well_formed_results(tmp_pa
     assert len(sections["pretrain"]["goals"]) == 3
     assert len(sections["ceiling"]["goals"]) == len(sections["encode"]["goals"]) == 2  # float32 and bf16
     assert len(sections["finetune"]["goals"]) == len(sections["search"]["goals"]) == len(sections["int8"]["goals"]) == 1
+    assert len(sections["memory"]["goals"]) == 1 and len(sections["index_scale"]["goals"]) == 2
 
     # what the numbers stand on: the systems compared and real data
     rates = sections["pretrain"]["data"]["tiny"]["tokens_per_second"]
@@ -64,3 +65,8 @@ def test_every_benchmark_runs_at_tiny_size_and_writes_well_formed_results(tmp_pa
     assert [row[0] for row in sections["memory"]["data"]["projection_rows"]] == [
         "MS MARCO passages", "DPR Wikipedia (psgs_w100)"]
     assert "PROJECTION" in markdown
+    scale = sections["index_scale"]["data"]
+    assert scale["count"] == 24 and set(scale["build"]) == {"Flat", "HNSW32", "IVF2,Flat", "IVF2,PQ8x4np"}
+    assert scale["search"][0] == {"setting": "Flat", "queries_per_second": scale["search"][0]["queries_per_second"],
+                                  "recall_vs_flat": 1.0}
+    assert scale["memory_mapped"]["same_results"]  # memory-mapped search finds what the loaded index finds
