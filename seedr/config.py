@@ -261,18 +261,27 @@ def environment() -> dict[str, str]:
     return versions
 
 
+#: The command line: option parsing and printing over the library, which never imports it
+#: (``tests/test_import_graph.py`` holds that), so it cannot change what a step computes.
+COMMAND_LINE_SOURCE = ("stages/", "cli.py", "__main__.py")
+
+
 @functools.cache
 def code_fingerprint() -> dict[str, str]:
-    """The code that computes a result: seedr's version and a hash of its package source (every ``.py``
-    file under ``seedr/``, by path and content, in sorted order). Results keyed on it (experiment steps)
-    are recomputed when the code changes — a fixed bug or a changed default — even while the version
-    number stands still. Computed once per process (a few milliseconds)."""
+    """The code that computes a result: seedr's version and a hash of its library source (every ``.py``
+    file under ``seedr/`` but the command line's, ``COMMAND_LINE_SOURCE``, by path and content, in
+    sorted order). Results keyed on it (experiment steps) are recomputed when the code changes — a fixed
+    bug or a changed default — even while the version number stands still; an edit to a stage's options
+    or help does not recompute them. Computed once per process (a few milliseconds)."""
     from seedr import __version__
 
     root = Path(__file__).resolve().parent
     digest = hashlib.sha256()
     for path in sorted(root.rglob("*.py")):
-        digest.update(path.relative_to(root).as_posix().encode() + b"\0")
+        relative = path.relative_to(root).as_posix()
+        if relative.startswith(COMMAND_LINE_SOURCE):
+            continue
+        digest.update(relative.encode() + b"\0")
         digest.update(hashlib.sha256(path.read_bytes()).digest())
     return {"version": __version__, "source": digest.hexdigest()[:12]}
 

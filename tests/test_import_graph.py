@@ -140,6 +140,23 @@ def test_modeling_reaches_no_objective_negative_or_pipeline():
     assert not above
 
 
+def test_the_library_never_imports_the_command_line():
+    """Step keys leave the command line out of the code they hash (``seedr.config.COMMAND_LINE_SOURCE``),
+    which holds only while nothing else in seedr imports a stage, ``seedr.cli`` or ``seedr.__main__``."""
+    from seedr.config import COMMAND_LINE_SOURCE
+
+    def command_line(module: str) -> bool:
+        path = "/".join(module.split(".")[1:])
+        return any(path == entry.removesuffix(".py").rstrip("/") or path.startswith(entry)
+                   for entry in COMMAND_LINE_SOURCE)
+
+    graph = import_graph()
+    assert command_line("seedr.stages.encode") and command_line("seedr.cli") and not command_line("seedr.config")
+    found = sorted(f"{module} (line {line}) imports {target}" for module, targets in graph.items()
+                   if not command_line(module) for target, line in targets.items() if command_line(target))
+    assert not found, "\n".join(found)
+
+
 @pytest.mark.parametrize("source", [
     # a circle closed by an import inside a function, and one through a package's __init__
     {"pkg/__init__.py": "", "pkg/a.py": "from pkg.b import f\n",

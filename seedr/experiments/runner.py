@@ -12,7 +12,7 @@ Layout of the work folder (``runs/experiments`` unless ``--out`` says otherwise)
 A step's key hashes its kind and its resolved configuration (``ExperimentStep.resolved``: the stage's
 config with its defaults, the model it starts from included), a retrieval's its task, model and
 settings, and both the code that computes them (``seedr.config.code_fingerprint``: seedr's version and
-a hash of its source). So a finished step is reused by a re-run (resuming an interrupted experiment
+a hash of its library source, the command line's stages left out). So a finished step is reused by a re-run (resuming an interrupted experiment
 redoes only what did not finish), by every condition that shares it and by other experiments run into
 the same work folder (the from-scratch pre-trainings of ``few_shot`` and ``diagnostics`` are those of
 ``from_scratch``), whichever spelling their settings use (``train.warmup_ratio: 0.1`` or the
