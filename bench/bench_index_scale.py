@@ -33,7 +33,9 @@ def sizes(tiny: bool, count: int) -> dict[str, object]:
     if tiny:
         return {"queries": 8, "k": 10, "nlist": 2, "pq": "PQ8x4np", "train_sample": None, "ef": (16, 32),
                 "nprobe": (1, 2)}
-    nlist = 2048 if count > 200_000 else 256  # about 4·√N lists (faiss' guideline), a power of two
+    # about 4·√N lists (faiss' guideline), at least 39 training vectors each (below that faiss warns), a
+    # power of two: 2,048 for the whole Wikipedia, 512 for bench_search's 20,000 passages
+    nlist = 2 ** int(np.log2(max(1.0, min(4 * np.sqrt(count), count / 39))))
     return {"queries": 3610, "k": 100, "nlist": nlist, "pq": "PQ48np", "train_sample": min(count, 64 * nlist),
             "ef": (64, 128, 256, 512), "nprobe": (8, 16, 32, 64, 128)}
 

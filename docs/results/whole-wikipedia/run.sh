@@ -12,11 +12,12 @@
 # passages (`seedr encode` checks the shards against the corpus and the encoder). The encoding is the
 # long part: hours on a 2-core CPU (bench/bench_int8.py measured 25.8 passages/s in float32 on the AVX2
 # CPU). Large outputs (passages, vectors, indexes, runs) go to $RUNS (runs/whole-wikipedia) and are never
-# committed; the tables, timings and counts are written beside this script.
+# committed; the tables, timings and counts are written beside this script ($RESULTS elsewhere).
 set -euo pipefail
 D=${SHARED_DATA:-../shared/data}
 R=${RUNS:-runs/whole-wikipedia}
-HERE=docs/results/whole-wikipedia
+HERE=${RESULTS:-docs/results/whole-wikipedia}
+mkdir -p "$HERE"
 QUESTIONS=$D/nq-open/NQ-open.dev.jsonl
 export PATH="$PWD/.venv/bin:$PATH"
 mkdir -p "$R"
