@@ -179,6 +179,22 @@ def test_a_step_names_an_earlier_conditions_model_and_the_runner_resolves_it_to_
     assert plan.models["soup"].startswith(str(tmp_path / "runs" / "steps" / "average-"))
 
 
+def test_a_condition_named_with_a_hyphen_is_resolved_too(tmp_path):
+    """``{conditions.half-15}``: condition names are not variable names (``seed-2``, ``plain@512``)."""
+    from rich.console import Console
+
+    from seedr.experiments.runner import _plan, _Runner
+    from seedr.experiments.spec import load_experiment
+
+    conditions = ('  half-15:\n    steps: [{finetune: {train.seed: 15}}]\n'
+                  '  soup:\n    steps: [{finetune: {train.seed: 14}}, {average: {others: ["{conditions.half-15}"]}}]\n')
+    experiment = load_experiment(soup_file(tmp_path, conditions), "cpu", ["data=../shared/data"])
+    plan = _plan(experiment, _Runner(experiment, tmp_path / "runs", Console(quiet=True)))
+    (_, half_folder), = plan.chains["half-15"]
+    (_, _), (average, _) = plan.chains["soup"]
+    assert average.with_model(None).config().others == [str(half_folder / "encoder")]
+
+
 @pytest.mark.parametrize(("condition", "before"), [
     ('  early:\n    steps: [{finetune: {}}, {average: {others: ["{conditions.plain}"]}}]\n', "  bm25: {retrieve"),
     ('  soup:\n    steps: [{finetune: {}}, {average: {others: ["{conditions.bm25}"]}}]\n', "  plain@512:"),

@@ -70,7 +70,8 @@ KEYS = {"title", "description", "variables", "setup", "tasks", "defaults", "cond
         "tolerance", "claims", "scales", "test", "alpha", "resamples", "case_study"}
 #: Where a claim comes from: a paper, or seedr's own target (an issue's).
 CLAIM_SOURCES = ("paper", "seedr")
-_PLACEHOLDER = re.compile(r"\{([A-Za-z_][A-Za-z0-9_.]*)\}")
+#: ``{name}``, ``{setup.NAME}``, and ``{conditions.NAME}`` with any condition name (``seed-2``, ``plain@512``).
+_PLACEHOLDER = re.compile(r"\{(conditions\.[^{}]+|[A-Za-z_][A-Za-z0-9_.]*)\}")
 
 
 @dataclass
