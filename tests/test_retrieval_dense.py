@@ -263,6 +263,7 @@ def test_chunked_build_from_memory_maps_equals_one_add(tmp_path, monkeypatch, sc
     expected.add(doc_vectors)
     _, expected_positions = expected.search(query_vectors, 10)
     monkeypatch.setattr(faiss_index, "_ADD_CHUNK", 37)  # several chunks, one across the shards' border
+    monkeypatch.setattr(faiss_index, "_MIN_ADD_CHUNK", 1)
     for source in (mapped, sharded):
         index = DenseIndex.build(source, ids, factory=factory, gpu=False)
         assert index.index.ntotal == len(ids)

@@ -39,7 +39,16 @@ METRICS = {"ip": faiss.METRIC_INNER_PRODUCT, "cosine": faiss.METRIC_INNER_PRODUC
 
 #: Extra candidates fetched beyond k so that documents tied with the k-th are ordered by id before the cut.
 TIE_MARGIN = 16
-_ADD_CHUNK = 65_536
+#: Vectors added per faiss call, at most: what is held beside the index while building (the chunk's mapped
+#: pages or its float32 copy), 24 MiB at 384 dimensions; and at least (faiss's per-call cost).
+_ADD_CHUNK = 16_384
+_MIN_ADD_CHUNK = 1_024
+
+
+def _add_chunk(count: int) -> int:
+    """Vectors per ``add`` for an index of ``count``: a sixteenth of it within the bounds above, so that
+    the chunk held beside the codes while building stays small against them at every size."""
+    return max(1, min(_ADD_CHUNK, max(_MIN_ADD_CHUNK, -(-count // 16))))
 
 
 def _reserve_codes(index: faiss.Index, count: int) -> None:
@@ -200,9 +209,10 @@ class DenseIndex:
             index.train(_finite(_as_float32(embeddings[sample], normalize), ids, sample))
         _drop_mapped_pages(embeddings)  # the training sample's pages
         _reserve_codes(index, count)
-        for start in tqdm(range(0, count, _ADD_CHUNK), desc="index", unit="chunk", disable=not show_progress):
-            positions = np.arange(start, min(start + _ADD_CHUNK, count))
-            index.add(_finite(_as_float32(embeddings[start:start + _ADD_CHUNK], normalize), ids, positions))
+        chunk = _add_chunk(count)
+        for start in tqdm(range(0, count, chunk), desc="index", unit="chunk", disable=not show_progress):
+            positions = np.arange(start, min(start + chunk, count))
+            index.add(_finite(_as_float32(embeddings[start:start + chunk], normalize), ids, positions))
             _drop_mapped_pages(embeddings)
         config = {"factory": factory, "metric": metric, "dim": int(dim), "count": int(count),
                   "train_sample": train_sample, "seed": seed, "encoder": encoder,
