@@ -165,18 +165,22 @@ def merge_settings(*layers: Mapping[str, Any] | None) -> dict[str, Any]:
     return merged
 
 
+def read_recipe(recipe: str | Path) -> dict[str, Any]:
+    """The options of the YAML file ``recipe`` (``DataError`` naming the file, and the line where YAML
+    says, when it is malformed or not a mapping)."""
+    try:
+        loaded = parse_yaml(Path(recipe).read_text(encoding="utf-8")) or {}
+    except yaml.YAMLError as error:
+        mark = getattr(error, "problem_mark", None)
+        raise DataError(recipe, f"malformed YAML: {error}", line=mark.line + 1 if mark else None) from None
+    if not isinstance(loaded, dict):
+        raise DataError(recipe, "expected a mapping of options at the top level")
+    return loaded
+
+
 def load_config(cls: type[C], recipe: str | Path | None = None, overrides: list[str] | None = None) -> C:
     """``cls`` from its defaults, then the YAML ``recipe``, then ``key=value`` / ``a.b=value`` overrides."""
-    layers: list[dict[str, Any]] = []
-    if recipe is not None:
-        try:
-            loaded = parse_yaml(Path(recipe).read_text(encoding="utf-8")) or {}
-        except yaml.YAMLError as error:
-            mark = getattr(error, "problem_mark", None)
-            raise DataError(recipe, f"malformed YAML: {error}", line=mark.line + 1 if mark else None) from None
-        if not isinstance(loaded, dict):
-            raise DataError(recipe, "expected a mapping of options at the top level")
-        layers.append(loaded)
+    layers: list[dict[str, Any]] = [read_recipe(recipe)] if recipe is not None else []
     for override in overrides or []:
         key, sep, value = override.partition("=")
         if not sep:

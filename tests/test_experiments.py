@@ -491,9 +491,12 @@ def test_experiments_share_their_common_steps():
                     == settings("decoder_ablation", f"layers-{layers}-span-{span}"))
     for name in ("mlm", "cpdae"):
         assert settings("diagnostics", name) == settings("from_scratch", name)
-    # best_recipe, domain_adaptation and finetune_calibration share the calibrated plain fine-tuning
+    # best_recipe, domain_adaptation and finetune_calibration share the calibrated plain fine-tuning: the
+    # first two name the shipped recipe (config: sentence_encoder), the last spells it out over seedr's
+    # former defaults, and all three resolve to one step
     assert settings("best_recipe", "plain") == settings("domain_adaptation", "none")
-    assert settings("best_recipe", "plain") == settings("finetune_calibration", "script-recipe")
+    assert settings("best_recipe", "plain")["config"] == "sentence_encoder"
+    assert folders("best_recipe", "plain") == folders("finetune_calibration", "script-recipe")
     # negatives_vs_length's recipe run is best_recipe's; its control trains as many steps
     recipe = settings("best_recipe", "minilm-negatives-2-rounds")
     assert settings("negatives_vs_length", "minilm-negatives-2-rounds") == recipe
@@ -569,6 +572,32 @@ def test_steps_are_keyed_on_their_resolved_configuration_and_the_code(monkeypatc
     monkeypatch.setattr(runner_module, "code_fingerprint", lambda: {"version": "0.1.0", "source": "changed"})
     assert folder("finetune", {"train.max_steps": 60}) != as_share
     assert folder("pretrain", {"objective_name": "mlm", "train.max_steps": 5}) != mlm
+
+
+def test_a_step_names_a_shipped_recipe_under_its_settings(tmp_path):
+    """``config: NAME`` in a pretrain or finetune step layers the shipped recipe under the step's settings,
+    as ``--config`` under ``--set``: the recipe's options apply, the step's win, and the step is keyed on
+    what that resolves to — naming the recipe and spelling it out are one step."""
+    from seedr.config import read_recipe
+    from seedr.experiments.runner import step_folder
+    from seedr.experiments.steps import build_step
+    from seedr.recipes import recipe_path
+
+    recipe = read_recipe(recipe_path("sentence_encoder", "finetune"))
+    named = build_step("finetune", {"config": "sentence_encoder", "epochs": 3, "train.seed": 5}, "test")
+    config = named.config()
+    assert (config.pooling, config.scale, config.train.scheduler) == ("mean", 20, "constant")
+    assert (config.epochs, config.train.seed, config.train.batch_size) == (3, 5, recipe["train"]["batch_size"])
+    spelled = build_step("finetune", {**recipe, "epochs": 3, "train": {**recipe["train"], "seed": 5}}, "test")
+    assert step_folder(Path("out"), "finetune", named) == step_folder(Path("out"), "finetune", spelled)
+    pretrain = build_step("pretrain", {"config": "seed", "train.max_steps": 7}, "test").config()
+    assert pretrain.objective_name == read_recipe(recipe_path("seed", "pretrain"))["objective_name"]
+    assert pretrain.train.max_steps == 7
+    mine = tmp_path / "mine.yaml"  # a recipe file of one's own, as --config takes
+    mine.write_text("loss: triplet\n")
+    assert build_step("finetune", {"config": str(mine)}, "test").config().loss == "triplet"
+    with pytest.raises(ValueError, match=r"x\.yaml: conditions\.a\.steps\[0\] finetune\.config: .*no finetune recipe"):
+        build_step("finetune", {"config": "no_such_recipe"}, "x.yaml: conditions.a.steps[0]").config()
 
 
 def test_layered_settings_follow_one_rule_whichever_spelling(tmp_path):

@@ -42,7 +42,10 @@ per combination, ``{var}`` in the name and in every string replaced. Set-up step
 (``--set`` may point a variable at a folder built elsewhere) are not run. Step settings use the keys of the stage's config dataclass
 (``seedr.training.pretrain.PretrainConfig``, ``seedr.training.finetune.FinetuneConfig``; dotted keys
 for nested fields) and are validated against them, so a misspelt or unknown option is an error that
-names the file, the condition and the key before anything runs.
+names the file, the condition and the key before anything runs. A pretrain or finetune step's
+``config: NAME`` puts a shipped recipe (``seedr/recipes/``) or a recipe file under its other settings, as
+``--config`` does for the stage command (``config: sentence_encoder`` is seedr's calibrated fine-tuning
+of MiniLM, which the experiments that fine-tune MiniLM name instead of copying).
 """
 
 from __future__ import annotations

@@ -19,7 +19,7 @@ import shutil
 from pathlib import Path
 from typing import Any, ClassVar
 
-from seedr.config import from_dict, identity, merge_settings
+from seedr.config import from_dict, identity, merge_settings, read_recipe
 from seedr.data.io import atomic_directory, atomic_write
 from seedr.registry import Registry
 
@@ -41,6 +41,9 @@ class ExperimentStep:
     kind: ClassVar[str]
     #: Setting that names the model a step starts from, filled with the previous step's product.
     model_key: ClassVar[str | None] = None
+    #: The stage whose shipped recipes (``seedr.recipes``) the setting ``config`` names, as the stage
+    #: command's ``--config`` does (``settings_over_recipe``); steps of other kinds take no ``config``.
+    recipe_stage: ClassVar[str] = ""
 
     def __init__(self, settings: dict[str, Any], where: str) -> None:
         self.settings = settings
@@ -56,6 +59,23 @@ class ExperimentStep:
         if given is not None:
             return self
         return type(self)(merge_settings(self.settings, {self.model_key: model}), self.where)
+
+    def settings_over_recipe(self) -> dict[str, Any]:
+        """The settings, nested, over the recipe their ``config`` names (a recipe's name or a YAML file,
+        as ``--config``): the stage's defaults, then the recipe, then the settings, as the stage command
+        layers them, so that an experiment names a shipped recipe instead of copying it. The step's
+        folder is keyed on the config this builds, not on the recipe's name."""
+        settings = merge_settings(self.settings)
+        recipe = settings.pop("config", None)
+        if recipe is None:
+            return settings
+        from seedr.recipes import recipe_path
+
+        try:
+            path = recipe_path(recipe, self.recipe_stage)
+        except FileNotFoundError as error:
+            raise ValueError(f"{self.where} {self.kind}.config: {error}") from None
+        return merge_settings(read_recipe(path), settings)
 
     def config(self) -> Any:
         """The stage's config built from the settings: defaults applied, validated (``ValueError`` naming
@@ -96,11 +116,12 @@ class PretrainStep(ExperimentStep):
 
     kind = "pretrain"
     model_key = "model.init"
+    recipe_stage = "pretrain"
 
     def config(self) -> Any:
         from seedr.training.pretrain import PretrainConfig
 
-        config = from_dict(PretrainConfig, merge_settings(self.settings), f"{self.where} pretrain")
+        config = from_dict(PretrainConfig, self.settings_over_recipe(), f"{self.where} pretrain")
         self.objective_config(config)
         return config
 
@@ -129,13 +150,14 @@ class FinetuneStep(ExperimentStep):
 
     kind = "finetune"
     model_key = "model"
+    recipe_stage = "finetune"
 
     def config(self) -> Any:
         from seedr.losses import LOSSES
         from seedr.negatives import NEGATIVES
         from seedr.training.finetune import FinetuneConfig
 
-        config = from_dict(FinetuneConfig, merge_settings(self.settings), f"{self.where} finetune")
+        config = from_dict(FinetuneConfig, self.settings_over_recipe(), f"{self.where} finetune")
         if config.few_shot is not None and len(config.seeds) > 1:
             raise ValueError(f"{self.where} finetune: few-shot with several seeds trains several encoders; give "
                              "one condition per seed (grid: {{seed: [...]}} with train.seed) and average them "
