@@ -158,12 +158,13 @@ def test_static_negatives_mined_by_a_model_with_a_relative_margin(scifact, minil
     as deep once those above 95% of the best positive's score are out."""
     corpus, queries, qrels = _subset(scifact, 8, 150)
     depth = 10
+    # the model being fine-tuned: the miner encodes at its lengths (abstracts cut at 128 tokens, for speed)
+    miner = DualEncoder.from_pretrained(minilm_path, document_max_length=128)
     deep = NEGATIVES.build("static", {"model": str(minilm_path), "depth": 4 * depth, "batch_size": 32}).mine(
-        corpus, queries, qrels, None, "")
+        corpus, queries, qrels, miner, "")
     filtered = NEGATIVES.build("static", {"model": str(minilm_path), "depth": depth, "batch_size": 32,
-                                          "relative_margin": 0.05}).mine(corpus, queries, qrels, None, "")
+                                          "relative_margin": 0.05}).mine(corpus, queries, qrels, miner, "")
     _assert_no_positive(filtered, qrels)
-    miner = DualEncoder.from_pretrained(minilm_path)
     run = miner.rank(corpus, queries, 5, batch_size=32, score_also=positives(qrels))
     for qid, judged in qrels.items():
         assert set(judged) <= set(run[qid])  # every positive scored, in the top 5 or not
