@@ -23,7 +23,8 @@ from pathlib import Path
 
 import numpy as np
 from bench_search import recall
-from common import Goal, Section, Table, best_of, in_fresh_process, iter_wiki_passages, main, nq_questions, number, ratio
+from common import (Goal, Section, Table, best_of, in_fresh_process, iter_wiki_passages, main, nq_questions, number,
+                    process_memory_mib, ratio)
 
 #: The encode folder measured at full size.
 EMBEDDINGS_VARIABLE = "SEEDR_INDEX_EMBEDDINGS"
@@ -53,17 +54,6 @@ def tiny_embeddings(out: Path) -> Path:
 
     return encode_corpus_to_shards(TextEncoder("minilm"), itertools.islice(iter_wiki_passages(), 24), out,
                                    shard_size=10, show_progress=False)
-
-
-def resident_mib() -> dict[str, float]:
-    """``VmHWM`` and ``RssAnon`` of this process, MiB."""
-    values = {}
-    with open("/proc/self/status") as status:
-        for line in status:
-            name = line.split(":")[0]
-            if name in ("VmHWM", "RssAnon"):
-                values[name] = int(line.split()[1]) / 1024
-    return values
 
 
 def build_child(embeddings: str, factory: str, train_sample: int | None, out: str, threads: int) -> float:
@@ -99,7 +89,7 @@ def search_child(index_dir: str, queries: str, k: int, parameter: str, values: t
             index.set_search_parameters(**{parameter: value})
         seconds, (_, positions) = best_of(3, lambda: index.index.search(vectors, k))
         results.append((value, seconds, positions))
-    return results, resident_mib()
+    return results, process_memory_mib("VmHWM", "RssAnon")
 
 
 def folder_bytes(folder: Path) -> int:

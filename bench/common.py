@@ -267,6 +267,21 @@ def best_of(repeats: int, function: Callable[[], Any]) -> tuple[float, Any]:
     return best, result
 
 
+def process_memory_mib(*fields: str) -> dict[str, float]:
+    """Memory ``fields`` of this process's ``/proc/self/status`` (``VmHWM``, ``VmRSS``, ``RssAnon`` ...) in
+    MiB; those the kernel does not report are absent (an empty mapping off Linux)."""
+    values = {}
+    try:
+        with open("/proc/self/status") as status:
+            for line in status:
+                name, _, value = line.partition(":")
+                if name in fields:
+                    values[name] = int(value.split()[0]) / 1024  # reported in kB
+    except OSError:
+        pass
+    return values
+
+
 def peak_rss_mib() -> float:
     """This process's peak resident memory in MiB: ``VmHWM`` of ``/proc/self/status``.
 
@@ -274,11 +289,8 @@ def peak_rss_mib() -> float:
     (``exec`` saves the old address space's peak into the new process's rusage), so a process started
     by a big parent would report the parent's peak. ``VmHWM`` belongs to the new address space alone.
     """
-    try:
-        with open("/proc/self/status") as status:
-            return next(int(line.split()[1]) for line in status if line.startswith("VmHWM:")) / 1024
-    except (OSError, StopIteration):
-        return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # KiB on Linux
+    peak = process_memory_mib("VmHWM").get("VmHWM")
+    return peak if peak is not None else resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # KiB
 
 
 def _peak_rss_child(function: Callable[..., Any], args: tuple) -> tuple[Any, float]:
