@@ -253,10 +253,6 @@ def nq_questions(count: int) -> list[str]:
 # ----------------------------------------------------------------------------------- measuring
 
 
-def per_second(count: float, seconds: float) -> float:
-    return count / seconds if seconds > 0 else float("inf")
-
-
 def best_of(repeats: int, function: Callable[[], Any]) -> tuple[float, Any]:
     """The shortest of ``repeats`` timed calls (the least disturbed by other work) and the last result."""
     best, result = float("inf"), None

@@ -81,13 +81,5 @@ def objective_step(name: str, shape: Shape, span: int | None = 2, decoder_layers
     return TRAINING_FACTOR * forward
 
 
-def bi_encoder_step(query_tokens: int, document_tokens: int, layers: int, hidden: int, intermediate: int,
-                    query_length: float, document_length: float) -> float:
-    """A fine-tuning step of a shared encoder over queries and documents (pooling and scores omitted)."""
-    forward = layers * (layer_forward(query_tokens, hidden, intermediate, query_length)
-                        + layer_forward(document_tokens, hidden, intermediate, document_length))
-    return TRAINING_FACTOR * forward
-
-
 def matmul(m: int, k: int, n: int) -> float:
     return 2.0 * m * k * n

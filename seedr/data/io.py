@@ -470,7 +470,7 @@ def output_lock(path: str | os.PathLike) -> Iterator[Path]:
             lock.unlink(missing_ok=True)
 
 
-def write_jsonl(path: str | os.PathLike, records: "Iterator[dict[str, Any]] | list[dict[str, Any]]") -> int:
+def write_jsonl(path: str | os.PathLike, records: Iterator[dict[str, Any]] | list[dict[str, Any]]) -> int:
     """Atomically write records as JSON lines; returns how many were written."""
     count = 0
     with atomic_write(path) as stream:
