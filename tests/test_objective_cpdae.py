@@ -112,7 +112,7 @@ def test_js_divergence_is_safe_symmetric_zero_on_equal_and_bounded(tokenizer, ex
 def test_pairwise_js_matches_pairs_in_values_and_gradients(tokenizer, examples):
     """Blocked with an analytic gradient = autograd through ``js_divergence`` pair by pair: on bags of
     words (mostly zeros) in value, with finite gradients; on the decoder's distributions (sigmoid, never
-    zero) in value and gradient, in float64 and float32."""
+    zero) in value and gradient, in float64 and float32, between two sets and of one set with itself."""
     base = bag_of_words_distributions(examples[:6], len(tokenizer)).requires_grad_()
     blocked = pairwise_js_divergence(base, base, block_elements=len(tokenizer) * 6 * 2)  # 3 blocks of 2 rows
     torch.testing.assert_close(blocked, torch.stack([torch.stack([js_divergence(a, b) for b in base]) for a in base]))
@@ -130,6 +130,13 @@ def test_pairwise_js_matches_pairs_in_values_and_gradients(tokenizer, examples):
         expected = torch.autograd.grad((direct * weights.to(dtype)).sum(), (p, q))
         for got, want in zip(gradients, expected):
             torch.testing.assert_close(got, want)
+        # q is p: each pair computed once (the upper triangle), both entries' gradients still reach p
+        square = torch.randn(6, 6, generator=generator, dtype=torch.float64).to(dtype)  # not symmetric
+        symmetric = pairwise_js_divergence(p, p, block_elements=len(tokenizer) * 6 * 4)  # blocks of 4 and 2 rows
+        direct = torch.stack([torch.stack([js_divergence(a, b) for b in p]) for a in p])
+        torch.testing.assert_close(symmetric, direct)
+        torch.testing.assert_close(torch.autograd.grad((symmetric * square).sum(), p)[0],
+                                   torch.autograd.grad((direct * square).sum(), p)[0])
 
 
 def test_contrastive_loss_falls_when_the_two_views_agree(tokenizer, examples):

@@ -58,9 +58,16 @@ def parameter_groups(model: nn.Module, weight_decay: float) -> list[dict[str, An
 
 
 def build_optimizer(model: nn.Module, config: OptimizerSettings) -> torch.optim.AdamW:
-    """AdamW over :func:`parameter_groups` with the config's learning rate, betas and ε."""
+    """AdamW over :func:`parameter_groups` with the config's learning rate, betas and ε.
+
+    torch's fused implementation (one kernel per parameter, on CPUs as on GPUs), the default of Hugging
+    Face's ``Trainer`` (``optim="adamw_torch_fused"``) and so of sentence-transformers' trainer: the same
+    update as the multi-tensor one, without its passes of temporaries over every parameter: on the
+    2-core development CPU, 21 ms a step against 125 ms for the 18M parameters of BERT-mini with
+    CPDAE's decoder, about 5% of that objective's step (issue 24).
+    """
     return torch.optim.AdamW(parameter_groups(model, config.weight_decay), lr=config.learning_rate,
-                             betas=(config.adam_beta1, config.adam_beta2), eps=config.adam_epsilon)
+                             betas=(config.adam_beta1, config.adam_beta2), eps=config.adam_epsilon, fused=True)
 
 
 def build_scheduler(optimizer: torch.optim.Optimizer, config: OptimizerSettings) -> torch.optim.lr_scheduler.LambdaLR:
