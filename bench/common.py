@@ -301,6 +301,24 @@ def in_fresh_process(function: Callable[..., Any], *args: Any) -> tuple[Any, flo
         return pool.submit(_peak_rss_child, function, args).result()
 
 
+def _system_child(function: Callable[..., Any], args: tuple, threads: int, seedr: bool) -> Any:
+    if seedr:
+        from seedr.allocator import keep_freed_memory
+
+        keep_freed_memory()
+    set_threads(threads)
+    return function(*args)
+
+
+def system_in_fresh_process(function: Callable[..., Any], *args: Any, threads: int, seedr: bool) -> Any:
+    """``function(*args)``, the measurement of one benchmarked system, alone in a new process with
+    ``threads`` threads, so that no system inherits another's heap or allocator state. A seedr system's
+    process starts as the ``seedr`` command starts (its allocator policy, ``seedr.allocator``, applied
+    before the run allocates): seedr as its users run it; the others with the platform's allocator, as
+    theirs run."""
+    return in_fresh_process(_system_child, function, args, threads, seedr)[0]
+
+
 # ----------------------------------------------------------------------------------- formatting
 
 
