@@ -301,22 +301,23 @@ def in_fresh_process(function: Callable[..., Any], *args: Any) -> tuple[Any, flo
         return pool.submit(_peak_rss_child, function, args).result()
 
 
-def _system_child(function: Callable[..., Any], args: tuple, threads: int, seedr: bool) -> Any:
-    if seedr:
-        from seedr.allocator import keep_freed_memory
+def _system_child(function: Callable[..., Any], args: tuple, threads: int, keep_freed_memory: bool) -> Any:
+    if keep_freed_memory:
+        from seedr.allocator import keep_freed_memory as apply_policy
 
-        keep_freed_memory()
+        apply_policy()
     set_threads(threads)
     return function(*args)
 
 
-def system_in_fresh_process(function: Callable[..., Any], *args: Any, threads: int, seedr: bool) -> Any:
+def system_in_fresh_process(function: Callable[..., Any], *args: Any, threads: int, keep_freed_memory: bool) -> Any:
     """``function(*args)``, the measurement of one benchmarked system, alone in a new process with
-    ``threads`` threads, so that no system inherits another's heap or allocator state. A seedr system's
-    process starts as the ``seedr`` command starts (its allocator policy, ``seedr.allocator``, applied
-    before the run allocates): seedr as its users run it; the others with the platform's allocator, as
-    theirs run."""
-    return in_fresh_process(_system_child, function, args, threads, seedr)[0]
+    ``threads`` threads, so that no system inherits another's heap or allocator state.
+    ``keep_freed_memory`` starts the process as the ``seedr`` command starts (its allocator policy,
+    ``seedr.allocator``, applied before the run allocates): seedr's systems run so, as its users run
+    them; the others with the platform's allocator, as theirs run (and, where a row says so, with
+    seedr's policy too, to show its share)."""
+    return in_fresh_process(_system_child, function, args, threads, keep_freed_memory)[0]
 
 
 # ----------------------------------------------------------------------------------- formatting
