@@ -17,7 +17,8 @@ them with the title), so both tokenise the same strings.
   ``Trainer``, as ``seedr finetune --loss nll`` runs them (checkpoint writing left out).
 
 Each run is alone in a fresh process; seedr's starts as the ``seedr`` command does, with its allocator
-policy (``seedr.allocator``; ``common.system_in_fresh_process``). Examples/s is counted over the steps after the warm-up, from the end of one step to the end of the last.
+policy (``seedr.allocator``; ``common.system_in_fresh_process``). Examples/s is counted over the steps
+after the warm-up, from the end of one step to the end of the last.
 """
 
 from __future__ import annotations
