@@ -39,7 +39,7 @@ FACTORIES = {"float32 (Flat)": "Flat", "float16 (SQfp16)": "SQfp16"}
 
 def sizes(tiny: bool) -> dict[str, object]:
     if tiny:
-        return {"encode": [8, 16, 24], "index": [16, 20, 24], "pq": "IVF2,PQ8x4np", "batch": 8}
+        return {"encode": [4, 6, 8], "index": [16, 20, 24], "pq": "IVF2,PQ8x4np", "batch": 4}
     return {"encode": [1000, 2000, 4000], "index": [5000, 10000, 20000], "pq": "IVF512,PQ48np", "batch": 64}
 
 
@@ -101,8 +101,8 @@ def run(tiny: bool, threads: int) -> Section:
     cpu_rate = matmul_rate(256 if tiny else 2048, torch.bfloat16 if bf16 else torch.float32)
 
     section = Section("memory", "6. Memory and scale", [
-        ("peak RSS (VmHWM; ru_maxrss would carry the parent's peak) of a fresh process per measurement: "
-         "interpreter, imports and model included"),
+        ("peak RSS (VmHWM; ru_maxrss would carry the parent's peak) of a fresh process per measurement, forked "
+         "from a server that has only imported the libraries: interpreter, imports and model included"),
         (f"encode: seedr's encode_corpus_to_shards, MiniLM, {precision}, batch {size['batch']}, title [SEP] text, "
         f"shards of {SHARD_SIZE:,}; index: DenseIndex.build over memory-mapped float32 MiniLM embeddings (384 dims)"),
         (f"measured {'bf16' if bf16 else 'float32'} matmul rate of this CPU: {number(cpu_rate)} GFLOP/s; "

@@ -11,6 +11,7 @@ its numbers mean nothing.
 from __future__ import annotations
 
 import argparse
+import functools
 import importlib.metadata
 import itertools
 import json
@@ -294,10 +295,27 @@ def _peak_rss_child(function: Callable[..., Any], args: tuple) -> tuple[Any, flo
     return result, peak_rss_mib()
 
 
+#: The libraries a measurement's process has imported before it starts (below).
+PRELOADED = ["numpy", "torch", "transformers", "sentence_transformers", "faiss", "seedr.training.trainer", "common"]
+
+
+@functools.cache
+def _fresh_processes() -> multiprocessing.context.BaseContext:
+    """Where fresh processes come from: forked from a server that has imported ``PRELOADED`` and done
+    nothing else (``forkserver``), so that every process starts with an untouched heap, allocator and
+    thread pool, as a new ``spawn`` process would, without importing torch and transformers again: 8 s a
+    process on the 2-core CPU with another job beside it, 0.1 s forked (a full ``make bench`` starts
+    dozens; its tiny run in the test suite spent most of its time so)."""
+    context = multiprocessing.get_context("forkserver")
+    context.set_forkserver_preload(PRELOADED)
+    return context
+
+
 def in_fresh_process(function: Callable[..., Any], *args: Any) -> tuple[Any, float]:
     """Run ``function(*args)`` (a module-level function) in a new Python process; returns its result
-    and that process's peak resident memory in MiB (interpreter and imports included)."""
-    with ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn")) as pool:
+    and that process's peak resident memory in MiB (interpreter and imports included, those inherited
+    from the server as far as the process maps them)."""
+    with ProcessPoolExecutor(1, mp_context=_fresh_processes()) as pool:
         return pool.submit(_peak_rss_child, function, args).result()
 
 
