@@ -20,7 +20,7 @@ test-slow: $(VENV)/.installed
 	$(PY) -m pytest -m slow
 
 # seedr against what users would otherwise run, each comparison within one run (bench/*.py docstrings);
-# writes docs/bench/results.md and results.json (about 20 minutes on the 2-core development machine).
+# writes docs/bench/results.md and results.json (53 minutes on the 2-core AVX2 CPU, float32).
 bench: $(VENV)/.installed
 	$(PY) bench/run.py
 	$(PY) bench/bench_significance.py --out docs/bench/significance.md

@@ -59,6 +59,7 @@ def run(tiny: bool, threads: int) -> Section:
     import bm25s
     import faiss
 
+    from seedr.hardware import native_bf16
     from seedr.retrieval.bm25 import BM25Index
     from seedr.retrieval.encode import TextEncoder
     from seedr.retrieval.faiss_index import DenseIndex
@@ -103,8 +104,10 @@ def run(tiny: bool, threads: int) -> Section:
     raw_seconds, _ = best_of(1 if tiny else 2, lambda: bm25.retriever.retrieve(tokens, k=min(k, len(ids)),
                                                                                  show_progress=False, n_threads=threads))
 
+    # the encoding benchmark's bf16 vectors where this CPU computes bf16 natively, else float32 (common.wiki_embeddings)
+    vectors_precision = "bf16" if native_bf16("cpu") else "float32"
     section = Section("search", "5. Search", [
-        (f"corpus: {len(ids):,} wiki passages (all the encoding benchmark encoded: seedr, bf16), MiniLM, 384 dims, "
+        (f"corpus: {len(ids):,} wiki passages encoded by seedr ({vectors_precision}), MiniLM, 384 dims, "
         f"inner product; queries: {len(questions):,} NQ-open dev questions; top {k}"),
         (f"faiss {faiss.__version__}, {threads} threads, all queries in one search call, best of 3; "
         "recall against Flat's exact top k"),
