@@ -20,6 +20,7 @@ from seedr.data.io import DataError
 from seedr.data.queries import read_qrels
 from seedr.experiments.results import chance_floor, claims_table, readme_claims
 from seedr.experiments.spec import SCALES, experiments_dir, load_experiment
+from seedr.hardware import native_bf16
 from seedr.retrieval.runs import read_trec_run
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -229,6 +230,9 @@ def test_tiny_experiment_report_results_and_verify(tiny_run):
     assert not re.search(r"""(src|href)=["'](?!data:|#)""", page)  # no external reference at all
 
     results = json.loads((report / "results.json").read_text())
+    bf16 = native_bf16("cpu")  # auto precision trains in bf16 only there: the report says which CPU it was
+    assert results["machine"]["cpu_native_bf16"] is bf16
+    assert f"CPU {'with' if bf16 else 'without'} native bf16" in markdown
     systems = results["tasks"]["scifact"]["systems"]
     assert set(systems) == {"bm25", "zeroshot", "finetuned", "dense"}
     assert systems["bm25"]["nDCG@10"]["mean"] > 0.3  # BM25 is strong on SciFact
