@@ -139,15 +139,15 @@ def run(tiny: bool, threads: int) -> Section:
         def seedr(chunk: list[str]) -> np.ndarray:
             return encoder.encode(chunk, batch, show_progress=True)
 
-        timed, rates, passage_vectors = texts[:size["timed"]], {}, {}
+        timed, rates, timed_vectors = texts[:size["timed"]], {}, {}
         for name, encode in (("seedr", seedr), ("int8", int8)):
             encode(texts[:batch])  # warm-up
             started = time.perf_counter()
-            passage_vectors[name] = encode(timed)
+            timed_vectors[name] = encode(timed)
             rates[name] = len(timed) / (time.perf_counter() - started)
         vectors = {"seedr": (wiki_embeddings(len(texts)), seedr(questions)),
-                   "int8": (np.concatenate([passage_vectors["int8"], int8(texts[len(timed):])]), int8(questions))}
-        if (vectors["seedr"][0][:len(timed)] * passage_vectors["seedr"]).sum(1).min() < 0.99:  # unit vectors
+                   "int8": (np.concatenate([timed_vectors["int8"], int8(texts[len(timed):])]), int8(questions))}
+        if (vectors["seedr"][0][:len(timed)] * timed_vectors["seedr"]).sum(1).min() < 0.99:  # unit vectors
             raise SystemExit("the search benchmark's passage vectors are not seedr's encoder's")
 
     cosine = (vectors["seedr"][0] * vectors["int8"][0]).sum(1)
