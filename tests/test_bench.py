@@ -45,7 +45,10 @@ def test_every_benchmark_runs_at_tiny_size_and_writes_well_formed_results(tmp_pa
             assert f"| {section['title']} | {goal['goal']} | {goal['measured']} | {goal['status']} |" in markdown
     # every goal of the issue has its row
     assert len(sections["pretrain"]["goals"]) == 3
-    assert len(sections["ceiling"]["goals"]) == len(sections["encode"]["goals"]) == 2  # float32 and bf16
+    assert len(sections["ceiling"]["goals"]) == 3 and len(sections["encode"]["goals"]) == 2  # float32 and bf16
+    profiles = sections["ceiling"]["data"]["profile_seconds"]  # one profiled training step per precision
+    assert set(profiles) == {"float32", "bf16"}
+    assert all(profile["matrix products"] > 0 and sum(profile.values()) > 0 for profile in profiles.values())
     assert len(sections["finetune"]["goals"]) == len(sections["search"]["goals"]) == len(sections["int8"]["goals"]) == 1
     assert len(sections["memory"]["goals"]) == 1 and len(sections["index_scale"]["goals"]) == 2
 
