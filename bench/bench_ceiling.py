@@ -2,12 +2,13 @@
 
 Measures ``torch.matmul`` of two square matrices in float32 and bfloat16 (the best of a few runs:
 the machine's attainable peak), then the BERT-base encoder's forward pass (``BertModel``, inference,
-batch × 512 tokens of real Wikipedia text) and a seedr ``mlm`` training step (forward, backward, AdamW)
-at the same shape, each in float32 and under bf16 autocast, all in this one run. FLOPs are counted
-analytically (``bench/flops.py``: matrix products only), so the fractions are lower bounds. One more
-training step per precision runs under ``torch.profiler``: its operators' own time, grouped by kind
-(matrix products, attention, casts, the optimizer, ...), says where the step's time goes beyond the
-matrix products the fraction counts (issue 24 §2: a bf16 step at 38% of the bf16 matmul rate).
+batch × 512 tokens of real Wikipedia text) and a seedr ``mlm`` training step (forward, backward and
+seedr's optimiser, ``build_optimizer``'s fused AdamW, as the trainer runs it) at the same shape, each
+in float32 and under bf16 autocast, all in this one run. FLOPs are counted analytically
+(``bench/flops.py``: matrix products only), so the fractions are lower bounds. One more training step
+per precision runs under ``torch.profiler``: its operators' own time, grouped by kind (matrix products,
+attention, casts, the optimizer, ...), says where the step's time goes beyond the matrix products the
+fraction counts (issue 24 §2: a bf16 step at 38% of the bf16 matmul rate).
 """
 
 from __future__ import annotations
@@ -47,9 +48,9 @@ OPERATOR_KINDS = (
     ("layer norm", ("layer_norm",)),
     ("softmax and cross-entropy", ("softmax", "nll_loss", "cross_entropy")),
     ("embedding and indexing", ("embedding", "index", "gather", "scatter", "masked_select", "nonzero")),
-    ("element-wise (GELU, dropout, add, ...)", ("gelu", "dropout", "aten::add", "aten::mul", "aten::div",
-                                               "aten::sub", "aten::where", "masked_fill", "aten::sum",
-                                               "aten::fill_", "aten::zero", "aten::bernoulli")),
+    ("dropout's random masks (bernoulli)", ("dropout", "aten::bernoulli")),
+    ("element-wise (GELU, add, ...)", ("gelu", "aten::add", "aten::mul", "aten::div", "aten::sub",
+                                      "aten::where", "masked_fill", "aten::sum", "aten::fill_", "aten::zero")),
 )
 
 
@@ -90,6 +91,8 @@ def run(tiny: bool, threads: int) -> Section:
 
     from seedr.modeling.encoder import build_encoder, load_tokenizer
     from seedr.objectives.mlm import MaskedLanguageModel
+    from seedr.training.optim import build_optimizer
+    from seedr.training.trainer import TrainConfig
 
     shape = shapes(tiny)
     tokenizer = load_tokenizer("minilm")
@@ -105,7 +108,7 @@ def run(tiny: bool, threads: int) -> Section:
                                 shape["forward_batch"], shape["length"])
     train_shape = flops.Shape(shape["layers"], shape["hidden"], 4 * shape["hidden"], len(tokenizer),
                               shape["train_batch"], shape["length"])
-    optimizer = torch.optim.AdamW(objective.parameters(), lr=1e-4)
+    optimizer = build_optimizer(objective, TrainConfig(learning_rate=1e-4))
     rows, achieved, profiles, top_operators = [], {}, {}, {}
     for precision in measured:
         encoder.eval()
@@ -148,8 +151,8 @@ def run(tiny: bool, threads: int) -> Section:
         f"{threads} threads"),
         (f"encoder forward: BERT {name}, batch {shape['forward_batch']} × {shape['length']} tokens (wiki text), "
         "inference mode, best of the timed runs"),
-        (f"training step: seedr mlm (forward, backward, AdamW) on BERT {name}, batch {shape['train_batch']} × "
-        f"{shape['length']}"),
+        (f"training step: seedr mlm (forward, backward, seedr's fused AdamW) on BERT {name}, batch "
+         f"{shape['train_batch']} × {shape['length']}; dropout 0.1 as BERT"),
         "GFLOP/s from analytic FLOPs (matrix products only), fraction = of the same precision's matmul rate",
     ])
     section.tables.append(Table("GFLOP/s and fraction of the matmul rate",

@@ -73,3 +73,18 @@ def test_every_benchmark_runs_at_tiny_size_and_writes_well_formed_results(tmp_pa
     assert scale["search"][0] == {"setting": "Flat", "queries_per_second": scale["search"][0]["queries_per_second"],
                                   "recall_vs_flat": 1.0}
     assert scale["memory_mapped"]["same_results"]  # memory-mapped search finds what the loaded index finds
+
+
+def test_profiled_operators_are_grouped_by_kind(monkeypatch) -> None:
+    """The ceiling's profile names where a step's time goes: each operator falls in the kind it is."""
+    monkeypatch.syspath_prepend(str(REPOSITORY / "bench"))
+    from bench_ceiling import operator_kind
+
+    assert {name: operator_kind(name) for name in ("aten::mm", "aten::addmm", "aten::bmm")} == dict.fromkeys(
+        ("aten::mm", "aten::addmm", "aten::bmm"), "matrix products")
+    assert operator_kind("aten::bernoulli_") == operator_kind("aten::native_dropout") == \
+        "dropout's random masks (bernoulli)"
+    assert operator_kind("aten::_fused_adamw_") == operator_kind("Optimizer.step#AdamW.step") == "optimizer (AdamW)"
+    assert operator_kind("aten::add") == operator_kind("aten::gelu") == "element-wise (GELU, add, ...)"
+    assert operator_kind("aten::_to_copy") == "casts and copies"
+    assert operator_kind("aten::view") == "other"
