@@ -10,8 +10,8 @@
 # Resumable across interruptions and sessions: run it again and finished steps are skipped (each leaves
 # its output, written atomically), while the encoding goes on from its last complete shard of 10,000
 # passages (`seedr encode` checks the shards against the corpus and the encoder). The encoding is the
-# long part: hours on a 2-core CPU (bench/bench_int8.py measured 25.8 passages/s in float32 on the AVX2
-# CPU). Large outputs (passages, vectors, indexes, runs) go to $RUNS (runs/whole-wikipedia) and are never
+# long part: 67 minutes in bf16 on the 2-core CPU with native bf16 (times.txt), hours in float32 on an
+# AVX2 one (bench/bench_int8.py measured 25.8 passages/s there). Large outputs (passages, vectors, indexes, runs) go to $RUNS (runs/whole-wikipedia) and are never
 # committed; the tables, timings and counts are written beside this script ($RESULTS elsewhere).
 set -euo pipefail
 D=${SHARED_DATA:-../shared/data}
