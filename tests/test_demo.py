@@ -39,7 +39,7 @@ def test_demo_end_to_end_tiny(tmp_path):
     assert (out / "reports" / "demo" / "report.html").exists()
     # SEED and MLM continue the seedr base, then fine-tune
     pretrained, finetuned = results["steps"]["base→SEED→FT"]
-    assert "models/seedr-base" in (Path(pretrained) / "config.yaml").read_text()
+    assert "seedr-base" in (Path(pretrained) / "config.yaml").read_text()
     for folder in (pretrained, finetuned):
         assert (Path(folder) / "encoder" / "model.safetensors").exists()
     assert len(list((out / "retrieval").glob("heldout-*/run.trec"))) == 6

@@ -480,7 +480,7 @@ def test_experiments_share_their_common_steps():
     assert ablation["model"] == seed["model"] and ablation["objective"] == seed["objective"]
     # every from-scratch experiment reads the committed vocabulary of the seedr base: none trains its own
     # (tokenizers' WordPiece trainer is not deterministic, huggingface/tokenizers#1794)
-    assert seed["model"]["tokenizer"] == "models/seedr-base"
+    assert seed["model"]["tokenizer"] == "seedr-base"
     for name in ("from_scratch", "decoder_ablation", "cpdae_variants", "few_shot", "diagnostics"):
         assert not any("tokenizer_vocab" in spec.settings for spec in load_experiment(name).setup.values()), name
     # cpdae_variants' SEED-Encoder is the ablation's 3-layer, span-2 run, fine-tuned alike
@@ -909,7 +909,16 @@ claims:
 """
 
 
-def test_runner_records_chance_bm25_and_floor(tmp_path, scifact_slice, monkeypatch):
+@pytest.fixture
+def stub_models(tmp_path, monkeypatch):
+    """The stub runs' models are folders (a model the install cannot reach is refused when the file is
+    read); their runs are stubbed, so the folders stay empty."""
+    for name in ("oracle", "shuffled"):
+        (tmp_path / name).mkdir()
+    monkeypatch.chdir(tmp_path)
+
+
+def test_runner_records_chance_bm25_and_floor(tmp_path, scifact_slice, monkeypatch, stub_models):
     """Without a BM25 condition the runner runs BM25 once as the floor's reference (stubbed here, as the
     dense runs are: no model is loaded): results.json and the report carry each task's chance level,
     BM25 and floor, and the claim is judged against it."""
@@ -1019,7 +1028,7 @@ conditions:""", """    metrics: [nDCG@10, R@100]
 conditions:""").replace("  oracle: {retrieve: {model: oracle}}", "  oracle: {retrieve: {model: oracle}, tasks: [scifact]}")
 
 
-def test_a_condition_scored_on_some_tasks_only(tmp_path, scifact_slice, monkeypatch):
+def test_a_condition_scored_on_some_tasks_only(tmp_path, scifact_slice, monkeypatch, stub_models):
     """``tasks:`` on a condition (ReQA's 1% model scored on the 1% split alone): it is retrieved and
     tabled on those tasks only, the others' tables go on without it."""
     from seedr.experiments.runner import run_experiment
@@ -1055,6 +1064,21 @@ def test_condition_tasks_are_validated(tmp_path, change, message):
     bad.write_text(TWO_TASKS.replace(*change))
     result = runner.invoke(app, ["experiment", str(bad), "--scale", "paper", "--set", "data=x"])
     assert result.exit_code != 0 and re.search(message, result.output.replace("\n", " ")), result.output
+
+
+def test_a_model_no_install_can_reach_is_refused_at_every_scale(tmp_path, stub_models):
+    """A file naming a model folder that exists only in some checkout is refused when it is read, the
+    paper scale (validated, never run) included; the built-in names reach the packaged models."""
+    bad = tmp_path / "experiments" / "bad.yaml"
+    bad.parent.mkdir()
+    bad.write_text(STUB_RUNS.replace("{model: oracle}", "{model: models/seedr-base}"))
+    result = runner.invoke(app, ["experiment", str(bad), "--scale", "paper", "--set", "data=x"])
+    assert result.exit_code == 1, result.output
+    assert "conditions.oracle.retrieve: model: 'models/seedr-base' is neither a built-in model (minilm, seedr-base) " \
+           "nor a folder here" in " ".join(result.output.split())
+    bad.write_text(STUB_RUNS.replace("{model: oracle}", "{model: seedr-base}"))
+    valid = runner.invoke(app, ["experiment", str(bad), "--scale", "paper", "--set", "data=x"])
+    assert valid.exit_code == 0 and "paper scale is valid" in valid.output, valid.output
 
 
 def test_reqa_split_setup_step_writes_the_folder_fine_tuning_and_reqa_read(shared_data, tmp_path):

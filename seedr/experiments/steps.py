@@ -555,6 +555,36 @@ def build_step(kind: str, settings: dict[str, Any], where: str) -> ExperimentSte
     return STEPS.get(kind)(settings, where)
 
 
+#: Settings that name a model or tokenizer to load, where an experiment's steps and retrievals take one.
+MODEL_SETTINGS = ("model", "model.init", "model.tokenizer", "negative_options.model")
+
+
+def _flatten(settings: dict[str, Any], prefix: str = "") -> dict[str, Any]:
+    """Nested settings as dotted keys (``{"model": {"init": x}}`` → ``{"model.init": x}``)."""
+    flat: dict[str, Any] = {}
+    for key, value in settings.items():
+        if isinstance(value, dict):
+            flat.update(_flatten(value, f"{prefix}{key}."))
+        else:
+            flat[f"{prefix}{key}"] = value
+    return flat
+
+
+def _check_models_reachable(settings: dict[str, Any], where: str) -> None:
+    """Refuse a model or tokenizer that this install cannot reach — neither a built-in name (``minilm``,
+    ``seedr-base``) nor an existing folder — when the file is read, at every scale (a paper scale is only
+    validated, so this is where it learns that ``models/x`` exists only in some checkout). Placeholders
+    (``{conditions.X}``) and a step's own chain are filled at run time and not checked here."""
+    from seedr.modeling.encoder import BUILTIN_MODELS
+
+    for key, value in _flatten(merge_settings(settings)).items():
+        if key not in MODEL_SETTINGS or not isinstance(value, str) or "{" in value or value in BUILTIN_MODELS:
+            continue
+        if not Path(value).expanduser().is_dir():
+            raise ValueError(f"{where}: {key}: {value!r} is neither a built-in model "
+                             f"({', '.join(sorted(BUILTIN_MODELS))}) nor a folder here")
+
+
 def validate(experiment: Any) -> None:
     """Check every step, retrieval and task of a resolved experiment; raise on the first problem."""
     from seedr.experiments.tasks import TASKS, FuseConfig, RetrieveConfig, fuses
@@ -640,6 +670,12 @@ def validate(experiment: Any) -> None:
             raise ValueError(f"{field}: queries must be a positive number of queries, got {study.queries!r}")
     if experiment.test not in ("permutation", "ttest"):
         raise ValueError(f"{where}: test must be permutation or ttest")
+    # last: the structure's errors come first; then what this install can load
+    for condition in experiment.conditions.values():
+        for index, step in enumerate(condition.steps):
+            _check_models_reachable(step.settings, f"{where}: conditions.{condition.name}.steps[{index}]")
+        if isinstance(condition.retrieve, dict):
+            _check_models_reachable(condition.retrieve, f"{where}: conditions.{condition.name}.retrieve")
 
 
 def _validate_fusion(experiment: Any, condition: Any, config: Any) -> None:

