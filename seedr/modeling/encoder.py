@@ -126,14 +126,62 @@ def build_encoder(vocab_size: int, hidden_size: int = 768, num_hidden_layers: in
     return BertModel(config, add_pooling_layer=False)
 
 
+#: The safetensors metadata key that marks a folder's BERT pooler as seedr's placeholder (``save_encoder``).
+PLACEHOLDER_POOLER = "seedr_placeholder_pooler"
+#: BERT's pooler (``BertPooler``: dense → tanh on [CLS]) as ``BertModel`` names it in a checkpoint.
+POOLER_KEYS = ("pooler.dense.weight", "pooler.dense.bias")
+
+
+def add_placeholder_pooler(folder: str | os.PathLike) -> bool:
+    """Add BERT's pooler, as an unused placeholder, to the ``model.safetensors`` of a saved BERT encoder
+    that has none (seedr's: ``build_encoder`` makes them with ``add_pooling_layer=False``); returns whether
+    it did. Every other tensor is kept byte for byte.
+
+    ``AutoModel.from_pretrained`` (and so ``SentenceTransformer``) builds ``BertModel`` with its pooler
+    whatever the checkpoint holds, and reports pooler weights the checkpoint lacks as MISSING, "newly
+    initialized ... Consider training on your downstream task": an alarm at every load of a seedr encoder,
+    though no seedr embedding reads the pooler (sentence-transformers pools the token states,
+    ``1_Pooling/``). transformers offers no checkpoint-side way to build ``BertModel`` without it
+    (``add_pooling_layer`` is an argument of the call, ``_keys_to_ignore_on_load_missing`` a class
+    attribute), so the folder carries one: weight = identity, bias = 0, so that ``pooler_output`` is
+    ``tanh`` of the [CLS] vector rather than a random projection of it. It is marked in the file's
+    metadata (``PLACEHOLDER_POOLER``), and ``load_encoder`` leaves it out, so training never sees it.
+    """
+    from safetensors import safe_open
+    from safetensors.torch import load_file, save_file
+
+    folder = Path(folder)
+    file = folder / "model.safetensors"
+    config = json.loads((folder / "config.json").read_text(encoding="utf-8"))
+    if config.get("model_type") != "bert" or not file.exists():
+        return False
+    with safe_open(str(file), framework="pt") as weights:
+        metadata = weights.metadata() or {"format": "pt"}
+        names = set(weights.keys())  # noqa: SIM118 (safe_open is not a mapping)
+    if names & set(POOLER_KEYS):
+        return False
+    tensors = load_file(str(file))
+    dtype = next(tensor.dtype for tensor in tensors.values() if tensor.is_floating_point())
+    hidden = config["hidden_size"]
+    tensors[POOLER_KEYS[0]] = torch.eye(hidden, dtype=dtype)  # (H, H)
+    tensors[POOLER_KEYS[1]] = torch.zeros(hidden, dtype=dtype)  # (H,)
+    save_file(tensors, str(file), metadata={**metadata, PLACEHOLDER_POOLER: (
+        "BERT's pooler, unused by this encoder's embedding (identity weight, zero bias): saved so that "
+        "transformers loads the folder without reporting it missing")})
+    return True
+
+
 def _has_pooler(folder: Path) -> bool:
-    """Whether the folder's safetensors hold BERT's pooler (seedr's own encoders never have one)."""
+    """Whether the folder's safetensors hold a trained BERT pooler (seedr's own encoders never have one:
+    the placeholder of ``add_placeholder_pooler`` does not count)."""
     from safetensors import safe_open
 
     files = sorted(folder.glob("*.safetensors"))
     for file in files:
         with safe_open(str(file), framework="pt") as weights:
-            if any(key.split(".")[-3:-1] == ["pooler", "dense"] for key in weights.keys()):  # noqa: SIM118
+            placeholder = PLACEHOLDER_POOLER in (weights.metadata() or {})
+            if not placeholder and any(key.split(".")[-3:-1] == ["pooler", "dense"]
+                                       for key in weights.keys()):  # noqa: SIM118
                 return True
     return not files  # no safetensors (e.g. pytorch_model.bin): let transformers decide
 
@@ -175,8 +223,9 @@ MLM_HEAD_PREFIX = "cls."
 def load_encoder(name_or_path: str | os.PathLike) -> PreTrainedModel:
     """Load the encoder backbone of a local Hugging Face folder (continued pre-training / fine-tuning).
 
-    A BERT checkpoint without pooler weights (seedr's own, built with ``add_pooling_layer=False``) is
-    loaded without the pooler, instead of with a randomly initialised, unused one.
+    A BERT checkpoint without pooler weights, or with seedr's placeholder (``add_placeholder_pooler``), is
+    loaded without the pooler, as seedr built it (``add_pooling_layer=False``), instead of with an unused
+    one: no objective reads it, and a run's training state keeps the weights it had before placeholders.
     """
     import seedr.modeling.bow_mlp  # noqa: F401 (registers the BoW-MLP baseline with AutoModel)
 
@@ -195,7 +244,10 @@ def load_encoder(name_or_path: str | os.PathLike) -> PreTrainedModel:
                                                    **options)
     finally:
         hf_logging.set_verbosity(verbosity)
-    unused = [key for key in loading.get("unexpected_keys", ()) if not key.startswith(MLM_HEAD_PREFIX)]
+    # a pooler left out (``options``) can only be the placeholder: ``_has_pooler`` keeps any other
+    placeholder = set(POOLER_KEYS) if "add_pooling_layer" in options else set()
+    unused = [key for key in loading.get("unexpected_keys", ())
+              if not key.startswith(MLM_HEAD_PREFIX) and key not in placeholder]
     for kind, keys in (("not in the checkpoint (freshly initialised)", loading.get("missing_keys", ())),
                        ("in the checkpoint but not used", unused),
                        ("of another shape in the checkpoint", loading.get("mismatched_keys", ()))):
@@ -232,12 +284,28 @@ def save_encoder(encoder: PreTrainedModel, tokenizer: PreTrainedTokenizerBase, d
     ``projection`` (the ICLR 2020 linear layer on [CLS]) becomes a ``Dense`` module in ``2_Dense/``
     and ``normalize`` appends a ``Normalize`` module, so ``SentenceTransformer(dir)`` gives the
     embedding seedr trained (``seedr.modeling.projection.load_projection`` reads the head back).
+    A BERT without pooler gets the placeholder of ``add_placeholder_pooler``, so that ``AutoModel`` and
+    ``SentenceTransformer`` load the folder without a missing-weights report; ``max_seq_length`` is cut
+    to the encoder's positions, as ``seedr.retrieval.encode.model_defaults`` cuts it.
     The caller is responsible for atomicity (see ``seedr.data.io.atomic_directory``).
+
+    sentence-transformers (≥ 6) then computes seedr's vectors (``seedr encode --compute-dtype float32``,
+    ``seedr search``; title mode ``pair``, no prefixes) with its documented calls, a document being the
+    text pair ``(title, text)`` — ``[CLS] title [SEP] text [SEP]``, token type 1 on the text, cut
+    longest-first to ``max_seq_length`` tokens —, or its one non-empty field alone::
+
+        model = SentenceTransformer(directory)
+        queries = model.encode(["what causes tides?"])
+        documents = model.encode([[title, text] if title and text else title or text
+                                  for title, text in [("Tide", "Tides are ..."), ("", "untitled text")]])
     """
     directory = Path(directory)
     directory.mkdir(parents=True, exist_ok=True)
     encoder.save_pretrained(str(directory), safe_serialization=True)
     tokenizer.save_pretrained(str(directory))
+    add_placeholder_pooler(directory)
+    positions = getattr(encoder.config, "max_position_embeddings", None)
+    max_seq_length = min(max_seq_length, positions or max_seq_length)
     hidden = encoder.config.hidden_size
     modules = [
         {"idx": 0, "name": "0", "path": "", "type": "sentence_transformers.models.Transformer"},

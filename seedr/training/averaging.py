@@ -19,7 +19,10 @@ loads, pools and scores as the first model does; ``seedr_average.json`` records 
 fingerprints and the weights. Every ``*.safetensors`` file of the template is averaged with the file at
 the same place in every other member: their floating-point weights must have the same names and shapes,
 and their vocabularies must agree (an average of models with different vocabularies or shapes is not a
-model). Integer buffers (BERT's ``position_ids``) are taken from the template.
+model). Integer buffers (BERT's ``position_ids``) are taken from the template. seedr's placeholder BERT
+pooler (``seedr.modeling.encoder.add_placeholder_pooler``, a constant) is not asked of every member: one
+saved before placeholders existed counts as holding the template's, and an average of such members gets
+its own, so that encoders saved before and after average alike and the average loads silently.
 """
 
 from __future__ import annotations
@@ -73,19 +76,29 @@ def _check_vocabularies(members: Sequence[Path]) -> None:
                                     "different vocabularies cannot be averaged")
 
 
+def _placeholder(weights) -> set[str]:
+    """The names of seedr's placeholder pooler in an open safetensors file (none when it has none)."""
+    from seedr.modeling.encoder import PLACEHOLDER_POOLER, POOLER_KEYS
+
+    return set(POOLER_KEYS) if PLACEHOLDER_POOLER in (weights.metadata() or {}) else set()
+
+
 def _average_file(files: Sequence[Path], weights: Sequence[float], out: Path) -> int:
-    """Write to ``out`` the weighted mean of the floating-point tensors of ``files``; returns their count."""
+    """Write to ``out`` the weighted mean of the floating-point tensors of ``files``; returns their count.
+    A member without the template's placeholder pooler counts as holding it, a member's own placeholder
+    is not asked of the template (see the module docstring)."""
     from safetensors import safe_open
     from safetensors.torch import save_file
 
     with safe_open(str(files[0]), framework="pt") as template:
         metadata = template.metadata()
         tensors = {name: template.get_tensor(name) for name in template.keys()}  # noqa: SIM118
+        placeholder = _placeholder(template)
     averaged = {name: tensor.double() * weights[0] for name, tensor in tensors.items() if tensor.is_floating_point()}
     for file, weight in zip(files[1:], weights[1:]):
         with safe_open(str(file), framework="pt") as member:
-            names = set(member.keys())  # noqa: SIM118
-            missing = sorted(set(averaged) - names)
+            names = set(member.keys()) - (_placeholder(member) - placeholder)  # noqa: SIM118
+            missing = sorted(set(averaged) - names - placeholder)
             extra = sorted(name for name in names - set(tensors) if member.get_slice(name).get_dtype()
                            .startswith(("F", "BF")))
             if missing or extra:
@@ -93,7 +106,7 @@ def _average_file(files: Sequence[Path], weights: Sequence[float], out: Path) ->
                 raise DataError(file, f"{which} the weights of {files[0]}: only models of one architecture can "
                                       "be averaged")
             for name in averaged:
-                tensor = member.get_tensor(name)
+                tensor = member.get_tensor(name) if name in names else tensors[name]
                 if tensor.shape != tensors[name].shape:
                     raise DataError(file, f"weight {name} has shape {tuple(tensor.shape)}, "
                                           f"{tuple(tensors[name].shape)} in {files[0]}: only models of one "
@@ -116,8 +129,8 @@ def average_encoders(models: Sequence[str | os.PathLike], out: str | os.PathLike
         out: the averaged encoder's folder (replaced only once complete).
         weights: one per model, normalised to sum to 1; default equal (a uniform soup).
     """
-    from seedr.modeling.encoder import model_fingerprint, resolve_model_path
-    from seedr.modeling.model_card import write_model_card
+    from seedr.modeling.encoder import add_placeholder_pooler, model_fingerprint, resolve_model_path
+    from seedr.modeling.model_card import portable_name, write_model_card
 
     if len(models) < 2:
         raise ValueError(f"averaging needs two or more models, got {len(models)}")
@@ -142,9 +155,13 @@ def average_encoders(models: Sequence[str | os.PathLike], out: str | os.PathLike
                         ignore=shutil.ignore_patterns(AVERAGE_RECORD, "README.md", ".gitattributes"))
         record["weights_averaged"] = sum(_average_file([member / file for member in members], shares, folder / file)
                                          for file in files)
+        for weights in files:  # a BERT whose members all predate placeholders (a document tower too)
+            if (folder / weights.parent / "config.json").exists():
+                add_placeholder_pooler(folder / weights.parent)
         (folder / AVERAGE_RECORD).write_text(json.dumps(record, indent=2) + "\n")
-        card = write_model_card(folder)
-        lines = [f"- `{member['model']}` × {member['weight']:.3g}" for member in record["members"]]
+        card = write_model_card(folder)  # named after ``out``, not the temporary it is written in
+        lines = [f"- `{portable_name(member['model'])}` × {member['weight']:.3g}"
+                 for member in record["members"]]
         card.write_text(card.read_text() + "\n\n## Weight averaging\n\nEvery weight is the weighted mean of the "
                         f"same weight in these models (`{AVERAGE_RECORD}`):\n\n" + "\n".join(lines) + "\n")
     return record
