@@ -1,6 +1,7 @@
 """Property-based bad input (issue 10): every reader, and the stages' file arguments, fed real files
 damaged at random — truncated, bytes changed, lines dropped or doubled, a field given a value of
-another type, compressed then cut, emptied, or replaced by a folder. A reader either reads the file
+another type, compressed then cut, emptied, or replaced by a folder; tables too (parquet, Arrow, a
+``datasets`` folder: issue 42). A reader either reads the file
 or raises ``DataError``; a stage either succeeds or exits 1 with one ``error:`` line, no traceback,
 and no output, lock or temporary left behind. The fast variants try a few dozen cases; the ``slow``
 ones several hundred. Each prints how many cases it tried."""
@@ -59,6 +60,30 @@ def _head(path: Path, lines: int) -> bytes:
     return b"".join(data.splitlines(keepends=True)[:lines])
 
 
+def _table_sample(rows: list[dict], arrow: bool = False) -> bytes:
+    """Rows as a parquet file, or (``arrow``) an Arrow IPC stream as ``datasets``' ``save_to_disk`` writes."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    table, sink = pa.Table.from_pylist(rows), pa.BufferOutputStream()
+    if arrow:
+        with pa.ipc.new_stream(sink, table.schema) as writer:
+            writer.write_table(table)
+    else:
+        pq.write_table(table, sink)
+    return sink.getvalue().to_pybytes()
+
+
+def _json_rows(data: bytes) -> list[dict]:
+    return [json.loads(line) for line in data.splitlines()]
+
+
+def _qrels_rows(data: bytes) -> list[dict]:
+    header, *lines = data.decode().splitlines()
+    return [dict(zip(header.split("\t"), line.split("\t")[:2] + [int(line.split("\t")[2])], strict=True))
+            for line in lines]
+
+
 def _squad_sample(path: Path) -> bytes:
     data = json.loads(gzip.decompress(path.read_bytes()))
     article = data["data"][0]
@@ -69,10 +94,16 @@ def _squad_sample(path: Path) -> bytes:
 @pytest.fixture(scope="module")
 def samples(shared_data: Path) -> dict[str, Sample]:
     scifact = shared_data / "scifact"
+    corpus, queries = _head(scifact / "corpus.jsonl", 6), _head(scifact / "queries.jsonl", 6)
+    qrels = _head(scifact / "qrels" / "test.tsv", 8)
     return {
-        "corpus": Sample("corpus.jsonl", _head(scifact / "corpus.jsonl", 6)),
-        "queries": Sample("queries.jsonl", _head(scifact / "queries.jsonl", 6)),
-        "qrels": Sample("qrels.tsv", _head(scifact / "qrels" / "test.tsv", 8)),
+        "corpus": Sample("corpus.jsonl", corpus),
+        "queries": Sample("queries.jsonl", queries),
+        "qrels": Sample("qrels.tsv", qrels),
+        "corpus parquet": Sample("corpus.parquet", _table_sample(_json_rows(corpus))),
+        "corpus arrow": Sample("data-00000-of-00001.arrow", _table_sample(_json_rows(corpus), arrow=True)),
+        "queries parquet": Sample("queries.parquet", _table_sample(_json_rows(queries))),
+        "qrels parquet": Sample("qrels.parquet", _table_sample(_qrels_rows(qrels))),
         "articles": Sample("articles.jsonl", _head(shared_data / "wiki" / "enwiki-2015-00.jsonl.xz", 3)),
         "glossary": Sample("jargon.jsonl", _head(shared_data / "foldoc" / "jargon.jsonl.gz", 4)),
         "nq": Sample("nq.jsonl", _head(shared_data / "nq-open" / "NQ-open.dev.jsonl", 5)),
@@ -89,6 +120,10 @@ READERS: dict[str, Callable[[Path], object]] = {
     "corpus": lambda path: list(read_corpus(path)),
     "queries": read_queries,
     "qrels": read_qrels,
+    "corpus parquet": lambda path: list(read_corpus(path)),
+    "corpus arrow": lambda path: list(read_corpus(path)),
+    "queries parquet": read_queries,
+    "qrels parquet": read_qrels,
     "articles": lambda path: list(read_articles(path)),
     "glossary": lambda path: list(read_glossary(path)),
     "nq": read_nq_open,
@@ -206,13 +241,16 @@ FOLDER_READERS: dict[str, Callable[[Path], object]] = {
     "faiss index": DenseIndex.load,
     "BM25 index": BM25Index.load,
     "negatives": NegativeTable.load,
+    "datasets folder": lambda path: list(read_corpus(path)),  # Dataset.save_to_disk
 }
 
 
 @pytest.fixture(scope="module")
 def folders(samples, tiny_model, shared_data, tmp_path_factory) -> dict[str, Path]:
     """Real folders written by seedr from the sample corpus: embeddings, a faiss index, a BM25 index and
-    the BM25 negatives of the sample's judged queries."""
+    the BM25 negatives of the sample's judged queries; and by ``datasets``, the corpus saved to disk."""
+    import datasets
+
     root = tmp_path_factory.mktemp("folders")
     corpus = load_corpus(write_damaged(root, samples["corpus"].name, samples["corpus"].data))
     encoder = TextEncoder(tiny_model, max_length=16, device="cpu")
@@ -225,6 +263,9 @@ def folders(samples, tiny_model, shared_data, tmp_path_factory) -> dict[str, Pat
                if qid in qrels}
     table = NEGATIVES.build("bm25", {"depth": 3}).mine(corpus, queries, qrels, None, "none")
     table.save(root / "negatives")
+    datasets.disable_progress_bars()
+    datasets.Dataset.from_list(_json_rows(samples["corpus"].data)).save_to_disk(root / "datasets folder")
+    datasets.enable_progress_bars()
     return {name: root / name for name in FOLDER_READERS}
 
 
@@ -286,6 +327,8 @@ STAGE_ARGUMENTS = [
     ("nq", ["search", "--bm25", "--corpus", "{corpus}", "--questions", "{file}", "--out", "{out}"]),
     ("run", ["evaluate", "{file}", "--qrels", "{qrels}", "--json", "{out}"]),
     ("qrels", ["evaluate", "{run}", "--qrels", "{file}", "--json", "{out}"]),
+    ("corpus parquet", ["search", "--bm25", "--corpus", "{file}", "--queries", "{queries}", "--out", "{out}"]),
+    ("qrels parquet", ["evaluate", "{run}", "--qrels", "{file}", "--json", "{out}"]),
     ("corpus", ["encode", "--model", "{model}", "--corpus", "{file}", "--out", "{out}", "--max-length", "16"]),
 ]
 

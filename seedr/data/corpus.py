@@ -14,22 +14,29 @@ Formats (``CORPUS_FORMATS``; ``format="auto"`` recognises each from its first li
 ==================  =====================================================================================
 
 An article becomes one document: its title, and its paragraphs (lead first) joined by newlines.
+
+Tables are read by their columns, whatever ``format`` says (``seedr.data.tables``): parquet and Arrow
+files, ``datasets`` folders (``save_to_disk``) and, from Python, rows in memory (a ``datasets.Dataset``, a
+pandas ``DataFrame``, a list of dicts), with the columns of ``CORPUS_COLUMNS`` (BEIR's: ``_id``,
+``title``, ``text``).
 """
 
 from __future__ import annotations
 
 import json
 import os
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from seedr.data.articles import read_articles, read_wikiextractor
 from seedr.data.glossary import read_glossary
-from seedr.data.inputs import Sources, input_files
+from seedr.data.inputs import Inputs, input_sources
 from seedr.data.io import DataError, iter_jsonl, iter_lines, require, unique_id, write_jsonl
 from seedr.data.qa import read_dpr_passages
 from seedr.data.records import Article, Document
+from seedr.data.tables import Table, is_table, open_table
 from seedr.registry import Registry
 
 #: ``(line, document)``; the line is ``None`` for formats whose reader checks its records itself.
@@ -49,7 +56,8 @@ class CorpusFormat:
     read_articles: Callable[[Path], Iterator[Article]] | None = None
     id_field: str = "id"  # what the format calls the id and the text, for error messages
     text_field: str = "text"
-    line_per_document: bool = False  # one document per non-blank line: counted cheaply for progress bars
+    # how many documents a file holds at most, counted cheaply (for progress bars); None: it cannot tell
+    count: Callable[[Path], int | None] | None = None
 
 
 CORPUS_FORMATS: Registry[CorpusFormat] = Registry("corpus format")
@@ -63,12 +71,24 @@ def _first_json(first_line: str) -> dict:
     return record if isinstance(record, dict) else {}
 
 
+def _document(record: Mapping[str, Any], path: str | os.PathLike, line: int, id_field: str,
+              title_field: str | None = "title", text_field: str = "text") -> Document:
+    """A document from a record of named fields (a JSON object, a table's row); the title is optional."""
+    doc_id = require(record, id_field, path, line)
+    title = ("" if title_field is None or record.get(title_field) is None
+             else require(record, title_field, path, line, allow_empty=True))
+    text = require(record, text_field, path, line, allow_empty=True)
+    return Document(id=doc_id, text=text, title=title)
+
+
 def _read_jsonl(path: Path, id_field: str) -> NumberedDocuments:
     for line, record in iter_jsonl(path):
-        doc_id = require(record, id_field, path, line)
-        title = "" if record.get("title") is None else require(record, "title", path, line, allow_empty=True)
-        text = require(record, "text", path, line, allow_empty=True)
-        yield line, Document(id=doc_id, text=text, title=title)
+        yield line, _document(record, path, line, id_field)
+
+
+def _count_lines(path: Path) -> int:
+    """The non-blank lines of a file: its documents, in a format of one document per line."""
+    return sum(1 for _, line in iter_lines(path) if line.strip())  # a damaged file: a DataError naming it
 
 
 def _read_tsv(path: Path, columns: tuple[str, ...], build: Callable[[list[str]], Document]) -> NumberedDocuments:
@@ -101,20 +121,20 @@ def _from_articles(reader: Callable[[Path], Iterator[Article]]) -> Callable[[Pat
 CORPUS_FORMATS.register("seedr")(CorpusFormat(
     sniff=lambda path, first: {"id", "text"} <= _first_json(first).keys() and "url" not in _first_json(first),
     read=lambda path: _read_jsonl(path, "id"),
-    line_per_document=True,
+    count=_count_lines,
 ))
 CORPUS_FORMATS.register("beir")(CorpusFormat(
     sniff=lambda path, first: "_id" in _first_json(first),
     read=lambda path: _read_jsonl(path, "_id"),
     id_field="_id",
-    line_per_document=True,
+    count=_count_lines,
 ))
 CORPUS_FORMATS.register("msmarco-passage")(CorpusFormat(
     sniff=lambda path, first: first.count("\t") == 1,
     read=lambda path: _read_tsv(path, ("pid", "passage"), lambda v: Document(id=v[0].strip(), text=v[1])),
     id_field="pid",
     text_field="passage",
-    line_per_document=True,
+    count=_count_lines,
 ))
 CORPUS_FORMATS.register("msmarco-doc")(CorpusFormat(
     sniff=lambda path, first: first.count("\t") == 3,
@@ -122,7 +142,7 @@ CORPUS_FORMATS.register("msmarco-doc")(CorpusFormat(
                                 lambda v: Document(id=v[0].strip(), text=v[3], title=v[2])),
     id_field="docid",
     text_field="body",
-    line_per_document=True,
+    count=_count_lines,
 ))
 CORPUS_FORMATS.register("dpr")(CorpusFormat(
     sniff=lambda path, first: sorted(first.split("\t")) == ["id", "text", "title"],
@@ -132,7 +152,7 @@ CORPUS_FORMATS.register("articles")(CorpusFormat(
     sniff=lambda path, first: bool({"lead", "sections"} & _first_json(first).keys()),
     read=_from_articles(read_articles),
     read_articles=read_articles,
-    line_per_document=True,
+    count=_count_lines,
 ))
 CORPUS_FORMATS.register("wikiextractor")(CorpusFormat(
     sniff=lambda path, first: first.lstrip().startswith("<doc") or {"url", "text"} <= _first_json(first).keys(),
@@ -167,30 +187,66 @@ def _resolve_format(path: Path, format: str) -> str:
     return name
 
 
-def read_corpus(path: Sources, format: str = "auto", skip_empty: bool = False,
+#: The columns of a corpus table (``seedr.data.tables``: parquet, Arrow, ``datasets`` folders, rows in
+#: memory), each field by the names it goes by, BEIR's first. The title is optional.
+CORPUS_COLUMNS = {"id": ("_id", "id", "docid", "doc_id"), "title": ("title",), "text": ("text",)}
+
+
+def _table_format(source: Path | Table) -> CorpusFormat:
+    """How to read one corpus table: by its columns, found once (a missing id or text column is a
+    ``DataError`` naming the table, the field and the columns it has)."""
+    table = open_table(source, "corpus")
+    id_field, text_field = table.column(CORPUS_COLUMNS["id"]), table.column(CORPUS_COLUMNS["text"])
+    title_field = table.column(CORPUS_COLUMNS["title"], required=False)
+    wanted = [name for name in (id_field, title_field, text_field) if name]
+
+    def read(_: Path | Table) -> NumberedDocuments:
+        for line, row in table.rows(wanted):
+            yield line, _document(row, table.where, line, id_field, title_field, text_field)
+
+    return CorpusFormat(sniff=lambda path, first: False, read=read, id_field=id_field, text_field=text_field,
+                        count=lambda _: table.count())
+
+
+def _source_format(source: Path | Table, format: str) -> CorpusFormat:
+    """How to read one source of a corpus: a table by its columns, whatever ``format`` says; a text file
+    in ``format`` (``"auto"``: recognised from its first line)."""
+    return _table_format(source) if is_table(source) else CORPUS_FORMATS.get(_resolve_format(source, format))
+
+
+def read_corpus(path: Inputs, format: str = "auto", skip_empty: bool = False,
                 check_duplicates: bool = True) -> Iterator[Document]:
-    """Stream the documents of a corpus in any format of ``CORPUS_FORMATS`` (compression transparent).
+    """Stream the documents of a corpus in any format of ``CORPUS_FORMATS`` (compression transparent), or
+    of a table (``CORPUS_COLUMNS``).
 
     Args:
         path: a file, or several files, quoted globs or folders (a folder of shards, or one made by
-            ``seedr prepare``: ``seedr.data.inputs.input_files``), read one after another.
-        format: a name from ``CORPUS_FORMATS``, or ``"auto"`` to recognise it from each file.
+            ``seedr prepare``: ``seedr.data.inputs.input_files``), read one after another; parquet and
+            Arrow files and ``datasets`` folders are tables. From Python, rows in memory instead: a
+            ``datasets.Dataset`` (or ``DatasetDict``: its ``corpus`` split, or its only one), a pandas
+            ``DataFrame``, a list of dicts (``seedr.data.inputs.input_sources``; a one-shot iterator is
+            read once).
+        format: a name from ``CORPUS_FORMATS``, or ``"auto"`` to recognise it from each file (tables are
+            read by their columns, whatever it says).
         skip_empty: skip documents with neither title nor text instead of raising.
         check_duplicates: raise on an id seen earlier, in any of the files (keeps one string per
             document in memory).
 
     Raises:
-        DataError: naming the file, line and field of malformed JSON, a missing id, an empty
-            document, a repeated id, a wrong number of TSV columns or bytes that are not UTF-8.
+        DataError: naming the file (or ``<list>``, ``<Dataset>`` ...), line (a table's row, from 1) and
+            field of malformed JSON, a missing id, an empty document, a repeated id, a wrong number of TSV
+            columns, bytes that are not UTF-8, a table without an id or text column, a damaged table file.
 
     Example:
         >>> docs = read_corpus("../shared/data/scifact/corpus.jsonl")   # BEIR, recognised
         >>> next(docs).id
         '4983'
+        >>> next(read_corpus([{"_id": "7", "title": "", "text": "Anarchism is a political philosophy."}])).id
+        '7'
     """
     seen: dict[str, int] = {}
-    for file in input_files(path, "corpus"):
-        corpus_format = CORPUS_FORMATS.get(_resolve_format(file, format))
+    for file in input_sources(path, "corpus"):
+        corpus_format = _source_format(file, format)
         for line, document in corpus_format.read(file):
             if not document.text.strip() and not document.title.strip():
                 if skip_empty:
@@ -202,28 +258,31 @@ def read_corpus(path: Sources, format: str = "auto", skip_empty: bool = False,
             yield document
 
 
-def read_corpus_articles(path: Sources, format: str = "auto") -> Iterator[Article]:
-    """Stream a corpus (files, globs or folders, as ``read_corpus``) as articles: structured formats keep
-    their sections and links; a flat document becomes an article whose lead is its text (one paragraph)."""
-    for file in input_files(path, "corpus"):
-        name = _resolve_format(file, format)
-        reader = CORPUS_FORMATS.get(name).read_articles
+def read_corpus_articles(path: Inputs, format: str = "auto") -> Iterator[Article]:
+    """Stream a corpus (files, globs, folders or rows, as ``read_corpus``) as articles: structured formats
+    keep their sections and links; a flat document becomes an article whose lead is its text (one
+    paragraph)."""
+    for file in input_sources(path, "corpus"):
+        reader = _source_format(file, format).read_articles
         if reader is not None:
             yield from reader(file)
             continue
-        for document in read_corpus(file, name):
+        for document in read_corpus(file, format):
             yield Article(id=document.id, title=document.title,
                           lead=(document.text,) if document.text.strip() else ())
 
 
-def count_documents(path: Sources, format: str = "auto") -> int | None:
+def count_documents(path: Inputs, format: str = "auto") -> int | None:
     """How many documents ``read_corpus(path, format)`` yields at most (the total of a progress bar, for
-    an ETA), counted from the lines of formats with one document per line; ``None`` for other formats."""
+    an ETA), counted from the lines of formats with one document per line and the rows of tables;
+    ``None`` for other formats (and for rows from a one-shot iterator)."""
     total = 0
-    for file in input_files(path, "corpus"):
-        if not CORPUS_FORMATS.get(_resolve_format(file, format)).line_per_document:
+    for file in input_sources(path, "corpus"):
+        count = _source_format(file, format).count
+        counted = None if count is None else count(file)
+        if counted is None:
             return None
-        total += sum(1 for _, line in iter_lines(file) if line.strip())  # a damaged file: a DataError naming it
+        total += counted
     return total
 
 
@@ -232,19 +291,36 @@ def write_corpus(path: str | os.PathLike, documents: Iterable[Document]) -> int:
     return write_jsonl(path, ({"id": d.id, "title": d.title, "text": d.text} for d in documents))
 
 
-def load_corpus(path: Sources, format: str = "auto") -> dict[str, Document]:
-    """The whole corpus (files, globs or folders, as ``read_corpus``) in memory, by id (duplicate ids are
+def materialize_corpus(corpus: Inputs, path: str | os.PathLike, format: str = "auto",
+                       skip_empty: bool = False) -> Path:
+    """Write a corpus given in any form ``read_corpus`` takes — a ``datasets.Dataset``, a pandas
+    ``DataFrame``, a list of dicts, parquet files ... — as one seedr corpus JSONL file at ``path``
+    (atomically, checked as ``read_corpus`` checks it), for what needs a file: pre-training keys its token
+    shards on the corpus files (``seedr.training.shards.source_fingerprint``). Returns ``path``.
+
+    Example:
+        >>> materialize_corpus(dataset, "runs/corpus.jsonl")  # doctest: +SKIP
+        PosixPath('runs/corpus.jsonl')
+    """
+    write_corpus(path, read_corpus(corpus, format, skip_empty=skip_empty))
+    return Path(path)
+
+
+def load_corpus(path: Inputs, format: str = "auto") -> dict[str, Document]:
+    """The whole corpus (files, globs, folders or rows, as ``read_corpus``) in memory, by id (duplicate ids are
     an error)."""
     return {document.id: document for document in read_corpus(path, format)}
 
 
 __all__ = [
+    "CORPUS_COLUMNS",
     "CORPUS_FORMATS",
     "CorpusFormat",
     "article_document",
     "count_documents",
     "detect_format",
     "load_corpus",
+    "materialize_corpus",
     "read_corpus",
     "read_corpus_articles",
     "write_corpus",

@@ -8,20 +8,26 @@ are repeatable) is
   expands it into several words, and an option takes one): the matching files, in name order;
 - a **folder** — a data-set folder (one made by ``seedr prepare``, or a BEIR folder: it holds
   ``prepared.json`` or ``corpus.jsonl``) stands for its file of the kind asked for (``corpus.jsonl``,
-  ``queries.jsonl``); any other folder is a folder of shards: every file inside, in name order, except
-  hidden files and documentation (README, LICENSE, ``*.md``).
+  ``queries.jsonl``); a folder written by ``datasets``' ``save_to_disk`` is one input, read as a table
+  (``seedr.data.tables``); any other folder is a folder of shards: every file inside, in name order,
+  except hidden files and documentation (README, LICENSE, ``*.md``).
 
-The files of all paths are read one after another, in the order given.
+The files of all paths are read one after another, in the order given. From Python, a reader also takes
+rows in memory instead of paths (``input_sources``): a ``datasets.Dataset``, a pandas ``DataFrame``, a
+list of dicts.
 """
 
 from __future__ import annotations
 
 import glob
+import itertools
 import os
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from pathlib import Path
+from typing import Any
 
 from seedr.data.io import OUTPUT_MARKERS, DataError
+from seedr.data.tables import Table, is_dataset_folder, open_table, rows_table, table_object_kind
 
 #: The file a data-set folder holds for each kind of input (kinds without one have no default).
 MAIN_FILES = {"corpus": "corpus.jsonl", "queries": "queries.jsonl"}
@@ -31,6 +37,9 @@ PREPARED_MARKER = OUTPUT_MARKERS["prepared corpus"]
 DATA_SET_MARKERS = (PREPARED_MARKER, "corpus.jsonl")
 #: What a reader accepts: one path, or several (files, quoted globs, folders).
 Sources = str | os.PathLike | Iterable[str | os.PathLike]
+#: What a reader accepts from Python (``input_sources``): paths, or rows in memory — an iterable of
+#: mappings (a list of dicts, a ``datasets.Dataset``), a pandas ``DataFrame``, a ``DatasetDict``, a ``Table``.
+Inputs = Sources | Iterable[Mapping[str, Any]] | Table | Any
 
 _DOCUMENTATION = ("readme", "license", "licence", "copying", "notice")
 
@@ -42,6 +51,8 @@ def _is_data_file(path: Path) -> bool:
 
 
 def _folder_files(folder: Path, kind: str) -> list[Path]:
+    if is_dataset_folder(folder):  # save_to_disk's Arrow shards are one data set (or one per split)
+        return [folder]
     if any((folder / marker).is_file() for marker in DATA_SET_MARKERS):
         main = MAIN_FILES.get(kind)
         if main is None or not (folder / main).is_file():
@@ -87,4 +98,38 @@ def input_files(paths: Sources, kind: str = "corpus") -> list[Path]:
     return list(dict.fromkeys(files))
 
 
-__all__ = ["DATA_SET_MARKERS", "MAIN_FILES", "PREPARED_MARKER", "Sources", "input_files"]
+def input_sources(given: Inputs, kind: str = "corpus") -> list[Path | Table]:
+    """What a reader reads, one source after another: the files ``input_files`` finds for paths, or one
+    ``Table`` for rows in memory — a ``datasets.Dataset`` or ``DatasetDict``, a pandas ``DataFrame``
+    (``seedr.data.tables.TABLE_OBJECTS``), or an iterable of mappings (a list of dicts), told from paths
+    by its first item.
+
+    Raises:
+        DataError: as ``input_files``; items that are neither paths nor mappings.
+
+    Example:
+        >>> input_sources("../shared/data/scifact/corpus.jsonl")  # doctest: +SKIP
+        [PosixPath('../shared/data/scifact/corpus.jsonl')]
+        >>> [str(table) for table in input_sources([{"_id": "1", "text": "Anarchism is a philosophy."}])]
+        ['<list>']
+    """
+    if isinstance(given, Table) or table_object_kind(given) is not None:
+        return [open_table(given, kind)]
+    if isinstance(given, str | os.PathLike):
+        return input_files(given, kind)
+    where = f"<{type(given).__name__}>"
+    if isinstance(given, Mapping) or not isinstance(given, Iterable):
+        return [open_table(given, kind)]  # an error saying what it takes
+    items = iter(given)
+    first = next(items, None)
+    if items is given:  # a one-shot iterator: its first item goes back
+        given = itertools.chain([] if first is None else [first], items)
+    if isinstance(first, Mapping):
+        return [rows_table(given, where)]
+    if first is not None and not isinstance(first, str | os.PathLike):
+        raise DataError(where, f"holds a {type(first).__name__}: give {kind} files, or rows of named columns (dicts, "
+                               "a datasets.Dataset, a pandas DataFrame)")
+    return input_files(given, kind)
+
+
+__all__ = ["DATA_SET_MARKERS", "Inputs", "MAIN_FILES", "PREPARED_MARKER", "Sources", "input_files", "input_sources"]

@@ -2,8 +2,11 @@
 
 Queries: BEIR ``queries.jsonl`` (``{"_id", "text", ...}``) and MS MARCO / TREC DL topics (``qid<TAB>text``).
 Qrels: BEIR ``qrels/*.tsv`` (``query-id<TAB>corpus-id<TAB>score`` after a header line) and TREC qrels
-(``qid iteration docid relevance``, whitespace separated). Every reader names the file, line and field of
-bad input; every writer is atomic.
+(``qid iteration docid relevance``, whitespace separated). Tables of either (``seedr.data.tables``: parquet
+and Arrow files, ``datasets`` folders, and from Python a ``datasets.Dataset``, a pandas ``DataFrame`` or a
+list of dicts) are read by their columns (``QUERY_COLUMNS``, ``QREL_COLUMNS``: BEIR's names, as its Hugging
+Face data sets have them, or others'). Every reader names the file, line (a table's row) and field of bad
+input; every writer is atomic.
 """
 
 from __future__ import annotations
@@ -12,11 +15,13 @@ import os
 import random
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
 from collections.abc import Set as AbstractSet
-from typing import Literal
+from pathlib import Path
+from typing import Any, Literal
 
-from seedr.data.inputs import Sources, input_files
+from seedr.data.inputs import Inputs, input_sources
 from seedr.data.io import DataError, atomic_write, iter_jsonl, iter_lines, require, unique_id, write_jsonl
 from seedr.data.records import Qrels
+from seedr.data.tables import Table, is_table, open_table
 from seedr.registry import Registry
 
 PathLike = str | os.PathLike
@@ -32,6 +37,14 @@ QRELS_WRITERS: Registry[Callable[[Qrels], Iterator[str]]] = Registry("qrels form
 # Column names used in error messages: BEIR's own header, and trec_eval's names for TREC qrels.
 QREL_FIELDS = {"beir": ("query-id", "corpus-id", "score"), "trec": ("qid", "docid", "relevance")}
 BEIR_QRELS_HEADER = "\t".join(QREL_FIELDS["beir"])
+# What the id is called in each query format, for error messages.
+QUERY_ID_FIELDS = {"beir": "_id", "tsv": "qid"}
+
+#: The columns of a table of queries, each field by the names it goes by (BEIR's first).
+QUERY_COLUMNS = {"id": ("_id", "id", "qid", "query_id", "query-id"), "text": ("text", "query")}
+#: The columns of a table of qrels: BEIR's (its Hugging Face qrels), trec_eval's, ir_datasets'.
+QREL_COLUMNS = {"query": ("query-id", "qid", "query_id"), "document": ("corpus-id", "docid", "doc_id", "corpus_id"),
+                "relevance": ("score", "relevance")}
 
 
 def _first_line(path: PathLike) -> tuple[int, str]:
@@ -79,17 +92,37 @@ def _sniff_query_format(path: PathLike) -> str:
     return "beir" if _first_line(path)[1].lstrip().startswith("{") else "tsv"
 
 
-def read_queries(path: Sources, format: Literal["auto", "beir", "tsv"] = "auto") -> dict[str, str]:
+def _table_query_lines(table: Table, id_field: str, text_field: str) -> QueryLines:
+    for number, row in table.rows([id_field, text_field]):
+        yield number, require(row, id_field, table.where, number), require(row, text_field, table.where, number)
+
+
+def _query_lines(source: Path | Table, format: str) -> tuple[QueryLines, str]:
+    """The ``(line, qid, text)`` of one source of queries, and what it calls the id: a table by its columns
+    (``QUERY_COLUMNS``), whatever ``format`` says; a text file in ``format``."""
+    if is_table(source):
+        table = open_table(source, "queries")
+        id_field, text_field = table.column(QUERY_COLUMNS["id"]), table.column(QUERY_COLUMNS["text"])
+        return _table_query_lines(table, id_field, text_field), id_field
+    name = _resolve_format(source, format, QUERY_FORMATS, _sniff_query_format)
+    return QUERY_FORMATS.get(name)(source), QUERY_ID_FIELDS[name]
+
+
+def read_queries(path: Inputs, format: Literal["auto", "beir", "tsv"] = "auto") -> dict[str, str]:
     """Read queries as ``{qid: text}``, in file order.
 
     ``path``: a file, or several files, quoted globs or folders (a BEIR folder or one made by
     ``seedr prepare`` stands for its ``queries.jsonl``: ``seedr.data.inputs.input_files``), read one
-    after another; an id is unique across all of them.
+    after another; an id is unique across all of them. Parquet and Arrow files and ``datasets`` folders
+    are tables, read by their columns (``QUERY_COLUMNS``: ``_id``/``id``/``qid``, ``text``/``query``; a
+    ``DatasetDict``'s ``queries`` split, or its only one). From Python, rows in memory instead: a
+    ``datasets.Dataset``, a pandas ``DataFrame``, a list of dicts (``seedr.data.inputs.input_sources``).
 
     ``format``: ``"beir"`` (``queries.jsonl``: ``_id``, ``text``; other keys such as ``metadata`` are
     ignored), ``"tsv"`` (MS MARCO ``queries.*.tsv``, TREC DL topics: ``qid<TAB>text``) or ``"auto"``
-    (a first line opening a JSON object means BEIR). A missing id, an empty text, a duplicate id or a
-    wrong column count raises a ``DataError`` naming the file, line and field.
+    (a first line opening a JSON object means BEIR); tables are read by their columns whatever it says. A
+    missing id, an empty text, a duplicate id, a wrong column count or a table without an id or text
+    column raises a ``DataError`` naming the file (or ``<list>``, ``<Dataset>`` ...), line (row) and field.
 
     Example:
         >>> queries = read_queries("../shared/data/scifact/queries.jsonl")  # doctest: +SKIP
@@ -98,10 +131,9 @@ def read_queries(path: Sources, format: Literal["auto", "beir", "tsv"] = "auto")
     """
     queries: dict[str, str] = {}
     lines_of_ids: dict[str, int] = {}
-    for file in input_files(path, "queries"):
-        name = _resolve_format(file, format, QUERY_FORMATS, _sniff_query_format)
-        id_field = "_id" if name == "beir" else "qid"
-        for number, qid, text in QUERY_FORMATS.get(name)(file):
+    for file in input_sources(path, "queries"):
+        lines, id_field = _query_lines(file, format)
+        for number, qid, text in lines:
             queries[unique_id(lines_of_ids, qid, file, number, field=id_field)] = text
     return queries
 
@@ -177,42 +209,70 @@ def _as_lookup(ids: Collection[str] | None) -> Collection[str] | None:
     return ids if ids is None or isinstance(ids, AbstractSet | Mapping) else set(ids)
 
 
-def read_qrels(path: PathLike, format: Literal["auto", "beir", "trec"] = "auto",
+def _relevance_text(value: Any) -> str:
+    """A table's relevance as the text files have it: an integral float (a column with gaps) as an int."""
+    return str(int(value)) if isinstance(value, float) and value.is_integer() else str(value)
+
+
+def _table_qrel_lines(table: Table, fields: tuple[str, str, str]) -> QrelLines:
+    qid_field, docid_field, relevance_field = fields
+    for number, row in table.rows(fields):
+        yield (number, require(row, qid_field, table.where, number), require(row, docid_field, table.where, number),
+               _relevance_text(require(row, relevance_field, table.where, number, kind=(int, float, str))))
+
+
+def _qrel_lines(source: Any, format: str) -> tuple[QrelLines, tuple[str, str, str], str | os.PathLike]:
+    """The ``(line, qid, docid, relevance)`` of qrels, the names of their fields, and what errors name: a
+    table by its columns (``QREL_COLUMNS``), whatever ``format`` says; a text file in ``format``."""
+    if isinstance(source, str | os.PathLike) and not is_table(source):
+        name = _resolve_format(source, format, QRELS_FORMATS, _sniff_qrels_format)
+        return QRELS_FORMATS.get(name)(source), QREL_FIELDS[name], source
+    table = open_table(source, "qrels")  # a table file or folder, or rows in memory
+    fields = tuple(table.column(names) for names in QREL_COLUMNS.values())
+    return _table_qrel_lines(table, fields), fields, table.where
+
+
+def read_qrels(path: PathLike | Inputs, format: Literal["auto", "beir", "trec"] = "auto",
                queries: Collection[str] | None = None, documents: Collection[str] | None = None) -> Qrels:
     """Read relevance judgements as ``{qid: {docid: relevance}}``.
 
+    ``path``: a file; or a table, read by its columns (``QREL_COLUMNS``: BEIR's ``query-id``,
+    ``corpus-id``, ``score`` as its Hugging Face qrels have them, or ``qid``, ``docid``, ``relevance``): a
+    parquet or Arrow file, a ``datasets`` folder (a ``DatasetDict`` of several splits, such as BEIR's
+    train and test, is an error naming them: give the split's folder), or from Python rows in memory (a
+    ``datasets.Dataset``, a pandas ``DataFrame``, a list of dicts).
+
     ``format``: ``"beir"`` (``query-id<TAB>corpus-id<TAB>score`` after a header line), ``"trec"``
     (``qid iteration docid relevance``, the iteration column is ignored as trec_eval does) or ``"auto"``
-    (3 tab-separated columns mean BEIR, 4 columns TREC). Judgements of 0 (and negative TREC grades) are
-    kept: they mark judged non-relevant documents. When ``queries`` / ``documents`` are given, a
-    judgement naming an unknown query or document is an error, as are a non-integer relevance and one
-    (qid, docid) pair judged twice with different labels.
+    (3 tab-separated columns mean BEIR, 4 columns TREC); tables are read by their columns whatever it
+    says. Judgements of 0 (and negative TREC grades) are kept: they mark judged non-relevant documents.
+    When ``queries`` / ``documents`` are given, a judgement naming an unknown query or document is an
+    error, as are a non-integer relevance and one (qid, docid) pair judged twice with different labels.
 
     Example:
         >>> qrels = read_qrels("../shared/data/scifact/qrels/test.tsv")  # doctest: +SKIP
         >>> qrels["1"]  # doctest: +SKIP
         {'31715818': 1}
     """
-    name = _resolve_format(path, format, QRELS_FORMATS, _sniff_qrels_format)
-    qid_field, docid_field, relevance_field = QREL_FIELDS[name]
+    lines, (qid_field, docid_field, relevance_field), where = _qrel_lines(path, format)
     known_queries, known_documents = _as_lookup(queries), _as_lookup(documents)
     qrels: Qrels = {}
-    for number, qid, docid, relevance_text in QRELS_FORMATS.get(name)(path):
+    for number, qid, docid, relevance_text in lines:
         if not qid:
-            raise DataError(path, "empty", line=number, field=qid_field)
+            raise DataError(where, "empty", line=number, field=qid_field)
         if not docid:
-            raise DataError(path, "empty", line=number, field=docid_field)
+            raise DataError(where, "empty", line=number, field=docid_field)
         if not _is_integer(relevance_text):
-            raise DataError(path, f"relevance must be an integer, got {relevance_text!r}", line=number,
+            raise DataError(where, f"relevance must be an integer, got {relevance_text!r}", line=number,
                             field=relevance_field)
         if known_queries is not None and qid not in known_queries:
-            raise DataError(path, f"unknown query {qid!r}", line=number, field=qid_field)
+            raise DataError(where, f"unknown query {qid!r}", line=number, field=qid_field)
         if known_documents is not None and docid not in known_documents:
-            raise DataError(path, f"unknown document {docid!r}", line=number, field=docid_field)
+            raise DataError(where, f"unknown document {docid!r}", line=number, field=docid_field)
         relevance = int(relevance_text)
         judged = qrels.setdefault(qid, {})
         if judged.get(docid, relevance) != relevance:
-            raise DataError(path, f"({qid!r}, {docid!r}) is judged {judged[docid]} earlier and {relevance} "
+            raise DataError(where, f"({qid!r}, {docid!r}) is judged {judged[docid]} earlier and {relevance} "
                             "here", line=number, field=relevance_field)
         judged[docid] = relevance
     return qrels
@@ -284,8 +344,10 @@ def sample_queries(qids: Iterable[str], fraction: float | None = None, count: in
 
 __all__ = [
     "BEIR_QRELS_HEADER",
+    "QREL_COLUMNS",
     "QRELS_FORMATS",
     "QRELS_WRITERS",
+    "QUERY_COLUMNS",
     "QUERY_FORMATS",
     "read_qrels",
     "read_queries",
