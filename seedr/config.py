@@ -223,28 +223,72 @@ def identity(value: Any) -> Any:
     return value
 
 
-def describe_options(config: Any, prefix: str) -> list[str]:
-    """``prefix.name = default: description`` for every field of the dataclass instance ``config``, the
-    description being the field's entry in the ``Attributes:`` section of its class docstring — the
-    listing of ``seedr finetune --help`` / ``seedr pretrain --help``, so it cannot drift from the code."""
+def attribute_descriptions(cls: type, prefix: str = "") -> dict[str, str]:
+    """``{"prefix.name": description}`` for every field of the dataclass ``cls`` that the ``Attributes:``
+    (or ``Args:``) section of its docstring, or of a base class's, describes — the fields of nested
+    dataclass fields included, under their dotted keys. What ``describe_settings`` takes for the keys of a
+    mapping field whose options another class holds: ``attribute_descriptions(SeedConfig, "objective")``.
+    """
     from docstring_parser import parse
 
-    documented = {param.arg_name: " ".join(param.description.split())
-                  for param in parse(type(config).__doc__ or "").params if param.description}
+    documented: dict[str, str] = {}
+    for klass in reversed(cls.__mro__):  # a subclass's entry wins over its base's
+        documented.update({param.arg_name: " ".join(param.description.split())
+                           for param in parse(klass.__doc__ or "").params if param.description})
+    hints = typing.get_type_hints(cls)
+    found = {}
+    for field in dataclasses.fields(cls):
+        key = f"{prefix}.{field.name}" if prefix else field.name
+        if field.name in documented:
+            found[key] = documented[field.name]
+        if dataclasses.is_dataclass(hints[field.name]):
+            found.update(attribute_descriptions(hints[field.name], key))
+    return found
+
+
+def describe_settings(config: Any, descriptions: Mapping[str, str] | None = None, prefix: str = "") -> list[str]:
+    """``key = value: description`` for every settable key of the dataclass instance ``config``, in field
+    order: a nested dataclass's keys under its field's name (``train.max_steps``), a mapping field's entries
+    as theirs (``objective.attention_span``; ``objective = {}`` while it is empty), each value as a recipe
+    or ``--set`` writes it. A field's description is its entry in the ``Attributes:`` section of its class
+    docstring, and a field without one is an error, so the listing cannot drift from the code; a mapping's
+    entries take theirs from ``descriptions`` (dotted keys, ``attribute_descriptions``) and are listed
+    without one when it has none. The listing of ``seedr pretrain --help`` and ``seedr finetune --help``.
+    """
+    documented = attribute_descriptions(type(config), prefix.rstrip("."))
     lines = []
     for field in dataclasses.fields(config):
-        if field.name not in documented:
+        key, value = f"{prefix}{field.name}", getattr(config, field.name)
+        if key not in documented:
             raise ValueError(f"{type(config).__name__}.{field.name} has no description in the "
                              "Attributes section of its docstring")
-        lines.append(f"{prefix}.{field.name} = {_yaml_scalar(getattr(config, field.name))}: {documented[field.name]}")
+        if dataclasses.is_dataclass(value):
+            lines += describe_settings(value, descriptions, f"{key}.")
+        elif isinstance(value, Mapping) and value:
+            lines += _describe_entries(value, descriptions or {}, f"{key}.")
+        else:
+            lines.append(f"{key} = {_yaml_value(value)}: {documented[key]}")
     return lines
 
 
-def _yaml_scalar(value: Any) -> str:
-    """A value as it is written in a recipe or a ``--set`` (null, true/false, numbers, names)."""
+def _describe_entries(mapping: Mapping[str, Any], descriptions: Mapping[str, str], prefix: str) -> list[str]:
+    lines = []
+    for name, value in mapping.items():
+        key = f"{prefix}{name}"
+        if isinstance(value, Mapping) and value:
+            lines += _describe_entries(value, descriptions, f"{key}.")
+        else:
+            lines.append(f"{key} = {_yaml_value(value)}" + (f": {descriptions[key]}" if key in descriptions else ""))
+    return lines
+
+
+def _yaml_value(value: Any) -> str:
+    """A value as it is written in a recipe or a ``--set`` (null, true/false, numbers, names, [a, b])."""
     if value is None or isinstance(value, bool):
         return {None: "null", True: "true", False: "false"}[value]
-    return str(value)
+    if isinstance(value, list | tuple | Mapping):
+        return yaml.safe_dump(value, default_flow_style=True, width=math.inf).strip()
+    return str(value) if value != "" else '""'
 
 
 def environment() -> dict[str, str]:

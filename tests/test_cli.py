@@ -21,6 +21,9 @@ runner = CliRunner()
 #: What a stage needs only once it runs; `seedr --help` must not wait for any of them.
 HEAVY_PACKAGES = ("torch", "transformers", "accelerate", "sentence_transformers", "faiss", "bm25s",
                   "ir_measures", "numpy")
+#: What the settings of a training stage must not wait for (a fine-tuning's checks its dev metrics with
+#: ir_measures, a tenth of a second).
+MODEL_PACKAGES = HEAVY_PACKAGES[:-2]
 
 
 def stage_option(stage: str, option: str):
@@ -68,24 +71,131 @@ def test_evaluate_defaults_to_the_library_metrics():
     assert stage_option("evaluate", "--metrics").default == ",".join(DEFAULT_METRICS)
 
 
+def help_text(*arguments: str) -> str:
+    """A command's help, unwrapped (rich wraps it to the terminal's width)."""
+    result = runner.invoke(app, [*arguments, "--help"])
+    assert result.exit_code == 0, result.output
+    return " ".join(result.output.replace("│", " ").split())
+
+
+def shown(value) -> str:
+    """A value as the help shows it."""
+    if value is None or isinstance(value, bool):
+        return str(value).lower().replace("none", "null")
+    return str(value) if value != "" else '""'
+
+
 @pytest.mark.parametrize("stage", ["finetune", "pretrain"])
-def test_training_stage_help_lists_every_train_key_with_its_default(stage):
+def test_training_stage_help_lists_every_settable_key_with_its_default(stage):
     import dataclasses
 
-    from seedr.training.finetune import FinetuneConfig
-    from seedr.training.pretrain import PretrainConfig
+    from seedr.settings import FinetuneConfig, PretrainConfig
 
-    defaults = (FinetuneConfig if stage == "finetune" else PretrainConfig)().train
-    result = runner.invoke(app, [stage, "--help"])
-    assert result.exit_code == 0, result.output
-    output = " ".join(result.output.split())  # the help is wrapped to the terminal's width
-    for field in dataclasses.fields(defaults):
-        value = getattr(defaults, field.name)
-        shown = "null" if value is None else str(value).lower() if isinstance(value, bool) else str(value)
-        assert re.search(rf"train\.{field.name} = {re.escape(shown)}: \w", output), field.name
+    defaults = (FinetuneConfig if stage == "finetune" else PretrainConfig)()
+    output = help_text(stage)
+    for section in (defaults, defaults.train, *([defaults.model, defaults.data] if stage == "pretrain" else [])):
+        prefix = "" if section is defaults else next(name for name in ("train", "model", "data")
+                                                     if getattr(defaults, name) is section) + "."
+        for field in dataclasses.fields(section):
+            value = getattr(section, field.name)
+            if dataclasses.is_dataclass(value):
+                continue
+            if isinstance(value, list | dict):  # [MRR@10, nDCG@10, R@100], {}: checked by their key
+                assert f"{prefix}{field.name} = " in output, field.name
+            else:
+                assert re.search(rf"{re.escape(prefix + field.name)} = {re.escape(shown(value))}: \S", output), field.name
     # each command shows its own defaults: fine-tuning's learning rate is not pre-training's
     assert ("train.learning_rate = 2e-05" in output) == (stage == "finetune")
     assert "train.scheduler = linear: " in output and "0 or null = no clipping" in output
+    assert "train.report_to = null: " in output and "MLFLOW_TRACKING_URI" in output
+    assert ("seedr config pretrain --config NAME" in output) == (stage == "pretrain")
+
+
+def test_help_with_a_recipe_shows_the_recipe_s_values_and_the_objective_s_options():
+    generic = help_text("pretrain")
+    assert "train.max_steps = 1000: " in generic and "train.global_batch_size = null: " in generic
+    output = help_text("pretrain", "--config", "seed", "--set", "train.batch_size=8")
+    assert "values under recipe seed, --set train.batch_size=8" in output
+    assert "train.max_steps = 1000000: " in output and "train.global_batch_size = 256: " in output
+    assert "train.batch_size = 8: " in output and "train.warmup_steps = 10000: " in output
+    assert "objective_name = seed: " in output
+    # the objective's options are those of its own config class (which imports torch): values only
+    assert "objective.decoder_layers = 3 objective.attention_span = 2 " in output
+    assert "seedr config pretrain --config NAME --describe" in output
+    # --config after --help, and as --config=NAME, is read too; fine-tuning's recipes the same way
+    result = runner.invoke(app, ["finetune", "--help", "--config=dpr"])
+    assert "train.global_batch_size = 128: " in " ".join(result.output.replace("│", " ").split())
+    # a help still answers for a recipe that is not there: with the defaults, saying why
+    output = help_text("pretrain", "--config", "nope")
+    assert "with their defaults (recipe nope: " in output and "no pretrain recipe 'nope'" in output
+    assert "train.max_steps = 1000: " in output
+
+
+@pytest.mark.parametrize("arguments", [["pretrain", "--config", "seed"], ["finetune", "--config", "sentence_encoder"]])
+def test_a_training_stage_s_help_loads_no_heavy_library(arguments):
+    """What keeps `seedr pretrain --help` well under 2 s (bench/bench_help.py times it): the settings and
+    the recipe are read without torch, transformers, accelerate or faiss."""
+    probe = (f"import sys; from seedr.cli import app\n"
+             f"try:\n    app({[*arguments, '--help']!r}, prog_name='seedr')\nexcept SystemExit:\n    pass\n"
+             f"print(sorted(set({MODEL_PACKAGES!r}) & set(sys.modules)), file=sys.stderr)")
+    result = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
+    assert "train.max_steps = " in result.stdout
+    assert result.stderr.strip().splitlines()[-1] == "[]"
+
+
+def test_the_settings_module_imports_no_heavy_library():
+    probe = ("import sys, seedr.settings as settings; settings.PretrainConfig(); settings.FinetuneConfig(title='join'); "
+             f"print(sorted(set({MODEL_PACKAGES!r}) & set(sys.modules)))")
+    loaded = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout
+    assert loaded.strip() == "[]"
+    from seedr.retrieval.encode import TITLE_MODES
+    from seedr.settings import TITLE_MODES as WRITTEN_OUT
+    from seedr.training.finetune import FinetuneConfig
+    from seedr.training.pretrain import DataConfig, ModelConfig, PretrainConfig
+    from seedr.training.trainer import TrainConfig
+
+    assert WRITTEN_OUT == TITLE_MODES  # written out in the settings, which must not import the encoder
+    import seedr.settings
+
+    assert (TrainConfig, PretrainConfig, ModelConfig, DataConfig, FinetuneConfig) == (
+        seedr.settings.TrainConfig, seedr.settings.PretrainConfig, seedr.settings.ModelConfig,
+        seedr.settings.DataConfig, seedr.settings.FinetuneConfig)  # the old names still import
+
+
+def test_describe_settings_lists_every_key_of_a_resolved_config_described():
+    import dataclasses
+
+    from seedr.config import attribute_descriptions, describe_settings, from_dict
+    from seedr.objectives.seed import SeedConfig
+    from seedr.settings import PretrainConfig
+
+    config = from_dict(PretrainConfig, {"objective_name": "seed", "objective": dataclasses.asdict(SeedConfig()),
+                                        "data": {"corpus": ["a.jsonl", "b.jsonl"]}, "model": {"bow_mlp": {"hidden_dim": 8}}})
+    lines = describe_settings(config, attribute_descriptions(SeedConfig, "objective"))
+    keys = [line.split(" = ", 1)[0] for line in lines]
+    assert len(keys) == len(set(keys))
+    assert {f"objective.{field.name}" for field in dataclasses.fields(SeedConfig)} <= set(keys)
+    assert all(re.fullmatch(r"[\w.]+ = .+: \S.*", line) for line in lines if not line.startswith("model.bow_mlp."))
+    assert "data.corpus = [a.jsonl, b.jsonl]: corpus files" in " ".join(lines)
+    assert "model.bow_mlp.hidden_dim = 8" in lines  # a mapping's entries without a description given: values
+    attention_span = next(line for line in lines if line.startswith("objective.attention_span = 2: "))
+    assert "most recent positions" in attention_span
+    masking = next(line for line in lines if line.startswith("objective.mask_probability = 0.15: "))
+    assert "BERT: 0.15" in masking  # described by the base class (MLMConfig) of SeedConfig
+
+    @dataclasses.dataclass
+    class Undocumented:
+        """A config with a field its docstring forgets.
+
+        Attributes:
+            known: described.
+        """
+
+        known: int = 1
+        unknown: int = 2
+
+    with pytest.raises(ValueError, match="Undocumented.unknown has no description"):
+        describe_settings(Undocumented())
 
 
 # ------------------------------------------------------------------ issue 25: numeric options are range-checked

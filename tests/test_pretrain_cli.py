@@ -135,6 +135,11 @@ def test_mlm_from_scratch_on_200_wiki_articles(wiki_shard, tmp_path):
                        "--set", "train.max_steps=2", "--set", "train.warmup_steps=0")  # no warm-up as long as the run
     assert sibling.exit_code == 0 and "tokenising" not in sibling.output
     assert list((tmp_path / "runs" / "shards").iterdir()) == [shards]
+    # the same command again without --resume is refused before anything is read (issue 42.5): here a
+    # corpus that is not there would otherwise be the error
+    again = pretrain(*[str(tmp_path / "missing.jsonl") if a == str(wiki_shard) else a for a in arguments])
+    assert again.exit_code == 1 and "already holds checkpoints of a run; resume it (--resume)" in again.output
+    assert "missing.jsonl" not in again.output
 
 
 def test_seed_recipe_cpu_variant_runs(wiki_shard, tmp_path):
@@ -143,6 +148,13 @@ def test_seed_recipe_cpu_variant_runs(wiki_shard, tmp_path):
                       *TINY, *settings(data__max_documents=20, data__max_seq_length=64, train__max_steps=3,
                                        train__batch_size=4, train__warmup_steps=1, train__log_every=1))
     assert result.exit_code == 0, result.output
+    # the recipe's global batch of 256 over --set train.batch_size=4: said at the start, recorded as used
+    output = " ".join(result.output.split())
+    assert "batch: global 256 = 4 per process × 1 process × 64 accumulation steps (train.global_batch_size=256 " \
+           "over train.batch_size=4 accumulates 64 batches per optimizer step; to step on every batch, --set " \
+           "train.global_batch_size=4)" in output
+    recorded = yaml.safe_load((out / "config.yaml").read_text())["train"]
+    assert (recorded["global_batch_size"], recorded["gradient_accumulation_steps"]) == (256, 64)
     last = json.loads((out / "metrics.jsonl").read_text().splitlines()[-1])
     assert {"mlm", "weak_decoder"} <= last.keys()
     assert last["loss"] == pytest.approx(last["mlm"] + last["weak_decoder"], rel=1e-5)

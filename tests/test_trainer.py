@@ -432,6 +432,109 @@ def test_skipping_batches_replays_the_same_masked_batches(tokenizer, shards, tmp
     assert not torch.equal(other_epoch["labels"], full[0]["labels"])
 
 
+# ---------------------------------------------------------------------------------------------- the batch
+
+
+def test_the_batch_line_says_what_a_global_batch_makes_of_a_smaller_batch_size():
+    """Issue 42.3: the seed recipe's global batch of 256 with --set train.batch_size=8 accumulates 32 batches."""
+    config = TrainConfig(batch_size=8, global_batch_size=256)
+    assert config.describe_batch(1) == (
+        "batch: global 256 = 8 per process × 1 process × 32 accumulation steps (train.global_batch_size=256 over "
+        "train.batch_size=8 accumulates 32 batches per optimizer step; to step on every batch, "
+        "--set train.global_batch_size=8)")
+    assert config.describe_batch(4).startswith("batch: global 256 = 8 per process × 4 processes × 8 accumulation steps")
+    assert TrainConfig(batch_size=8, gradient_accumulation_steps=2).describe_batch(2) == \
+        "batch: global 32 = 8 per process × 2 processes × 2 accumulation steps"  # asked for: nothing to point out
+    assert TrainConfig(batch_size=8, global_batch_size=8).describe_batch(1) == \
+        "batch: global 8 = 8 per process × 1 process × 1 accumulation step"
+    # fine-tuning by epochs counts the optimizer steps a global batch makes: 64 examples, 8 a batch, 4 a step
+    from seedr.training.finetune import steps_for_epochs
+
+    assert steps_for_epochs(1, 64, TrainConfig(batch_size=8, global_batch_size=32), 1, drop_last=False) == 2
+
+
+def test_a_run_states_its_batch_and_records_the_accumulation_it_used(tokenizer, shards, tmp_path, capfd):
+    import yaml
+
+    out_dir = tmp_path / "global"
+    settings = {"max_steps": 4, "save_every": 2, "warmup_steps": 1, "gradient_accumulation_steps": 1,
+                "global_batch_size": 4}
+    with pytest.raises(KeyboardInterrupt):  # killed at step 3, after the checkpoint of step 2
+        run(mlm_objective(tokenizer), shards, out_dir, callbacks=[StopAt(3)], **settings)
+    stated = capfd.readouterr().err
+    assert "batch: global 4 = 2 per process × 1 process × 2 accumulation steps (train.global_batch_size=4 over " \
+           "train.batch_size=2 accumulates 2 batches per optimizer step; to step on every batch, --set " \
+           "train.global_batch_size=2)" in stated
+    recorded = yaml.safe_load((out_dir / "config.yaml").read_text())
+    assert (recorded["global_batch_size"], recorded["gradient_accumulation_steps"]) == (4, 2)
+    state = out_dir / "checkpoints" / "step-2" / "trainer_state.json"
+    position = json.loads(state.read_text())
+    assert position["settings"]["train.gradient_accumulation_steps"] == 2
+    # a checkpoint of an older seedr recorded the 1 a global batch left in place: it resumes all the same
+    position["settings"]["train.gradient_accumulation_steps"] = 1
+    state.write_text(json.dumps(position))
+    trainer, metrics = run(mlm_objective(tokenizer), shards, out_dir, resume=True, **settings)
+    assert trainer.step == 4 and metrics["step"] == 4
+    assert "4 = 2 per process × 1 process × 2 accumulation steps" in capfd.readouterr().err
+    # a global batch that would change the accumulation is still another run
+    with pytest.raises(ValueError, match=r"train.global_batch_size 4 → 8"):
+        run(mlm_objective(tokenizer), shards, out_dir, resume=True, **{**settings, "global_batch_size": 8})
+
+
+# ---------------------------------------------------------------------------------------------- early refusal
+
+
+def fake_run(folder: Path, step: int = 2) -> Path:
+    """A run folder holding a checkpoint, as far as the refusal looks."""
+    (folder / "checkpoints" / f"step-{step}").mkdir(parents=True)
+    (folder / "checkpoints" / f"step-{step}" / "trainer_state.json").write_text("{}")
+    (folder / "config.yaml").write_text("{}\n")
+    return folder
+
+
+def test_check_run_folder_refuses_what_training_would_refuse(tmp_path):
+    from seedr.data.io import DataError
+    from seedr.training.trainer import check_run_folder
+
+    check_run_folder(tmp_path / "new", resume=False)  # nothing there: fine
+    (tmp_path / "file").write_text("x")
+    with pytest.raises(DataError, match="exists and is a file"):
+        check_run_folder(tmp_path / "file", resume=False)
+    (tmp_path / "mine").mkdir()
+    (tmp_path / "mine" / "notes.txt").write_text("x")
+    with pytest.raises(DataError, match="not a training run folder"):
+        check_run_folder(tmp_path / "mine", resume=True)
+    run_dir = fake_run(tmp_path / "run")
+    with pytest.raises(ValueError, match="already holds checkpoints of a run; resume it"):
+        check_run_folder(run_dir, resume=False)
+    check_run_folder(run_dir, resume=True)
+    rounds = tmp_path / "rounds"  # a fine-tuning's static rounds (and few-shot seeds) keep theirs a level down
+    fake_run(rounds / "round-1").joinpath("config.yaml").replace(rounds / "config.yaml")
+    with pytest.raises(ValueError, match="already holds checkpoints"):
+        check_run_folder(rounds, resume=False)
+
+
+def test_pretrain_and_finetune_refuse_a_run_folder_before_reading_anything(tmp_path):
+    """Issue 42.5: the refusal comes before the corpus is read or tokenised (here it does not exist)."""
+    from seedr.settings import DataConfig, FinetuneConfig, ModelConfig, PretrainConfig
+    from seedr.training.finetune import finetune
+    from seedr.training.pretrain import pretrain
+
+    config = PretrainConfig(model=ModelConfig(size="tiny", tokenizer="minilm"),
+                            data=DataConfig(corpus=[str(tmp_path / "missing.jsonl")]))
+    out_dir = fake_run(tmp_path / "pretrained")
+    with pytest.raises(ValueError, match="already holds checkpoints"):
+        pretrain(config, out_dir)
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["pretrained"]  # no shards made beside it
+    with pytest.raises(ValueError, match="is not a multiple of train.batch_size"):  # nor for a batch that cannot be
+        pretrain(dataclasses.replace(config, train=TrainConfig(batch_size=3, global_batch_size=8)), tmp_path / "b")
+    fine_tuned = tmp_path / "fine-tuned"
+    fake_run(fine_tuned / "seed-1")
+    (fine_tuned / "config.yaml").write_text("{}\n")
+    with pytest.raises(ValueError, match="already holds checkpoints"):
+        finetune(FinetuneConfig(train_data=str(tmp_path / "missing")), fine_tuned)
+
+
 # ---------------------------------------------------------------------------------------------- processes
 
 _WORKER = """

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import functools
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from contextlib import nullcontext
 from typing import Any
 
@@ -68,26 +68,60 @@ class StageCommand(TyperCommand):
             raise
 
 
-def listing_train_options(defaults: Callable[[], Any]) -> type[TyperCommand]:
-    """A command class whose help ends with every ``train.*`` key, its default and its description
-    (``seedr.config.describe_options`` over ``defaults()``, a ``TrainConfig``). The listing is built
-    only when the help is shown: it imports the trainer, which ``seedr --help`` must not wait for."""
+def listing_settings(config_class: Callable[[], type], stage: str, note: str = "") -> type[TyperCommand]:
+    """A command class whose help ends with every key of the stage's config (the dataclass
+    ``config_class()`` returns: imported only when the help is shown), its value and its description
+    (``seedr.config.describe_settings``), then ``note``. The values are the defaults or, when ``--config
+    NAME`` and ``--set KEY=VALUE`` stand beside ``--help``, what that recipe and those settings make them.
+    """
 
-    class TrainOptionsCommand(StageCommand):
+    class SettingsCommand(StageCommand):
+        words: tuple[str, ...] = ()
+
+        def parse_args(self, ctx: Any, args: list[str]) -> list[str]:
+            # click answers --help while it parses, before --config has a value: keep the words for the epilog
+            self.words = tuple(args)
+            return super().parse_args(ctx, args)
+
         @property
         def epilog(self) -> str:
-            from seedr.config import describe_options
-
-            # typer's rich help joins lines within a paragraph: one paragraph per option
-            lines = ["train.* options (--set train.KEY=VALUE), with their defaults:",
-                     *describe_options(defaults(), "train")]
+            lines = [*_settings_listing(config_class(), stage, self.words), *([note] if note else [])]
+            # typer's rich help joins lines within a paragraph: one paragraph per key
             return "\n\n".join(escape(line) for line in lines)
 
         @epilog.setter
         def epilog(self, value: str | None) -> None:
             """The listing replaces any given epilog."""
 
-    return TrainOptionsCommand
+    return SettingsCommand
+
+
+def _option_values(words: Sequence[str], option: str) -> list[str]:
+    """The values given to ``option`` (``--set a=1`` or ``--set=a=1``) in a command line's ``words``."""
+    values = []
+    for index, word in enumerate(words):
+        if word == option and index + 1 < len(words):
+            values.append(words[index + 1])
+        elif word.startswith(f"{option}="):
+            values.append(word.partition("=")[2])
+    return values
+
+
+def _settings_listing(config_class: type, stage: str, words: Sequence[str]) -> list[str]:
+    """The heading and ``key = value: description`` lines of ``listing_settings``'s help."""
+    from seedr.config import describe_settings, load_config
+    from seedr.recipes import recipe_path
+
+    recipes, overrides = _option_values(words, "--config"), _option_values(words, "--set")
+    sources = [*([f"recipe {recipes[-1]}"] if recipes else []), *(f"--set {value}" for value in overrides)]
+    try:
+        config = load_config(config_class, recipe_path(recipes[-1], stage) if recipes else None, overrides)
+        heading = f"Settings (--set KEY=VALUE) with their values under {', '.join(sources)}:" if sources else \
+            "Settings (--config NAME, --set KEY=VALUE) with their defaults:"
+    except (OSError, ValueError) as error:  # a help still answers: with the defaults, and why
+        config = config_class()
+        heading = f"Settings (--set KEY=VALUE) with their defaults ({', '.join(sources)}: {error}):"
+    return [heading, *describe_settings(config)]
 
 
 def locks_output(option: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:

@@ -9,19 +9,19 @@ from typing import Annotated, Any
 import typer
 from rich.console import Console
 
-from seedr.stages.common import clear_errors, listing_train_options, locks_output
+from seedr.stages.common import clear_errors, listing_settings, locks_output
 
 console = Console()  # the summary table goes to stdout; progress and errors to stderr
 
 
-def _train_defaults() -> Any:
-    from seedr.training.finetune import FinetuneConfig
+def _config_class() -> type[Any]:
+    from seedr.settings import FinetuneConfig  # torch-free: the help answers at once
 
-    return FinetuneConfig().train
+    return FinetuneConfig
 
 
-#: ``seedr finetune --help`` ends with every train.* key and its default for finetune.
-COMMAND_CLASS = listing_train_options(_train_defaults)
+#: ``seedr finetune --help`` ends with every key of FinetuneConfig, with its default or a recipe's value.
+COMMAND_CLASS = listing_settings(_config_class, "finetune")
 
 
 @clear_errors

@@ -9,17 +9,20 @@ from typing import Annotated, Any
 import typer
 from rich.markup import escape
 
-from seedr.stages.common import clear_errors, console, listing_train_options, locks_output
+from seedr.stages.common import clear_errors, console, listing_settings, locks_output
 
 
-def _train_defaults() -> Any:
-    from seedr.training.pretrain import PretrainConfig
+def _config_class() -> type[Any]:
+    from seedr.settings import PretrainConfig  # torch-free: the help answers at once
 
-    return PretrainConfig().train
+    return PretrainConfig
 
 
-#: ``seedr pretrain --help`` ends with every train.* key and its default for pretrain.
-COMMAND_CLASS = listing_train_options(_train_defaults)
+#: ``seedr pretrain --help`` ends with every key of PretrainConfig, with its default or a recipe's value.
+COMMAND_CLASS = listing_settings(
+    _config_class, "pretrain",
+    note="objective.* are the options of the objective's own config class; the help shows those the recipe "
+         "or --set gives, and `seedr config pretrain --config NAME --describe` lists them all, described.")
 
 
 @clear_errors

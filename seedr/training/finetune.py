@@ -1,6 +1,7 @@
 """Fine-tuning a pre-trained encoder into a dense retriever: the training data, its collation, dev
 evaluation during training, static-negative rounds and few-shot runs. The loop itself is the shared
-``seedr.training.trainer.Trainer``.
+``seedr.training.trainer.Trainer``; the settings, ``FinetuneConfig``, are defined in the torch-free
+``seedr.settings`` and importable from here.
 
 The set-ups of the papers, as recipes (``seedr/recipes/finetune/``):
 
@@ -26,7 +27,7 @@ import math
 import random
 import shutil
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -41,102 +42,21 @@ from seedr.data.io import DataError, atomic_directory, atomic_write
 from seedr.data.queries import read_qrels, read_queries
 from seedr.data.records import Document, Qrels
 from seedr.data.training_sets import TrainingSet, load_training_set
-from seedr.evaluation.metrics import deeper_than, evaluate_run
+from seedr.evaluation.metrics import evaluate_run
 from seedr.hardware import resolve_mixed_precision
 from seedr.losses import build_loss
 from seedr.losses.gather import NO_KEY, document_key
 from seedr.modeling.dual_encoder import DualEncoder
 from seedr.negatives import NEGATIVES, NegativeStrategy, NegativeTable
 from seedr.negatives.base import positives
-from seedr.retrieval.encode import TITLE_MODES, document_input, tokenize_pairs
+from seedr.retrieval.encode import document_input, tokenize_pairs
+from seedr.settings import EPOCH_UNITS, FinetuneConfig, TrainConfig
 from seedr.training.checkpoint import PRODUCT, latest_checkpoint
 from seedr.training.few_shot import run_few_shot
 from seedr.training.publish import describe_run
-from seedr.training.trainer import METRICS, Callback, TrainConfig, Trainer, uses_cpu
+from seedr.training.trainer import METRICS, Callback, Trainer, check_run_folder, uses_cpu
 
 console = Console(stderr=True)
-
-
-#: What an epoch passes over once (``FinetuneConfig.epoch_over``).
-EPOCH_UNITS = ("pairs", "queries")
-
-
-def _fine_tuning_defaults() -> TrainConfig:
-    # DPR's learning rate (2e-5) and a BERT-style 10% warm-up — a share, so that a shorter run
-    # (train.max_steps, epochs) still reaches the peak rate; recipes set each paper's own values.
-    return TrainConfig(learning_rate=2e-5, batch_size=32, max_steps=1000, warmup_ratio=0.1, save_every=500)
-
-
-@dataclass
-class FinetuneConfig:
-    """Everything that defines a fine-tuning run (``seedr finetune``; recipes in ``seedr/recipes/finetune``).
-
-    Defaults: SEED-Encoder's Siamese (BM25 Neg) — one shared encoder, [CLS] embedding, dot product,
-    triplet loss, a negative from the top 100 BM25 results per (query, positive).
-
-    An epoch (``epochs``, and the order of the data) is a pass over ``epoch_over``: ``pairs`` (the
-    default) — one example per labelled (query, relevant document) pair, as BEIR's sentence-transformers
-    training makes one ``InputExample`` per qrels pair (``beir.retrieval.train.TrainRetriever.load_train``),
-    so every labelled document is trained on in every epoch (SciFact train: 919 pairs); or ``queries`` —
-    one example per query with one of its positives drawn each epoch, as DPR's trainer iterates over
-    questions (SciFact train: 809). None of the papers says which. The last partial batch of an epoch is
-    kept (``drop_last: false``, PyTorch's and sentence-transformers' default), so no pair is left out of
-    an epoch; ``drop_last: true`` drops it, for losses that want full batches of in-batch negatives.
-    """
-
-    model: str = "minilm"  # model folder, seedr run folder, or "minilm"
-    train_data: str = ""  # BEIR folder (corpus.jsonl, queries.jsonl, qrels/<split>.tsv) or DPR JSON
-    train_split: str = "train"
-    dev_qrels: str | None = None  # dev labels: evaluated during training (SEED-Encoder Figure 6)
-    dev_queries: str | None = None  # file, folder or quoted glob; default: queries.jsonl of the training folder
-    dev_corpus: str | None = None  # file, folder or quoted glob; default: the training corpus
-    dev_every: int = 0  # optimizer steps between dev evaluations; 0 = only at the end
-    dev_metrics: list[str] = field(default_factory=lambda: ["MRR@10", "nDCG@10", "R@100"])
-    dev_depth: int = 100  # documents retrieved per dev query
-    shared_encoder: bool | None = None  # Siamese (SEED, ANCE, CPDAE) or separate towers (DPR); None = the
-    # model folder's own (a two-tower checkpoint keeps its towers), else shared
-    pooling: str | None = None  # cls | mean; None = what the model folder records, else cls
-    similarity: str | None = None  # dot | cosine; None = what the model folder records, else dot
-    scale: float | None = None  # cosine's inverse temperature (default 20)
-    title: str | None = None  # pair | join | none; None = what the model folder records, else pair
-    query_max_length: int = 64
-    document_max_length: int = 512  # FirstP: the first 512 tokens of a document (ANCE, SEED-Encoder)
-    loss: str = "triplet"
-    loss_options: dict[str, Any] = field(default_factory=dict)  # e.g. {margin: 1.0, in_batch: false}
-    negatives: str = "bm25"
-    negative_options: dict[str, Any] = field(default_factory=dict)  # e.g. {depth: 100}
-    negatives_per_query: int = 1  # hard negatives per query in a batch (DPR: 1, CPDAE: 7)
-    epochs: float | None = None  # if set, train.max_steps = this many epochs (see epoch_over)
-    epoch_over: str = "pairs"  # an epoch passes once over: pairs (each labelled (query, positive)) | queries
-    drop_last: bool = False  # drop an epoch's last partial batch (true) or train on it (false)
-    reinitialize: bool = False  # no pre-training: the model's architecture and vocabulary, fresh weights
-    few_shot: float | None = None  # train on this many queries (≥ 1) or this fraction (< 1) of them
-    seeds: list[int] = field(default_factory=list)  # few-shot: one run per seed (sample + training seed)
-    encode_batch_size: int = 64  # encoding batch for dev evaluation and negative mining
-    train: TrainConfig = field(default_factory=_fine_tuning_defaults)
-
-    def __post_init__(self) -> None:
-        if self.pooling not in (None, "cls", "mean"):
-            raise ValueError(f"pooling must be cls or mean, got {self.pooling!r}")
-        if self.similarity not in (None, "dot", "cosine"):
-            raise ValueError(f"similarity must be dot or cosine, got {self.similarity!r}")
-        if self.negatives_per_query < 0 or self.dev_every < 0:
-            raise ValueError("negatives_per_query and dev_every cannot be negative")
-        if self.few_shot is not None and self.few_shot <= 0:
-            raise ValueError(f"few_shot must be a positive count or fraction, got {self.few_shot}")
-        too_deep = deeper_than(self.dev_metrics, self.dev_depth)
-        if too_deep:
-            raise ValueError(f"dev_metrics {', '.join(too_deep)} go deeper than the {self.dev_depth} documents "
-                             f"retrieved per dev query: raise dev_depth or drop them")
-        if self.title not in (None, *TITLE_MODES):
-            raise ValueError(f"title must be one of {', '.join(TITLE_MODES)}, got {self.title!r}")
-        if self.epoch_over not in EPOCH_UNITS:
-            raise ValueError(f"epoch_over must be one of {', '.join(EPOCH_UNITS)}, got {self.epoch_over!r}")
-
-    def identity(self) -> dict[str, Any]:
-        """What this run trains (``seedr.config.identity``, an experiment step's key): its settings, with
-        ``train`` as ``TrainConfig.identity`` gives it — told whether ``epochs`` sets the run's length."""
-        return {**to_dict(self), "train": self.train.identity(length_from_data=self.epochs is not None)}
 
 
 # --------------------------------------------------------------------------------------- training data
@@ -322,11 +242,12 @@ def build_model(config: FinetuneConfig, model_path: str) -> DualEncoder:
 
 def steps_for_epochs(epochs: float, examples: int, train: TrainConfig, processes: int, drop_last: bool) -> int:
     """Optimizer steps of ``epochs`` passes over ``examples``: each process takes batches of
-    ``train.batch_size`` (the partial last one kept unless ``drop_last``), and an epoch's last
-    accumulation window steps the optimizer even when short (Accelerate syncs at the loader's end)."""
+    ``train.batch_size`` (the partial last one kept unless ``drop_last``), ``train.accumulation_steps``
+    of them (a global batch's included) make an optimizer step, and an epoch's last accumulation window
+    steps the optimizer even when short (Accelerate syncs at the loader's end)."""
     per_batch = train.batch_size * processes
     batches = examples // per_batch if drop_last else math.ceil(examples / per_batch)
-    return max(1, math.ceil(epochs * math.ceil(batches / train.gradient_accumulation_steps)))
+    return max(1, math.ceil(epochs * math.ceil(batches / train.accumulation_steps(processes))))
 
 
 def _mine_or_load(strategy: NegativeStrategy, training: TrainingSet, model: DualEncoder, model_source: str,
@@ -389,8 +310,13 @@ def finetune(config: FinetuneConfig, out_dir: str | Path, resume: bool = False) 
     """Fine-tune ``config.model`` on ``config.train_data``; few-shot seeds and static rounds included.
 
     Returns a summary: the run folder, the encoder, the last logged metrics and the final dev metrics.
+    An output the run would refuse (``check_run_folder``), and a global batch the processes cannot
+    divide, are refused first, before any data is read or negative mined.
     """
     out_dir = Path(out_dir)
+    check_run_folder(out_dir, resume)
+    # every config.yaml of the run (this folder's, its rounds' and seeds') records the accumulation used
+    config.train.resolve_accumulation(PartialState().num_processes)
     training = load_training_set(config.train_data, config.train_split)
     dev = load_dev_set(config, training)
     if not (out_dir / "config.yaml").exists():  # marks the folder as a run before negatives are mined into it

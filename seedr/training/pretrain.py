@@ -1,8 +1,9 @@
 """Pre-training an encoder with one objective: the library behind ``seedr pretrain``.
 
 ``PretrainConfig`` is the whole recipe (``seedr/recipes/pretrain/*.yaml``): which objective and its options,
-the encoder (from scratch, or continued from a checkpoint), the training data and the optimisation.
-``pretrain(config, out_dir)`` builds everything and runs the shared ``Trainer``.
+the encoder (from scratch, or continued from a checkpoint), the training data and the optimisation; it is
+defined, with ``ModelConfig`` and ``DataConfig``, in the torch-free ``seedr.settings`` and importable from
+here. ``pretrain(config, out_dir)`` builds everything and runs the shared ``Trainer``.
 
 Two ways to get an encoder, as the papers did:
 
@@ -28,7 +29,6 @@ from __future__ import annotations
 import dataclasses
 import functools
 from collections.abc import Iterator
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -43,9 +43,10 @@ from seedr.modeling.bow_mlp import build_bow_mlp
 from seedr.modeling.encoder import build_encoder, load_encoder, load_tokenizer
 from seedr.objectives import OBJECTIVES, Objective
 from seedr.registry import Registry
+from seedr.settings import DataConfig, ModelConfig, PretrainConfig
 from seedr.training.publish import describe_run
 from seedr.training.shards import TokenShardData, TokenShards, ensure_token_shards, shard_key, source_fingerprint
-from seedr.training.trainer import TrainConfig, TrainData, Trainer, process_state
+from seedr.training.trainer import TrainData, Trainer, check_run_folder, process_state
 
 #: BERT shapes for from-scratch pre-training: (layers, hidden, heads). ``base`` is BERT-base
 #: (Devlin et al., 2019); the smaller ones are the compact BERTs of Turc et al. (2019).
@@ -54,69 +55,6 @@ for _name, (_layers, _hidden, _heads) in {"tiny": (2, 128, 2), "mini": (4, 256, 
                                           "medium": (8, 512, 8), "base": (12, 768, 12)}.items():
     MODEL_SIZES.register(_name)({"num_hidden_layers": _layers, "hidden_size": _hidden,
                                  "num_attention_heads": _heads})
-
-
-@dataclass
-class ModelConfig:
-    """The encoder to pre-train.
-
-    Attributes:
-        init: continue from this local Hugging Face folder, seedr run folder, or ``minilm``; when set,
-            ``size`` and the shape fields are ignored.
-        size: from scratch: a name from ``MODEL_SIZES`` (tiny, mini, small, medium, base).
-        tokenizer: tokenizer folder (``seedr prepare``) or model folder; default: that of ``init``.
-        hidden_size, num_hidden_layers, num_attention_heads, intermediate_size: override the size's shape.
-        dropout: hidden and attention dropout of a new encoder (BERT and both papers: 0.1).
-        architecture: ``bert`` (a Transformer encoder), or ``bow_mlp``: the ICLR 2020 paper's BoW-MLP
-            baseline (``seedr.modeling.bow_mlp``), for the two-tower objectives only; needs
-            ``tokenizer``.
-        bow_mlp: options of ``build_bow_mlp`` (embedding_dim, hidden_dim, output_dim; paper: 4096,
-            512, 512).
-    """
-
-    init: str | None = None
-    size: str = "base"
-    tokenizer: str | None = None
-    hidden_size: int | None = None
-    num_hidden_layers: int | None = None
-    num_attention_heads: int | None = None
-    intermediate_size: int | None = None
-    dropout: float = 0.1
-    architecture: str = "bert"
-    bow_mlp: dict[str, int] = field(default_factory=dict)
-
-
-@dataclass
-class DataConfig:
-    """The pre-training corpus.
-
-    Attributes:
-        corpus: corpus files (any format ``seedr.data.corpus.read_corpus`` reads), quoted globs or
-            folders (``seedr.data.inputs.input_files``); empty = the embedded default corpus (token objectives).
-        format: corpus format name, or ``auto``.
-        max_seq_length: tokens per example, [CLS] and [SEP] included (all three papers: 512).
-        packing: how examples are cut from documents (``seedr.training.shards.PACKINGS``).
-        max_documents: read at most this many documents (token objectives), e.g. for CPU-scale runs.
-        shards: token shard folder to use or create; default ``<out>/../shards/<key>``.
-    """
-
-    corpus: list[str] = field(default_factory=list)
-    format: str = "auto"
-    max_seq_length: int = 512
-    packing: str = "full_sentences"
-    max_documents: int | None = None
-    shards: str | None = None
-
-
-@dataclass
-class PretrainConfig:
-    """A whole pre-training recipe; ``objective`` holds the options of the objective's ``config_class``."""
-
-    objective_name: str = "mlm"
-    objective: dict[str, Any] = field(default_factory=dict)
-    model: ModelConfig = field(default_factory=ModelConfig)
-    data: DataConfig = field(default_factory=DataConfig)
-    train: TrainConfig = field(default_factory=TrainConfig)
 
 
 def build_model(config: ModelConfig, max_seq_length: int) -> tuple[PreTrainedModel, PreTrainedTokenizerBase]:
@@ -233,13 +171,17 @@ def build_objective(config: PretrainConfig, out_dir: str | Path | None = None) -
 def pretrain(config: PretrainConfig, out_dir: str | Path, resume: bool = False) -> dict[str, float]:
     """Pre-train and write the run folder ``out_dir`` (see ``seedr.training.trainer``).
 
-    Returns the metrics of the last logged step.
+    Returns the metrics of the last logged step. An output the run would refuse (``check_run_folder``),
+    and a global batch the processes cannot divide, are refused first, before the model is built or the
+    corpus tokenised.
 
     Example:
         >>> config = load_config(PretrainConfig, recipe_path("seed", "pretrain"), ["train.max_steps=100"])
         >>> pretrain(config, "runs/seed", resume=True)
     """
     out_dir = Path(out_dir)
+    check_run_folder(out_dir, resume)
+    config.train.resolve_accumulation(process_state().num_processes)
     objective = build_objective(config, out_dir)
     if objective.input_kind == "pairs":
         data = pair_data(config, objective.config)

@@ -25,7 +25,10 @@ logged under its name, and — for a loss of several differentiable parts — ea
 the encoder as ``grad_norm/<part>`` every ``log_every`` steps (``seedr.training.part_gradients``; on the
 last micro-batch of the step, averaged over processes; not under ``gradient_cache``). What a run writes
 (see ``seedr.training.checkpoint``): ``out/encoder/`` (the product), ``out/checkpoints/step-N/``, ``out/metrics.jsonl`` (one JSON line per logged step),
-``out/config.yaml`` + ``out/run.json`` (``seedr.config.record_run``).
+``out/config.yaml`` + ``out/run.json`` (``seedr.config.record_run``; ``train.gradient_accumulation_steps``
+as the run used it), and with ``train.report_to`` the same lines to Accelerate's experiment trackers
+(TensorBoard's files in ``out/trackers/``). Each run starts by saying what its batch is (global = per
+process × processes × accumulation steps).
 
 Exact resumption: a checkpoint holds the parameters, optimiser, scheduler, the RNG states of every
 process and the data position (epoch, batch within the epoch). Each epoch's order is a function of
@@ -50,13 +53,12 @@ import dataclasses
 import json
 import math
 import random
+import sys
 import time
-import warnings
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal, Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 import torch
@@ -67,7 +69,7 @@ from torch import Tensor, nn
 from tqdm.auto import tqdm
 
 from seedr.config import record_run, to_dict
-from seedr.data.io import DataError, atomic_write
+from seedr.data.io import DataError, atomic_write, check_output_folder
 from seedr.data.training_log import METRICS, append_metrics, read_metrics
 from seedr.hardware import resolve_mixed_precision
 from seedr.training.checkpoint import (
@@ -91,19 +93,17 @@ from seedr.training.gradient_cache import (
     gradient_cache_step,
 )
 from seedr.training.optim import build_optimizer, build_scheduler
+from seedr.settings import SCHEDULERS, TrainConfig
 from seedr.training.part_gradients import part_gradient_norms
-
-#: The learning-rate schedules of ``transformers.get_scheduler`` a run can choose (``train.scheduler``).
-SCHEDULERS = ("linear", "cosine", "constant", "constant_with_warmup")
-#: A warm-up longer than this share of the run draws a warning (the papers warm up over 10% or less).
-LARGE_WARMUP_SHARE = 0.25
 
 #: Settings a resumed run may change: they decide what is logged and kept, never the trained weights.
 #: Anything else (learning rate, batch size, max steps — the schedule decays to 0 at max_steps —,
 #: seed, data, model, objective) must stay as the checkpoint was made, or the run would be a mix of
 #: two runs that ``config.yaml`` describes as one.
 SAFE_TO_CHANGE_ON_RESUME = frozenset({"train.log_every", "train.save_every", "train.keep_checkpoints",
-                                      "dev_every", "dev_metrics", "dev_depth"})
+                                      "train.report_to", "dev_every", "dev_metrics", "dev_depth"})
+#: Where ``train.report_to``'s trackers write, in the run folder (those that write locally: TensorBoard, Aim ...).
+TRACKERS = "trackers"
 
 
 class NonFiniteLossError(ValueError):
@@ -119,147 +119,6 @@ def _flat(settings: Any, prefix: str = "") -> dict[str, Any]:
         else:
             flat[f"{prefix}{key}"] = value
     return flat
-
-
-@dataclass
-class TrainConfig:
-    """Optimisation settings; the defaults are those of SEED-Encoder §4.1 (and BERT).
-
-    ``seedr pretrain --help`` and ``seedr finetune --help`` list these keys (as ``train.<name>``) with
-    their defaults and the descriptions below (``seedr.config.describe_options``).
-
-    Attributes:
-        seed: seed of the model's new weights, the data order, masking and dropout.
-        max_steps: optimizer steps to train for.
-        batch_size: examples per process per micro-step (the effective batch multiplies it by the
-            accumulation steps and the processes).
-        gradient_accumulation_steps: micro-steps whose gradients are summed into one optimizer step.
-        global_batch_size: the paper's batch over every process and micro-step; sets
-            gradient_accumulation_steps to global_batch_size / (batch_size × processes), which must divide.
-            Accumulation does not widen a contrastive loss's in-batch negatives; gradient_cache does.
-        gradient_cache: GradCache (Gao et al. 2021): the whole per-process batch in one loss, embedded a
-            chunk at a time without graphs, then back-propagated chunk by chunk; two-tower objectives and
-            fine-tuning only.
-        gradient_cache_chunk: rows embedded at once under gradient_cache.
-        learning_rate: the peak learning rate, reached at the end of the warm-up.
-        weight_decay: AdamW's decoupled weight decay (not on biases and normalisation weights).
-        adam_epsilon: AdamW's ε.
-        adam_beta1: AdamW's β1.
-        adam_beta2: AdamW's β2.
-        scheduler: the learning-rate schedule (transformers.get_scheduler): linear or cosine decay to 0
-            at max_steps after the warm-up, constant_with_warmup, or constant (no warm-up at all).
-        warmup_ratio: warm-up as a share of max_steps, in [0, 1) (the papers' "10% warm-up" is 0.1);
-            when set it wins over warmup_steps, which then records the steps it comes to.
-        warmup_steps: optimizer steps of linear warm-up from 0 to the peak rate (used when warmup_ratio
-            is null); must be fewer than max_steps.
-        max_grad_norm: clip the gradients' global L2 norm to this; 0 or null = no clipping (the norm is
-            logged either way).
-        mixed_precision: no, bf16, fp16 or auto (passed to Accelerate; no defers to the launch config;
-            auto is bf16 where the device computes it natively and float32 elsewhere, ``seedr.hardware``).
-        log_every: optimizer steps between lines of metrics.jsonl.
-        save_every: optimizer steps between checkpoints (one is also written at the end).
-        keep_checkpoints: how many checkpoints (each with its encoder) to keep; only the newest keeps
-            the optimizer state needed to resume.
-    """
-
-    seed: int = 42
-    max_steps: int = 1000  # optimizer steps
-    batch_size: int = 32  # per device per micro-step
-    gradient_accumulation_steps: int = 1
-    global_batch_size: int | None = None
-    gradient_cache: bool = False
-    gradient_cache_chunk: int = 32
-    learning_rate: float = 1e-4
-    weight_decay: float = 0.01
-    adam_epsilon: float = 1e-6
-    adam_beta1: float = 0.9
-    adam_beta2: float = 0.999
-    scheduler: Literal["linear", "cosine", "constant", "constant_with_warmup"] = "linear"
-    warmup_ratio: float | None = None
-    warmup_steps: int = 0
-    max_grad_norm: float | None = 1.0
-    mixed_precision: str = "no"  # "no" | "bf16" | "fp16" (passed to accelerate) | "auto"
-    log_every: int = 10
-    save_every: int = 500  # checkpoint every N optimizer steps (and at the end)
-    keep_checkpoints: int = 2
-
-    def __post_init__(self) -> None:
-        for name in ("max_steps", "batch_size", "gradient_accumulation_steps", "log_every", "save_every",
-                     "keep_checkpoints", "gradient_cache_chunk"):
-            if getattr(self, name) < 1:
-                raise ValueError(f"train.{name} must be at least 1, got {getattr(self, name)}")
-        if self.mixed_precision not in ("no", "bf16", "fp16", "auto"):
-            raise ValueError(f"train.mixed_precision must be no, bf16, fp16 or auto, got {self.mixed_precision!r}")
-        if self.scheduler not in SCHEDULERS:
-            raise ValueError(f"train.scheduler must be one of {', '.join(SCHEDULERS)}, got {self.scheduler!r}")
-        if not self.learning_rate > 0:  # not ``<= 0``: NaN compares false
-            raise ValueError(f"train.learning_rate must be a positive number, got {self.learning_rate}")
-        if not self.weight_decay >= 0:
-            raise ValueError(f"train.weight_decay must be at least 0, got {self.weight_decay}")
-        if not self.adam_epsilon > 0:
-            raise ValueError(f"train.adam_epsilon must be a positive number, got {self.adam_epsilon}")
-        for name in ("adam_beta1", "adam_beta2"):
-            if not 0 <= getattr(self, name) < 1:
-                raise ValueError(f"train.{name} must be in [0, 1), got {getattr(self, name)}")
-        if self.max_grad_norm is not None and not self.max_grad_norm >= 0:
-            raise ValueError(f"train.max_grad_norm must be positive, or 0 / null for no clipping, "
-                             f"got {self.max_grad_norm}")
-        if self.warmup_ratio is not None:
-            if not 0 <= self.warmup_ratio < 1:
-                raise ValueError(f"train.warmup_ratio is a share of train.max_steps in [0, 1), "
-                                 f"got {self.warmup_ratio}")
-            # rounded up, as transformers' TrainingArguments.get_warmup_steps (after rounding away float
-            # noise: 0.7 × 10 is 7.000000000000001)
-            self.warmup_steps = math.ceil(round(self.warmup_ratio * self.max_steps, 9))
-        if self.warmup_steps < 0:
-            raise ValueError(f"train.warmup_steps must be at least 0, got {self.warmup_steps}")
-        if self.warmup_steps and self.warmup_steps >= self.max_steps:
-            raise ValueError(f"train.warmup_steps={self.warmup_steps} is not fewer than train.max_steps="
-                             f"{self.max_steps}: the learning rate would never reach its peak; lower the "
-                             f"warm-up or give it as a share (train.warmup_ratio=0.1)")
-        if self.warmup_steps > LARGE_WARMUP_SHARE * self.max_steps:
-            warnings.warn(f"warm-up takes {self.warmup_steps} of {self.max_steps} steps "
-                          f"({self.warmup_steps / self.max_steps:.0%}): a large share of the run trains below "
-                          f"the peak learning rate (train.warmup_ratio=0.1 is the papers' share)", stacklevel=3)
-        if self.global_batch_size is not None and self.global_batch_size < 1:
-            raise ValueError(f"train.global_batch_size must be at least 1, got {self.global_batch_size}")
-
-    @property
-    def clips_gradients(self) -> bool:
-        return bool(self.max_grad_norm)
-
-    def identity(self, length_from_data: bool = False) -> dict[str, Any]:
-        """These settings as what they train (``seedr.config.identity``, an experiment step's key):
-        ``warmup_ratio`` only sets ``warmup_steps``, which holds the steps it came to, so it is left
-        out (``warmup_ratio: 0.1`` of 60 steps trains as ``warmup_steps: 6``). When the run's length is
-        decided from its data instead (``length_from_data``: fine-tuning by ``epochs``), ``max_steps`` is
-        a placeholder, and so are the ``warmup_steps`` a ratio came to: the ratio is what decides."""
-        data = dataclasses.asdict(self)
-        if not length_from_data:
-            del data["warmup_ratio"]
-            return data
-        del data["max_steps"]
-        if self.warmup_ratio is not None:
-            del data["warmup_steps"]
-        return data
-
-    def accumulation_steps(self, processes: int) -> int:
-        """Micro-steps per optimizer step: ``global_batch_size / (batch_size × processes)`` when the global
-        batch is set (it must divide), else ``gradient_accumulation_steps``."""
-        if self.global_batch_size is None:
-            return self.gradient_accumulation_steps
-        per_micro_step = self.batch_size * processes
-        if self.global_batch_size % per_micro_step:
-            remedy = (f"choose a batch_size that divides {self.global_batch_size // processes}"
-                      if self.global_batch_size % processes == 0 else "run on a number of processes that divides it")
-            raise ValueError(f"train.global_batch_size {self.global_batch_size} is not a multiple of train.batch_size "
-                             f"{self.batch_size} × {processes} process(es) = {per_micro_step}: {remedy}")
-        steps = self.global_batch_size // per_micro_step
-        if self.gradient_accumulation_steps not in (1, steps):
-            raise ValueError(f"train.gradient_accumulation_steps {self.gradient_accumulation_steps} contradicts "
-                             f"train.global_batch_size {self.global_batch_size} = {self.batch_size} × {processes} "
-                             f"process(es) × {steps}: leave it at 1 and it is set from the global batch")
-        return steps
 
 
 @runtime_checkable
@@ -285,6 +144,26 @@ class Callback:
 
     def load_state_dict(self, state: dict) -> None:
         return None
+
+
+def _already_a_run(out_dir: Path) -> ValueError:
+    return ValueError(f"{out_dir} already holds checkpoints of a run; resume it (--resume) or choose another "
+                      "output folder")
+
+
+def check_run_folder(out_dir: str | Path, resume: bool) -> None:
+    """Refuse, before anything is loaded or tokenised, an output that training would refuse only when it
+    starts: a file, a folder that is not a training run (``seedr.data.io.check_output_folder``) or —
+    without ``resume`` — a run that holds checkpoints, in its own folder or in those of its rounds
+    (``round-<r>/``) and few-shot seeds (``seed-<s>/``). ``pretrain`` and ``finetune`` call it first;
+    ``Trainer.train`` checks its own folder again."""
+    out_dir = Path(out_dir)
+    check_output_folder(out_dir, "training run", replaces=False)
+    if resume:
+        return
+    runs = [out_dir, *out_dir.glob("round-*"), *out_dir.glob("seed-*"), *out_dir.glob("seed-*/round-*")]
+    if any(latest_checkpoint(run) is not None for run in runs):
+        raise _already_a_run(out_dir)
 
 
 def uses_cpu() -> bool:
@@ -418,8 +297,11 @@ class Trainer:
         # group (PartialState) is kept.
         AcceleratorState._reset_state()
         precision = resolve_mixed_precision(config.mixed_precision, "cpu" if uses_cpu() else "cuda")
+        # In place: the run config holding these settings records, in config.yaml and every checkpoint, the
+        # accumulation that trains rather than the 1 a global_batch_size leaves in place.
+        config.resolve_accumulation(process_state().num_processes)
         self.accelerator = Accelerator(
-            gradient_accumulation_steps=config.accumulation_steps(process_state().num_processes),
+            gradient_accumulation_steps=config.gradient_accumulation_steps,
             # "no" leaves the choice to an Accelerate launch config (whose default is no mixed precision).
             # "auto" resolves to an explicit choice, which a launch config does not override.
             mixed_precision=None if config.mixed_precision == "no" else precision,
@@ -427,6 +309,8 @@ class Trainer:
             # The schedule counts optimizer steps of the whole run; Accelerate would otherwise step it
             # once per process per optimizer step.
             step_scheduler_with_optimizer=False,
+            log_with=config.report_to,
+            project_dir=self.out_dir / TRACKERS if config.report_to else None,
         )
         set_seed(config.seed, device_specific=True)
         if config.gradient_cache and not isinstance(model, GradientCacheModel):
@@ -456,8 +340,7 @@ class Trainer:
         accelerator, config = self.accelerator, self.config
         checkpoint = latest_checkpoint(self.out_dir)
         if checkpoint is not None and not resume:
-            raise ValueError(f"{self.out_dir} already holds checkpoints of a run; resume it (--resume) "
-                             "or choose another output folder")
+            raise _already_a_run(self.out_dir)
         if checkpoint is not None:
             checkpoint = self._usable_checkpoint()
             self._check_resumed_settings(checkpoint)
@@ -482,7 +365,16 @@ class Trainer:
         if accelerator.is_main_process:
             record_run(self.out_dir, self.run_config if self.run_config is not None else self.config, config.seed)
             self._truncate_metrics(self.step)
+            tqdm.write(config.describe_batch(accelerator.num_processes), file=sys.stderr)
+        self._start_trackers()
+        try:
+            return self._train_steps(loader)
+        finally:
+            self._end_trackers()
 
+    def _train_steps(self, loader: torch.utils.data.DataLoader) -> dict[str, float]:
+        """``train``'s loop, from the restored position to ``config.max_steps``."""
+        accelerator, config = self.accelerator, self.config
         last_logged: dict[str, float] = self._last_metrics()
         progress = tqdm(total=config.max_steps, initial=self.step, desc="training", unit="step",
                         disable=not accelerator.is_local_main_process, dynamic_ncols=True)
@@ -577,8 +469,12 @@ class Trainer:
         if not isinstance(recorded, dict):
             return
         current = self._settings()
+        # A global batch decides the accumulation with the batch size and the processes, all compared; a
+        # checkpoint of an older seedr recorded the 1 it left in place rather than the accumulation used.
+        derived = ({"train.gradient_accumulation_steps"} if recorded.get("train.global_batch_size") is not None
+                   else set())
         changed = [f"{key} {recorded[key]!r} → {current[key]!r}" for key in sorted(set(recorded) & set(current))
-                   if recorded[key] != current[key] and key not in SAFE_TO_CHANGE_ON_RESUME]
+                   if recorded[key] != current[key] and key not in SAFE_TO_CHANGE_ON_RESUME | derived]
         if changed:
             raise ValueError(f"{checkpoint} was trained with other settings: {'; '.join(changed)}. Resume with "
                              f"the same settings (only {', '.join(sorted(SAFE_TO_CHANGE_ON_RESUME))} may "
@@ -715,6 +611,36 @@ class Trainer:
     def _write_metrics(self, line: dict[str, Any]) -> None:
         if self.accelerator.is_main_process:
             append_metrics(self._metrics_path, line)
+            self._track(line)
+
+    def _start_trackers(self) -> None:
+        """Start ``train.report_to``'s trackers (Accelerate's ``init_trackers``, which acts on the main
+        process) under the run folder's name, with the run's settings as values every tracker takes, and
+        hand them the lines ``metrics.jsonl`` already holds: a fine-tuning's step-0 dev evaluation, or the
+        steps before the checkpoint a run resumes from. TensorBoard's ``purge_step`` 0 hides what an
+        interrupted session wrote, so the event files hold what ``metrics.jsonl`` holds, each step once."""
+        if not self.config.report_to:
+            return
+        settings = {key: value if isinstance(value, bool | int | float | str) else json.dumps(value)
+                    for key, value in self._settings().items()}  # None and lists: no tracker takes them all
+        self.accelerator.init_trackers(self.out_dir.name, config=settings,
+                                       init_kwargs={"tensorboard": {"purge_step": 0}})
+        for line in self._read_metrics() if self.accelerator.is_main_process else []:
+            self._track(line)
+
+    def _track(self, line: dict[str, Any]) -> None:
+        """A line of ``metrics.jsonl`` to the trackers, at its step (no-op without trackers)."""
+        if self.accelerator.trackers:
+            self.accelerator.log({key: value for key, value in line.items()
+                                  if key != "step" and isinstance(value, int | float)}, step=int(line["step"]))
+
+    def _end_trackers(self) -> None:
+        """Finish the trackers (their files flushed and closed), also when training stopped with an error.
+        Not ``Accelerator.end_training``: it also destroys the process group, which the next run in this
+        process (a fine-tuning's next round or seed, an experiment's next step) trains in."""
+        for tracker in self.accelerator.trackers:
+            tracker.finish()
+        self.accelerator.trackers = []
 
     def _read_metrics(self) -> list[dict[str, Any]]:
         return read_metrics(self._metrics_path)  # without the torn last line of a killed run
@@ -730,5 +656,5 @@ class Trainer:
         return lines[-1] if lines else {"step": self.step}
 
 
-__all__ = ["METRICS", "SAFE_TO_CHANGE_ON_RESUME", "SCHEDULERS", "Callback", "NonFiniteLossError", "TrainConfig",
-           "TrainData", "Trainer", "process_state", "uses_cpu"]
+__all__ = ["METRICS", "SAFE_TO_CHANGE_ON_RESUME", "SCHEDULERS", "TRACKERS", "Callback", "NonFiniteLossError",
+           "TrainConfig", "TrainData", "Trainer", "check_run_folder", "process_state", "uses_cpu"]
