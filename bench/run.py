@@ -22,7 +22,7 @@ import common
 #: In the order they run: search and memory reuse the embeddings the encoding benchmark computes;
 #: bench_index_scale measures the encode folder named by $SEEDR_INDEX_EMBEDDINGS (not measured without one).
 BENCHMARKS = ("bench_pretrain", "bench_finetune", "bench_encode", "bench_ceiling", "bench_search", "bench_memory",
-              "bench_int8", "bench_index_scale")
+              "bench_int8", "bench_index_scale", "bench_help")
 REPOSITORY = Path(__file__).resolve().parents[1]
 
 

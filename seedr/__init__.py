@@ -3,6 +3,35 @@
 Pre-train text encoders with objectives built for Siamese/dual-encoder retrieval (SEED-Encoder,
 CPDAE, ICT/BFS/WLP), fine-tune them into retrievers, index and search corpora, and evaluate them the
 way the research field does.
+
+From Python, one call per stage (``seedr.api``; the ``seedr`` command runs the same functions)::
+
+    import seedr
+
+    run = seedr.pretrain("runs/seed", config="seed", model="seedr-base", corpus="my-docs.jsonl",
+                         settings={"train.max_steps": 20, "train.global_batch_size": 8})
+    retriever = seedr.finetune("runs/ft", model=run, train="my-labelled-folder", loss="nll")
+    index = seedr.index(seedr.encode(retriever, "my-docs.jsonl", "runs/emb"), "runs/index")
+    index.search("a question", k=10)       # [Hit(id=..., score=..., text=..., title=...), ...]
 """
 
 __version__ = "0.1.0"
+
+from seedr.api import (  # noqa: E402 (the version first: the API's modules read it)
+    Embeddings,
+    Evaluation,
+    Hit,
+    Index,
+    SearchRun,
+    TrainingRun,
+    encode,
+    evaluate,
+    finetune,
+    index,
+    pretrain,
+    resolve_settings,
+    search,
+)
+
+__all__ = ["Embeddings", "Evaluation", "Hit", "Index", "SearchRun", "TrainingRun", "__version__", "encode", "evaluate",
+           "finetune", "index", "pretrain", "resolve_settings", "search"]

@@ -178,15 +178,22 @@ def read_recipe(recipe: str | Path) -> dict[str, Any]:
     return loaded
 
 
-def load_config(cls: type[C], recipe: str | Path | None = None, overrides: list[str] | None = None) -> C:
-    """``cls`` from its defaults, then the YAML ``recipe``, then ``key=value`` / ``a.b=value`` overrides."""
-    layers: list[dict[str, Any]] = [read_recipe(recipe)] if recipe is not None else []
+def parse_overrides(overrides: list[str] | None) -> dict[str, Any]:
+    """The command line's ``--set key=value`` / ``a.b=value`` as settings (values read as YAML, so
+    ``train.max_steps=20`` is a number and ``data.corpus=[a, b]`` a list), later ones winning."""
+    layers = []
     for override in overrides or []:
         key, sep, value = override.partition("=")
         if not sep:
             raise ValueError(f"override {override!r} is not of the form key=value")
         layers.append({key.strip(): parse_yaml(value) if value.strip() else value})
-    return from_dict(cls, merge_settings(*layers))
+    return merge_settings(*layers)
+
+
+def load_config(cls: type[C], recipe: str | Path | None = None, overrides: list[str] | None = None) -> C:
+    """``cls`` from its defaults, then the YAML ``recipe``, then ``key=value`` / ``a.b=value`` overrides."""
+    return from_dict(cls, merge_settings(read_recipe(recipe) if recipe is not None else {},
+                                         parse_overrides(overrides)))
 
 
 def _refuse_overridden(config: Any, given: dict[str, Any], where: str = "") -> None:

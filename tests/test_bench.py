@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 
 REPOSITORY = Path(__file__).resolve().parents[1]
-SECTIONS = ["pretrain", "finetune", "encode", "ceiling", "search", "memory", "int8", "index_scale"]
+SECTIONS = ["pretrain", "finetune", "encode", "ceiling", "search", "memory", "int8", "index_scale", "help"]
 
 
 def test_every_benchmark_runs_at_tiny_size_and_writes_well_formed_results(tmp_path: Path, shared_data: Path) -> None:

@@ -74,3 +74,41 @@ def test_the_wheel_runs_from_any_folder(installed: Path, tmp_path: Path) -> None
     record = run(seedr, "experiment", "demo", "--record")  # no checkout here, nor above the wheel's files
     assert record.returncode == 1 and "demo.yaml: not in a seedr checkout" in record.stderr
     assert len(record.stderr.strip().splitlines()) == 1 and list(elsewhere.iterdir()) == []
+
+
+def test_the_wheel_carries_the_seedr_base_and_the_python_api(installed: Path, tmp_path: Path,
+                                                             scifact_slice: Path) -> None:
+    """From the wheel, outside any checkout: ``--model seedr-base`` is the packaged base (files inside the
+    install, not a link back into the checkout), ``help(seedr.pretrain)`` documents the API, and the
+    your-corpus command of the README pre-trains on a folder of the user's documents."""
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    environment = {**os.environ, "PYTHONPATH": str(installed), "COLUMNS": "250"}
+
+    def run(*command: object) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([str(part) for part in command], cwd=elsewhere, env=environment,
+                              capture_output=True, text=True, timeout=600)
+
+    probe = run(sys.executable, "-c", "from seedr.modeling.encoder import resolve_model_path; "
+                "print(resolve_model_path('seedr-base').resolve())")
+    assert probe.returncode == 0, probe.stderr
+    base = Path(probe.stdout.strip())
+    assert base.is_relative_to(installed.resolve()) and (base / "model.safetensors").is_file()
+    assert not base.is_relative_to(ROOT)
+
+    documented = run(sys.executable, "-c", "import seedr; help(seedr.pretrain)")
+    assert documented.returncode == 0 and "Pre-train an encoder" in documented.stdout
+    assert "settings" in documented.stdout and "Example" in documented.stdout
+
+    mydir = elsewhere / "mydir"  # a user's corpus: a folder of JSONL shards
+    mydir.mkdir()
+    shutil.copyfile(scifact_slice / "corpus.jsonl", mydir / "part-0.jsonl")
+    pretrained = run(installed / "bin" / "seedr", "pretrain", "--config", "seed", "--model", "seedr-base",
+                     "--corpus", "mydir", "--out", "runs/seed-mydomain", "--set", "train.max_steps=2",
+                     "--set", "train.batch_size=4", "--set", "train.global_batch_size=4",
+                     "--set", "data.max_seq_length=64")
+    assert pretrained.returncode == 0, pretrained.stderr
+    encoder = elsewhere / "runs" / "seed-mydomain" / "encoder"
+    assert (encoder / "model.safetensors").is_file()
+    card = (encoder / "README.md").read_text(encoding="utf-8")
+    assert ".tmp" not in card and str(elsewhere) not in card and "seedr-base" in card

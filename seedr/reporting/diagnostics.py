@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 
-from seedr.data.io import atomic_write
+from seedr.reporting.figures import save_plot
 
 
 def _reliance_panel(axis: Any, curves: dict[str, dict[str, Any]]) -> None:
@@ -41,10 +41,7 @@ def plot_reliance(curves: dict[str, dict[str, Any]], path: str | os.PathLike) ->
     _reliance_panel(axis, {f"{name} ({_reliance_label(curve)})": curve for name, curve in curves.items()})
     axis.grid(alpha=0.3)
     figure.tight_layout()
-    with atomic_write(path, "wb") as stream:
-        figure.savefig(stream, format="png", dpi=110)
-    plt.close(figure)
-    return Path(path)
+    return save_plot(figure, path)
 
 
 def _masked_lm_panel(axis: Any, curve: list[dict[str, Any]]) -> None:
@@ -124,10 +121,7 @@ def plot_diagnostics(result: dict[str, Any], path: str | os.PathLike) -> Path:
         axis.grid(alpha=0.3)
     figure.suptitle(Path(result["details"]["model"]).name or result["details"]["model"], fontsize="small")
     figure.tight_layout()
-    with atomic_write(path, "wb") as stream:
-        figure.savefig(stream, format="png", dpi=110)
-    plt.close(figure)
-    return Path(path)
+    return save_plot(figure, path)
 
 
 __all__ = ["plot_diagnostics", "plot_reliance"]

@@ -19,6 +19,7 @@ import yaml
 
 from seedr.data.io import DataError, atomic_write
 from seedr.data.training_log import read_metrics
+from seedr.reporting.figures import save_plot
 
 #: Logged quantities that are bookkeeping, not curves worth plotting.
 _NOT_CURVES = {"step", "epoch", "seconds"}
@@ -131,11 +132,7 @@ def plot_history(runs: list[RunSummary], out_dir: Path) -> list[Path]:
         else:
             axis.legend(fontsize="small")
         figure.tight_layout()
-        target = out_dir / f"{stem}.png"
-        with atomic_write(target, "wb") as stream:  # a kill never leaves a half-drawn plot
-            figure.savefig(stream, format="png", dpi=110)
-        plt.close(figure)
-        written.append(target)
+        written.append(save_plot(figure, out_dir / f"{stem}.png"))
     return written
 
 
@@ -169,12 +166,7 @@ def plot_comparison(table: Any, path: str | Path, title: str = "", systems: list
     axis.legend(fontsize="x-small", ncols=min(4, len(systems)), loc="upper center", bbox_to_anchor=(0.5, -0.08),
                 frameon=False)
     figure.tight_layout()
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with atomic_write(path, "wb") as stream:
-        figure.savefig(stream, format="png", dpi=110)
-    plt.close(figure)
-    return path
+    return save_plot(figure, path)
 
 
 def render_report(run_dirs: list[str | Path], out_dir: str | Path, title: str = "seedr report",

@@ -10,6 +10,6 @@ make every ``seedr --help`` wait seconds for packages it never uses. Registry na
 option's help are therefore written out, and ``tests/test_cli.py`` checks them against the registries.
 """
 
-#: Data-flow order, as ``seedr --help`` lists them.
+#: Data-flow order, as ``seedr --help`` lists them; ``config`` (the settings a run would use) last.
 STAGES = ["prepare", "pretrain", "finetune", "average", "encode", "index", "search", "fuse", "evaluate", "diagnose",
-          "report", "experiment", "demo"]
+          "report", "experiment", "demo", "config"]

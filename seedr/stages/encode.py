@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-from itertools import islice
 from pathlib import Path
 from typing import Annotated
 
 import typer
 
-from seedr.stages.common import clear_errors, console, locks_output
+from seedr.stages.common import clear_errors, console
 
 
 def _say_which_step(model: str) -> None:
@@ -33,14 +32,14 @@ def _say_which_step(model: str) -> None:
 
 
 @clear_errors
-@locks_output("out")
 def command(
     model: Annotated[str, typer.Option(
         "--model", help="Encoder: a model folder, a seedr run folder, or 'minilm'."
     )],
     corpus: Annotated[list[Path], typer.Option(
-        "--corpus", help="Corpus in any format seedr reads (BEIR, seedr JSONL, MS MARCO TSV, articles ...): "
-                         "a file, a folder (of shards, or made by `seedr prepare`) or a quoted glob; repeatable."
+        "--corpus", help="Corpus in any format seedr reads (BEIR, seedr JSONL, MS MARCO TSV, articles, parquet, "
+                         "a Hugging Face save_to_disk folder ...): a file, a folder (of shards, or made by `seedr "
+                         "prepare`) or a quoted glob; repeatable."
     )],
     out: Annotated[Path, typer.Option(
         "--out", help="Folder for embeddings-*.npy, ids-*.txt and manifest.json."
@@ -90,47 +89,23 @@ def command(
     """
     from accelerate import PartialState
 
-    from seedr.data.corpus import count_documents, read_corpus
-    from seedr.data.io import check_output_folder
-    from seedr.retrieval.embeddings import MANIFEST
-    from seedr.retrieval.encode import TextEncoder, encode_corpus_to_shards, model_defaults
-    from seedr.retrieval.long_documents import long_document_passages
+    from seedr.api import encode
 
-    if limit is not None and limit < 0:
-        raise ValueError(f"--limit must be at least 0, got {limit}")
-    if shard_size < 1 or batch_size < 1:
-        raise ValueError(f"--shard-size and --batch-size must be at least 1, got {shard_size} and {batch_size}")
-    check_output_folder(out, "embeddings", replaces=False)
-    state = PartialState(cpu=device == "cpu")  # the launcher's process group; one process without one
-    if state.is_main_process:
+    if PartialState(cpu=device == "cpu").is_main_process:
         _say_which_step(model)
-    defaults = model_defaults(model)
-    encoder = TextEncoder(model, pooling=pooling or defaults["pooling"],
-                          normalize=defaults["normalize"] if normalize is None else normalize,
-                          max_length=max_length or defaults["max_length"],
-                          device=state.device if device in (None, "cuda") else device, dtype=compute_dtype,
-                          document_prefix=document_prefix, title=title)
-    documents = read_corpus(corpus)
-    total = count_documents(corpus)  # for the progress bar's ETA (None when the format cannot tell cheaply)
-    if limit is not None:
-        documents = islice(documents, limit)
-        total = min(limit, total) if total is not None else None
-    extra = {}
-    if long_documents is not None:
-        total = None  # passages, not documents
-        documents = long_document_passages(documents, encoder.tokenizer, long_documents, encoder.max_length)
-        extra = {"long_documents": long_documents}
-    target = encode_corpus_to_shards(encoder, documents, out, shard_size=shard_size, dtype=dtype,
-                                     batch_size=batch_size, extra_settings=extra, total=total,
-                                     show_progress=state.is_local_main_process, rank=state.process_index,
-                                     world_size=state.num_processes)
-    # No barrier: a process whose shards were done before a resume would wait, perhaps past the process
-    # group's timeout, for the others; the last process to finish writes the manifest instead.
-    if not (target / MANIFEST).exists():
-        console.print(f"process {state.process_index} of {state.num_processes}: its shards are in {target}; "
-                      "the last process to finish completes the folder")
+    embeddings = encode(model, corpus, out, pooling=pooling, normalize=normalize, max_length=max_length,
+                        batch_size=batch_size, dtype=dtype, compute_dtype=compute_dtype, shard_size=shard_size,
+                        limit=limit, title=title, document_prefix=document_prefix, long_documents=long_documents,
+                        device=device)
+    if not embeddings.complete:
+        state = PartialState()
+        console.print(f"process {state.process_index} of {state.num_processes}: its shards are in "
+                      f"{embeddings.path}; the last process to finish completes the folder")
         return
-    console.print(f"embeddings written to [bold]{target}[/] "
-                  f"(pooling {encoder.pooling}, normalize {encoder.normalize}, "
-                  f"max length {encoder.max_length}, title {encoder.title}, "
-                  f"computed in {encoder.settings()['compute_dtype']})")
+    from seedr.retrieval.embeddings import read_manifest
+
+    settings = read_manifest(embeddings.path)["encoder"]
+    console.print(f"embeddings written to [bold]{embeddings.path}[/] "
+                  f"(pooling {settings['pooling']}, normalize {settings['normalize']}, "
+                  f"max length {settings['max_length']}, title {settings['title']}, "
+                  f"computed in {settings['compute_dtype']})")

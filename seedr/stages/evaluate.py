@@ -4,66 +4,20 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import Annotated
 
 import typer
 
 from seedr.evaluation import DEFAULT_METRICS
 from seedr.stages.common import clear_errors, console
 
-if TYPE_CHECKING:  # stages import the library inside their commands: `seedr --help` stays instant
-    from seedr.evaluation.tasks import EvaluationTask
-
-
-def _names(paths: list[Path]) -> list[str]:
-    """Short system names: file names without suffix, or whole paths when two would collide."""
-    stems = [path.stem for path in paths]
-    return stems if len(set(stems)) == len(stems) else [str(path) for path in paths]
-
-
-def _check_questions(runs: list[Path], questions: dict[str, str], given: str, force: bool) -> None:
-    """Refuse runs searched with other questions (question ids are line numbers: only the texts tell two
-    question files apart), and runs that do not record theirs (``<run>.json``, written by `seedr search`)
-    unless ``force`` (a run made by another tool), which then only warns."""
-    from rich.markup import escape
-
-    from seedr.data.io import DataError
-    from seedr.retrieval.runs import check_run_queries
-
-    for path in runs:
-        warning = check_run_queries(path, questions, given)
-        if warning and not force:
-            raise DataError(path, f"{warning.split(': ', 1)[-1]}: question ids are line numbers, so a run of other "
-                                  "questions would be scored silently wrong; pass --force to score it anyway (a "
-                                  "run made by another tool)")
-        if warning:
-            console.print(f"[yellow]warning[/]: {escape(warning)}", soft_wrap=True, highlight=False)
-
-
-def _evaluation_task(qrels: Path | None, metrics: str, qa_answers: list[Path] | None, ks: str, qa_title: bool,
-                     reqa: Path | None) -> EvaluationTask:
-    """The library's evaluation task (``seedr.evaluation.tasks``) the options name: the one the
-    experiments score with."""
-    from seedr.evaluation.tasks import QaCoverageTask, QrelsTask, ReqaTask
-
-    if reqa is not None:
-        return ReqaTask(reqa)
-    if qa_answers:
-        try:
-            cutoffs = [int(k) for k in ks.split(",") if k.strip()]
-        except ValueError:
-            raise ValueError(f"--ks: {ks!r} is not a comma-separated list of integers") from None
-        if not cutoffs or min(cutoffs) < 1:
-            raise ValueError(f"--ks: every k must be at least 1, got {ks!r}")
-        return QaCoverageTask(qa_answers, [f"Top-{k}" for k in cutoffs], include_title=qa_title)
-    return QrelsTask(qrels, [name.strip() for name in metrics.split(",") if name.strip()])
-
 
 @clear_errors
 def command(
     runs: Annotated[list[Path], typer.Argument(help="TREC run files (several: a comparison table).")],
     qrels: Annotated[Path | None, typer.Option(
-        "--qrels", help="Relevance judgments: TREC qrels or BEIR qrels TSV."
+        "--qrels", help="Relevance judgments: TREC qrels, BEIR qrels TSV, parquet or a Hugging Face "
+                         "save_to_disk folder (query-id, corpus-id, score)."
     )] = None,
     metrics: Annotated[str, typer.Option(
         "--metrics", help="Comma-separated ir_measures names: MRR@10, nDCG@10, R@100, MAP, R(rel=2)@1000 ..."
@@ -123,93 +77,26 @@ def command(
     """
     from rich.console import Console
 
-    from seedr.data.io import DataError, atomic_write
-    from seedr.evaluation.compare import comparison_table
-    from seedr.evaluation.metrics import run_depth
-    from seedr.evaluation.qa_coverage import ranked_passages
-    from seedr.evaluation.tasks import QaCoverageTask, QrelsTask
-    from seedr.retrieval.fusion import fused_components
-    from seedr.retrieval.runs import ignore_identical_ids as drop_identical_ids
-    from seedr.retrieval.runs import read_trec_run
+    from seedr.api import evaluate
+    from seedr.data.io import atomic_write
 
-    given = {"qrels": qrels, "qa": qa_answers, "reqa": reqa}
-    modes = [mode for mode, path in given.items() if path]
-    if len(modes) != 1:
-        raise ValueError("give exactly one of --qrels, --qa-answers (with --corpus), --reqa")
-    if qa_answers and not corpus:
-        raise ValueError("--qa-answers needs --corpus, the passage corpus the runs rank")
-    resolved = [path.resolve() for path in runs]
-    if baseline is not None and baseline.resolve() not in resolved:
-        runs, resolved = [baseline, *runs], [baseline.resolve(), *resolved]
-    given = len(runs)
-    fused: dict[int, list[int]] = {}  # a fused run's position → its components' positions
-    for position, path in enumerate(runs[:given] if components else []):
-        found, warnings = fused_components(path)
-        for warning in warnings:
-            console.print(f"[yellow]warning[/]: {warning}", soft_wrap=True, highlight=False, markup=False)
-        for component in found:
-            if component.resolve() not in resolved:
-                runs, resolved = [*runs, component], [*resolved, component.resolve()]
-            fused.setdefault(position, []).append(resolved.index(component.resolve()))
-    names = _names(runs)
-    baseline_name = names[resolved.index(baseline.resolve())] if baseline is not None else names[0]
-    loaded = {name: read_trec_run(path) for name, path in zip(names, runs)}
-    for name, path in zip(names, runs):
-        if not loaded[name]:  # zeros for every query would read as a result
-            raise DataError(path, "the run ranks no documents (an empty run file): nothing to evaluate")
-    if ignore_identical_ids:
-        loaded = {name: drop_identical_ids(run) for name, run in loaded.items()}
-
-    details: dict[str, object] = {}
-    task = _evaluation_task(qrels, metrics, qa_answers, ks, qa_title, reqa)
-    depth = min(run_depth(run) for run in loaded.values())
-    too_deep = task.deeper_than(depth)
-    if too_deep:  # Top-100 or R@1000 of a run 20 deep would be its value at 20
-        console.print(f"left out {', '.join(too_deep)}: the runs rank at most {depth} {task.ranked}, "
-                      f"so these would equal their value at {depth} (search with a larger --k)")
-        details["left_out"] = {"metrics": too_deep, "run_depth": depth}
-        if len(too_deep) == len(task.metrics):
-            raise ValueError(f"every metric asked for is deeper than the runs ({depth} {task.ranked})")
-        task.metrics = [metric for metric in task.metrics if metric not in too_deep]
-    if isinstance(task, QrelsTask):
-        per_system = {name: task.per_query(run) for name, run in loaded.items()}
-        details["queries"] = {name: task.query_counts(run) for name, run in loaded.items()}
-    else:  # QA and ReQA runs must have been searched with these questions
-        _check_questions(runs, task.queries(), ", ".join(map(str, qa_answers or [reqa])), force)
-        if isinstance(task, QaCoverageTask):
-            task.passages = ranked_passages(loaded.values(), corpus, show_progress=True)
-        per_system = {name: task.per_query(run, show_progress=True) for name, run in loaded.items()}
-        details["questions"] = len(task.queries())
-
-    table = comparison_table({name: per_system[name] for name in names[:given]}, baseline_name, test=test,
-                             alpha=alpha, n_resamples=resamples, show_progress=True)
-    Console().print(table.to_rich(title=f"{modes[0]} evaluation"))
-    versus = {names[position]: {names[part]: comparison_table({names[part]: per_system[names[part]],
-                                                               names[position]: per_system[names[position]]},
-                                                              names[part], test=test, alpha=alpha,
-                                                              n_resamples=resamples)
-                                for part in parts}
-              for position, parts in fused.items()}
-    for fused_name, tables in versus.items():
+    try:
+        cutoffs = [int(k) for k in ks.split(",") if k.strip()]
+    except ValueError:
+        raise ValueError(f"--ks: {ks!r} is not a comma-separated list of integers") from None
+    evaluation = evaluate(runs, qrels=qrels, metrics=metrics, qa_answers=qa_answers or None, corpus=corpus or None,
+                          ks=cutoffs, qa_title=qa_title, reqa=reqa, baseline=baseline, test=test, alpha=alpha,
+                          resamples=resamples, ignore_identical_ids=ignore_identical_ids, components=components,
+                          force=force)
+    for note in evaluation.notes:
+        console.print(note, soft_wrap=True, highlight=False, markup=False)
+    Console().print(evaluation.table.to_rich(title=f"{evaluation.mode} evaluation"))
+    for fused_name, tables in evaluation.components.items():
         for component, against in tables.items():
             Console().print(against.to_rich(title=f"fused {fused_name} vs its component {component}"))
-    for name, counts in (details.get("queries") or {}).items():
-        if counts["missing_from_run"] or counts["unjudged_in_run"]:
-            console.print(f"{name}: {counts['missing_from_run']} judged queries missing from the run "
-                          f"(scored 0), {counts['unjudged_in_run']} unjudged queries ignored")
     if json_out is not None:
-        result = {"mode": modes[0], "runs": {name: str(path) for name, path in zip(names, runs)},
-                  "ignore_identical_ids": ignore_identical_ids, **details}
-        if given == 1:
-            result["metrics"] = {metric: comparison.systems[names[0]].mean
-                                 for metric, comparison in table.comparisons.items()}
-        else:
-            result["comparison"] = table.to_dict()
-        if versus:
-            result["components"] = {name: {component: against.to_dict() for component, against in tables.items()}
-                                    for name, tables in versus.items()}
         with atomic_write(json_out) as stream:
-            json.dump(result, stream, indent=2)
+            json.dump(evaluation.to_dict(), stream, indent=2)
     if markdown_out is not None:
         with atomic_write(markdown_out) as stream:
-            stream.write(table.to_markdown())
+            stream.write(evaluation.to_markdown())

@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import dataclasses
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
 from rich.console import Console
 
-from seedr.stages.common import clear_errors, listing_settings, locks_output
+from seedr.stages.common import clear_errors, listing_settings
 
 console = Console()  # the summary table goes to stdout; progress and errors to stderr
 
@@ -25,10 +24,9 @@ COMMAND_CLASS = listing_settings(_config_class, "finetune")
 
 
 @clear_errors
-@locks_output("out")
 def command(
     model: Annotated[str | None, typer.Option(
-        "--model", help="Model folder, seedr run folder, or the built-in 'minilm' (default: minilm).")] = None,
+        "--model", help="A built-in model (seedr-base, minilm), a model folder or a seedr run folder (default: minilm).")] = None,
     train: Annotated[str | None, typer.Option(
         "--train", help="Training data: a BEIR folder (corpus.jsonl, queries.jsonl, qrels/train.tsv) or a DPR "
                         "retriever JSON file.")] = None,
@@ -78,37 +76,32 @@ def command(
     Example: seedr finetune --model minilm --train ../shared/data/scifact --negatives bm25 --loss nll
     --dev-qrels ../shared/data/scifact/qrels/test.tsv --set train.max_steps=200 --out runs/scifact
     """
-    from seedr.config import load_config
-    from seedr.data.io import check_output_folder
-    from seedr.data.training_sets import load_training_set
-    from seedr.negatives import ance_refresh
-    from seedr.recipes import recipe_path
-    from seedr.training.finetune import FinetuneConfig, finetune
+    from seedr.api import finetune, resolve_settings
+    from seedr.config import parse_overrides
 
-    recipe = recipe_path(config, "finetune") if config is not None else None
-    settings = load_config(FinetuneConfig, recipe, overrides or [])
-    flags = {"model": model, "train_data": train, "negatives": negatives, "loss": loss, "dev_qrels": dev_qrels,
-             "dev_queries": dev_queries, "dev_corpus": dev_corpus, "dev_every": dev_every, "few_shot": few_shot,
-             "seeds": [int(seed) for seed in seeds.split(",") if seed.strip()] if seeds else None}
-    settings = dataclasses.replace(settings, **{key: value for key, value in flags.items() if value is not None})
-    if rounds is not None:
-        settings = dataclasses.replace(settings, negative_options={**settings.negative_options, "rounds": rounds})
-    if not settings.train_data:
-        raise ValueError("no training data: give --train (or train_data in the recipe)")
-
+    settings = parse_overrides(overrides)
+    options = {"model": model, "train": train, "negatives": negatives, "loss": loss, "dev_qrels": dev_qrels,
+               "dev_queries": dev_queries, "dev_corpus": dev_corpus, "dev_every": dev_every, "rounds": rounds,
+               "few_shot": few_shot,
+               "seeds": [int(seed) for seed in seeds.split(",") if seed.strip()] if seeds else None}
     if ance_refresh_only:
-        training = load_training_set(settings.train_data, settings.train_split)
-        depth = int(settings.negative_options.get("depth", 200))
-        folder = ance_refresh(settings.model, training.corpus, training.queries, training.qrels, out, top=depth,
-                              batch_size=settings.encode_batch_size, query_max_length=settings.query_max_length,
-                              document_max_length=settings.document_max_length)
-        console.print(f"ANCE negatives mined with {settings.model}: [bold]{folder}[/]")
+        from seedr.data.training_sets import load_training_set
+        from seedr.negatives import ance_refresh
+
+        resolved = resolve_settings("finetune", config, settings, **options)
+        if not resolved.train_data:
+            raise ValueError("no training data: give --train (or train_data in the recipe)")
+        training = load_training_set(resolved.train_data, resolved.train_split)
+        depth = int(resolved.negative_options.get("depth", 200))
+        folder = ance_refresh(resolved.model, training.corpus, training.queries, training.qrels, out, top=depth,
+                              batch_size=resolved.encode_batch_size, query_max_length=resolved.query_max_length,
+                              document_max_length=resolved.document_max_length)
+        console.print(f"ANCE negatives mined with {resolved.model}: [bold]{folder}[/]")
         return
     if out is None:
         raise ValueError("give the run folder: --out DIR")
-    check_output_folder(out, "training run", replaces=False)
-    summary = finetune(settings, out, resume=resume)
-    _print_summary(summary)
+    run = finetune(out, config=config, settings=settings, resume=resume, **options)
+    _print_summary(run.summary)
 
 
 def _print_summary(summary: dict) -> None:

@@ -7,11 +7,10 @@ from typing import Annotated
 
 import typer
 
-from seedr.stages.common import clear_errors, console, locks_output
+from seedr.stages.common import clear_errors, console
 
 
 @clear_errors
-@locks_output("out")
 def command(
     embeddings: Annotated[Path, typer.Option("--embeddings", help="Folder written by `seedr encode`.")],
     out: Annotated[Path, typer.Option(
@@ -39,17 +38,8 @@ def command(
 
     Example: seedr index --embeddings runs/scifact-emb --out runs/scifact-index --factory HNSW32
     """
-    from seedr.data.io import check_output_folder
-    from seedr.retrieval.embeddings import load_embeddings, read_manifest
-    from seedr.retrieval.faiss_index import DenseIndex
+    from seedr.api import index as build_index
 
-    if train_sample is not None and train_sample < 1:
-        raise ValueError(f"--train-sample must be at least 1, got {train_sample}")
-    check_output_folder(out, "faiss index", replaces=True, overwrite=overwrite)
-    manifest = read_manifest(embeddings)
-    ids, vectors = load_embeddings(embeddings)
-    encoder = {**manifest["encoder"], **manifest["extra"]}
-    index = DenseIndex.build(vectors, ids, factory=factory, metric=metric, train_sample=train_sample,
-                             seed=seed, encoder=encoder, show_progress=True, gpu=gpu)
-    index.save(out)
-    console.print(f"{factory} index of {len(ids)} vectors written to [bold]{out}[/]")
+    built = build_index(embeddings, out, factory=factory, metric=metric, train_sample=train_sample, seed=seed,
+                        gpu=gpu, overwrite=overwrite)
+    console.print(f"{factory} index of {len(built.searcher.ids)} vectors written to [bold]{out}[/]")

@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
 from rich.markup import escape
 
-from seedr.stages.common import clear_errors, console, listing_settings, locks_output
+from seedr.stages.common import clear_errors, console, listing_settings
 
 
 def _config_class() -> type[Any]:
@@ -26,7 +25,6 @@ COMMAND_CLASS = listing_settings(
 
 
 @clear_errors
-@locks_output("out")
 def command(
     out: Annotated[Path, typer.Option(
         "--out", help="Run folder: encoder/, checkpoints/, metrics.jsonl, config.yaml.")],
@@ -34,7 +32,8 @@ def command(
         "--objective", help="Objective name (mlm, seed, cpdae, ict, bfs, wlp, ict_bfs_wlp, ...); "
                             "default: the recipe's objective_name, else mlm.")] = None,
     corpus: Annotated[list[Path] | None, typer.Option(
-        "--corpus", help="Corpus: a file, a folder (of shards, or made by `seedr prepare`) or a quoted glob "
+        "--corpus", help="Corpus: a file (JSONL, TSV, parquet ...), a folder (of shards, made by `seedr prepare`, or "
+                         "a Hugging Face save_to_disk folder) or a quoted glob "
                          "(repeatable); default: the recipe's, else the embedded Wikipedia leads (token "
                          "objectives).")] = None,
     config: Annotated[str | None, typer.Option(
@@ -44,7 +43,7 @@ def command(
         "--set", help="Override a recipe option: key=value, e.g. train.max_steps=200 or "
                       "objective.attention_span=all (repeatable).")] = None,
     model: Annotated[str | None, typer.Option(
-        "--model", help="Continue from a local HF folder, a seedr run folder, or 'minilm'.")] = None,
+        "--model", help="Continue from a built-in model (seedr-base, minilm), a local HF folder or a seedr run folder.")] = None,
     size: Annotated[str | None, typer.Option(
         "--size", help="From scratch: tiny, mini, small, medium or base.")] = None,
     tokenizer: Annotated[str | None, typer.Option(
@@ -59,25 +58,15 @@ def command(
 
     Example: seedr pretrain --config seed --corpus ../shared/data/wiki --model minilm --out runs/seed --set train.max_steps=200
     """
-    from seedr.config import load_config
-    from seedr.data.io import check_output_folder
-    from seedr.recipes import recipe_path
-    from seedr.training.pretrain import PretrainConfig, pretrain
+    from seedr.api import pretrain
+    from seedr.config import parse_overrides
     from seedr.training.trainer import process_state
 
-    if model is not None and size is not None:
-        raise ValueError("--model (continue from a checkpoint) and --size (from scratch) exclude each other")
-    flags = {"objective_name": objective, "model.init": model, "model.size": size, "model.tokenizer": tokenizer,
-             "data.corpus": [str(path) for path in corpus] if corpus else None}
-    # Flags first, so that an explicit --set of the same key wins.
-    given = [f"{key}={json.dumps(value)}" for key, value in flags.items() if value is not None]
-    recipe = recipe_path(config, "pretrain") if config is not None else None
-    settings = load_config(PretrainConfig, recipe, given + list(overrides or []))
-    check_output_folder(out, "training run", replaces=False)
     speaks = process_state().is_main_process  # under accelerate launch / torchrun, one process reports
     if speaks:
-        console.print(f"pre-training [bold]{settings.objective_name}[/] → {escape(str(out))}")
-    metrics = pretrain(settings, out, resume=resume)
+        console.print(f"pre-training → {escape(str(out))}")
+    run = pretrain(out, config=config, objective=objective, model=model, size=size, tokenizer=tokenizer,
+                   corpus=corpus, settings=parse_overrides(overrides), resume=resume)
     if speaks:
-        shown = {key: round(value, 4) if isinstance(value, float) else value for key, value in metrics.items()}
-        console.print(f"done: {shown}\nencoder: [bold]{escape(str(out / 'encoder'))}[/]")
+        shown = {key: round(value, 4) if isinstance(value, float) else value for key, value in run.summary.items()}
+        console.print(f"done: {shown}\nencoder: [bold]{escape(str(run.encoder))}[/]")
