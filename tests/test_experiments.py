@@ -18,9 +18,10 @@ from typer.testing import CliRunner
 from seedr.cli import app
 from seedr.data.io import DataError
 from seedr.data.queries import read_qrels
-from seedr.experiments.results import chance_floor, claims_table, readme_claims
+from seedr.experiments.results import chance_floor, claims_table, page_claims
 from seedr.experiments.spec import SCALES, experiments_dir, load_experiment
 from seedr.hardware import native_bf16
+from seedr.reporting.html import render_report_html
 from seedr.retrieval.runs import read_trec_run
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -248,7 +249,12 @@ def test_tiny_experiment_report_results_and_verify(tiny_run):
     assert results["compute_seconds"] >= results["wall_seconds"] * 0.5 > 0
     assert len(results["figures"]) == 4 * 2
     recorded = path.parent.parent / "docs" / "results" / "tiny"
-    assert (recorded / "results.json").exists() and (recorded / "report.html").exists()
+    assert (recorded / "results.json").exists() and (recorded / "report.md").exists()
+    assert not (recorded / "report.html").exists()  # the record keeps Markdown, PNG and JSON; the page is remade:
+    page = runner.invoke(app, ["report", str(recorded), "--out", str(out.parent / "page")])
+    assert page.exit_code == 0, page.output
+    plots = (recorded / "report.md").read_text().count("![")
+    assert plots and (out.parent / "page" / "report.html").read_text().count("data:image/png;base64,") == plots
 
     # --verify re-trains: every step and retrieval again, in a fresh work folder under --out, named
     verifications = out.parent / "verifications"
@@ -425,7 +431,7 @@ def test_case_study_is_validated(tmp_path, case_study, message):
         load_experiment(bad, "cpu")
 
 
-# ------------------------------------------------------------------ the README's claims table
+# ------------------------------------------------------------------ the claims page's table
 
 
 def test_claims_table_renders_committed_results(tmp_path):
@@ -440,8 +446,9 @@ def test_claims_table_renders_committed_results(tmp_path):
     assert "not significant" in table and "(results/x/report.md)" in table
 
 
-def test_readme_claims_table_matches_committed_results():
-    assert readme_claims(ROOT / "README.md") == claims_table(ROOT / "docs" / "results", relative_to=ROOT)
+def test_claims_page_table_matches_committed_results():
+    assert page_claims(ROOT / "docs" / "claims.md") == claims_table(ROOT / "docs" / "results",
+                                                                       relative_to=ROOT / "docs")
 
 
 def test_experiment_files_are_yaml_mappings():
@@ -841,7 +848,8 @@ def test_recorded_claims_follow_the_floor():
 
 def test_rerender_rederives_verdicts_and_report_from_results(tmp_path):
     """A recorded experiment re-rendered from its results.json alone: claims re-judged with the texts of
-    its file, the report's Comparison section and its HTML re-written, the rest of the report kept."""
+    its file, the report's Comparison section re-written (its HTML page made again by seedr report), the rest
+    of the report kept."""
     from seedr.experiments.results import AT_CHANCE, rerender
 
     folder = tmp_path / "from_scratch"
@@ -860,7 +868,7 @@ def test_rerender_rederives_verdicts_and_report_from_results(tmp_path):
     assert after.split("## Comparison")[0] == before.split("## Comparison")[0]
     assert after.split("## Runs")[1] == before.split("## Runs")[1]
     assert "| *floor* | 0.1352 | 0.1825 |" in after
-    assert "inconclusive: at chance" in (folder / "report.html").read_text()
+    assert "inconclusive: at chance" in render_report_html(folder, tmp_path / "page").read_text()
 
 
 def test_claims_of_seedr_own_targets_are_a_table_of_their_own(tmp_path):

@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from seedr.data.io import atomic_write
-from seedr.experiments.results import references, rerender, update_readme
+from seedr.experiments.results import references, rerender, update_claims_page
 from seedr.experiments.spec import load_experiment, substitute
 from seedr.experiments.steps import build_step
 from seedr.experiments.tasks import TASKS
@@ -100,7 +100,7 @@ def main() -> int:
             with atomic_write(RESULTS / name / "results.json") as stream:
                 json.dump(results, stream, indent=2)
             rerender(RESULTS / name, experiment)
-    update_readme(ROOT / "README.md", RESULTS)
+    update_claims_page(ROOT / "docs" / "claims.md", RESULTS)
     return 0
 
 

@@ -377,21 +377,22 @@ def verify(new: dict[str, Any], recorded: dict[str, Any]) -> list[str]:
 
 
 def record(report_dir: str | Path, results_dir: str | Path) -> Path:
-    """Copy a run's report (``report.md``, ``report.html``, ``plots/``, ``results.json``) to the
-    experiment's results folder, replacing what was recorded before."""
+    """Copy a run's report (``report.md``, ``plots/``, ``results.json``) to the experiment's results folder,
+    replacing what was recorded before. Its ``report.html`` stays behind: the record keeps what is read in
+    the repository (Markdown, PNG, JSON) and ``seedr report docs/results/NAME`` makes the page again."""
     report_dir, results_dir = Path(report_dir), Path(results_dir)
     if not (report_dir / "results.json").is_file():
         raise DataError(report_dir, "no results.json: not a finished experiment report")
     if results_dir.exists():
         shutil.rmtree(results_dir)
-    shutil.copytree(report_dir, results_dir)
+    shutil.copytree(report_dir, results_dir, ignore=shutil.ignore_patterns("report.html"))
     return results_dir
 
 
 def claims_table(results_root: str | Path, relative_to: str | Path | None = None) -> str:
-    """The README's claims table from every committed ``results_root/*/results.json``, in name order:
+    """The claims table (``docs/claims.md``) from every committed ``results_root/*/results.json``, in name order:
     the papers' claims, then seedr's own targets (claims whose ``source`` is ``seedr``) in a table of
-    their own; links are relative to ``relative_to`` (the README's folder)."""
+    their own; links are relative to ``relative_to`` (the claims page's folder)."""
     results_root = Path(results_root)
     rows = []
     for path in sorted(results_root.glob("*/results.json")):
@@ -416,17 +417,17 @@ def claims_table(results_root: str | Path, relative_to: str | Path | None = None
     return "\n".join(tables)
 
 
-def update_readme(readme: str | Path, results_root: str | Path) -> bool:
-    """Replace the claims table between ``CLAIMS_BEGIN`` and ``CLAIMS_END`` in ``readme``; returns
-    whether the file has the markers (and so was updated)."""
-    readme = Path(readme)
-    text = readme.read_text(encoding="utf-8")
+def update_claims_page(page: str | Path, results_root: str | Path) -> bool:
+    """Replace the claims table between ``CLAIMS_BEGIN`` and ``CLAIMS_END`` in ``page`` (a checkout's
+    ``docs/claims.md``); returns whether the file has the markers (and so was updated)."""
+    page = Path(page)
+    text = page.read_text(encoding="utf-8")
     if CLAIMS_BEGIN not in text or CLAIMS_END not in text:
         return False
     before, rest = text.split(CLAIMS_BEGIN, 1)
     _, after = rest.split(CLAIMS_END, 1)
-    table = claims_table(results_root, relative_to=readme.parent)
-    with atomic_write(readme) as stream:
+    table = claims_table(results_root, relative_to=page.parent)
+    with atomic_write(page) as stream:
         stream.write(f"{before}{CLAIMS_BEGIN}\n{table}{CLAIMS_END}{after}")
     return True
 
@@ -444,12 +445,10 @@ def _replace_comparison(markdown: str, section: str) -> str:
 
 def rerender(results_dir: str | Path, experiment: Any) -> dict[str, Any]:
     """Re-derive a recorded experiment's claims from its ``results.json`` under the current rules and
-    the claims of its file (``experiment``: texts, protocols, the floor), then re-write results.json,
-    the "Comparison" section of report.md and report.html. Figures are not touched and nothing is run:
+    the claims of its file (``experiment``: texts, protocols, the floor), then re-write results.json and
+    the "Comparison" section of report.md (``seedr report`` makes its HTML page again). Figures are not touched and nothing is run:
     p-values come from the recorded comparisons and claims; each task needs its recorded references
     (``references``: chance levels, BM25, floor)."""
-    from seedr.reporting.html import write_html
-
     results_dir = Path(results_dir)
     results = load_results(results_dir)
     for task in results["tasks"].values():  # the floor under the current rule, from the recorded references
@@ -465,18 +464,17 @@ def rerender(results_dir: str | Path, experiment: Any) -> dict[str, Any]:
     markdown = _replace_comparison(report, results_markdown(results))
     with atomic_write(results_dir / "report.md") as stream:
         stream.write(markdown)
-    write_html(markdown, results_dir / "report.html", base=results_dir, title=results["title"])
     return results
 
 
-def readme_claims(readme: str | Path) -> str:
-    """The claims table as it stands in ``readme`` (between the markers)."""
-    text = Path(readme).read_text(encoding="utf-8")
+def page_claims(page: str | Path) -> str:
+    """The claims table as it stands in ``page`` (between the markers)."""
+    text = Path(page).read_text(encoding="utf-8")
     return text.split(CLAIMS_BEGIN, 1)[1].split(CLAIMS_END, 1)[0].lstrip("\n")
 
 
 __all__ = ["AT_CHANCE", "CLAIMS_BEGIN", "CLAIMS_END", "FLOOR_BM25", "FLOOR_CHANCE", "claim_results",
            "chance_floor", "claims_markdown", "claims_table", "comparison_markdown", "figures", "seed_spread", "floor",
            "floor_cell",
-           "load_results", "readme_claims", "record", "references", "rerender", "results_markdown",
-           "update_readme", "verify"]
+           "load_results", "page_claims", "record", "references", "rerender", "results_markdown",
+           "update_claims_page", "verify"]

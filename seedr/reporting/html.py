@@ -59,4 +59,26 @@ def write_html(markdown: str, path: str | Path, base: str | Path, title: str = "
     return Path(path)
 
 
-__all__ = ["markdown_to_html", "write_html"]
+#: The Markdown report of a report folder (``seedr report``, an experiment's, a recorded one in docs/results).
+REPORT_MARKDOWN = "report.md"
+
+
+def is_report_folder(folder: str | Path) -> bool:
+    """Whether ``folder`` is a written report (its ``report.md``) rather than a run folder to report on."""
+    folder = Path(folder)
+    return (folder / REPORT_MARKDOWN).is_file() and not (folder / "metrics.jsonl").exists()
+
+
+def render_report_html(folder: str | Path, out_dir: str | Path) -> Path:
+    """Re-render the self-contained HTML page of a written report folder (``report.md`` and the plots it
+    links) into ``out_dir/report.html``: recorded reports keep Markdown, PNG and JSON only, and their page
+    is made again on demand. The title is the report's first heading."""
+    folder = Path(folder)
+    markdown = (folder / REPORT_MARKDOWN).read_text(encoding="utf-8")
+    title = next((line[2:].strip() for line in markdown.splitlines() if line.startswith("# ")), "seedr report")
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    return write_html(markdown, out / "report.html", base=folder, title=title)
+
+
+__all__ = ["REPORT_MARKDOWN", "is_report_folder", "markdown_to_html", "render_report_html", "write_html"]

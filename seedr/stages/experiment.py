@@ -58,7 +58,7 @@ def command(
     if reuse and not verify:
         raise typer.BadParameter("--reuse goes with --verify (a run without --verify always reuses finished "
                                  "steps)", param_hint="--reuse")
-    from seedr.experiments.results import load_results, record as record_results, update_readme, verify as check
+    from seedr.experiments.results import load_results, record as record_results, update_claims_page, verify as check
     from seedr.experiments.runner import run_experiment
     import torch
 
@@ -95,6 +95,6 @@ def command(
     if record:
         assert results_dir is not None  # --record outside a checkout was refused above
         target = record_results(outcome.report.parent, results_dir)
-        readme = results_dir.parents[2] / "README.md"  # docs/results/NAME → its checkout's README
-        updated = readme.is_file() and update_readme(readme, results_dir.parent)
-        console.print(f"recorded in [bold]{target}[/]" + ("; README claims table updated" if updated else ""))
+        page = results_dir.parents[1] / "claims.md"  # docs/results/NAME → docs/claims.md
+        updated = page.is_file() and update_claims_page(page, results_dir.parent)
+        console.print(f"recorded in [bold]{target}[/]" + (f"; claims table of {page} updated" if updated else ""))

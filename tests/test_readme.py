@@ -1,0 +1,55 @@
+"""The README's examples run as written: its Python example (the your-corpus how-to) is executed verbatim in
+a scratch folder laid out as the README assumes (``../shared/data`` beside the working folder), and what it
+promises is checked: a pre-trained seed, a retriever, hits with ids, scores and titles, an evaluation table."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import re
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+README = ROOT / "README.md"
+#: The heading of the how-to whose Python example this test runs.
+HOW_TO = "## Your corpus"
+
+
+def readme_python_example() -> str:
+    """The first ```python block under the how-to heading."""
+    text = README.read_text(encoding="utf-8")
+    section = text[text.index(HOW_TO):]
+    match = re.search(r"```python\n(.*?)```", section, re.DOTALL)
+    assert match, f"no python example under {HOW_TO!r}"
+    return match.group(1)
+
+
+def test_the_readme_python_example_runs_as_written(shared_data, tmp_path, monkeypatch):
+    work = tmp_path / "work"
+    work.mkdir()
+    (tmp_path / "shared").mkdir()
+    (tmp_path / "shared" / "data").symlink_to(shared_data, target_is_directory=True)
+    monkeypatch.chdir(work)
+    namespace: dict = {}
+    printed = io.StringIO()
+    with contextlib.redirect_stdout(printed):
+        exec(compile(readme_python_example(), str(README), "exec"), namespace)  # noqa: S102 (our own README)
+    import seedr
+
+    seed, retriever, index = namespace["seed"], namespace["retriever"], namespace["index"]
+    assert isinstance(seed, seedr.TrainingRun) and (seed.encoder / "model.safetensors").is_file()
+    assert isinstance(retriever, seedr.TrainingRun) and (retriever.encoder / "config.json").is_file()
+    hits = index.search("Vitamin D deficiency and multiple sclerosis", k=3)
+    assert len(hits) == 3 and all(isinstance(hit, seedr.Hit) and hit.text for hit in hits)
+    assert hits[0].score >= hits[1].score >= hits[2].score
+    output = printed.getvalue()
+    assert hits[0].id in output  # the example printed its hits
+    assert "nDCG@10" in output and "bm25" in output  # and the evaluation table
+
+
+@pytest.mark.parametrize("phrase", ["make", "pip install", "seedr-base", "import seedr"])
+def test_the_readme_front_page_says_how_to_start(phrase):
+    head = "\n".join(README.read_text(encoding="utf-8").splitlines()[:120])
+    assert phrase in head
