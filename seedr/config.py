@@ -26,8 +26,62 @@ from seedr.data.io import DataError, atomic_write
 C = TypeVar("C")
 
 
+#: How many nodes a YAML document's aliases may add to it once expanded. Aliases are shared, not copied,
+#: when the text is read, but anything that walks the data (substituting variables, writing JSON) copies
+#: them: nine levels of ten aliases (a "billion laughs", 750 bytes) are 10⁹ strings. seedr's own files add
+#: none; a few hundred is a generous use.
+MAX_ALIASED_NODES = 100_000
+
+
+class YAMLExpansionError(yaml.YAMLError):
+    """YAML whose aliases expand without bound (an alias bomb) or refer to themselves: one line, which the
+    readers (``read_recipe``, ``seedr.experiments.spec.load_experiment``) give with the file's name."""
+
+
+def _children(node: yaml.Node) -> list[yaml.Node]:
+    if isinstance(node, yaml.SequenceNode):
+        return list(node.value)
+    if isinstance(node, yaml.MappingNode):
+        return [part for pair in node.value for part in pair]
+    return []
+
+
+def _check_aliases(root: yaml.Node) -> None:
+    """Refuse a composed document whose aliases expand to more than ``MAX_ALIASED_NODES`` extra nodes,
+    or which holds itself. The composer hands an alias the node of its anchor, so the document is a
+    graph: its expanded size is counted over it (each node once, iteratively: no recursion limit)."""
+    sizes: dict[int, int] = {}  # id → nodes of the node's subtree, expanded
+    ancestors: set[int] = set()  # the nodes being counted, above the one at hand
+    stack: list[tuple[yaml.Node, bool]] = [(root, False)]
+    while stack:
+        node, counted = stack.pop()
+        if counted:
+            ancestors.discard(id(node))
+            sizes[id(node)] = 1 + sum(sizes[id(child)] for child in _children(node))
+            continue
+        if id(node) in sizes:
+            continue
+        if id(node) in ancestors:
+            raise YAMLExpansionError(f"line {node.start_mark.line + 1}: an alias refers to itself (a YAML "
+                                     "structure that holds itself has no end)")
+        ancestors.add(id(node))
+        stack.append((node, True))
+        stack.extend((child, False) for child in _children(node))
+    added = sizes[id(root)] - len(sizes)
+    if added > MAX_ALIASED_NODES:
+        raise YAMLExpansionError(f"its aliases expand it by {added} nodes, more than {MAX_ALIASED_NODES} (an "
+                                 "alias bomb): refused")
+
+
 class _Loader(yaml.SafeLoader):
-    """YAML with YAML 1.2 booleans: only true/false are booleans, so ``mixed_precision: no`` stays a string."""
+    """YAML with YAML 1.2 booleans: only true/false are booleans, so ``mixed_precision: no`` stays a string;
+    aliases that expand without bound are refused (``_check_aliases``)."""
+
+    def compose_document(self) -> yaml.Node:
+        """The document's node graph, checked before anything is built from it."""
+        node = super().compose_document()
+        _check_aliases(node)
+        return node
 
 
 _Loader.yaml_implicit_resolvers = {
@@ -38,7 +92,8 @@ _Loader.add_implicit_resolver("tag:yaml.org,2002:bool",
 
 
 def parse_yaml(text: str) -> Any:
-    """Parse YAML text with YAML 1.2 booleans (see ``_Loader``)."""
+    """Parse YAML text with YAML 1.2 booleans (see ``_Loader``); ``YAMLExpansionError`` (a
+    ``yaml.YAMLError``) for an alias bomb or an alias that holds itself."""
     return yaml.load(text, Loader=_Loader)
 
 

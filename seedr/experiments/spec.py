@@ -52,6 +52,7 @@ from __future__ import annotations
 
 import fnmatch
 import itertools
+import math
 import re
 from dataclasses import dataclass, field
 from importlib import resources
@@ -60,7 +61,7 @@ from typing import Any
 
 import yaml
 
-from seedr.config import merge_settings, parse_yaml
+from seedr.config import YAMLExpansionError, merge_settings, parse_yaml
 from seedr.data.io import DataError
 
 #: Scales an experiment file declares: ``cpu`` runs on a 2-core machine, ``gpu`` on one GPU for minutes
@@ -75,6 +76,19 @@ KEYS = {"title", "description", "variables", "setup", "tasks", "defaults", "cond
 CLAIM_SOURCES = ("paper", "seedr")
 #: ``{name}``, ``{setup.NAME}``, and ``{conditions.NAME}`` with any condition name (``seed-2``, ``plain@512``).
 _PLACEHOLDER = re.compile(r"\{(conditions\.[^{}]+|[A-Za-z_][A-Za-z0-9_.]*)\}")
+#: An experiment's name (its file's stem) names ``OUT/reports/NAME`` and the ``docs/results/NAME`` that
+#: ``--record`` replaces: a plain identifier, so that no file name reaches another folder (``..yaml``
+#: has the stem ``.``, ``...yaml`` the stem ``..``).
+EXPERIMENT_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]*")
+#: A task's, condition's or set-up step's name names folders and files of the work folder
+#: (``steps/NAME-KEY``, ``retrieval/TASK-KEY``, ``plots/comparison-TASK.png``): one path component, not
+#: hidden (so neither ``.`` nor ``..``), with no separator, whitespace or control character (any
+#: other character may be: ``plain@512``, ``BM25+MiniLM→FT``).
+_ENTRY_NAME = re.compile(r"[^.\s/\\\x00-\x1f\x7f][^\s/\\\x00-\x1f\x7f]*")
+#: The longest such name, in UTF-8 bytes: a file name holds 255, and a key and a suffix follow it.
+_ENTRY_NAME_BYTES = 160
+#: The most conditions one grid may make: a grid multiplies, so that a line of lists could ask for 10⁹.
+MAX_GRID_CONDITIONS = 1000
 
 
 @dataclass
@@ -187,7 +201,7 @@ class Experiment:
             raise DataError(self.path, "not in a seedr checkout (a folder with pyproject.toml and "
                                        "docs/results); --record and --verify read and write docs/results/NAME "
                                        "of one: run them from a clone of the repository")
-        return root / "docs" / "results" / self.name
+        return root / "docs" / "results" / check_experiment_name(self.path)
 
 
 def checkout(path: str | Path) -> Path | None:
@@ -269,6 +283,30 @@ def _lookup(name: str, variables: dict[str, Any], where: str, strict: bool) -> A
     return variables[name]
 
 
+def is_experiment_name(name: str) -> bool:
+    """Whether ``name`` is a plain identifier that may name an experiment (``EXPERIMENT_NAME``)."""
+    return bool(EXPERIMENT_NAME.fullmatch(name)) and ".." not in name
+
+
+def check_experiment_name(path: Path) -> str:
+    """The experiment's name, ``path``'s stem; a ``DataError`` naming the file when it is not a plain
+    identifier (``is_experiment_name``), before anything is read or written."""
+    if not is_experiment_name(path.stem):
+        raise DataError(path, f"{path.stem!r} is no experiment's name: the file's name before .yaml names its "
+                              "report folder (OUT/reports/NAME, docs/results/NAME), so it is letters, digits, "
+                              "'_', '-' and '.', starting with a letter, digit or '_', without '..'")
+    return path.stem
+
+
+def _check_entry_name(path: Path, section: str, name: str) -> None:
+    """A ``DataError`` naming the file and the entry when ``name`` (of a task, condition or set-up step)
+    could not be one plain path component (``_ENTRY_NAME``): it names folders of the work folder."""
+    if not _ENTRY_NAME.fullmatch(name) or len(name.encode("utf-8")) > _ENTRY_NAME_BYTES:
+        raise DataError(path, f"a name in {section} names folders and files of the work folder, so it may not "
+                              "be empty, start with '.', hold '/', '\\', whitespace or control characters, nor "
+                              f"exceed {_ENTRY_NAME_BYTES} bytes", field=f"{section}.{name}")
+
+
 def _step(entry: Any, where: str) -> Step:
     if not isinstance(entry, dict) or len(entry) != 1:
         raise ValueError(f"{where}: a step is a mapping of one stage to its settings, e.g. {{finetune: {{}}}}")
@@ -288,6 +326,9 @@ def _expand_grid(name: str, body: dict[str, Any], variables: dict[str, Any],
         return [(name, body)]
     if not isinstance(grid, dict) or not all(isinstance(v, list) and v for v in grid.values()):
         raise ValueError(f"{where}: grid must map names to non-empty lists of values")
+    combinations = math.prod(len(values) for values in grid.values())
+    if combinations > MAX_GRID_CONDITIONS:
+        raise ValueError(f"{where}: grid makes {combinations} conditions, more than {MAX_GRID_CONDITIONS}")
     expanded = []
     for values in itertools.product(*grid.values()):
         binding = dict(zip(grid, values))
@@ -334,8 +375,11 @@ def load_experiment(name: str | Path, scale: str = "cpu", overrides: list[str] |
     path = experiment_path(name)
     if scale not in SCALES:
         raise ValueError(f"unknown scale {scale!r}; valid: {', '.join(SCALES)}")
+    check_experiment_name(path)
     try:
         raw = parse_yaml(path.read_text(encoding="utf-8")) or {}
+    except YAMLExpansionError as error:
+        raise DataError(path, str(error)) from None
     except yaml.YAMLError as error:
         mark = getattr(error, "problem_mark", None)
         raise DataError(path, f"malformed YAML: {error}", line=mark.line + 1 if mark else None) from None
@@ -369,6 +413,7 @@ def load_experiment(name: str | Path, scale: str = "cpu", overrides: list[str] |
 
     setup = {}
     for step_name, entry in (raw.get("setup") or {}).items():
+        _check_entry_name(path, "setup", str(step_name))
         entry = substitute(entry, variables, f"{where}: setup.{step_name}")
         if not isinstance(entry, dict) or "kind" not in entry:
             raise DataError(path, f"setup.{step_name} needs a kind", field=f"setup.{step_name}")
@@ -378,6 +423,7 @@ def load_experiment(name: str | Path, scale: str = "cpu", overrides: list[str] |
 
     tasks = {}
     for task_name, entry in (raw.get("tasks") or {}).items():
+        _check_entry_name(path, "tasks", str(task_name))
         entry = substitute(entry, variables, f"{where}: tasks.{task_name}")
         if not isinstance(entry, dict) or "kind" not in entry or "metrics" not in entry:
             raise DataError(path, f"tasks.{task_name} needs a kind and metrics", field=f"tasks.{task_name}")
@@ -404,6 +450,7 @@ def load_experiment(name: str | Path, scale: str = "cpu", overrides: list[str] |
             if any(character.isspace() for character in name):  # checked here, not after an hour of training
                 raise DataError(path, f"condition {name!r}: a condition's name tags its TREC runs, so it may not "
                                 "hold spaces", field=f"conditions.{name}")
+            _check_entry_name(path, "conditions", name)
             steps = [_step(entry, f"{where}: conditions.{name}.steps[{i}]")
                      for i, entry in enumerate(body.get("steps") or [])]
             steps = [Step(step.kind, _merge(defaults.get(step.kind) or {}, step.settings)) for step in steps]
@@ -458,5 +505,7 @@ def load_experiment(name: str | Path, scale: str = "cpu", overrides: list[str] |
     return experiment
 
 
-__all__ = ["CLAIM_SOURCES", "RUN_SCALES", "SCALES", "CaseStudy", "Claim", "Condition", "Experiment", "Step", "Task", "checkout",
-           "experiment_names", "experiment_path", "experiment_titles", "experiments_dir", "load_experiment", "substitute"]
+__all__ = ["CLAIM_SOURCES", "EXPERIMENT_NAME", "MAX_GRID_CONDITIONS", "RUN_SCALES", "SCALES", "CaseStudy", "Claim",
+           "Condition", "Experiment", "Step", "Task", "check_experiment_name", "checkout", "experiment_names",
+           "experiment_path", "experiment_titles", "experiments_dir", "is_experiment_name", "load_experiment",
+           "substitute"]

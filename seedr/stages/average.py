@@ -8,11 +8,10 @@ from typing import Annotated
 
 import typer
 
-from seedr.stages.common import clear_errors, console, locks_output
+from seedr.stages.common import clear_errors, console
 
 
 @clear_errors
-@locks_output("out")
 def command(
     models: Annotated[list[str], typer.Argument(
         help="Model folders, seedr run folders or built-in names (minilm), of one architecture and "
@@ -54,6 +53,8 @@ def command(
         if not (run / "checkpoints").is_dir():
             raise ValueError(f"--checkpoints: {model} is not a seedr run folder (no checkpoints/ in it)")
         members += [str(path) for path in checkpoint_encoders(run, checkpoints)]
+    # average_encoders takes the output's lock itself, once it has refused an output inside a model:
+    # a lock taken first would be written into that model
     record = average_encoders(members, out, weight)
     console.print(f"averaged {record['weights_averaged']} weights of {len(members)} models into [bold]{out}[/]",
                   highlight=False)

@@ -34,7 +34,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 
-from seedr.data.io import DataError, atomic_directory
+from seedr.data.io import DataError, atomic_directory, output_lock
 
 #: The record of an averaged encoder: its members (paths and fingerprints) and their weights.
 AVERAGE_RECORD = "seedr_average.json"
@@ -118,6 +118,22 @@ def _average_file(files: Sequence[Path], weights: Sequence[float], out: Path) ->
     return len(averaged)
 
 
+def _check_output_apart(out: str | os.PathLike, members: Sequence[Path]) -> None:
+    """Refuse an output that is a member, lies inside one (the template's copy would copy its own
+    temporary, and the member would hold the average from then on) or holds one (it would be replaced):
+    resolved paths, so no link or ``..`` gets round it."""
+    target = Path(out).resolve()
+    for member in members:
+        model = member.resolve()
+        if target == model:
+            raise DataError(out, "is one of the models averaged: write the average elsewhere")
+        if model in target.parents:
+            raise DataError(out, f"is inside {member}, one of the models averaged: write the average elsewhere")
+        if target in model.parents:
+            raise DataError(out, f"holds {member}, one of the models averaged, which writing it would replace: "
+                                 "write the average elsewhere")
+
+
 def average_encoders(models: Sequence[str | os.PathLike], out: str | os.PathLike,
                      weights: Sequence[float] | None = None) -> dict[str, object]:
     """Write to ``out`` the encoder whose weights are the weighted mean of ``models``' (see the module
@@ -126,7 +142,9 @@ def average_encoders(models: Sequence[str | os.PathLike], out: str | os.PathLike
     Args:
         models: model folders, seedr run folders (their ``encoder/``) or built-in names (``minilm``), two
             or more; the first is the template whose folder is copied.
-        out: the averaged encoder's folder (replaced only once complete).
+        out: the averaged encoder's folder (replaced only once complete; locked while it is written,
+            ``seedr.data.io.output_lock``), apart from every model: neither one of them, inside one, nor
+            holding one.
         weights: one per model, normalised to sum to 1; default equal (a uniform soup).
     """
     from seedr.modeling.encoder import add_placeholder_pooler, model_fingerprint, resolve_model_path
@@ -136,8 +154,7 @@ def average_encoders(models: Sequence[str | os.PathLike], out: str | os.PathLike
         raise ValueError(f"averaging needs two or more models, got {len(models)}")
     members = [resolve_model_path(model) for model in models]
     shares = _normalised(weights, len(members))
-    if Path(out).resolve() in {member.resolve() for member in members}:
-        raise ValueError(f"the output {out} is one of the models averaged: write the average elsewhere")
+    _check_output_apart(out, members)
     _check_vocabularies(members)
     files = sorted(path.relative_to(members[0]) for path in members[0].rglob("*.safetensors"))
     if not files:
@@ -150,7 +167,7 @@ def average_encoders(models: Sequence[str | os.PathLike], out: str | os.PathLike
     record = {"method": "weighted mean of every floating-point weight (model soup / LAWA / WiSE-FT)",
               "members": [{"model": str(model), "path": str(path), "fingerprint": model_fingerprint(path),
                            "weight": share} for model, path, share in zip(models, members, shares)]}
-    with atomic_directory(out) as folder:
+    with output_lock(out), atomic_directory(out) as folder:
         shutil.copytree(members[0], folder, dirs_exist_ok=True,
                         ignore=shutil.ignore_patterns(AVERAGE_RECORD, "README.md", ".gitattributes"))
         record["weights_averaged"] = sum(_average_file([member / file for member in members], shares, folder / file)
