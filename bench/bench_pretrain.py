@@ -111,9 +111,16 @@ def _rate(stamps: list[float], warmup: int, tokens_per_step: int) -> float:
     return tokens_per_step * timed / (stamps[-1] - stamps[warmup - 1])
 
 
+def synchronize() -> None:
+    """Wait for the GPU's queued work (if any), so a time stamp marks a finished step, not a queued one."""
+    if torch.cuda.is_available():
+        torch.cuda.synchronize()
+
+
 def seedr_objective(objective: str, options: dict, setting: Setting, examples: list[list[int]],
-                    precision: str = "no") -> float:
-    """seedr's ``Trainer`` on ``build_objective``'s objective, as ``seedr pretrain`` builds them."""
+                    precision: str = "no", tokenizer: str = "minilm") -> float:
+    """seedr's ``Trainer`` on ``build_objective``'s objective, as ``seedr pretrain`` builds them (on the GPU
+    when there is one, as the trainer chooses)."""
     from accelerate.state import AcceleratorState
 
     from seedr.training.pretrain import DataConfig, ModelConfig, PretrainConfig, build_objective
@@ -128,11 +135,12 @@ def seedr_objective(objective: str, options: dict, setting: Setting, examples: l
             self.stamps: list[float] = []
 
         def on_step_end(self, trainer, step):
+            synchronize()
             self.stamps.append(time.perf_counter())
 
     AcceleratorState._reset_state(reset_partial_state=True)  # each run chooses its own precision
     config = PretrainConfig(objective_name=objective, objective=dict(options),
-                            model=ModelConfig(tokenizer="minilm", hidden_size=setting.hidden,
+                            model=ModelConfig(tokenizer=tokenizer, hidden_size=setting.hidden,
                                               num_hidden_layers=setting.layers,
                                               num_attention_heads=setting.heads),
                             data=DataConfig(max_seq_length=setting.length),
@@ -160,8 +168,10 @@ def _bert_config(setting: Setting, tokenizer):
                       max_position_embeddings=max(512, setting.length), pad_token_id=tokenizer.pad_token_id)
 
 
-def hf_loop(setting: Setting, examples: list[list[int]], tokenizer, precision: str = "no") -> float:
-    """``BertForMaskedLM`` + AdamW, the plain loop, on batches masked by seedr's ``mlm`` collator."""
+def hf_loop(setting: Setting, examples: list[list[int]], tokenizer, precision: str = "no",
+            device: str = "cpu") -> float:
+    """``BertForMaskedLM`` + AdamW, the plain loop, on batches masked by seedr's ``mlm`` collator, on
+    ``device`` (its batches moved there before the clock starts)."""
     from transformers import BertForMaskedLM
 
     from seedr.objectives.masking import mask_tokens, pad_token_ids, special_tokens_mask
@@ -172,10 +182,12 @@ def hf_loop(setting: Setting, examples: list[list[int]], tokenizer, precision: s
         input_ids, attention_mask = pad_token_ids(examples[start:start + setting.batch], tokenizer.pad_token_id)
         masked, labels = mask_tokens(input_ids, special_tokens_mask(input_ids, tokenizer.all_special_ids),
                                      tokenizer.mask_token_id, len(tokenizer))
-        batches.append({"input_ids": masked, "attention_mask": attention_mask, "labels": labels})
-    model = BertForMaskedLM(_bert_config(setting, tokenizer)).train()
+        batches.append({"input_ids": masked.to(device), "attention_mask": attention_mask.to(device),
+                        "labels": labels.to(device)})
+    model = BertForMaskedLM(_bert_config(setting, tokenizer)).to(device).train()
     optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4)
-    autocast = (torch.autocast("cpu", dtype=torch.bfloat16) if precision == "bf16" else contextlib.nullcontext())
+    autocast = (torch.autocast(torch.device(device).type, dtype=torch.bfloat16) if precision == "bf16"
+                else contextlib.nullcontext())
     stamps = []
     for batch in batches[:setting.total_steps]:
         with autocast:
@@ -183,6 +195,7 @@ def hf_loop(setting: Setting, examples: list[list[int]], tokenizer, precision: s
         loss.backward()
         optimizer.step()
         optimizer.zero_grad(set_to_none=True)
+        synchronize()
         stamps.append(time.perf_counter())
     return _rate(stamps, setting.warmup, setting.batch * setting.length)
 

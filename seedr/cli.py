@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib
+import signal
 
 import typer
 
@@ -38,9 +39,18 @@ for _stage in STAGES:
     app.command(name=_stage, cls=getattr(_module, "COMMAND_CLASS", StageCommand))(_module.command)
 
 
+def _exit_on_terminate(signal_number: int, frame: object) -> None:
+    """SIGTERM (``kill``, a job scheduler, ``timeout``) as an ordinary exit: Python's default for it ends the
+    process at once, leaving the temporaries of an output half-written; an exit unwinds, so
+    ``atomic_write``/``atomic_directory`` remove them and locks are released."""
+    raise SystemExit(128 + signal_number)
+
+
 def run() -> None:
     """The ``seedr`` console command: the allocator policy first (it must precede the run's allocations),
-    and progress lines when the output is not a terminal (``seedr.progress``), then the stage."""
+    SIGTERM turned into an exit that cleans up, and progress lines when the output is not a terminal
+    (``seedr.progress``), then the stage."""
+    signal.signal(signal.SIGTERM, _exit_on_terminate)
     keep_freed_memory()
     plain_progress()  # before any bar: output to a file gets progress lines, not carriage-return redraws
     app(prog_name="seedr")

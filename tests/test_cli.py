@@ -245,3 +245,25 @@ def test_the_issues_impossible_options_are_refused():
         result = runner.invoke(app, list(arguments))
         assert result.exit_code == 2 and "Invalid value for" in result.output, (arguments, result.output)
         assert "Traceback" not in result.output
+
+
+def test_sigterm_ends_a_command_without_leaving_temporaries_or_locks(tmp_path, shared_data):
+    """``kill`` (SIGTERM) mid-output: the command exits 143 and its half-written temporaries and its lock
+    are gone, as after any error (Python's default would end the process where it stands)."""
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    out = tmp_path / "prepared"
+    process = subprocess.Popen([sys.executable, "-m", "seedr", "prepare", "--corpus",
+                                str(shared_data / "wiki" / "enwiki-2015-00.jsonl.xz"), "--out", str(out)],
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 120
+    while not any(path.name.endswith(".tmp") for path in tmp_path.rglob("*")):  # writing has begun
+        assert process.poll() is None and time.monotonic() < deadline, "no temporary appeared"
+        time.sleep(0.05)
+    process.send_signal(signal.SIGTERM)
+    assert process.wait(timeout=60) == 128 + signal.SIGTERM
+    left = [path.name for path in tmp_path.rglob("*") if path.name.endswith((".tmp", ".lock"))]
+    assert left == [] and not out.exists()

@@ -15,8 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
-
+from seedr.config import read_recipe
 from seedr.data.io import DataError, atomic_write
 from seedr.data.training_log import read_metrics
 from seedr.reporting.figures import save_plot
@@ -57,7 +56,7 @@ def load_run(path: str | Path, name: str | None = None) -> RunSummary:
         raise DataError(path, "not a run folder (no such directory)")
     summary = RunSummary(name=name or path.name, path=path)
     if (path / "config.yaml").exists():
-        summary.config = yaml.safe_load((path / "config.yaml").read_text(encoding="utf-8")) or {}
+        summary.config = read_recipe(path / "config.yaml")  # bounded YAML: a crafted file cannot expand
     if (path / "run.json").exists():
         summary.info = json.loads((path / "run.json").read_text(encoding="utf-8"))
     summary.history = read_metrics(path)  # [] without one; a killed run's torn last line left out

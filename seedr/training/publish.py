@@ -16,8 +16,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-import yaml
-
+from seedr.config import read_recipe
 from seedr.losses import LOSSES
 from seedr.modeling.model_card import write_model_card
 from seedr.negatives import NEGATIVES
@@ -42,7 +41,7 @@ def write_run_card(encoder_dir: str | os.PathLike, run_dir: str | os.PathLike, s
         >>> write_run_card("models/seedr-base", "runs/seedr-base/phase2")  # doctest: +SKIP
     """
     config_file = Path(run_dir) / "config.yaml"
-    config = (yaml.safe_load(config_file.read_text(encoding="utf-8")) or {}) if config_file.exists() else {}
+    config = read_recipe(config_file) if config_file.exists() else {}  # bounded YAML (seedr.config)
     return write_model_card(encoder_dir, run_dir, step, describe_run(config))
 
 

@@ -1,0 +1,292 @@
+"""The GPU pack: prepare, run and record the jobs of ``gpu/queue.yaml`` (docs/gpu.md).
+
+A lent GPU comes rarely and briefly (one H100 or H200 for about 15 minutes, at most 10 a command, no
+package registry, about 64 MiB of files travelling to it, at most 8 files of 16 MiB coming back), so it
+must find a prepared, tested job:
+
+- ``python gpu/pack.py prepare [JOB]`` (here): the data the next unfinished job reads, copied from
+  ``../shared/data`` (``FILE:N`` keeps its first N records), and the wheels the device image lacks,
+  unpacked into one compressed site, into ``.gpu/`` (ignored by git; the device call carries it); checks
+  that the tree and ``.gpu/`` travel within 64 MiB.
+- ``bash gpu/run.sh [JOB] [--tiny]`` (there; here with ``--tiny``) runs ``python gpu/pack.py run``: the
+  next unfinished job (or JOB) within the time left of 9 minutes, its output packed into at most 8 files
+  of at most 16 MiB in ``$OUT``.
+- ``python gpu/pack.py record FILES_AT`` (here): each returned job's files into
+  ``docs/results/gpu/JOB/DATE-DEVICE/`` with a README that says what it ran on, and a line in the queue.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import io
+import json
+import lzma
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tarfile
+import time
+import zipfile
+from pathlib import Path
+
+import yaml
+
+ROOT = Path(__file__).resolve().parents[1]
+QUEUE = ROOT / "gpu" / "queue.yaml"
+CARRIED = ROOT / ".gpu"
+SHARED = Path(os.environ.get("SEEDR_SHARED_DATA", ROOT / ".." / "shared" / "data"))
+#: What a device call may carry (tree + carried files) and bring back (files, each and in all).
+TRAVEL_LIMIT, FILE_LIMIT, FILES_BACK = 64 * 2**20, 16 * 2**20, 8
+#: Wall time of one device command that a job and its set-up must fit (a command may run 10 minutes).
+COMMAND_SECONDS = 540
+#: Files of a wheel that no job needs and that do not fit the journey (blingfire's 40 MB of models: seedr
+#: uses its built-in sentence breaker only).
+PRUNED = re.compile(r"^blingfire/(?!__init__\.py$|libblingfiretokdll\.so$)[^/]+$")
+#: The device's Python (for the wheels of compiled packages).
+DEVICE_PYTHON = "3.12"
+
+
+def load_queue(path: Path = QUEUE) -> list[dict]:
+    jobs = yaml.safe_load(path.read_text(encoding="utf-8"))["jobs"]
+    names = [job["name"] for job in jobs]
+    if len(set(names)) != len(names) or any(not re.fullmatch(r"[a-z0-9_]+", name) for name in names):
+        raise ValueError(f"{path}: job names must be unique lower-case identifiers, got {names}")
+    return jobs
+
+
+def chosen_job(jobs: list[dict], name: str | None) -> dict:
+    """The job called ``name``, or the first unfinished job that is ready."""
+    if name is not None:
+        for job in jobs:
+            if job["name"] == name:
+                return job
+        raise SystemExit(f"no job {name!r} in {QUEUE}; jobs: {', '.join(job['name'] for job in jobs)}")
+    for job in jobs:
+        if not job.get("done") and not job.get("not_ready"):
+            return job
+    raise SystemExit(f"every ready job of {QUEUE} is done; not ready: " + "; ".join(
+        f"{job['name']} ({job['not_ready']})" for job in jobs if job.get("not_ready")))
+
+
+# ----------------------------------------------------------------------------------- prepare (here)
+
+
+def copy_data(entry: str, target_root: Path) -> Path:
+    """``FILE`` of ../shared/data copied to ``target_root/FILE``; ``FILE:N`` keeps its first N lines (records
+    of a JSONL file), recompressed (.xz) when the source is."""
+    relative, _, count = entry.partition(":")
+    source, target = SHARED / relative, target_root / relative
+    target.parent.mkdir(parents=True, exist_ok=True)
+    if not count:
+        shutil.copyfile(source, target)
+        return target
+    from seedr.data.io import open_binary
+
+    with open_binary(source) as stream:
+        lines = [line for _, line in zip(range(int(count)), stream)]
+    data = b"".join(lines)
+    target.write_bytes(lzma.compress(data) if relative.endswith(".xz") else data)
+    return target
+
+
+def wheel_site(wheels: list[str], target: Path) -> Path:
+    """The wheels (downloaded for the device's Python) unpacked into one site folder, pruned, as ``.tar.xz``."""
+    download = CARRIED / "wheels"
+    shutil.rmtree(download, ignore_errors=True)
+    download.mkdir(parents=True)
+    platforms = [f"--platform={platform}" for platform in ("manylinux_2_28_x86_64", "manylinux_2_27_x86_64",
+                                                           "manylinux_2_17_x86_64", "manylinux2014_x86_64",
+                                                           "manylinux1_x86_64")]
+    subprocess.run([sys.executable, "-m", "pip", "download", "--quiet", "--no-deps", "--only-binary=:all:",
+                    f"--python-version={DEVICE_PYTHON}", "--implementation=cp", *platforms, "-d", str(download),
+                    *wheels], check=True)
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w") as archive:
+        for wheel in sorted(download.glob("*.whl")):
+            with zipfile.ZipFile(wheel) as contents:
+                for member in contents.infolist():
+                    if member.is_dir() or PRUNED.match(member.filename):
+                        continue
+                    data = contents.read(member)
+                    info = tarfile.TarInfo(member.filename)
+                    info.size, info.mode = len(data), 0o755 if member.filename.endswith(".so") else 0o644
+                    archive.addfile(info, io.BytesIO(data))
+    target.write_bytes(lzma.compress(buffer.getvalue()))
+    shutil.rmtree(download)
+    return target
+
+
+def tree_bytes() -> int:
+    """Bytes of what travels besides ``.gpu/``: the tracked files and the untracked ones git does not ignore."""
+    listing = subprocess.run(["git", "-C", str(ROOT), "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
+                             capture_output=True, check=True).stdout.decode().split("\0")
+    return sum((ROOT / name).lstat().st_size for name in listing if name and (ROOT / name).exists())
+
+
+def prepare(name: str | None) -> None:
+    job = chosen_job(load_queue(), name)
+    shutil.rmtree(CARRIED, ignore_errors=True)
+    (CARRIED / "data").mkdir(parents=True)
+    for entry in job.get("data", []):
+        copy_data(entry, CARRIED / "data")
+    if job.get("wheels"):
+        wheel_site(job["wheels"], CARRIED / "site.tar.xz")
+    (CARRIED / "job").write_text(job["name"] + "\n")
+    carried = sum(path.stat().st_size for path in CARRIED.rglob("*") if path.is_file())
+    total = tree_bytes() + carried
+    print(f"prepared {job['name']}: .gpu/ holds {carried / 2**20:.1f} MiB; with the tree {total / 2**20:.1f} MiB "
+          f"of the {TRAVEL_LIMIT / 2**20:.0f} that travel")
+    if total > TRAVEL_LIMIT:
+        raise SystemExit(f"too large to travel: {total / 2**20:.1f} MiB > {TRAVEL_LIMIT / 2**20:.0f} MiB")
+    print(f"run it with the device tool: carry ['.gpu'], command 'bash gpu/run.sh {job['name']}'")
+
+
+# ----------------------------------------------------------------------------------- run (there)
+
+
+def device_name() -> str:
+    try:
+        import torch
+
+        if torch.cuda.is_available():
+            return torch.cuda.get_device_name()
+    except ImportError:
+        pass
+    return "cpu"
+
+
+def pack_output(folder: Path, out: Path, name: str) -> list[Path]:
+    """``folder`` as ``out/NAME.tgz`` (split into parts of at most 16 MiB when larger), for the return."""
+    archive = out / f"{name}.tgz"
+    with tarfile.open(archive, "w:gz") as packed:
+        packed.add(folder, arcname=name)
+    if archive.stat().st_size <= FILE_LIMIT:
+        return [archive]
+    data, parts = archive.read_bytes(), []
+    archive.unlink()
+    for index in range(0, len(data), FILE_LIMIT):
+        part = out / f"{name}.tgz.{index // FILE_LIMIT:02d}"
+        part.write_bytes(data[index:index + FILE_LIMIT])
+        parts.append(part)
+    return parts
+
+
+def run(name: str | None, tiny: bool, out: Path, started: float) -> int:
+    job = chosen_job(load_queue(), name)
+    out.mkdir(parents=True, exist_ok=True)
+    work = out / job["name"]
+    budget = int(COMMAND_SECONDS - (time.time() - started) - 60)  # a minute for packing and the return
+    command = job["tiny" if tiny else "command"].format(python=sys.executable, out=work, budget=budget)
+    print(f"gpu pack: job {job['name']} on {device_name()}{' (tiny)' if tiny else ''}, {budget} s: {command}",
+          flush=True)
+    begun = time.perf_counter()
+    with open(out / f"{job['name']}.log", "w") as log:
+        try:
+            code = subprocess.run(command, shell=True, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT,
+                                  timeout=budget + 30).returncode
+        except subprocess.TimeoutExpired:
+            code = 124
+    work.mkdir(parents=True, exist_ok=True)
+    (work / "run_on.json").write_text(json.dumps({
+        "job": job["name"], "device": device_name(), "tiny": tiny, "exit": code,
+        "seconds": round(time.perf_counter() - begun, 1),
+        "date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
+        "commit": subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"], capture_output=True,
+                                 text=True).stdout.strip() or None}, indent=2))
+    files = [*pack_output(work, out, job["name"]), out / f"{job['name']}.log"]
+    shutil.rmtree(work)
+    if len(files) > FILES_BACK:
+        print(f"gpu pack: {len(files)} files, more than the {FILES_BACK} that come back", flush=True)
+    print(f"gpu pack: exit {code} after {time.perf_counter() - begun:.0f} s; "
+          + ", ".join(f"{file.name} ({file.stat().st_size / 2**20:.1f} MiB)" for file in files), flush=True)
+    print((out / f"{job['name']}.log").read_text(errors="replace")[-3000:])
+    return code
+
+
+# ----------------------------------------------------------------------------------- record (here)
+
+
+def record(files_at: Path, results_root: Path = ROOT / "docs" / "results" / "gpu", queue: Path = QUEUE) -> list[Path]:
+    """Each job returned in ``files_at`` (``NAME.tgz`` or its parts) into ``results_root/NAME/DATE-DEVICE/``,
+    with a README naming where it ran, and a line in the queue's ``runs`` (``done`` when it met its goal is
+    for the recording session to decide and write)."""
+    text = queue.read_text(encoding="utf-8")
+    jobs = {job["name"]: job for job in load_queue(queue)}
+    recorded = []
+    for first in sorted(files_at.glob("*.tgz")) + sorted(files_at.glob("*.tgz.00")):
+        name = first.name.split(".tgz")[0]
+        if name not in jobs:
+            raise SystemExit(f"{first}: no job {name!r} in {queue}")
+        parts = [first] if first.suffix == ".tgz" else sorted(files_at.glob(f"{name}.tgz.*"))
+        data = b"".join(part.read_bytes() for part in parts)
+        with tarfile.open(fileobj=io.BytesIO(data), mode="r:gz") as archive:
+            staging = results_root / f".{name}.incoming"
+            shutil.rmtree(staging, ignore_errors=True)
+            archive.extractall(staging, filter="data")  # no links out, no absolute paths
+        run_on = json.loads((staging / name / "run_on.json").read_text())
+        device = re.sub(r"[^A-Za-z0-9]+", "-", run_on["device"]).strip("-")
+        target = results_root / name / f"{run_on['date'][:10]}-{device}"
+        if target.exists():
+            raise SystemExit(f"{target} is already recorded")
+        target.parent.mkdir(parents=True, exist_ok=True)
+        (staging / name).rename(target)
+        shutil.rmtree(staging)
+        log = files_at / f"{name}.log"
+        if log.exists():
+            shutil.copyfile(log, target / "log.txt")
+        (target / "README.md").write_text(
+            f"# GPU pack job `{name}`\n\nrun on: {run_on['device']}, {run_on['date']}, code of commit "
+            f"`{run_on['commit']}`, exit {run_on['exit']} after {run_on['seconds']} s"
+            f"{' (tiny: a toy size, its numbers mean nothing)' if run_on['tiny'] else ''}.\n\n"
+            f"Goal: {jobs[name].get('goal', '')}\n\nFiles: what `bash gpu/run.sh {name}` wrote (results.json and "
+            "results.md where the job writes them; log.txt is its output).\n")
+        entry = (f"{{date: {run_on['date'][:10]}, run_on: \"{run_on['device']}\", exit: {run_on['exit']}, "
+                 f"folder: {target.relative_to(ROOT) if target.is_relative_to(ROOT) else target}}}")
+        text = _append_run(text, name, entry)
+        recorded.append(target)
+    queue.write_text(text, encoding="utf-8")
+    return recorded
+
+
+def _append_run(text: str, name: str, entry: str) -> str:
+    """The queue's text with ``entry`` added to job ``name``'s ``runs`` (its comments and layout kept)."""
+    lines = text.splitlines(keepends=True)
+    start = next(i for i, line in enumerate(lines) if re.match(rf"\s*- name: {re.escape(name)}\s*$", line))
+    index = next(i for i in range(start, len(lines)) if re.match(r"\s*runs:", lines[i]))
+    indent = re.match(r"(\s*)", lines[index]).group(1)
+    if lines[index].strip() == "runs: []":
+        lines[index] = f"{indent}runs:\n"
+    end = index + 1
+    while end < len(lines) and lines[end].startswith(f"{indent}  - "):
+        end += 1
+    lines.insert(end, f"{indent}  - {entry}\n")
+    return "".join(lines)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    commands = parser.add_subparsers(dest="command", required=True)
+    prepare_parser = commands.add_parser("prepare", help="the next job's data and wheels into .gpu/")
+    prepare_parser.add_argument("job", nargs="?")
+    run_parser = commands.add_parser("run", help="run the next unfinished job (bash gpu/run.sh)")
+    run_parser.add_argument("job", nargs="?")
+    run_parser.add_argument("--tiny", action="store_true", help="the job at a toy size on the CPU")
+    run_parser.add_argument("--out", type=Path, default=Path(os.environ.get("OUT", "runs/gpu")))
+    run_parser.add_argument("--started", type=float, default=time.time(), help="when the device command began")
+    record_parser = commands.add_parser("record", help="record returned files into docs/results/gpu/")
+    record_parser.add_argument("files_at", type=Path)
+    args = parser.parse_args()
+    if args.command == "prepare":
+        prepare(args.job)
+    elif args.command == "run":
+        raise SystemExit(run(args.job, args.tiny, args.out, args.started))
+    else:
+        for target in record(args.files_at):
+            print(f"recorded {target}")
+
+
+if __name__ == "__main__":
+    main()
