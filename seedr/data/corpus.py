@@ -33,7 +33,7 @@ from typing import Any
 from seedr.data.articles import read_articles, read_wikiextractor
 from seedr.data.glossary import read_glossary
 from seedr.data.inputs import Inputs, input_sources
-from seedr.data.io import DataError, iter_jsonl, iter_lines, require, unique_id, write_jsonl
+from seedr.data.io import DataError, iter_jsonl, iter_lines, parse_json, require, unique_id, write_jsonl
 from seedr.data.qa import read_dpr_passages
 from seedr.data.records import Article, Document
 from seedr.data.tables import Table, is_table, open_table
@@ -64,9 +64,11 @@ CORPUS_FORMATS: Registry[CorpusFormat] = Registry("corpus format")
 
 
 def _first_json(first_line: str) -> dict:
+    """The first line as a JSON object, ``{}`` for anything else (so that its format is told from its keys);
+    malformed or too deeply nested JSON is read, and refused, by the format's own reader."""
     try:
         record = json.loads(first_line)
-    except json.JSONDecodeError:
+    except (json.JSONDecodeError, RecursionError):
         return {}
     return record if isinstance(record, dict) else {}
 
@@ -174,6 +176,8 @@ def detect_format(path: str | os.PathLike) -> str:
     if first is None:
         raise DataError(path, "empty file: no corpus to read")
     matches = [name for name in CORPUS_FORMATS if CORPUS_FORMATS.get(name).sniff(path, first)]
+    if not matches and first.lstrip().startswith("{"):
+        parse_json(first, path, line)  # a JSON line that does not parse: say why (malformed, nested too deeply)
     if len(matches) != 1:
         found = f"it looks like {' or '.join(matches)}" if matches else "it fits none of them"
         raise DataError(path, f"cannot tell the corpus format ({found}); name it: one of "

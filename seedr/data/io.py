@@ -50,23 +50,30 @@ def require_file(path: str | os.PathLike) -> Path:
 
 
 def open_binary(path: str | os.PathLike) -> IO[bytes]:
-    """Open a file for reading bytes, decompressing ``.gz``, ``.xz`` and ``.bz2`` on the fly."""
+    """Open a file for reading bytes, decompressing ``.gz``, ``.xz`` and ``.bz2`` on the fly (whatever the
+    suffix's case: ``corpus.JSONL.XZ`` too)."""
     path = require_file(path)
-    return _OPENERS.get(path.suffix, open)(path, "rb")
+    return _OPENERS.get(path.suffix.lower(), open)(path, "rb")
 
 
 def _corrupt(path: str | os.PathLike, error: BaseException, line: int | None = None) -> DataError:
     """The ``DataError`` for a read that failed inside the (de)compressor."""
-    kind = f"truncated or corrupt {Path(path).suffix} file" if Path(path).suffix in _OPENERS else "unreadable file"
+    suffix = Path(path).suffix
+    kind = f"truncated or corrupt {suffix} file" if suffix.lower() in _OPENERS else "unreadable file"
     detail = str(error) or type(error).__name__
     return DataError(path, f"{kind} ({detail})", line=line)
+
+
+#: The byte-order mark some editors (Notepad, Excel's "UTF-8 CSV") put at the start of a UTF-8 file.
+BOM = "\ufeff"
 
 
 def iter_lines(path: str | os.PathLike) -> Iterator[tuple[int, str]]:
     """Stream ``(line_number, text)`` of a (possibly compressed) UTF-8 file, without its newline.
 
-    Streams: a whole corpus shard is never held in memory. Undecodable bytes, and a truncated or
-    corrupt compressed stream, raise a ``DataError`` naming the line.
+    Streams: a whole corpus shard is never held in memory. A byte-order mark opening the file is
+    dropped (``utf-8-sig``), so that it is never glued to the first id. Undecodable bytes, and a
+    truncated or corrupt compressed stream, raise a ``DataError`` naming the line.
     """
     with open_binary(path) as raw:
         number = 0
@@ -84,6 +91,8 @@ def iter_lines(path: str | os.PathLike) -> Iterator[tuple[int, str]]:
             except UnicodeDecodeError as error:
                 raise DataError(path, f"bytes that are not UTF-8 ({error.reason} at byte {error.start})",
                                 line=number) from None
+            if number == 1 and text.startswith(BOM):
+                text = text[len(BOM):]
             yield number, text.rstrip("\r\n")
 
 
@@ -101,30 +110,43 @@ def json_problem(error: json.JSONDecodeError) -> str:
     return f"malformed JSON: {error.msg} (column {error.colno})"
 
 
+#: What a JSON text nested deeper than Python's recursion limit (``[[[…]]]``) is refused with.
+TOO_DEEP = "JSON nested too deeply (arrays or objects within each other past Python's recursion limit)"
+
+
+def parse_json(text: str, path: str | os.PathLike, line: int | None = None) -> Any:
+    """``json.loads(text)``, its failures a ``DataError`` naming ``path`` and the line: malformed JSON, and
+    JSON nested past the recursion limit (which ``json`` raises as ``RecursionError``). A text whose line is
+    not given (a whole document) is located by the decoder's line."""
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as error:
+        raise DataError(path, json_problem(error), line=line if line is not None else error.lineno) from None
+    except RecursionError:
+        raise DataError(path, TOO_DEEP, line=line if line is not None else 1) from None
+
+
 def iter_jsonl(path: str | os.PathLike) -> Iterator[tuple[int, dict[str, Any]]]:
     """Stream ``(line_number, object)`` from a JSON-lines file; blank lines are skipped."""
     for number, text in iter_lines(path):
         if not text.strip():
             continue
-        try:
-            record = json.loads(text)
-        except json.JSONDecodeError as error:
-            raise DataError(path, json_problem(error), line=number) from None
+        record = parse_json(text, path, number)
         if not isinstance(record, dict):
             raise DataError(path, f"expected a JSON object, got {type(record).__name__}", line=number)
         yield number, record
 
 
 def read_json(path: str | os.PathLike) -> Any:
-    """Read a whole (possibly compressed) JSON document, with errors that name the file and line."""
+    """Read a whole (possibly compressed) UTF-8 JSON document, with or without a byte-order mark, with
+    errors that name the file and line."""
     data = read_bytes(path)
     try:
-        return json.loads(data.decode("utf-8"))
+        text = data.decode("utf-8-sig")
     except UnicodeDecodeError as error:
         line = data[: error.start].count(b"\n") + 1
         raise DataError(path, "bytes that are not UTF-8", line=line) from None
-    except json.JSONDecodeError as error:
-        raise DataError(path, json_problem(error), line=error.lineno) from None
+    return parse_json(text, path)
 
 
 def require(record: dict[str, Any], field: str, path: str | os.PathLike, line: int,
@@ -481,6 +503,6 @@ def write_jsonl(path: str | os.PathLike, records: Iterator[dict[str, Any]] | lis
 
 
 __all__ = ["CORRUPT_STREAM_ERRORS", "DataError", "OUTPUT_FILES", "OUTPUT_MARKERS", "atomic_directory", "atomic_write",
-           "check_output_folder", "disk_full", "foreign_files", "iter_jsonl", "iter_lines", "json_problem", "lock_path", "no_space_left", "open_binary",
+           "check_output_folder", "disk_full", "foreign_files", "iter_jsonl", "iter_lines", "json_problem", "lock_path", "no_space_left", "open_binary", "parse_json",
            "output_kind", "output_lock", "process_alive", "read_bytes", "read_json", "remove_stale_temporaries",
            "require", "require_file", "unique_id", "write_jsonl"]
