@@ -110,11 +110,12 @@ class Fusion:
         weights = np.asarray(self.weights, dtype=np.float64)
         if weights.ndim != 1 or len(weights) < 1 or not np.isfinite(weights).all() or (weights < 0).any():
             raise ValueError(f"fusion weights must be finite and non-negative, got {list(self.weights)}")
-        if weights.sum() <= 0:
+        if weights.max() <= 0:
             raise ValueError("fusion weights must not all be 0")
         if self.rrf_k < 1:
             raise ValueError(f"RRF's k must be at least 1, got {self.rrf_k}")
-        object.__setattr__(self, "weights", tuple(float(w) for w in weights / weights.sum()))
+        scaled = weights / weights.max()  # in [0, 1] first: the sum of large weights (1e308 twice) is no inf
+        object.__setattr__(self, "weights", tuple(float(w) for w in scaled / scaled.sum()))
 
     def to_dict(self) -> dict[str, Any]:
         return {"method": self.method, "weights": list(self.weights),
