@@ -78,7 +78,8 @@ class BM25Index:
     def build(cls, documents: Iterable[Document], k1: float = 0.9, b: float = 0.4, method: str = "lucene",
               stemmer: str | None = "english", stopwords: str | None = "en", include_title: bool = True,
               show_progress: bool = False, total: int | None = None) -> BM25Index:
-        """Index ``documents``; ``method`` is a bm25s variant (lucene, robertson, atire, bm25l, bm25+).
+        """Index ``documents``; ``method`` is a bm25s variant (lucene, robertson, atire, bm25l, bm25+). An id
+        that a TREC run cannot hold (empty, or with whitespace) is a ``ValueError`` before anything is indexed.
 
         With ``show_progress``, reading the documents shows passages/s (and an ETA given their ``total``,
         e.g. ``seedr.data.corpus.count_documents``), then bm25s's tokenising and indexing bars.
@@ -87,6 +88,8 @@ class BM25Index:
         ids, texts = [], []
         reading = tqdm(documents, desc="bm25 read", unit="passage", total=total, disable=not show_progress)
         for document in reading:
+            if not document.id or any(c.isspace() for c in document.id):  # before anything is indexed or saved
+                raise ValueError(f"document id {document.id!r} is empty or has whitespace: a TREC run cannot hold it")
             ids.append(document.id)
             title = document.title if include_title else ""
             texts.append(f"{title} {document.text}" if title else document.text)
