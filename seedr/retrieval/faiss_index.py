@@ -22,6 +22,7 @@ from __future__ import annotations
 import json
 import mmap
 import os
+import re
 from collections import Counter
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -108,6 +109,51 @@ def _training_points_needed(index: faiss.Index) -> int:
     return needed
 
 
+#: Numbers of a factory string that faiss takes without checking, with their least value (what is below
+#: crashes or hangs the process: ``HNSW0`` fails an assertion and aborts, ``HNSW1`` and ``RR0`` segfault,
+#: ``NSG2`` never finishes its graph; ``IVF0`` builds an index whose search fails) and whether the input
+#: dimension bounds them from above (a PCA keeps at most the dimensions it is given).
+_FACTORY_NUMBERS = (
+    (re.compile(r"HNSW(\d+)"), "links per vector", 2, False),
+    (re.compile(r"NSG(\d+)"), "links per vector", 4, False),
+    (re.compile(r"IVF(\d+)"), "inverted lists", 1, False),
+    (re.compile(r"PCAW?R?(\d+)"), "output dimensions", 1, True),
+    (re.compile(r"RR(\d+)"), "output dimensions", 1, False),
+)
+
+
+def check_factory(factory: str, dim: int) -> None:
+    """Refuse, before faiss sees it, a factory string that would crash faiss or build a useless index over
+    vectors of ``dim`` dimensions: the numbers of ``_FACTORY_NUMBERS`` below their least value, a PCA to
+    more dimensions than it is given, and an ``IDMap``/``IDMap2`` prefix (seedr keeps the document ids
+    itself, in ``ids.txt``; faiss's id map refuses plain ``add``). More inverted lists than training
+    vectors are refused by ``DenseIndex.build``, which knows the sample."""
+    prefix = re.match(r"\s*(IDMap2?)\b", factory)
+    if prefix:
+        name = prefix.group(1)
+        raise ValueError(f"faiss factory {factory!r}: {name} is not needed, seedr keeps the document ids itself "
+                         f"(ids.txt): drop the '{name},' prefix")
+    for pattern, what, least, within_dim in _FACTORY_NUMBERS:
+        for match in pattern.finditer(factory):
+            number = int(match.group(1))
+            if number < least:
+                raise ValueError(f"faiss factory {factory!r}: {match.group(0)} asks for {number} {what}, which must "
+                                 f"be at least {least}")
+            if within_dim and number > dim:
+                raise ValueError(f"faiss factory {factory!r}: {match.group(0)} asks for {number} {what} from vectors "
+                                 f"of {dim}: at most {dim}")
+
+
+def _faiss_reason(error: RuntimeError) -> str:
+    """What a faiss C++ error (``Error in <function> at <file>:<line>: <reason>``, often many lines) says, in
+    one line: its reason."""
+    lines = str(error).strip().splitlines()
+    if not lines:
+        return type(error).__name__
+    reason = re.sub(r"^Error in .*? at \S+:\d+: ", "", lines[-1])
+    return re.sub(r"^Error: '.*?' failed: (?=.)", "", reason)  # the assertion, when a sentence explains it
+
+
 def _order_by_score_then_id(scores: np.ndarray, id_rank: np.ndarray) -> np.ndarray:
     """Positions of ``scores`` sorted by score descending, then by ``id_rank`` ascending."""
     return np.lexsort((id_rank, -scores))
@@ -182,6 +228,10 @@ class DenseIndex:
         ``encoder`` (the encoder's settings) is recorded. With ``gpu`` and a faiss built with GPUs,
         the k-means of IVF training runs on all GPUs (``use_gpu_clustering``); the index itself stays
         in CPU memory, the same index either way up to k-means' floating-point rounding.
+
+        A factory that faiss would crash on, or that does not fit the vectors, is a ``ValueError`` before
+        faiss sees it (``check_factory``); faiss's own refusals while building (its ``RuntimeError``, many
+        lines of C++) are a one-line ``ValueError``.
         """
         if metric not in METRICS:
             raise ValueError(f"unknown metric {metric!r}; valid: {', '.join(METRICS)}")
@@ -191,11 +241,19 @@ class DenseIndex:
             duplicate = next(doc_id for doc_id, seen in Counter(ids).items() if seen > 1)
             raise ValueError(f"document ids are not unique: {duplicate!r} is there {Counter(ids)[duplicate]} times")
         count, dim = embeddings.shape
-        normalize = metric == "cosine"
+        check_factory(factory, dim)
         try:
-            index = faiss.index_factory(dim, factory, METRICS[metric])
-        except RuntimeError as error:
-            raise ValueError(f"faiss cannot build {factory!r}: {str(error).splitlines()[-1]}") from None
+            return cls._build(embeddings, ids, factory, metric, train_sample, seed, encoder, show_progress, gpu)
+        except RuntimeError as error:  # faiss's own refusal, while making, training or filling the index
+            raise ValueError(f"faiss cannot build {factory!r} over {count} vectors of {dim} dimensions: "
+                             f"{_faiss_reason(error)}") from None
+
+    @classmethod
+    def _build(cls, embeddings: np.ndarray, ids: list[str], factory: str, metric: str, train_sample: int | None,
+               seed: int, encoder: dict[str, Any] | None, show_progress: bool, gpu: bool) -> DenseIndex:
+        count, dim = embeddings.shape
+        normalize = metric == "cosine"
+        index = faiss.index_factory(dim, factory, METRICS[metric])
         if gpu:
             use_gpu_clustering(index)
         if not index.is_trained:
