@@ -1,7 +1,9 @@
 """An embeddings folder, the on-disk form of an encoded corpus (``seedr encode``; read by ``seedr index`` and
-experiments): ``embeddings-00000.npy`` + ``ids-00000.txt`` per shard, ``settings.json`` (the encoder, its
-weights' fingerprint and the options the shards were made with: a resumed encoding must use the same),
-and ``manifest.json``, written last, whose presence means complete (dimension, dtype, count, shards).
+experiments): ``embeddings-00000.npy`` + ``ids-00000.txt`` + ``documents-00000.sha256`` per shard (the
+vectors, their ids, and the fingerprint of the documents they were made from: a resumed or repeated
+encoding over a corpus whose texts changed is refused), ``settings.json`` (the encoder, its weights'
+fingerprint and the options the shards were made with: a resumed encoding must use the same), and
+``manifest.json``, written last, whose presence means complete (dimension, dtype, count, shards).
 
 ``seedr.retrieval.encode.encode_corpus_to_shards`` writes one; ``load_embeddings`` reads one, lazily
 (memory maps; several shards as one ``ShardedEmbeddings`` array).
@@ -9,6 +11,7 @@ and ``manifest.json``, written last, whose presence means complete (dimension, d
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 from collections.abc import Sequence
@@ -19,6 +22,7 @@ from typing import Any
 import numpy as np
 
 from seedr.data.io import DataError, atomic_write, iter_lines, read_json, require_file, unique_id
+from seedr.data.records import Document
 
 MANIFEST = "manifest.json"
 SETTINGS = "settings.json"
@@ -27,6 +31,49 @@ SETTINGS = "settings.json"
 def shard_paths(out_dir: Path, shard: int) -> tuple[Path, Path]:
     """The embeddings and ids files of shard number ``shard``."""
     return out_dir / f"embeddings-{shard:05d}.npy", out_dir / f"ids-{shard:05d}.txt"
+
+
+def fingerprint_path(out_dir: Path, shard: int) -> Path:
+    """The file holding the ``documents_fingerprint`` of shard number ``shard`` (written last of its files)."""
+    return out_dir / f"documents-{shard:05d}.sha256"
+
+
+def documents_fingerprint(documents: Sequence[Document]) -> str:
+    """sha256 of the documents' ids, titles and texts, in order (each length-prefixed, so no two lists of
+    documents run together into the same bytes): what a shard's vectors were computed from, beside the
+    encoder and options that ``settings.json`` records."""
+    digest = hashlib.sha256()
+    for document in documents:
+        for part in (document.id, document.title, document.text):
+            data = part.encode("utf-8", "surrogatepass")  # a lone surrogate read from JSON ("\ud800") too
+            digest.update(len(data).to_bytes(8, "little") + data)
+    return digest.hexdigest()
+
+
+def _corpus_changed(path: Path, shard: int, what: str) -> DataError:
+    return DataError(path, f"the corpus changed since these embeddings were made: shard {shard} was made from "
+                           f"other {what}, so the corpus differs from the one these shards were made from; "
+                           "encode it into a new --out (or give the corpus they were made from)")
+
+
+def finished_shard(out_dir: Path, shard: int, ids: Sequence[str], fingerprint: str) -> bool:
+    """Whether an earlier run wrote shard number ``shard`` whole (its vectors, ids and fingerprint) from the
+    documents of ``ids`` and ``documents_fingerprint`` ``fingerprint``; ``False`` for a shard to encode
+    (missing, cut short, or written by a seedr that did not fingerprint its documents).
+
+    Raises:
+        DataError: the shard was made from other documents (other ids, or other titles or texts: the
+            corpus was edited), whose vectors would be kept silently.
+    """
+    embeddings_path, ids_path = shard_paths(out_dir, shard)
+    recorded = fingerprint_path(out_dir, shard)
+    if not (embeddings_path.exists() and ids_path.exists() and recorded.exists()):
+        return False
+    if ids_path.read_text(encoding="utf-8").splitlines() != list(ids):
+        raise _corpus_changed(ids_path, shard, "document ids")
+    if recorded.read_text(encoding="utf-8").strip() != fingerprint:
+        raise _corpus_changed(recorded, shard, "titles or texts under the same ids")
+    return True
 
 
 @dataclass(frozen=True)
@@ -65,13 +112,16 @@ def record_settings(out_dir: Path, settings: ShardSettings) -> None:
             json.dump(recorded, stream, indent=2)
 
 
-def write_shard(out_dir: Path, shard: int, ids: Sequence[str], vectors: np.ndarray) -> None:
-    """Write shard number ``shard``: its vectors (N, D), then its ids, each file atomically."""
+def write_shard(out_dir: Path, shard: int, ids: Sequence[str], vectors: np.ndarray, fingerprint: str) -> None:
+    """Write shard number ``shard``: its vectors (N, D), its ids, then the ``documents_fingerprint`` of its
+    documents, each file atomically (the last one makes the shard whole: ``finished_shard``)."""
     embeddings_path, ids_path = shard_paths(out_dir, shard)
     with atomic_write(embeddings_path, "wb") as stream:
         np.save(stream, vectors)
     with atomic_write(ids_path) as stream:
         stream.write("".join(f"{doc_id}\n" for doc_id in ids))
+    with atomic_write(fingerprint_path(out_dir, shard)) as stream:
+        stream.write(fingerprint + "\n")
 
 
 def write_manifest_when_complete(out_dir: Path, settings: dict[str, Any], dim: int,
@@ -79,16 +129,20 @@ def write_manifest_when_complete(out_dir: Path, settings: dict[str, Any], dim: i
     """Write ``manifest.json`` if every shard's files are on disk; whether it is written.
 
     Each process writes its own shards before it looks at the others', so at least the last one to
-    finish sees them all. Shards of other processes are checked for their number of ids.
+    finish sees them all. Shards of other processes are checked for their number of ids and for the
+    fingerprint of their documents (``shards[i]["sha256"]``, which the manifest records).
     """
-    for shard in shards:
+    for number, shard in enumerate(shards):
         embeddings_path, ids_path = out_dir / shard["embeddings"], out_dir / shard["ids"]
-        if not (embeddings_path.exists() and ids_path.exists()):
+        recorded = fingerprint_path(out_dir, number)
+        if not (embeddings_path.exists() and ids_path.exists() and recorded.exists()):
             return False
         count = len(ids_path.read_text(encoding="utf-8").splitlines())
         if count != shard["count"]:
             raise DataError(ids_path, f"{count} ids where the corpus gives this shard {shard['count']} documents; "
                                       "the corpus differs from the one these shards were made from")
+        if recorded.read_text(encoding="utf-8").strip() != shard["sha256"]:
+            raise _corpus_changed(recorded, number, "titles or texts")
     manifest = {**settings, "dim": dim, "count": sum(shard["count"] for shard in shards), "shards": shards}
     with atomic_write(out_dir / MANIFEST) as stream:
         json.dump(manifest, stream, indent=2)
@@ -187,5 +241,6 @@ def load_embeddings(directory: str | os.PathLike) -> tuple[list[str], np.ndarray
     return ids, arrays[0] if len(arrays) == 1 else ShardedEmbeddings(arrays)
 
 
-__all__ = ["MANIFEST", "SETTINGS", "ShardSettings", "ShardedEmbeddings", "changed_settings", "load_embeddings",
-           "read_manifest", "record_settings", "shard_paths", "write_manifest_when_complete", "write_shard"]
+__all__ = ["MANIFEST", "SETTINGS", "ShardSettings", "ShardedEmbeddings", "changed_settings", "documents_fingerprint",
+           "fingerprint_path", "finished_shard", "load_embeddings", "read_manifest", "record_settings", "shard_paths",
+           "write_manifest_when_complete", "write_shard"]

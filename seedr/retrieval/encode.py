@@ -51,6 +51,8 @@ from seedr.retrieval.embeddings import (  # the folder's format; read_manifest, 
     MANIFEST,
     ShardedEmbeddings,
     ShardSettings,
+    documents_fingerprint,
+    finished_shard,
     load_embeddings,
     read_manifest,
     record_settings,
@@ -326,12 +328,13 @@ def encode_corpus_to_shards(encoder: TextEncoder, documents: Iterable[Document],
     ``shard_size`` documents, then ``manifest.json`` (written last: its presence means complete).
 
     Each shard file is written atomically. Run again after an interruption and complete shards are
-    skipped (their ids are checked against the corpus, so a changed corpus is an error rather than
-    silently mixed vectors); ``settings.json`` guards against resuming with another encoder (its weights
-    fingerprint included) or options; the batch size is not a setting (it may change, e.g. after an
-    out-of-memory error). Non-finite vectors (a diverged model) are refused. ``dtype="float16"`` halves
-    the disk size (vectors are rounded to half precision). ``extra_settings`` (e.g. how long documents
-    were cut into passages) are recorded with the rest.
+    skipped (their ids, and the fingerprint of their documents' titles and texts, are checked against the
+    corpus, so a changed corpus is an error rather than silently stale or mixed vectors); ``settings.json``
+    guards against resuming with another encoder (its weights fingerprint included) or options; the batch
+    size is not a setting (it may change, e.g. after an out-of-memory error). Non-finite vectors (a
+    diverged model) are refused. ``dtype="float16"`` halves the disk size (vectors are rounded to half
+    precision). ``extra_settings`` (e.g. how long documents were cut into passages) are recorded with the
+    rest.
 
     Several processes (``torchrun``, ``accelerate launch``, or separate jobs on a shared file system)
     share the work by shard: process ``rank`` of ``world_size`` encodes shards ``rank``,
@@ -376,7 +379,9 @@ def _encode_shards(encoder: TextEncoder, documents: Iterable[Document], out_dir:
                     smoothing=0.1)
     for shard, chunk in enumerate(_batched(documents, shard_size)):
         embeddings_path, ids_path = shard_paths(out_dir, shard)
-        shards.append({"embeddings": embeddings_path.name, "ids": ids_path.name, "count": len(chunk)})
+        fingerprint = documents_fingerprint(chunk)  # of every shard: the manifest records them all
+        shards.append({"embeddings": embeddings_path.name, "ids": ids_path.name, "count": len(chunk),
+                       "sha256": fingerprint})
         if shard % world_size != rank:
             progress.update(len(chunk))  # another process's shard
             continue
@@ -384,11 +389,7 @@ def _encode_shards(encoder: TextEncoder, documents: Iterable[Document], out_dir:
         for doc_id in ids:
             if not doc_id or any(c.isspace() for c in doc_id):
                 raise ValueError(f"document id {doc_id!r} is empty or contains whitespace")
-        if embeddings_path.exists() and ids_path.exists():
-            done = ids_path.read_text(encoding="utf-8").splitlines()
-            if done != ids:
-                raise DataError(ids_path, "the corpus differs from the one these shards were made from "
-                                          "(document ids do not match); use a new output folder")
+        if finished_shard(out_dir, shard, ids, fingerprint):  # an edited corpus: a DataError
             progress.update(len(ids))  # done by an earlier run
         else:
             vectors = encoder.encode_documents(chunk, batch_size=batch_size, on_batch=progress.update)
@@ -398,7 +399,7 @@ def _encode_shards(encoder: TextEncoder, documents: Iterable[Document], out_dir:
                 raise DataError(encoder.model_path, f"the model gives non-finite vectors (NaN or inf), e.g. for "
                                                     f"document {ids[int(np.argmax(broken))]!r}: its weights are "
                                                     f"broken (a diverged training run?)")
-            write_shard(out_dir, shard, ids, stored)
+            write_shard(out_dir, shard, ids, stored, fingerprint)
     progress.close()
     write_manifest_when_complete(out_dir, asdict(settings), encoder.dim, shards)
     return out_dir
