@@ -1108,3 +1108,29 @@ def test_reqa_split_setup_step_writes_the_folder_fine_tuning_and_reqa_read(share
         build_step("reqa_split", {"squad": str(squad), "test_fraction": 1.0}, "here").validate()
     with pytest.raises(ValueError, match="squad is required"):
         build_step("reqa_split", {}, "here").validate()
+
+
+def test_the_eta_comes_from_the_units_sizes_and_says_what_it_cannot_size():
+    """After one training unit of size 10 took 20 s, the training units left (sizes 30 and 5) take 70 s;
+    retrievals have not run, so they are counted apart, not guessed from training's rate."""
+    import io
+
+    from rich.console import Console
+
+    from seedr.experiments.runner import _Progress
+
+    sizes = {Path("setup"): ("retrieval_task", 1.0), Path("pretrain"): ("training", 10.0),
+             Path("finetune"): ("training", 30.0), Path("later"): ("training", 5.0),
+             Path("retrieve-a"): ("retrieval on t", 2.0), Path("retrieve-b"): ("retrieval on t", None)}
+    printed = io.StringIO()
+    progress = _Progress({unit: (lambda work=work: work) for unit, work in sizes.items()},
+                         Console(file=printed, width=200))
+    progress.finished(Path("setup"), "setup", 3.0)
+    assert progress.eta() == ", ETA once a unit of each kind has run (5 not yet timed)"
+    progress.finished(Path("pretrain"), "pretrain", 20.0)
+    assert progress.eta() == ", ETA 0:01:10 + 2 units not yet timed"
+    progress.finished(Path("finetune"), "finetune", None)  # reused: no time, no rate
+    progress.finished(Path("later"), "later", 10.0)
+    progress.finished(Path("retrieve-a"), "retrieve a", 4.0)
+    assert progress.eta() == ", ETA once a unit of each kind has run (1 not yet timed)"
+    assert "[5/6] retrieve a (4 s)" in printed.getvalue()

@@ -29,6 +29,7 @@ import platform
 import shutil
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -39,7 +40,7 @@ from rich.console import Console
 from seedr.config import code_fingerprint, from_dict, identity, merge_settings, record_run
 from seedr.data.io import atomic_write, output_lock
 from seedr.experiments.spec import Condition, Experiment, substitute
-from seedr.experiments.steps import ExperimentStep, build_step, condition_references, record_step
+from seedr.experiments.steps import ExperimentStep, build_step, condition_references, model_parameters, record_step
 from seedr.experiments.tasks import TASKS, FuseConfig, RetrievalTask, RetrieveConfig, fuses
 
 
@@ -71,25 +72,53 @@ class Outcome:
     reused: list[str] = field(default_factory=list)  # finished by an earlier run, read back
 
 
-class _Progress:
-    """Units of work done / to do, with an ETA from the mean time of the units computed so far."""
+#: A unit's kind of work and its size (``ExperimentStep.work``); ``None``: not known yet.
+Work = Callable[[], tuple[str, float | None]]
 
-    def __init__(self, total: int, console: Console) -> None:
-        self.total, self.done, self.computed_seconds, self.computed = total, 0, 0.0, 0
+
+class _Progress:
+    """Units of work done / to do, with an ETA from the units' sizes: each kind of work (training,
+    retrieval on a task, BM25 ...) takes time in proportion to its size (tokens × parameters for training,
+    the model's size × the documents' length for a task's dense retrieval), at the rate its units computed
+    so far ran. Units of a kind that has not run yet, or whose size is not known yet (a model another step
+    makes), are counted apart rather than guessed: "ETA 0:04:10 + 3 units not yet timed"."""
+
+    def __init__(self, units: dict[Path, Work], console: Console) -> None:
+        self.units, self.pending = units, list(units)
+        self.total, self.done = len(units), 0
+        self.seconds: dict[str, float] = {}
+        self.sizes: dict[str, float] = {}
         self.console = console
         self.started = time.perf_counter()
 
-    def finished(self, what: str, seconds: float | None) -> None:
+    def finished(self, unit: Path, what: str, seconds: float | None) -> None:
         self.done += 1
+        if unit in self.pending:
+            self.pending.remove(unit)
         if seconds is not None:
-            self.computed += 1
-            self.computed_seconds += seconds
-        remaining = self.total - self.done
-        eta = (f", ETA {self._clock(remaining * self.computed_seconds / self.computed)}"
-               if self.computed and remaining else "")
+            kind, size = self.units[unit]() if unit in self.units else ("other", None)
+            if size:
+                self.seconds[kind] = self.seconds.get(kind, 0.0) + seconds
+                self.sizes[kind] = self.sizes.get(kind, 0.0) + size
         how = "reused" if seconds is None else f"{seconds:.0f} s"
         self.console.print(f"[{self.done}/{self.total}] {what} ({how}); elapsed "
-                           f"{self._clock(time.perf_counter() - self.started)}{eta}", highlight=False)
+                           f"{self._clock(time.perf_counter() - self.started)}{self.eta()}", highlight=False)
+
+    def eta(self) -> str:
+        """``, ETA h:mm:ss`` of the units left, ``+ N units not yet timed`` for those it cannot size."""
+        if not self.pending:
+            return ""
+        estimate, untimed = 0.0, 0
+        for unit in self.pending:
+            kind, size = self.units[unit]() if unit in self.units else ("other", None)
+            if size is None or kind not in self.sizes:
+                untimed += 1
+            else:
+                estimate += size * self.seconds[kind] / self.sizes[kind]
+        if untimed == len(self.pending):
+            return f", ETA once a unit of each kind has run ({untimed} not yet timed)"
+        rest = f" + {untimed} unit{'s' if untimed != 1 else ''} not yet timed" if untimed else ""
+        return f", ETA {self._clock(estimate)}{rest}"
 
     @staticmethod
     def _clock(seconds: float) -> str:
@@ -191,12 +220,12 @@ class _Runner:
     def run_step(self, step: Any, folder: Path, progress: _Progress, label: str) -> None:
         if (folder / "step.json").exists():
             self.outcome_reused.append(str(folder))
-            progress.finished(f"{label} {folder.name}", None)
+            progress.finished(folder, f"{label} {folder.name}", None)
             return
         with output_lock(folder):  # another experiment in this work folder may be running the same step
             if (folder / "step.json").exists():  # finished by it meanwhile
                 self.outcome_reused.append(str(folder))
-                progress.finished(f"{label} {folder.name}", None)
+                progress.finished(folder, f"{label} {folder.name}", None)
                 return
             self.console.rule(f"{label} → {folder}")
             started = time.perf_counter()
@@ -204,7 +233,7 @@ class _Runner:
             seconds = time.perf_counter() - started
             record_step(folder, step, summary, seconds, code_fingerprint())
         self.outcome_executed.append(str(folder))
-        progress.finished(label, seconds)
+        progress.finished(folder, label, seconds)
 
     def run_retrieval(self, task: RetrievalTask, condition: Any, model: str | None, folder: Path,
                       progress: _Progress) -> None:
@@ -215,7 +244,7 @@ class _Runner:
                     self._retrieve(task, condition, model, folder, progress, label)
                     return
         self.outcome_reused.append(str(folder))
-        progress.finished(label, None)
+        progress.finished(folder, label, None)
 
     def _retrieve(self, task: RetrievalTask, condition: Any, model: str | None, folder: Path,
                   progress: _Progress, label: str) -> None:
@@ -238,7 +267,7 @@ class _Runner:
                        "code": code_fingerprint(), **fused}, stream, indent=2)
         write_trec_run(folder / "run.trec", run, tag=condition.name)
         self.outcome_executed.append(str(folder))
-        progress.finished(label, seconds)
+        progress.finished(folder, label, seconds)
 
     def fused_run(self, task: RetrievalTask, condition: Any) -> tuple[Any, dict[str, Any]]:
         """A fusing condition's run on ``task`` (its components' runs are done: they come first in the
@@ -303,6 +332,31 @@ class _Plan:
                 *dict.fromkeys(folder for chained in self.chains.values() for _, folder in chained),
                 *dict.fromkeys([*self.retrievals.values(), *self.bm25_folders.values()])]
 
+    def work(self, experiment: Experiment, runner: _Runner) -> dict[Path, Work]:
+        """Every unit's kind and size of work (for the ETA), each asked when needed: a size that depends on
+        what an earlier unit makes (a model, training labels) is known once it has run."""
+        units: dict[Path, Work] = {folder: step.work for step, folder in self.setup.values()}
+        for chained in self.chains.values():
+            units.update({folder: step.work for step, folder in chained})
+
+        def retrieval(task: str, condition: Any) -> Work:
+            def work() -> tuple[str, float | None]:
+                if condition is None or condition.retrieve == "bm25":
+                    return f"BM25 on {task}", 1.0
+                if fuses(condition.retrieve):
+                    return "fusion", 1.0
+                retrieve = runner.retrieve_config(condition)
+                parameters = model_parameters(self.models[condition.name])
+                length = (retrieve.max_length if retrieve and retrieve.max_length else 512)
+                return f"retrieval on {task}", None if parameters is None else parameters * length
+            return work
+
+        for (task, name), folder in self.retrievals.items():
+            units.setdefault(folder, retrieval(task, experiment.conditions[name]))
+        for task, folder in self.bm25_folders.items():
+            units.setdefault(folder, retrieval(task, None))
+        return {folder: units[folder] for folder in self.units}
+
 
 @dataclass
 class _Scores:
@@ -362,7 +416,7 @@ def _plan(experiment: Experiment, runner: _Runner) -> _Plan:
 def _execute(experiment: Experiment, plan: _Plan, runner: _Runner) -> None:
     """Compute every unit of ``plan`` that is not finished (set-up, then each condition's steps and its
     retrievals, then the reference BM25 runs), with progress and an ETA."""
-    progress = _Progress(len(plan.units), runner.console)
+    progress = _Progress(plan.work(experiment, runner), runner.console)
     runner.console.print(f"experiment [bold]{experiment.name}[/] ({experiment.scale} scale): "
                          f"{len(experiment.conditions)} conditions, {len(plan.tasks)} task(s), "
                          f"{progress.total} units of work → {runner.out_dir}", highlight=False)

@@ -100,6 +100,12 @@ class ExperimentStep:
         """The model this step produced (for the next step and for retrieval), if any."""
         return str(out_dir / "encoder")
 
+    def work(self) -> tuple[str, float | None]:
+        """What kind of work this step is and how much of it, for the experiment's ETA: units of one kind
+        take time in proportion to their size (``None``: not known until earlier units have run, e.g. a
+        model another step produces). Set-up and analysis steps count one each of their kind."""
+        return self.kind, 1.0
+
     def history_dirs(self, out_dir: Path) -> list[Path]:
         """Run folders whose training curves (and result JSONs) the report shows."""
         return [out_dir]
@@ -107,6 +113,26 @@ class ExperimentStep:
     def figures(self, out_dir: Path) -> list[Path]:
         """Figures of the step itself that the report shows."""
         return []
+
+
+def model_parameters(model: str | None) -> float | None:
+    """About how many weights the encoder of ``model`` multiplies per token (layers × 12 × hidden², from its
+    ``config.json``), to size work for the ETA; ``None`` while the folder does not exist (another step's
+    product not made yet)."""
+    from seedr.modeling.encoder import resolve_model_path
+
+    if model is None:
+        return None
+    try:
+        config = json.loads((resolve_model_path(model) / "config.json").read_text(encoding="utf-8"))
+    except (FileNotFoundError, json.JSONDecodeError):
+        return None
+    return float(config.get("num_hidden_layers", 1) * 12 * config.get("hidden_size", 1) ** 2)
+
+
+def _line_count(path: Path) -> int:
+    with open(path, "rb") as stream:
+        return sum(1 for _ in stream)
 
 
 @STEPS.register("pretrain")
@@ -142,6 +168,14 @@ class PretrainStep(ExperimentStep):
 
         return {"last": pretrain(self.config(), out_dir, resume=True)}
 
+    def work(self) -> tuple[str, float | None]:
+        """Training: tokens through the encoder × its parameters (the objectives' heads left out)."""
+        config = self.config()
+        parameters = model_parameters(config.model.init) if config.model.init else None
+        train = config.train
+        tokens = train.max_steps * (train.global_batch_size or train.batch_size) * config.data.max_seq_length
+        return "training", None if parameters is None else tokens * parameters
+
 
 @STEPS.register("finetune")
 class FinetuneStep(ExperimentStep):
@@ -171,6 +205,22 @@ class FinetuneStep(ExperimentStep):
         from seedr.training.finetune import finetune
 
         return finetune(self.config(), out_dir, resume=True)
+
+    def work(self) -> tuple[str, float | None]:
+        """Training: tokens through the encoder (queries, positives and negatives) × its parameters; a run of
+        epochs is sized once its training labels exist (made by a set-up step)."""
+        config = self.config()
+        train = config.train
+        batch = train.global_batch_size or train.batch_size
+        steps: float | None = train.max_steps
+        if config.epochs is not None:
+            labels = Path(config.train_data) / "qrels" / f"{config.train_split}.tsv"
+            steps = config.epochs * _line_count(labels) / batch if labels.is_file() else None
+        parameters = model_parameters(config.model)
+        per_example = config.query_max_length + config.document_max_length * (1 + config.negatives_per_query)
+        if steps is None or parameters is None:
+            return "training", None
+        return "training", steps * batch * per_example * parameters
 
     def product(self, out_dir: Path) -> str | None:
         config = self.config()
