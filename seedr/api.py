@@ -500,7 +500,7 @@ def search(out: str | os.PathLike | None = None, *, queries: Source | Mapping[st
     from seedr.evaluation.tasks import QaCoverageTask, ReqaTask
     from seedr.retrieval.bm25 import BM25Index
     from seedr.retrieval.encode import TextEncoder, model_defaults
-    from seedr.retrieval.runs import run_tag, write_run_record, write_trec_run
+    from seedr.retrieval.runs import queries_record, run_tag, write_run_and_record
     from seedr.retrieval.search import search_text
 
     sources = [source for source in (queries, questions, reqa) if source is not None]
@@ -564,8 +564,8 @@ def search(out: str | os.PathLike | None = None, *, queries: Source | Mapping[st
         path = None
         if out is not None:
             path = Path(out)
-            write_trec_run(path, run, tag=tag)
-            write_run_record(path, texts, kind, files)  # lets `seedr evaluate` check the questions
+            # the record (the questions, for `seedr evaluate` to check) and the run, as one unit
+            write_run_and_record(path, run, queries_record(texts, kind, files), tag)
     return SearchRun(run, texts, kind, path, tag)
 
 

@@ -502,7 +502,31 @@ def write_jsonl(path: str | os.PathLike, records: Iterator[dict[str, Any]] | lis
     return count
 
 
-__all__ = ["CORRUPT_STREAM_ERRORS", "DataError", "OUTPUT_FILES", "OUTPUT_MARKERS", "atomic_directory", "atomic_write",
-           "check_output_folder", "disk_full", "foreign_files", "iter_jsonl", "iter_lines", "json_problem", "lock_path", "no_space_left", "open_binary", "parse_json",
-           "output_kind", "output_lock", "process_alive", "read_bytes", "read_json", "remove_stale_temporaries",
-           "require", "require_file", "unique_id", "write_jsonl"]
+__all__ = [
+    "CORRUPT_STREAM_ERRORS",
+    "OUTPUT_FILES",
+    "OUTPUT_MARKERS",
+    "DataError",
+    "atomic_directory",
+    "atomic_write",
+    "check_output_folder",
+    "disk_full",
+    "foreign_files",
+    "iter_jsonl",
+    "iter_lines",
+    "json_problem",
+    "lock_path",
+    "no_space_left",
+    "open_binary",
+    "output_kind",
+    "output_lock",
+    "parse_json",
+    "process_alive",
+    "read_bytes",
+    "read_json",
+    "remove_stale_temporaries",
+    "require",
+    "require_file",
+    "unique_id",
+    "write_jsonl",
+]

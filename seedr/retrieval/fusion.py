@@ -38,7 +38,6 @@ its components share), so that ``seedr evaluate`` can test the fused run against
 
 from __future__ import annotations
 
-import json
 import math
 import os
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -49,16 +48,18 @@ from typing import Any
 import numpy as np
 from tqdm.auto import tqdm
 
-from seedr.data.io import DataError, atomic_write
+from seedr.data.io import DataError
 from seedr.data.records import Document, Qrels, Run
 from seedr.registry import Registry
 from seedr.retrieval.runs import (
+    describe_queries,
     rank_documents,
     read_run_record,
     read_trec_run,
+    recorded_queries,
     run_fingerprint,
     run_record_path,
-    write_trec_run,
+    write_run_and_record,
 )
 
 #: A method's per-query transform: the scores of one run's ranking (in rank order) and RRF's k → the
@@ -253,7 +254,8 @@ def development_objective(paths: Sequence[str | os.PathLike], runs: Sequence[Run
         raise ValueError("QA answers need the passage corpus the runs rank")
     questions, answers = read_qa_file(qa_answers)
     given = ", ".join(map(str, qa_answers)) if isinstance(qa_answers, list | tuple) else str(qa_answers)
-    warnings = [warning for path in paths if (warning := check_run_queries(path, questions, given))]
+    warnings = [warning for path, run in zip(paths, runs, strict=True)
+                if (warning := check_run_queries(path, questions, given, run))]
     passages = ranked_passages(runs, corpus, show_progress=True)
     split = {"qa_answers": [str(path) for path in (qa_answers if isinstance(qa_answers, list | tuple)
                                                    else [qa_answers])], "qa_title": qa_title}
@@ -309,30 +311,27 @@ def select_fusion(dev_runs: Sequence[Run], objective: Objective, methods: Sequen
 
 
 # ---------------------------------------------------------------------------------------------- files
-def _queries_record(path: Path) -> dict[str, Any] | None:
-    return (read_run_record(path) or {}).get("queries")
-
-
-def shared_queries(paths: Sequence[str | os.PathLike]) -> tuple[dict[str, Any] | None, list[str]]:
+def shared_queries(paths: Sequence[str | os.PathLike], runs: Sequence[Run]) -> tuple[dict[str, Any] | None, list[str]]:
     """The queries record (``seedr search``'s ``<run>.json``) that the runs share, and a warning for
-    each run without one (made by another tool, or by an older seedr: it cannot be checked).
+    each run without one (made by another tool, or by an older seedr: it cannot be checked). ``runs``: the
+    files as read, against which their records are checked (``read_run_record``).
 
     Raises:
-        DataError: two runs record different queries — fusing them would mix answers to other questions.
+        DataError: two runs record different queries — fusing them would mix answers to other questions —
+            or a record describes another ranking than its run file.
     """
     shared, first, warnings = None, None, []
-    for path in map(Path, paths):
-        recorded = _queries_record(path)
+    for path, run in zip(map(Path, paths), runs, strict=True):
+        recorded = recorded_queries(read_run_record(path, run), path)
         if recorded is None:
             warnings.append(f"{path}: no {run_record_path(path).name} beside it, so its queries cannot be "
                             "checked against the other runs'")
         elif shared is None:
             shared, first = recorded, path
-        elif recorded.get("sha256") != shared.get("sha256"):
+        elif recorded["sha256"] != shared["sha256"]:
             raise DataError(path, f"the run was searched with other {recorded.get('kind', 'queries')} "
-                                  f"({recorded.get('count', '?')} from {', '.join(recorded.get('files', []))}) "
-                                  f"than {first} ({shared.get('count', '?')} from "
-                                  f"{', '.join(shared.get('files', []))}): fuse runs of the same queries")
+                                  f"({describe_queries(recorded)}) than {first} ({describe_queries(shared)}): "
+                                  "fuse runs of the same queries")
     return shared, warnings
 
 
@@ -347,9 +346,9 @@ def write_fused_run(out: str | os.PathLike, run: Run, fusion: Fusion, components
                     ) -> tuple[int, Path]:
     """Write the fused TREC run and its record (``<out>.json``): the components' queries record, the
     fusion, its components (path and fingerprint) and, when chosen on a development split, the
-    selection with every candidate and what the split was (``development``). Both atomic; returns the
-    number of lines and the record's path."""
-    lines = write_trec_run(out, run, tag=tag)
+    selection with every candidate and what the split was (``development``). Written as one unit
+    (``seedr.retrieval.runs.write_run_and_record``: the record, with the fused run's fingerprint, first);
+    returns the number of lines and the record's path."""
     record: dict[str, Any] = {}
     if queries is not None:
         record["queries"] = dict(queries)
@@ -357,10 +356,7 @@ def write_fused_run(out: str | os.PathLike, run: Run, fusion: Fusion, components
                         "components": [component_entry(path, component) for path, component in components]}
     if selection is not None:
         record["fusion"]["selection"] = {**selection.to_dict(), **dict(development or {})}
-    path = run_record_path(out)
-    with atomic_write(path) as stream:
-        json.dump(record, stream, indent=2)
-    return lines, path
+    return write_run_and_record(out, run, record, tag)
 
 
 def fused_components(run_path: str | os.PathLike) -> tuple[list[Path], list[str]]:
@@ -369,13 +365,19 @@ def fused_components(run_path: str | os.PathLike) -> tuple[list[Path], list[str]
     run that is not fused.
 
     Raises:
-        DataError: a component has changed since it was fused (a test against it would test another run).
+        DataError: a component has changed since it was fused (a test against it would test another run),
+            the record describes another ranking than the fused run, or it is malformed.
     """
     fusion = (read_run_record(run_path) or {}).get("fusion")
     if not isinstance(fusion, dict):
         return [], []
+    entries = fusion.get("components", [])
+    if not isinstance(entries, list) or not all(isinstance(entry, dict) and isinstance(entry.get("path"), str)
+                                                and isinstance(entry.get("fingerprint"), str) for entry in entries):
+        raise DataError(run_record_path(run_path), "expected 'components': a list of runs, each with its 'path' and "
+                                                   "'fingerprint'", field="fusion")
     found, warnings = [], []
-    for entry in fusion.get("components", []):
+    for entry in entries:
         path = Path(entry["path"])
         if not path.is_file():
             warnings.append(f"{run_path} was fused from {path}, which is no longer there: not tested against it")

@@ -12,10 +12,13 @@ published figures; fixing one order removes them.)
 A line of a run file is ``qid Q0 docid rank score tag`` (TREC; also what Anserini, Pyserini and
 ``trec_eval`` read and write).
 
-Beside a run, ``seedr search`` writes ``<run>.json`` (``write_run_record``): the files its queries came
+Beside a run, ``seedr search`` writes ``<run>.json`` (``write_run_and_record``): the files its queries came
 from and a fingerprint of their ids and texts, so that ``seedr evaluate`` can refuse to score the run
 against other questions (NQ-open's question ids are line numbers: any question file has the same ids).
-The run file itself stays plain TREC, readable by every tool.
+The record also holds the fingerprint of the run itself (``run_fingerprint``), and is written before the
+run: a command killed between the two writes, or a run file copied over another, leaves a record that
+describes another ranking than the file, which ``read_run_record`` refuses. The run file itself stays
+plain TREC, readable by every tool.
 """
 
 from __future__ import annotations
@@ -139,16 +142,52 @@ def run_record_path(run_path: str | os.PathLike) -> Path:
     return Path(f"{os.fspath(run_path)}.json")
 
 
-def read_run_record(run_path: str | os.PathLike) -> dict | None:
-    """The record beside a run (``<run>.json``), or ``None`` when there is none; ``DataError`` when it is
-    not a JSON object."""
+def read_run_record(run_path: str | os.PathLike, run: Run | None = None) -> dict | None:
+    """The record beside a run (``<run>.json``), or ``None`` when there is none, checked to describe the run
+    file: the fingerprint it records (``"run": {"sha256"}``) must be the file's ``run_fingerprint`` (``run``:
+    the file as already read, which spares reading it again). A record without one, written by an older
+    seedr, is returned unchecked.
+
+    Raises:
+        DataError: the record is not a JSON object, or describes another ranking than the run file (a
+            ``search`` or ``fuse`` killed between its two writes, a run file copied over another).
+    """
     path = run_record_path(run_path)
     if not path.exists():
         return None
     record = read_json(path)
     if not isinstance(record, dict):
         raise DataError(path, "expected a JSON object: the record of a run's queries")
+    recorded = record.get("run")
+    if recorded is None:
+        return record
+    if not isinstance(recorded, dict) or not isinstance(recorded.get("sha256"), str):
+        raise DataError(path, "expected an object holding the run's fingerprint ('sha256')", field="run")
+    if recorded["sha256"] != run_fingerprint(read_trec_run(run_path) if run is None else run):
+        raise DataError(run_path, f"the run file changed since its record {path.name} was written: the record "
+                                  "describes another ranking (a search or fuse cut short between its two writes, or "
+                                  "another run copied over this one); search or fuse again, or delete "
+                                  f"{path.name} to use the run unchecked")
     return record
+
+
+def recorded_queries(record: dict | None, run_path: str | os.PathLike) -> dict | None:
+    """The ``queries`` of a run's record (``read_run_record``): ``None`` when it records none (no record,
+    or a fused run of runs that recorded none); a ``DataError`` naming the record when it is malformed."""
+    queries = (record or {}).get("queries")
+    if queries is None:
+        return None
+    if not isinstance(queries, dict) or not isinstance(queries.get("sha256"), str):
+        raise DataError(run_record_path(run_path), "expected an object with the queries' fingerprint ('sha256')",
+                        field="queries")
+    return queries
+
+
+def describe_queries(queries: dict) -> str:
+    """``12 from a.jsonl, b.jsonl``: how many queries a queries record names, and from where, for messages."""
+    files = queries.get("files")
+    named = ", ".join(map(str, files)) if isinstance(files, list) and files else "unknown files"
+    return f"{queries.get('count', '?')} from {named}"
 
 
 def run_fingerprint(run: Run) -> str:
@@ -169,35 +208,51 @@ def queries_fingerprint(queries: Mapping[str, str]) -> str:
     return digest.hexdigest()
 
 
-def write_run_record(run_path: str | os.PathLike, queries: Mapping[str, str], kind: str,
-                     files: Sequence[str | os.PathLike]) -> Path:
-    """Record beside ``run_path`` which queries (``kind``: queries, questions, reqa) it answers; atomic."""
-    record = {"queries": {"kind": kind, "files": [str(path) for path in files], "count": len(queries),
-                          "sha256": queries_fingerprint(queries)}}
-    path = run_record_path(run_path)
-    with atomic_write(path) as stream:
-        json.dump(record, stream, indent=2)
-    return path
+def queries_record(queries: Mapping[str, str], kind: str, files: Sequence[str | os.PathLike]) -> dict:
+    """What a run's record says of the queries it answers (``kind``: queries, questions, reqa): the files
+    they came from, their number and ``queries_fingerprint``."""
+    return {"queries": {"kind": kind, "files": [str(path) for path in files], "count": len(queries),
+                        "sha256": queries_fingerprint(queries)}}
 
 
-def check_run_queries(run_path: str | os.PathLike, queries: Mapping[str, str], given: str) -> str | None:
-    """Check that the run at ``run_path`` was searched with ``queries`` (read from ``given``).
+def write_run_and_record(path: str | os.PathLike, run: Run, record: Mapping[str, object],
+                         tag: str = "seedr") -> tuple[int, Path]:
+    """Write ``run`` as a TREC file and ``record`` beside it (``<run>.json``) as one unit: ids the file
+    cannot hold are refused before either is written; the record, completed with the run's fingerprint,
+    goes first, then the run (each atomically). A kill between them leaves the old run under the new
+    record, which ``read_run_record`` refuses. Returns the run's number of lines and the record's path."""
+    _check_token(tag, "tag")
+    for qid, scores in run.items():
+        _check_token(qid, "query id")
+        for doc in scores:
+            _check_token(doc, "document id")
+    record_path = run_record_path(path)
+    with atomic_write(record_path) as stream:
+        json.dump({**record, "run": {"sha256": run_fingerprint(run)}}, stream, indent=2)
+    return write_trec_run(path, run, tag=tag), record_path
+
+
+def check_run_queries(run_path: str | os.PathLike, queries: Mapping[str, str], given: str,
+                      run: Run | None = None) -> str | None:
+    """Check that the run at ``run_path`` was searched with ``queries`` (read from ``given``); ``run`` is the
+    file as already read, if it is (``read_run_record`` checks the record against it).
 
     Returns a warning when the run has no record (made by another tool, or by an older seedr), ``None``
     when it matches.
 
     Raises:
-        DataError: the run records other queries — scoring it would compare answers to the wrong questions.
+        DataError: the run records other queries — scoring it would compare answers to the wrong questions —
+            or its record describes another ranking than the file.
     """
     path = run_record_path(run_path)
-    if not path.exists():
+    record = read_run_record(run_path, run)
+    if record is None:
         return f"{run_path}: no {path.name} beside it, so it cannot be checked against {given}"
-    recorded = json.loads(path.read_text(encoding="utf-8")).get("queries")
+    recorded = recorded_queries(record, run_path)
     if recorded is None:  # a fused run of runs that did not record theirs (seedr.retrieval.fusion)
         return f"{run_path}: {path.name} records no queries, so it cannot be checked against {given}"
-    if recorded.get("sha256") != queries_fingerprint(queries):
-        files = ", ".join(recorded.get("files", [])) or "unknown files"
+    if recorded["sha256"] != queries_fingerprint(queries):
         raise DataError(run_path, f"the run was searched with other {recorded.get('kind', 'queries')} "
-                                  f"({recorded.get('count', '?')} from {files}) than the {len(queries)} of "
+                                  f"({describe_queries(recorded)}) than the {len(queries)} of "
                                   f"{given}; score it against the questions it was searched with")
     return None

@@ -118,21 +118,21 @@ def command(
     if dev_run and weight is None:
         weight_grid(len(runs), grid_step)  # a step that does not divide 1: said before anything is read
 
-    queries, warnings = shared_queries(runs)
     loaded = [read_trec_run(path) for path in runs]
     for path, run in zip(runs, loaded):
         if not run:
             raise ValueError(f"{path}: the run ranks no documents (an empty run file): nothing to fuse")
+    queries, warnings = shared_queries(runs, loaded)
     depth = k or max(run_depth(run) for run in loaded)
 
     selection, development = None, None
     if dev_run:
-        dev_queries, dev_warnings = shared_queries(dev_run)
+        dev_loaded = [read_trec_run(path) for path in dev_run]
+        dev_queries, dev_warnings = shared_queries(dev_run, dev_loaded)
         warnings += dev_warnings
         if queries and dev_queries and dev_queries.get("sha256") == queries.get("sha256"):
             warnings.append("the development runs answer the same queries as the runs fused: the weights are "
                             "chosen on the queries they will be evaluated on")
-        dev_loaded = [read_trec_run(path) for path in dev_run]
         objective, split, split_warnings = development_objective(
             dev_run, dev_loaded, qrels=dev_qrels, qa_answers=dev_qa_answers, corpus=corpus, qa_title=qa_title,
             metric=metric)
