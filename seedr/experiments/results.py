@@ -139,6 +139,51 @@ def _verdict(expect: str, delta: float, p_value: float | None, alpha: float, tol
     return "holds" if (delta > 0) == (expect == "higher") else "does not hold"
 
 
+def _filled_protocol(protocol: str, task: dict[str, Any], metric: str) -> str:
+    """A claim's protocol with the task's recorded sizes in it: ``{task.pool}`` (the pool's passages or
+    documents) and ``{task.queries}`` (the questions scored on the claim's metric), so that these
+    figures come from results.json, not from the file's text (left by the file's reader, as
+    ``{setup.NAME}`` is, for the names with a dot)."""
+    for placeholder, value in (("{task.pool}", task.get("pool")), ("{task.queries}", (task.get("queries") or {}).get(metric))):
+        if placeholder in protocol:
+            if value is None:
+                raise ValueError(f"the protocol names {placeholder}, which the task's record lacks: {protocol!r}")
+            protocol = protocol.replace(placeholder, f"{value:,}")
+    return protocol
+
+
+def _learning_checks(claim: Any, comparisons: dict[str, dict[str, Any]], where: Any) -> list[dict[str, Any]]:
+    """The claim's ``requires_learning`` conditions, each with the recorded figures it compares and whether
+    it holds (``system`` above ``above`` on the task and metric, by default the claim's)."""
+    wanted = claim.requires_learning or []
+    checks = []
+    for entry in [wanted] if isinstance(wanted, dict) else wanted:
+        if not isinstance(entry, dict) or not {"system", "above"} <= set(entry) \
+                or set(entry) - {"system", "above", "task", "metric"}:
+            raise ValueError(f"{where}: claim {claim.claim!r}: requires_learning takes {{system, above, task, "
+                             f"metric}} (task and metric default to the claim's), got {entry!r}")
+        task, metric = entry.get("task", claim.task), entry.get("metric", claim.metric)
+        systems = comparisons.get(task, {}).get("systems", {})
+        for system in (entry["system"], entry["above"]):
+            if metric not in systems.get(system, {}):
+                raise ValueError(f"{where}: claim {claim.claim!r}: requires_learning names {system!r} on {task} "
+                                 f"{metric}, which the experiment did not evaluate")
+        value, above = systems[entry["system"]][metric]["mean"], systems[entry["above"]][metric]["mean"]
+        checks.append({"system": entry["system"], "above": entry["above"], "task": task, "metric": metric,
+                       "value": value, "above_value": above, "holds": value > above})
+    return checks
+
+
+def _not_learned(checks: list[dict[str, Any]]) -> str | None:
+    """The verdict of a claim whose sanity conditions fail: "inconclusive: <reason>" (None when all hold)."""
+    failed = [check for check in checks if not check["holds"]]
+    if not failed:
+        return None
+    reasons = [f"{c['system']} learned nothing ({c['task']} {c['metric']} {c['value']:.4f}, not above "
+               f"{c['above']}'s {c['above_value']:.4f})" for c in failed]
+    return "inconclusive: " + "; ".join(reasons)
+
+
 def claim_results(experiment: Any, comparisons: dict[str, dict[str, Any]],
                   scores: dict[str, dict[str, dict[str, dict[str, float]]]] | None,
                   diagnostics: dict[str, dict[str, float]] | None = None,
@@ -189,6 +234,10 @@ def claim_results(experiment: Any, comparisons: dict[str, dict[str, Any]],
         delta = condition["mean"] - against["mean"]
         level = (task.get("floor") or {}).get(claim.metric)
         above = level is None or max(condition["mean"], against["mean"]) >= level
+        described["protocol"] = _filled_protocol(claim.protocol, task, claim.metric)
+        checks = _learning_checks(claim, comparisons, experiment.path)
+        if checks:
+            described["requires_learning"] = checks
         if claim.target is not None:
             described["target"] = claim.target
             described["target_met"] = (condition["mean"] <= claim.target if claim.expect == "lower"
@@ -200,8 +249,10 @@ def claim_results(experiment: Any, comparisons: dict[str, dict[str, Any]],
                         "chance": (task.get("chance") or {}).get(claim.metric),
                         "bm25": (task.get("bm25") or {}).get(claim.metric), "floor": level,
                         "scale": experiment.scale})
+    # a claim whose sanity conditions fail is not judged, so it is not one of the family's either
     family = [result for result in results
-              if result["p_value"] is not None and result["above_floor"] and result["expect"] != "similar"]
+              if result["p_value"] is not None and result["above_floor"] and result["expect"] != "similar"
+              and _not_learned(result.get("requires_learning", [])) is None]
     for result, adjusted in zip(family, holm([result["p_value"] for result in family]), strict=True):
         result["p_holm"] = adjusted
     for result in results:
@@ -210,6 +261,8 @@ def claim_results(experiment: Any, comparisons: dict[str, dict[str, Any]],
             p_value = result.get("p_holm", result["p_value"])
             result["verdict"] = _verdict(result["expect"], result["delta"], p_value, experiment.alpha,
                                          above_floor=above)
+            if above:
+                result["verdict"] = _not_learned(result.get("requires_learning", [])) or result["verdict"]
     return results
 
 

@@ -137,6 +137,12 @@ class Claim:
     target of seedr's own, e.g. from an issue: listed apart from the papers' claims in the README).
     ``target``: a figure ``condition`` is to reach on the metric (an issue's goal; at most it, for
     ``expect: lower``): the table says whether it did beside the verdict, which judges the comparison alone.
+    ``requires_learning``: sanity conditions (a mapping or a list of them: ``{system, above, task, metric}``,
+    task and metric defaulting to the claim's) that the verdict checks from the recorded figures: a system
+    that is not above the one named (e.g. a pre-trained model below its own no-pre-training row) learned
+    nothing, and the claim is "inconclusive" with that reason (``seedr.experiments.results``).
+    ``central``: the central claim of the papers this row bears on (a key of
+    ``seedr.experiments.results.CENTRAL_CLAIMS``), for the summary that opens the claims page.
     """
 
     claim: str
@@ -149,6 +155,8 @@ class Claim:
     protocol: str = ""
     source: str = "paper"
     target: float | None = None
+    requires_learning: list[dict[str, Any]] | dict[str, Any] | None = None
+    central: str | None = None
 
 
 @dataclass
