@@ -865,7 +865,11 @@ def test_rerender_rederives_verdicts_and_report_from_results(tmp_path):
     rerendered = rerender(folder, experiment)
     assert [claim["claim"] for claim in rerendered["claims"]] == [claim.claim for claim in experiment.claims]
     assert {claim["verdict"] for claim in rerendered["claims"]} == {AT_CHANCE}
-    assert json.loads((folder / "results.json").read_text())["figures"] == results["figures"]
+    rewritten = json.loads((folder / "results.json").read_text())["figures"]  # the figures' values stay; their
+    # tolerances are re-derived (from_scratch has no seeds: the file's, not measured)
+    assert [{k: f[k] for k in ("task", "system", "metric", "value")} for f in rewritten] == [
+        {k: f[k] for k in ("task", "system", "metric", "value")} for f in results["figures"]]
+    assert {f["tolerance_from"] for f in rewritten} == {"not measured"}
     after = (folder / "report.md").read_text()
     assert after.split("## Comparison")[0] == before.split("## Comparison")[0]
     assert after.split("## Runs")[1] == before.split("## Runs")[1]
@@ -1008,7 +1012,8 @@ def test_claim_verdicts_read_holm_adjusted_p_values(tmp_path):
 
 def test_seed_spread_sets_the_tolerance_of_seeded_figures():
     """Three seeds at 0.30, 0.32, 0.34 (SD 0.02): one member's tolerance 2√2·0.02 = 0.0566, the group
-    mean's 0.0566/√3 = 0.0327, both above the file's 0.01; a figure outside every group keeps 0.01."""
+    mean's 0.0566/√3 = 0.0327, measured from the seeds whatever the file says; a figure outside every
+    group (or in a group of one) keeps the file's 0.01, marked "not measured"."""
     from seedr.experiments.results import figures, results_markdown, seed_spread
 
     systems = {f"mlm-s{i}": {"m": {"mean": value}} for i, value in enumerate((0.30, 0.32, 0.34), 1)}
@@ -1022,7 +1027,10 @@ def test_seed_spread_sets_the_tolerance_of_seeded_figures():
     assert by_system["mlm-s2"]["tolerance"] == pytest.approx(0.0566, abs=1e-4)
     assert by_system["mlm"]["tolerance"] == pytest.approx(0.0327, abs=1e-4)
     assert by_system["mlm"]["tolerance_from"] == "seeds"
-    assert by_system["bm25"]["tolerance"] == 0.01 and "tolerance_from" not in by_system["bm25"]
+    assert by_system["bm25"]["tolerance"] == 0.01 and by_system["bm25"]["tolerance_from"] == "not measured"
+    assert by_system["one-s1"]["tolerance_from"] == by_system["one"]["tolerance_from"] == "not measured"
+    wide = {f["system"]: f for f in figures(comparisons, {"m": 0.5}, None, groups, spread)}
+    assert wide["mlm"]["tolerance"] == pytest.approx(0.0327, abs=1e-4)  # measured, not the file's 0.5
     markdown = results_markdown({"tasks": {}, "seed_spread": spread})
     assert "| t | mlm | m | 3 | 0.3000, 0.3200, 0.3400 | 0.0200 |" in markdown
 
@@ -1166,3 +1174,101 @@ def test_a_claim_on_a_model_that_learned_nothing_is_inconclusive(tmp_path):
     eighty["bow-80"]["m"]["mean"] = 0.5
     bow, _ = claim_results(experiment, comparisons, None, p_values={("transformer", "bow", "t", "m"): 0.001})
     assert bow["verdict"] == "holds" and bow["requires_learning"][0]["holds"]
+
+
+def _grouped_experiment(tmp_path, claims, groups):
+    from types import SimpleNamespace
+
+    return SimpleNamespace(path=tmp_path, claims=claims, baseline="bm25", alpha=0.05, tolerance={}, scale="cpu",
+                           groups=groups, resamples=2000, test="permutation")
+
+
+def test_claims_between_groups_of_seeds_test_the_seeds_too(tmp_path):
+    """seed_vs_mlm's case (SEED−MLM +0.008, MLM's seeds spread 0.012): with the members' per-query scores,
+    the verdict reads the two-level bootstrap (seeds, then queries), whose p-value is far above the
+    per-query test's when the seeds disagree; the claim keeps both, the CI, each side's seed count and
+    SD. Without the members' scores the claim is judged on the queries and says it is not seed-aware; a
+    claim between single runs says "(1 seed)"."""
+    import numpy as np
+
+    from seedr.experiments.results import NOT_SEED_AWARE, claim_results, seed_scores, verdict_text
+    from seedr.experiments.spec import Claim
+
+    rng = np.random.default_rng(0)
+    queries = [f"q{i}" for i in range(400)]
+    base = rng.random(400)
+    offsets = {"mlm-s1": 0.02, "mlm-s2": 0.0, "mlm-s3": -0.02, "seed-s1": 0.03, "seed-s2": 0.01, "seed-s3": 0.005}
+    per_query = {name: {"m": dict(zip(queries, np.clip(base + shift + rng.normal(0, 0.01, 400), 0, 1)))}
+                 for name, shift in offsets.items()}
+    for group in ("mlm", "seed"):
+        members = [name for name in offsets if name.startswith(group)]
+        per_query[group] = {"m": {q: float(np.mean([per_query[m]["m"][q] for m in members])) for q in queries}}
+    means = {name: {"m": {"mean": float(np.mean(list(scores["m"].values()))), "p_value": None}}
+             for name, scores in per_query.items()}
+    comparisons = {"t": {"systems": means, "floor": {"m": 0.1}}}
+    groups = {"mlm": ["mlm-s1", "mlm-s2", "mlm-s3"], "seed": ["seed-s1", "seed-s2", "seed-s3"]}
+    claims = [Claim(claim="SEED beats MLM", condition="seed", against="mlm", task="t", metric="m", protocol="x"),
+              Claim(claim="one run each", condition="seed-s1", against="mlm-s1", task="t", metric="m", protocol="x")]
+    experiment = _grouped_experiment(tmp_path, claims, groups)
+    grouped, single = claim_results(experiment, comparisons, {"t": per_query})
+    assert grouped["seeds"] == {"condition": 3, "against": 3}
+    assert grouped["seed_sd"]["against"] == pytest.approx(0.02, abs=0.002)
+    assert grouped["seed_aware"] and grouped["p_queries"] < 0.001 < 0.05 < grouped["p_value"]
+    assert grouped["seed_test"]["ci"][0] < grouped["delta"] < grouped["seed_test"]["ci"][1]
+    assert grouped["verdict"] == "not significant"
+    assert verdict_text(grouped) == "not significant (3 seeds each)"
+    assert single["seeds"] == {"condition": 1, "against": 1} and "seed_test" not in single
+    assert verdict_text(single) == f"{single['verdict']} (1 seed)"
+    # recorded for a later rerender: the members of the groups claims compare, on the claims' metrics
+    kept = seed_scores(experiment, {"t": per_query})
+    assert set(kept["t"]["metrics"]["m"]) == {*groups["mlm"], *groups["seed"]} and len(kept["t"]["queries"]) == 400
+    # without the members' scores (a record made before they were kept): the queries alone, and it says so
+    recorded = claim_results(experiment, comparisons, None, p_values={("seed", "mlm", "t", "m"): 0.0002,
+                                                                      ("seed-s1", "mlm-s1", "t", "m"): 0.5})
+    assert recorded[0]["seed_aware"] is False and recorded[0]["p_value"] == 0.0002
+    assert verdict_text(recorded[0]) == f"holds (3 seeds each; {NOT_SEED_AWARE})"
+
+
+def test_rerender_recomputes_seed_aware_tests_from_recorded_scores(tmp_path):
+    """A results.json with ``seed_scores`` re-renders to the same seed-aware test as the run computed."""
+    import numpy as np
+
+    from seedr.experiments.results import _recorded_seed_scores, claim_results, seed_scores
+    from seedr.experiments.spec import Claim
+
+    rng = np.random.default_rng(1)
+    queries = [f"q{i}" for i in range(50)]
+    per_query = {f"{g}-s{i}": {"m": {q: float(rng.integers(0, 2)) for q in queries}} for g in ("a", "b") for i in (1, 2)}
+    means = {name: {"m": {"mean": float(np.mean(list(s["m"].values()))), "p_value": None}} for name, s in per_query.items()}
+    means |= {g: {"m": {"mean": (means[f"{g}-s1"]["m"]["mean"] + means[f"{g}-s2"]["m"]["mean"]) / 2, "p_value": None}}
+              for g in ("a", "b")}
+    claims = [Claim(claim="a beats b", condition="a", against="b", task="t", metric="m", protocol="x")]
+    experiment = _grouped_experiment(tmp_path, claims, {"a": ["a-s1", "a-s2"], "b": ["b-s1", "b-s2"]})
+    comparisons = {"t": {"systems": means, "floor": {"m": 0.1}}}
+    at_run = claim_results(experiment, comparisons, {"t": per_query}, p_values={("a", "b", "t", "m"): 0.5})[0]
+    kept = json.loads(json.dumps(seed_scores(experiment, {"t": per_query})))
+    again = claim_results(experiment, comparisons, _recorded_seed_scores(kept), p_values={("a", "b", "t", "m"): 0.5})[0]
+    assert again["seed_test"] == at_run["seed_test"] and again["p_value"] == at_run["p_value"]
+    assert all(isinstance(v, int) for v in kept["t"]["metrics"]["m"]["a-s1"])  # 0/1 scores stay integers
+
+
+def test_hierarchical_bootstrap_includes_the_seeds_variation():
+    """Two recipes whose seeds differ by a constant per seed: identical per-query noise would make a
+    per-query test decisive, the two-level bootstrap is not; a real difference far beyond the seeds'
+    spread is significant either way; identical inputs give p = 1."""
+    import numpy as np
+
+    from seedr.evaluation.significance import hierarchical_bootstrap, permutation_test
+
+    rng = np.random.default_rng(2)
+    queries = rng.random(300)
+    a = np.vstack([queries + shift for shift in (0.05, 0.0, -0.05)])
+    b = np.vstack([queries + shift for shift in (0.04, -0.01, -0.06)])  # 0.01 below a, seeds spread 0.05
+    assert permutation_test(a.mean(0), b.mean(0), 2000) < 0.001
+    result = hierarchical_bootstrap(a, b, 2000)
+    assert result.delta == pytest.approx(0.01) and result.p_value > 0.5 and result.ci[0] < 0 < result.ci[1]
+    assert result.seeds == (3, 3) and result.queries == 300
+    assert hierarchical_bootstrap(a + 0.3, b, 2000).p_value < 0.001
+    assert hierarchical_bootstrap(a, a, 100).p_value == 1.0
+    with pytest.raises(ValueError, match="same queries"):
+        hierarchical_bootstrap(a, b[:, :10])

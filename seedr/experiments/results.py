@@ -84,39 +84,116 @@ def seed_spread(comparisons: dict[str, dict[str, Any]], groups: dict[str, list[s
     return spread
 
 
-def _derived_tolerance(spread: dict[str, Any], groups: dict[str, list[str]], task: str, system: str,
-                       metric: str) -> float:
+#: How a figure's tolerance was found: the spread of its seeds, or the experiment file's number
+#: (a convention, not a measurement).
+MEASURED, NOT_MEASURED = "seeds", "not measured"
+
+
+def _measured_tolerance(spread: dict[str, Any], groups: dict[str, list[str]], task: str, system: str,
+                        metric: str) -> float | None:
     """The tolerance a seed spread implies for one figure: 2√2·sd/√k, the 95% bound (normal) on the
     difference between two independent re-runs of a mean over k seeds — k = 1 for one member of a
-    group, k = n for the group's own figure; 0 where no group of this figure has a spread."""
+    group, k = n for the group's own figure; None where no group of this figure has a measured spread."""
     for group, members in groups.items():
         measured = spread.get(task, {}).get(group, {}).get(metric)
         if measured and system in (group, *members):
             seeds = measured["seeds"] if system == group else 1
             return 2 * math.sqrt(2) * measured["sd"] / math.sqrt(seeds)
-    return 0.0
+    return None
 
 
 def figures(comparisons: dict[str, dict[str, Any]], tolerance: dict[str, float],
             diagnostics: dict[str, dict[str, float]] | None = None, groups: dict[str, list[str]] | None = None,
             spread: dict[str, Any] | None = None) -> list[dict[str, Any]]:
     """One entry per (task, system, metric) — task ``diagnostics`` for the diagnose steps' metrics —
-    with its value and the tolerance of ``--verify``: the experiment's for the metric (0 when it gives
-    none: then a re-run must reproduce it exactly), or the one its seeds' spread implies where that is
-    larger (``seed_spread``, ``_derived_tolerance``; then ``tolerance_from`` says "seeds")."""
-    entries = []
-    for task, comparison in comparisons.items():
-        for system, by_metric in comparison["systems"].items():
-            for metric, values in by_metric.items():
-                given = tolerance.get(metric, 0.0)
-                derived = _derived_tolerance(spread or {}, groups or {}, task, system, metric)
-                entries.append({"task": task, "system": system, "metric": metric, "value": values["mean"],
-                                "tolerance": max(given, derived),
-                                **({"tolerance_from": "seeds"} if derived > given else {})})
-    entries += [{"task": "diagnostics", "system": system, "metric": metric, "value": value,
-                 "tolerance": tolerance.get(metric, 0.0)}
+    with its value and the tolerance of ``--verify``, measured where it can be: for a figure of a group of
+    seeds, or of one of its members, the one its seeds' spread implies (``seed_spread``,
+    ``_measured_tolerance``; ``tolerance_from``: "seeds"); for every other figure the experiment file's
+    for the metric (0 when it gives none: then a re-run must reproduce it exactly), a convention that no
+    re-run has measured (``tolerance_from``: "not measured")."""
+    def entry(task: str, system: str, metric: str, value: float) -> dict[str, Any]:
+        measured = _measured_tolerance(spread or {}, groups or {}, task, system, metric)
+        return {"task": task, "system": system, "metric": metric, "value": value,
+                "tolerance": tolerance.get(metric, 0.0) if measured is None else measured,
+                "tolerance_from": NOT_MEASURED if measured is None else MEASURED}
+
+    entries = [entry(task, system, metric, values["mean"]) for task, comparison in comparisons.items()
+               for system, by_metric in comparison["systems"].items() for metric, values in by_metric.items()]
+    entries += [entry("diagnostics", system, metric, value)
                 for system, metrics in (diagnostics or {}).items() for metric, value in metrics.items()]
     return entries
+
+
+def with_seed_sd(comparisons: dict[str, dict[str, Any]], spread: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """``comparisons`` with each group's seed SD beside its mean (``seed_sd``, ``seeds`` in the group's
+    entry per metric, from ``seed_spread``), in place; returned for convenience."""
+    for task, by_group in spread.items():
+        for group, by_metric in by_group.items():
+            for metric, measured in by_metric.items():
+                value = comparisons.get(task, {}).get("systems", {}).get(group, {}).get(metric)
+                if value is not None:
+                    value.update(seed_sd=measured["sd"], seeds=measured["seeds"])
+    return comparisons
+
+
+def seed_members(experiment: Any, system: str, systems: dict[str, Any]) -> list[str]:
+    """The training runs behind ``system`` on a task whose systems are ``systems``: a group's members that
+    were scored there, else the system itself (one seed)."""
+    members = [member for member in (getattr(experiment, "groups", None) or {}).get(system, []) if member in systems]
+    return members or [system]
+
+
+def seed_scores(experiment: Any, per_query: dict[str, dict[str, dict[str, dict[str, float]]]]) -> dict[str, Any]:
+    """What results.json keeps for seed-aware tests to be re-computed from it: per task, the query ids,
+    and per claim metric each member's per-query scores (in the ids' order), for the members of every
+    group of several seeds that a claim compares. Scores are rounded to 6 decimals (0/1 coverage stays
+    an integer), which keeps a ReQA task's three seeds × two groups within a few hundred kB."""
+    kept: dict[str, Any] = {}
+    for claim in experiment.claims:
+        if claim.task == "diagnostics" or claim.task not in per_query:
+            continue
+        scores = per_query[claim.task]
+        for system in (claim.condition, claim.against):
+            members = seed_members(experiment, system, scores)
+            if len(members) < 2:
+                continue
+            task = kept.setdefault(claim.task, {"queries": None, "metrics": {}})
+            if task["queries"] is None:
+                task["queries"] = sorted(set().union(*(scores[m][claim.metric].keys() for m in members)))
+            by_member = task["metrics"].setdefault(claim.metric, {})
+            for member in members:
+                values = [scores[member][claim.metric].get(qid, 0.0) for qid in task["queries"]]
+                by_member[member] = [int(v) if float(v).is_integer() else round(v, 6) for v in values]
+    return kept
+
+
+def _recorded_seed_scores(recorded: dict[str, Any] | None) -> dict[str, dict[str, dict[str, dict[str, float]]]]:
+    """``seed_scores`` of a results.json back as per-query scores (task → member → metric → query → score)."""
+    scores: dict[str, Any] = {}
+    for task, kept in (recorded or {}).items():
+        for metric, by_member in kept["metrics"].items():
+            for member, values in by_member.items():
+                scores.setdefault(task, {}).setdefault(member, {})[metric] = dict(zip(kept["queries"], values))
+    return scores
+
+
+def _seed_test(experiment: Any, claim: Any, task_scores: dict[str, Any], members: tuple[list[str], list[str]]
+               ) -> dict[str, Any] | None:
+    """The two-level bootstrap (seeds, then queries; ``hierarchical_bootstrap``) of a claim whose sides
+    were trained with several seeds, from the members' per-query scores; None when they are not at hand."""
+    import numpy as np
+
+    from seedr.evaluation.significance import hierarchical_bootstrap
+
+    if not all(member in task_scores and claim.metric in task_scores[member] for side in members for member in side):
+        return None
+    qids = sorted(set().union(*(task_scores[m][claim.metric].keys() for side in members for m in side)))
+    arrays = [np.array([[task_scores[m][claim.metric].get(qid, 0.0) for qid in qids] for m in side]) for side in members]
+    result = hierarchical_bootstrap(arrays[0], arrays[1], getattr(experiment, "resamples", 10_000),
+                                    alpha=experiment.alpha)
+    return {"test": "hierarchical bootstrap: seeds, then queries", "delta": result.delta,
+            "p_value": result.p_value, "ci": list(result.ci), "seeds": list(result.seeds),
+            "queries": result.queries, "resamples": result.resamples}
 
 
 def _verdict(expect: str, delta: float, p_value: float | None, alpha: float, tolerance: float = 0.0,
@@ -184,10 +261,16 @@ def _not_learned(checks: list[dict[str, Any]]) -> str | None:
     return "inconclusive: " + "; ".join(reasons)
 
 
+#: Why a claim between recipes trained with several seeds was tested on the queries only.
+NOT_SEED_AWARE = "not seed-aware: per-seed per-query scores not recorded"
+
+
 def claim_results(experiment: Any, comparisons: dict[str, dict[str, Any]],
                   scores: dict[str, dict[str, dict[str, dict[str, float]]]] | None,
                   diagnostics: dict[str, dict[str, float]] | None = None,
-                  p_values: dict[tuple[str, str, str, str], float | None] | None = None) -> list[dict[str, Any]]:
+                  p_values: dict[tuple[str, str, str, str], float | None] | None = None,
+                  seed_tests: dict[tuple[str, str, str, str], dict[str, Any] | None] | None = None
+                  ) -> list[dict[str, Any]]:
     """Each claim with seedr's figures: both systems' means, the difference, the paired test's p-value
     (``condition`` against ``against``, on the experiment's test; ``scores``: per task, system, metric
     and query; ``p_values``: ones already computed, by (condition, against, task, metric), used instead)
@@ -196,22 +279,36 @@ def claim_results(experiment: Any, comparisons: dict[str, dict[str, Any]],
     models' diagnostic values; they have no p-value (one number per model) and are judged by their
     direction where the difference exceeds the metric's tolerance (what a re-run may move one value by),
     else "not significant". The directional claims judged above the floor are one family: their verdicts
-    read Holm-adjusted p-values (``p_holm``, see ``holm``); ``p_value`` stays the raw one."""
+    read Holm-adjusted p-values (``p_holm``, see ``holm``); ``p_value`` stays the raw one.
+
+    Training seeds: each claim records how many seeds each side has (``seeds``: a group's members scored
+    on the task, else 1) and each group's seed SD (``seed_sd``). Where a side has several seeds, the
+    claim's test must include their variation: the two-level bootstrap over seeds, then queries
+    (``_seed_test``), from the members' per-query scores in ``scores`` — or one recorded before
+    (``seed_tests``, by the key of ``p_values``) — becomes ``p_value`` (the per-query test's stays as
+    ``p_queries``) with its confidence interval (``seed_test``). Without the members' scores the claim is
+    judged on the queries alone and says so (``seed_aware`` false, ``NOT_SEED_AWARE``)."""
     results = []
     for claim in experiment.claims:
         described = {"claim": claim.claim, "paper": claim.paper, "protocol": claim.protocol, "source": claim.source}
+        if claim.central is not None:
+            described["central"] = claim.central
         if claim.task == "diagnostics":
             measured = [(diagnostics or {}).get(system, {}) for system in (claim.condition, claim.against)]
             if any(claim.metric not in values for values in measured):
                 raise ValueError(f"{experiment.path}: claim {claim.claim!r} reads {claim.metric!r}, which the "
                                  f"diagnose steps did not measure; measured: {sorted(measured[0])}")
             value, against_value = (values[claim.metric] for values in measured)
+            tolerance = experiment.tolerance.get(claim.metric, 0.0)
             results.append({**described, "task": claim.task,
                             "metric": claim.metric, "condition": claim.condition, "against": claim.against,
                             "expect": claim.expect, "value": value, "against_value": against_value,
                             "delta": value - against_value, "p_value": None,
                             "verdict": _verdict(claim.expect, value - against_value, None, experiment.alpha,
-                                                experiment.tolerance.get(claim.metric, 0.0)),
+                                                tolerance),
+                            # one diagnose step per model: one seed, and no re-run has measured the spread
+                            "tolerance": tolerance, "tolerance_from": NOT_MEASURED,
+                            "seeds": {"condition": 1, "against": 1},
                             "chance": None, "bm25": None, "floor": None, "scale": experiment.scale})
             continue
         task = comparisons[claim.task]
@@ -231,6 +328,18 @@ def claim_results(experiment: Any, comparisons: dict[str, dict[str, Any]],
                 raise ValueError(f"{experiment.path}: claim {claim.claim!r} needs the per-query scores of "
                                  f"{claim.condition} and {claim.against} (not against the baseline)")
             p_value = _pair_p_value(experiment, claim, scores[claim.task])
+        members = (seed_members(experiment, claim.condition, systems), seed_members(experiment, claim.against, systems))
+        seeded = {"seeds": {"condition": len(members[0]), "against": len(members[1])},
+                  "seed_sd": {side: (statistics.stdev(systems[m][claim.metric]["mean"] for m in group)
+                                     if len(group) > 1 else None)
+                              for side, group in zip(("condition", "against"), members)}}
+        if max(len(group) for group in members) > 1:
+            test = (_seed_test(experiment, claim, (scores or {}).get(claim.task, {}), members)
+                    or (seed_tests or {}).get(key))
+            seeded["seed_aware"] = test is not None
+            if test is not None:
+                seeded.update(seed_test=test, p_queries=p_value)
+                p_value = test["p_value"]
         delta = condition["mean"] - against["mean"]
         level = (task.get("floor") or {}).get(claim.metric)
         above = level is None or max(condition["mean"], against["mean"]) >= level
@@ -245,7 +354,7 @@ def claim_results(experiment: Any, comparisons: dict[str, dict[str, Any]],
         results.append({**described, "task": claim.task, "metric": claim.metric,
                         "condition": claim.condition, "against": claim.against, "expect": claim.expect,
                         "value": condition["mean"], "against_value": against["mean"], "delta": delta,
-                        "p_value": p_value, "above_floor": above,
+                        "p_value": p_value, **seeded, "above_floor": above,
                         "chance": (task.get("chance") or {}).get(claim.metric),
                         "bm25": (task.get("bm25") or {}).get(claim.metric), "floor": level,
                         "scale": experiment.scale})
@@ -264,6 +373,23 @@ def claim_results(experiment: Any, comparisons: dict[str, dict[str, Any]],
             if above:
                 result["verdict"] = _not_learned(result.get("requires_learning", [])) or result["verdict"]
     return results
+
+
+def verdict_text(claim: dict[str, Any]) -> str:
+    """A claim's verdict as the tables show it: with the seeds it was judged on — "(1 seed)" where a side
+    is one training run, "(3 seeds each)" where both have several and the test included their variation,
+    or that it did not (``NOT_SEED_AWARE``). Verdicts that judge nothing (inconclusive) stand alone, as do
+    claims recorded before seeds were counted."""
+    verdict, seeds = claim["verdict"], claim.get("seeds")
+    if verdict.startswith("inconclusive") or not seeds:
+        return verdict
+    counts = (seeds["condition"], seeds["against"])
+    if max(counts) == 1:
+        return f"{verdict} (1 seed)"
+    told = f"{counts[0]} seeds each" if counts[0] == counts[1] else f"{counts[0]} vs {counts[1]} seeds"
+    if min(counts) == 1:
+        told += ", one side judged on 1 seed"
+    return f"{verdict} ({told}" + ("" if claim.get("seed_aware") else f"; {NOT_SEED_AWARE}") + ")"
 
 
 def holm(p_values: list[float]) -> list[float]:
@@ -303,8 +429,12 @@ def _figure(value: float | None) -> str:
 
 
 def floor_cell(claim: dict[str, Any]) -> str:
-    """A claim's floor with what it comes from, e.g. ``0.1352 (chance 0.0009, BM25 0.6762)``."""
+    """A claim's floor with what it comes from, e.g. ``0.1352 (chance 0.0009, BM25 0.6762)``; for a claim
+    on a diagnostic (no floor), the tolerance its difference is judged against and where it comes from,
+    e.g. ``± 0.02 (not measured)``."""
     if claim.get("floor") is None:
+        if claim.get("tolerance") is not None:
+            return f"± {claim['tolerance']:g} ({claim.get('tolerance_from', NOT_MEASURED)})"
         return "–"
     parts = [f"{name} {_figure(claim[key])}" for name, key in (("chance", "chance"), ("BM25", "bm25"))
              if claim.get(key) is not None]
@@ -319,24 +449,36 @@ def claims_markdown(claims: list[dict[str, Any]], link: str | None = None, machi
              + " scale) | floor | p | verdict |" + (" report | run on |" if link else ""),
              "|---|---|---|---|---|---:|---|" + ("---|---|" if link else "")]
     for claim in claims:
-        seedr = (f"{claim['condition']} {claim['value']:.4f} vs {claim['against']} {claim['against_value']:.4f} "
-                 f"({claim['task']} {claim['metric']})")
+        seedr = (f"{claim['condition']} {claim['value']:.4f}{_sd(claim, 'condition')} vs {claim['against']} "
+                 f"{claim['against_value']:.4f}{_sd(claim, 'against')} ({claim['task']} {claim['metric']})")
+        if claim.get("seed_test"):  # the difference's interval over seeds and queries
+            low, high = claim["seed_test"]["ci"]
+            seedr += f"; difference {claim['delta']:+.4f}, 95% CI [{low:+.4f}, {high:+.4f}] over seeds and queries"
         if claim.get("target") is not None:  # an issue's goal for the condition's figure, apart from the verdict
             bound = "≤" if claim["expect"] == "lower" else "≥"
             seedr += f"; target {bound} {claim['target']:g}: {'met' if claim['target_met'] else 'MISSED'}"
         p_value = "–" if claim["p_value"] is None else f"{claim['p_value']:.3g}"
         if claim.get("p_holm") is not None and claim["p_holm"] != claim["p_value"]:
             p_value += f" (Holm {claim['p_holm']:.3g})"
+        if claim.get("seed_test"):
+            p_value += " (seeds × queries)"
         row = (f"| {claim['claim']} | {claim['paper'] or '–'} | {claim.get('protocol') or '–'} | {seedr} | "
-               f"{floor_cell(claim)} | {p_value} | {claim['verdict']} |")
+               f"{floor_cell(claim)} | {p_value} | {verdict_text(claim)} |")
         lines.append(row + (f" [{link.split('/')[-2]}]({link}) | {machine or '–'} |" if link else ""))
     return "\n".join(lines) + "\n"
 
 
+def _sd(claim: dict[str, Any], side: str) -> str:
+    """`` (SD 0.0115)``: one side's seed SD in a claim's figures, where it has several seeds."""
+    sd = (claim.get("seed_sd") or {}).get(side)
+    return "" if sd is None else f" (SD {sd:.4f})"
+
+
 def comparison_markdown(task: dict[str, Any]) -> str:
     """One task of ``results.json`` as a Markdown table: every system's mean per metric, marked † / ‡
-    where significantly higher / lower than the baseline (as ``ComparisonTable.to_markdown``), then the
-    task's chance level, BM25 (when no condition is BM25) and floor (``references``)."""
+    where significantly higher / lower than the baseline (as ``ComparisonTable.to_markdown``), with the
+    SD between its training seeds beside a group's mean (``with_seed_sd``), then the task's chance level,
+    BM25 (when no condition is BM25) and floor (``references``)."""
     from seedr.evaluation.compare import BETTER, WORSE
 
     systems = task["systems"]
@@ -348,7 +490,8 @@ def comparison_markdown(task: dict[str, Any]) -> str:
         for metric in metrics:
             value = by_metric[metric]
             mark = (BETTER if value["delta"] > 0 else WORSE) if value["significant"] else ""
-            cells.append(f"{value['mean']:.4f}{mark}")
+            spread = f" ± {value['seed_sd']:.4f}" if value.get("seed_sd") is not None else ""
+            cells.append(f"{value['mean']:.4f}{mark}{spread}")
         lines.append("| " + " | ".join([label, *cells]) + " |")
     if "chance" in task:
         pool = f" of {task['pool']:,}" if task.get("pool") else ""
@@ -363,6 +506,9 @@ def comparison_markdown(task: dict[str, Any]) -> str:
         test = "paired randomisation test" if task["test"] == "permutation" else "paired t-test"
         notes.append(f"{BETTER}/{WORSE}: significantly higher/lower than {task['baseline']} "
                      f"({test}, two-sided, p < {task['alpha']}).")
+    if any(value.get("seed_sd") is not None for by_metric in systems.values() for value in by_metric.values()):
+        notes.append("± : the standard deviation of a group's figure between its training seeds (its members, "
+                     "under \"Seed spread\").")
     if "chance" in task:
         notes.append(f"Chance: the expected value of a random ranking of the task's pool; floor: the larger of "
                      f"{FLOOR_CHANCE:g}× chance (as odds) and {FLOOR_BM25:.0%} of BM25 — a claim is judged only when one "
@@ -392,15 +538,23 @@ def results_markdown(results: dict[str, Any]) -> str:
                    "Table 5), with each system's top document and the rank of its first relevant one.", "",
                    case_study_markdown(study)]
     if results.get("seed_spread"):
-        blocks += ["### Seed spread", "", "Each group's figure is the mean over its training seeds; between "
-                   "seeds one recipe's figure moves by this much. A figure's `--verify` tolerance is the larger "
-                   "of the file's and 2√2·SD/√k (k seeds in the figure).", "",
+        blocks += ["### Seed spread", "", ("Each group's figure is the mean over its training seeds; between "
+                   "seeds one recipe's figure moves by this much. A figure's `--verify` tolerance is measured "
+                   "from it, 2√2·SD/√k (k seeds in the figure); a figure outside these groups keeps the "
+                   "experiment file's tolerance, which no re-run has measured (results.json: "
+                   "`tolerance_from`)."), "",
                    "| task | group | metric | seeds | per seed | SD |", "|---|---|---|---:|---|---:|"]
         blocks += [f"| {task} | {group} | {metric} | {m['seeds']} | "
                    + ", ".join(f"{value:.4f}" for value in m["values"]) + f" | {m['sd']:.4f} |"
                    for task, by_group in results["seed_spread"].items()
                    for group, by_metric in by_group.items() for metric, m in by_metric.items()]
         blocks.append("")
+    tolerances = [figure.get("tolerance_from") for figure in results.get("figures", [])]
+    if NOT_MEASURED in tolerances:
+        measured = tolerances.count(MEASURED)
+        blocks += [(f"`--verify` tolerances: {measured} figure{'s' * (measured != 1)} measured from the spread "
+                    f"of their seeds, {tolerances.count(NOT_MEASURED)} with the experiment file's (not measured: "
+                    "one run each, or figures no seeds vary)."), ""]
     if results.get("claims"):
         blocks += ["### Claims", "", claims_markdown(results["claims"])]
     return "\n".join(blocks)
@@ -528,7 +682,9 @@ def rerender(results_dir: str | Path, experiment: Any) -> dict[str, Any]:
     """Re-derive a recorded experiment's claims from its ``results.json`` under the current rules and
     the claims of its file (``experiment``: texts, protocols, the floor), then re-write results.json and
     the "Comparison" section of report.md (``seedr report`` makes its HTML page again). Figures are not touched and nothing is run:
-    p-values come from the recorded comparisons and claims; each task needs its recorded references
+    p-values come from the recorded comparisons and claims, seed-aware tests from the recorded per-seed
+    per-query scores (``seed_scores``) or the recorded tests; each figure's tolerance is re-derived from
+    the recorded seed spread and the file's tolerances; each task needs its recorded references
     (``references``: chance levels, BM25, floor)."""
     results_dir = Path(results_dir)
     results = load_results(results_dir)
@@ -536,9 +692,21 @@ def rerender(results_dir: str | Path, experiment: Any) -> dict[str, Any]:
         if task.get("chance") is not None:
             task["floor"] = {metric: floor(level, (task.get("bm25") or {}).get(metric))
                              for metric, level in task["chance"].items()}
-    p_values = {(c["condition"], c["against"], c["task"], c["metric"]): c["p_value"]
-                for c in results.get("claims", [])}
-    results["claims"] = claim_results(experiment, results["tasks"], None, results.get("diagnostics"), p_values)
+    # each figure's tolerance under the current rule (measured from its seeds where they were), and each
+    # group's seed SD beside its mean; the figures themselves are not touched
+    spread = results.get("seed_spread") or {}
+    with_seed_sd(results["tasks"], spread)
+    tolerances = {(f["task"], f["system"], f["metric"]): f for f in
+                  figures(results["tasks"], experiment.tolerance, results.get("diagnostics"), experiment.groups, spread)}
+    for figure in results.get("figures", []):
+        current = tolerances.get((figure["task"], figure["system"], figure["metric"]))
+        if current is not None:
+            figure.update(tolerance=current["tolerance"], tolerance_from=current["tolerance_from"])
+    keyed = {(c["condition"], c["against"], c["task"], c["metric"]): c for c in results.get("claims", [])}
+    p_values = {key: c.get("p_queries", c["p_value"]) for key, c in keyed.items()}
+    seed_tests = {key: c.get("seed_test") for key, c in keyed.items()}
+    results["claims"] = claim_results(experiment, results["tasks"], _recorded_seed_scores(results.get("seed_scores")),
+                                      results.get("diagnostics"), p_values, seed_tests)
     with atomic_write(results_dir / "results.json") as stream:
         json.dump(results, stream, indent=2)
     report = (results_dir / "report.md").read_text(encoding="utf-8")
@@ -554,8 +722,8 @@ def page_claims(page: str | Path) -> str:
     return text.split(CLAIMS_BEGIN, 1)[1].split(CLAIMS_END, 1)[0].lstrip("\n")
 
 
-__all__ = ["AT_CHANCE", "CLAIMS_BEGIN", "CLAIMS_END", "FLOOR_BM25", "FLOOR_CHANCE", "claim_results",
-           "chance_floor", "claims_markdown", "claims_table", "comparison_markdown", "figures", "seed_spread", "floor",
-           "floor_cell",
-           "load_results", "page_claims", "record", "references", "rerender", "results_markdown",
-           "update_claims_page", "verify"]
+__all__ = ["AT_CHANCE", "CLAIMS_BEGIN", "CLAIMS_END", "FLOOR_BM25", "FLOOR_CHANCE", "MEASURED", "NOT_MEASURED",
+           "NOT_SEED_AWARE", "claim_results", "chance_floor", "claims_markdown", "claims_table", "comparison_markdown",
+           "figures", "seed_members", "seed_scores", "seed_spread", "floor", "floor_cell", "load_results",
+           "page_claims", "record", "references", "rerender", "results_markdown", "update_claims_page",
+           "verdict_text", "verify", "with_seed_sd"]

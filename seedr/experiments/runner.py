@@ -481,7 +481,8 @@ def _score(experiment: Experiment, plan: _Plan, console: Console) -> _Scores:
 def _report(experiment: Experiment, plan: _Plan, scores: _Scores, runner: _Runner, report_dir: Path,
             command: str, started_at: str, wall: float) -> Outcome:
     """Write ``results.json`` (figures, claims, seed spread, provenance), the plots and the report."""
-    from seedr.experiments.results import claim_results, figures, results_markdown, seed_spread
+    from seedr.experiments.results import (claim_results, figures, results_markdown, seed_scores, seed_spread,
+                                           with_seed_sd)
     from seedr.reporting.diagnostics import plot_reliance
     from seedr.reporting.report import plot_comparison, render_report
 
@@ -489,6 +490,7 @@ def _report(experiment: Experiment, plan: _Plan, scores: _Scores, runner: _Runne
                                    .read_text(encoding="utf-8")) for folder in plan.units}
     reused = set(runner.outcome_reused)
     spread = seed_spread(scores.comparisons, experiment.groups)
+    with_seed_sd(scores.comparisons, spread)  # each group's SD between seeds beside its mean
     results = {
         "experiment": experiment.name, "title": experiment.title, "scale": experiment.scale,
         "file": str(experiment.path), "command": command, "machine": machine(), "started": started_at,
@@ -497,6 +499,7 @@ def _report(experiment: Experiment, plan: _Plan, scores: _Scores, runner: _Runne
         "variables": experiment.variables, "skipped": experiment.skipped, "tasks": scores.comparisons,
         "diagnostics": scores.diagnostics,
         "seed_spread": spread,
+        "seed_scores": seed_scores(experiment, scores.per_query),  # what seed-aware tests are re-computed from
         "figures": figures(scores.comparisons, experiment.tolerance, scores.diagnostics, experiment.groups,
                            spread),
         "claims": claim_results(experiment, scores.comparisons, scores.per_query, scores.diagnostics),
