@@ -115,15 +115,18 @@ TOO_DEEP = "JSON nested too deeply (arrays or objects within each other past Pyt
 
 
 def parse_json(text: str, path: str | os.PathLike, line: int | None = None) -> Any:
-    """``json.loads(text)``, its failures a ``DataError`` naming ``path`` and the line: malformed JSON, and
-    JSON nested past the recursion limit (which ``json`` raises as ``RecursionError``). A text whose line is
-    not given (a whole document) is located by the decoder's line."""
+    """``json.loads(text)``, its failures a ``DataError`` naming ``path`` and the line: malformed JSON, JSON
+    nested past the recursion limit (which ``json`` raises as ``RecursionError``) and integers of more digits
+    than Python converts (its plain ``ValueError``). A text whose line is not given (a whole document) is
+    located by the decoder's line."""
     try:
         return json.loads(text)
     except json.JSONDecodeError as error:
         raise DataError(path, json_problem(error), line=line if line is not None else error.lineno) from None
     except RecursionError:
         raise DataError(path, TOO_DEEP, line=line if line is not None else 1) from None
+    except ValueError as error:  # "Exceeds the limit (4300 digits) for integer string conversion"
+        raise DataError(path, f"malformed JSON: {str(error).split(';')[0]}", line=line) from None
 
 
 def iter_jsonl(path: str | os.PathLike) -> Iterator[tuple[int, dict[str, Any]]]:
