@@ -28,8 +28,15 @@ from transformers import (
 )
 from transformers.utils import logging as hf_logging
 
+from seedr.data.io import DataError, read_json
 from seedr.modeling.model_card import write_model_card
-from seedr.modeling.projection import MODULES_FILE, PROJECTION_FOLDER, Projection, save_projection
+from seedr.modeling.projection import (
+    MODULES_FILE,
+    PROJECTION_FOLDER,
+    Projection,
+    module_folders,
+    save_projection,
+)
 
 Pooling = Literal["cls", "mean"]
 
@@ -82,15 +89,20 @@ _FINGERPRINTED = ("config.json", "*.safetensors", "pytorch_model.bin", "tokenize
 
 def model_fingerprint(name_or_path: str | os.PathLike) -> str:
     """A sha256 over the files of a model folder that determine its vectors (``config.json``, the weights
-    — ``model.safetensors`` —, the tokenizer files and the sentence-transformers module files), each
-    under its relative name: two folders holding the same model have the same fingerprint, and a model
-    re-trained into the same folder gets a new one. Recorded beside embeddings and in index folders.
+    — ``model.safetensors`` —, the tokenizer files and the sentence-transformers module files: every file
+    under every module folder ``modules.json`` names), each under its relative name: two folders holding
+    the same model have the same fingerprint, and a model re-trained into the same folder gets a new one.
+    Recorded beside embeddings and in index folders.
     """
     import hashlib
 
     folder = resolve_model_path(name_or_path)
     digest = hashlib.sha256()
-    files = sorted({file for pattern in _FINGERPRINTED for file in folder.glob(pattern) if file.is_file()})
+    files = {file for pattern in _FINGERPRINTED for file in folder.glob(pattern) if file.is_file()}
+    # every module modules.json names, wherever it puts it: a Dense in proj/ changes the vectors as one in 2_Dense/
+    for module in module_folders(folder):
+        files.update(Path(root) / name for root, _, names in os.walk(module) for name in names)
+    files = sorted(file for file in files if file.is_file())
     if not files:
         raise FileNotFoundError(f"{folder}: no model files to fingerprint")
     for file in files:
@@ -102,12 +114,77 @@ def model_fingerprint(name_or_path: str | os.PathLike) -> str:
     return digest.hexdigest()
 
 
+def read_settings(path: str | os.PathLike) -> dict:
+    """The JSON object of one of a model folder's settings files (``config.json``, ``tokenizer_config.json``,
+    ``1_Pooling/config.json`` ...), or a ``DataError`` naming it: malformed, nested past Python's recursion
+    limit, or not an object."""
+    value = read_json(path)
+    if not isinstance(value, dict):
+        raise DataError(path, f"expected a JSON object, got {type(value).__name__}")
+    return value
+
+
+def _code_files(auto_map: object) -> str:
+    """The ``.py`` files an ``auto_map`` names (``"module.Class"``, ``"repo--module.Class"``, or a list of
+    them per auto class, as tokenizers give a slow and a fast one)."""
+    values = auto_map.values() if isinstance(auto_map, dict) else [auto_map]
+    references = [item for value in values for item in (value if isinstance(value, list) else [value])
+                  if isinstance(item, str)]
+    return ", ".join(sorted({reference.split("--")[-1].rsplit(".", 1)[0] + ".py" for reference in references}))
+
+
+def check_model_folder(folder: str | os.PathLike) -> None:
+    """Refuse, before anything is loaded, a model or tokenizer folder that would run code of its own.
+
+    transformers imports the Python files a folder names in an ``auto_map`` (``config.json`` or
+    ``tokenizer_config.json``) once the caller trusts them — or once anything answers "y" on standard
+    input to its prompt —, and a ``model_type`` it does not know can only be built from such code.
+    seedr never runs a model folder's code: every loader passes ``trust_remote_code=False``, and this
+    says why in one line naming the file, instead of transformers' prompt or its error. The JSON files
+    are also checked to be objects, so a damaged one is named rather than a traceback.
+
+    Raises:
+        DataError: naming ``config.json`` or ``tokenizer_config.json`` and the field at fault.
+    """
+    from transformers.models.auto.configuration_auto import CONFIG_MAPPING
+
+    import seedr.modeling.bow_mlp  # noqa: F401 (registers seedr's own BoW-MLP model type with transformers)
+
+    folder = Path(folder)
+    for name in ("config.json", "tokenizer_config.json"):
+        path = folder / name
+        if not path.is_file():
+            continue
+        settings = read_settings(path)
+        if "auto_map" in settings:
+            raise DataError(path, f"names Python code of its own to load the model "
+                                  f"({_code_files(settings['auto_map'])}): seedr never runs a model folder's code; "
+                                  f"use a model of an architecture transformers provides", field="auto_map")
+        model_type = settings.get("model_type")
+        if name == "config.json" and not (isinstance(model_type, str) and model_type in CONFIG_MAPPING):
+            raise DataError(path, f"model_type {model_type!r} is not an architecture transformers provides, and "
+                                  f"seedr never runs a model folder's own code", field="model_type")
+
+
 def load_tokenizer(name_or_path: str | os.PathLike) -> PreTrainedTokenizerBase:
-    """The tokenizer of a local model folder or of a tokenizer folder saved by ``seedr prepare``."""
+    """The tokenizer of a local model folder or of a tokenizer folder saved by ``seedr prepare``.
+
+    A folder with code of its own is refused (``check_model_folder``); a damaged tokenizer file is a
+    ``DataError`` naming ``tokenizer.json`` (or the folder, without one).
+    """
     path = Path(str(name_or_path)).expanduser()
     if not (path.is_dir() and (path / "tokenizer_config.json").exists()):
         path = resolve_model_path(name_or_path)
-    return AutoTokenizer.from_pretrained(str(path))
+    check_model_folder(path)
+    try:
+        return AutoTokenizer.from_pretrained(str(path), trust_remote_code=False)
+    except Exception as error:  # noqa: BLE001
+        # json (JSONDecodeError; RecursionError on deep nesting), the tokenizers library (its plain Exception)
+        # and transformers (KeyError, TypeError, ValueError, OSError) each fail in their own way on a damaged
+        # file; the JSON settings beside it were read above, so the tokenizer file is the one at fault
+        file = path / "tokenizer.json" if (path / "tokenizer.json").exists() else path
+        detail = " ".join(str(error).split()) or "no detail"
+        raise DataError(file, f"not a tokenizer seedr can load ({type(error).__name__}: {detail})") from None
 
 
 def build_encoder(vocab_size: int, hidden_size: int = 768, num_hidden_layers: int = 12,
@@ -124,6 +201,32 @@ def build_encoder(vocab_size: int, hidden_size: int = 768, num_hidden_layers: in
         attention_probs_dropout_prob=dropout, pad_token_id=pad_token_id,
     )
     return BertModel(config, add_pooling_layer=False)
+
+
+#: Model types that number positions from ``pad_token_id + 1`` (RoBERTa's ``create_position_ids_from_input_ids``),
+#: so that ``pad_token_id + 1`` of their ``max_position_embeddings`` are never a token's: XLM-R's 514 hold 512.
+PADDING_OFFSET_MODEL_TYPES = frozenset({
+    "roberta", "xlm-roberta", "xlm-roberta-xl", "camembert", "data2vec-text", "ibert", "longformer", "mpnet",
+    "roberta-prelayernorm", "xmod", "luke", "markuplm", "lilt", "layoutlmv3",
+})
+
+
+def usable_positions(config: dict) -> int | None:
+    """How many tokens a model of this ``config.json`` (as a dict) takes: its ``max_position_embeddings``, less
+    the padding offset of RoBERTa-style models (BERT has none); ``None`` for a model without positions."""
+    positions = config.get("max_position_embeddings")
+    if not isinstance(positions, int):
+        return None
+    if config.get("model_type") in PADDING_OFFSET_MODEL_TYPES:
+        positions -= (config.get("pad_token_id") or 0) + 1
+    return positions
+
+
+def model_positions(name_or_path: str | os.PathLike) -> int | None:
+    """``usable_positions`` of a model folder's ``config.json`` (``check_model_folder`` reads it first)."""
+    folder = resolve_model_path(name_or_path)
+    check_model_folder(folder)
+    return usable_positions(read_settings(folder / "config.json"))
 
 
 #: The safetensors metadata key that marks a folder's BERT pooler as seedr's placeholder (``save_encoder``).
@@ -196,8 +299,6 @@ def _check_weights(folder: Path) -> None:
     another format: seedr loads safetensors only, and never unpickles a ``pytorch_model.bin``."""
     from safetensors import safe_open
 
-    from seedr.data.io import DataError
-
     files = sorted(folder.glob("*.safetensors"))
     if not files:
         others = sorted(path for pattern in UNSAFE_WEIGHTS for path in folder.glob(pattern))
@@ -226,13 +327,17 @@ def load_encoder(name_or_path: str | os.PathLike) -> PreTrainedModel:
     A BERT checkpoint without pooler weights, or with seedr's placeholder (``add_placeholder_pooler``), is
     loaded without the pooler, as seedr built it (``add_pooling_layer=False``), instead of with an unused
     one: no objective reads it, and a run's training state keeps the weights it had before placeholders.
+    A folder with code of its own is refused (``check_model_folder``), and so are weights that are not
+    safetensors.
     """
     import seedr.modeling.bow_mlp  # noqa: F401 (registers the BoW-MLP baseline with AutoModel)
 
     folder = resolve_model_path(name_or_path)
+    check_model_folder(folder)
     _check_weights(folder)
     options = {}
-    if AutoConfig.from_pretrained(str(folder)).model_type == "bert" and not _has_pooler(folder):
+    if (AutoConfig.from_pretrained(str(folder), trust_remote_code=False).model_type == "bert"
+            and not _has_pooler(folder)):
         options["add_pooling_layer"] = False
     # transformers prints a table of every weight it does not use, and a seedr base carries its MLM head
     # (BertForMaskedLM's ``cls.*``): expected, and printed at every step of an experiment. The head is left
@@ -241,7 +346,7 @@ def load_encoder(name_or_path: str | os.PathLike) -> PreTrainedModel:
     hf_logging.set_verbosity_error()
     try:
         model, loading = AutoModel.from_pretrained(str(folder), use_safetensors=True, output_loading_info=True,
-                                                   **options)
+                                                   trust_remote_code=False, **options)
     finally:
         hf_logging.set_verbosity(verbosity)
     # a pooler left out (``options``) can only be the placeholder: ``_has_pooler`` keeps any other
@@ -304,7 +409,7 @@ def save_encoder(encoder: PreTrainedModel, tokenizer: PreTrainedTokenizerBase, d
     encoder.save_pretrained(str(directory), safe_serialization=True)
     tokenizer.save_pretrained(str(directory))
     add_placeholder_pooler(directory)
-    positions = getattr(encoder.config, "max_position_embeddings", None)
+    positions = usable_positions(encoder.config.to_dict())
     max_seq_length = min(max_seq_length, positions or max_seq_length)
     hidden = encoder.config.hidden_size
     modules = [

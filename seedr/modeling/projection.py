@@ -13,20 +13,22 @@ a model folder listing anything else is refused rather than encoded without it.
 
 from __future__ import annotations
 
-import json
 import os
 from pathlib import Path
 
 import torch
 from torch import nn
 
-from seedr.data.io import DataError
+from seedr.data.io import DataError, read_json
 
 MODULES_FILE = "modules.json"
 #: Where ``save_encoder`` writes the projection: sentence-transformers names module folders ``<idx>_<Type>``.
 PROJECTION_FOLDER = "2_Dense"
 #: The modules seedr applies after ``Transformer → Pooling``, in the orders it can reproduce.
 SUPPORTED_HEADS = ([], ["Dense"], ["Normalize"], ["Dense", "Normalize"])
+#: Module weights seedr never reads: pickles, which can run code when read (``torch.load`` included: a
+#: ``weights_only`` load still unpickles, and has had ways around it).
+PICKLED_WEIGHTS = ("*.bin", "*.pt", "*.pth", "*.ckpt")
 
 
 class Projection(nn.Linear):
@@ -51,11 +53,31 @@ class Projection(nn.Linear):
 
 
 def read_modules(model_dir: str | os.PathLike) -> list[dict]:
-    """The sentence-transformers module list of a model folder (``modules.json``), ``[]`` without one."""
+    """The sentence-transformers module list of a model folder (``modules.json``), ``[]`` without one.
+
+    Raises:
+        DataError: ``modules.json`` is not a list of modules, or names a module folder outside the model
+            folder (an absolute path, or one through ``..``): what a folder loads, and its fingerprint
+            hashes, stays inside it.
+    """
     path = Path(model_dir) / MODULES_FILE
     if not path.exists():
         return []
-    return json.loads(path.read_text(encoding="utf-8"))
+    modules = read_json(path)
+    if not isinstance(modules, list) or not all(isinstance(module, dict) for module in modules):
+        raise DataError(path, "expected a JSON list of modules (objects with a type and a path)")
+    for module in modules:
+        folder = module.get("path", "")
+        if not isinstance(folder, str) or Path(folder).is_absolute() or ".." in Path(folder).parts:
+            raise DataError(path, f"module path {folder!r} is not a folder inside the model folder", field="path")
+    return modules
+
+
+def module_folders(model_dir: str | os.PathLike) -> list[Path]:
+    """The folders of the modules ``modules.json`` lists beside the transformer (whose path is the model
+    folder itself): ``1_Pooling``, ``2_Dense`` ... or wherever the file puts them."""
+    model_dir = Path(model_dir)
+    return [model_dir / module["path"] for module in read_modules(model_dir) if module.get("path")]
 
 
 def _module_kind(module: dict) -> str:
@@ -67,13 +89,15 @@ def load_projection(model_dir: str | os.PathLike) -> Projection | None:
     """The ``Dense`` module a model folder's ``modules.json`` lists after ``Pooling``, as a ``Projection``;
     ``None`` when it has none (or no ``modules.json``: a plain Hugging Face folder).
 
-    Loaded with sentence-transformers' own ``Dense.load`` (safetensors or ``pytorch_model.bin``, the
-    activation resolved as it resolves it), so the layer is the one ``SentenceTransformer(dir)`` applies.
+    Loaded with sentence-transformers' own ``Dense.load`` (the activation resolved as it resolves it, code
+    never trusted), so the layer is the one ``SentenceTransformer(dir)`` applies; from ``model.safetensors``
+    only, never a pickle.
 
     Raises:
         DataError: ``modules.json`` lists modules seedr would not apply (anything but ``Transformer →
-            Pooling → [Dense] → [Normalize]``), or a ``Dense`` that is not a plain layer on the
-            sentence embedding (a residual, or one reading token embeddings).
+            Pooling → [Dense] → [Normalize]``), a ``Dense`` that is not a plain layer on the
+            sentence embedding (a residual, or one reading token embeddings), or one whose weights are
+            not ``model.safetensors`` (``pytorch_model.bin`` and other pickles are refused, unread).
     """
     model_dir = Path(model_dir)
     modules = read_modules(model_dir)
@@ -89,7 +113,15 @@ def load_projection(model_dir: str | os.PathLike) -> Projection | None:
     from sentence_transformers.sentence_transformer.modules import Dense
 
     folder = model_dir / modules[kinds.index("Dense")]["path"]
-    dense = Dense.load(str(folder))
+    if not (folder / "model.safetensors").is_file():
+        pickles = sorted(path for pattern in PICKLED_WEIGHTS for path in folder.glob(pattern))
+        if pickles:
+            raise DataError(pickles[0], "seedr loads module weights as safetensors only (model.safetensors), never "
+                                        "a pickle, which could run code when read: convert it where you trust its "
+                                        "source (load the model there and save it: sentence-transformers writes "
+                                        "model.safetensors)")
+        raise DataError(folder, "holds no weights of its Dense module (model.safetensors)")
+    dense = Dense.load(str(folder), local_files_only=True, trust_remote_code=False)
     if dense.use_residual or {dense.module_input_name, dense.module_output_name} != {"sentence_embedding"}:
         raise DataError(folder / "config.json", "seedr applies a Dense module as a plain layer on the sentence "
                                                 "embedding (no residual, sentence_embedding in and out)")

@@ -20,7 +20,6 @@ out-of-memory error, if any, happens on the first batch).
 from __future__ import annotations
 
 import functools
-import json
 import os
 import shutil
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -43,7 +42,9 @@ from seedr.modeling.encoder import (
     load_encoder,
     load_tokenizer,
     model_fingerprint,
+    model_positions,
     pool,
+    read_settings,
     resolve_model_path,
 )
 from seedr.modeling.projection import Projection, load_projection, read_modules
@@ -174,13 +175,15 @@ def model_defaults(model_path: str | os.PathLike) -> dict[str, Any]:
     ``model_max_length``). As sentence-transformers does, the length is capped at the model's positions.
     Without these files: [CLS] pooling, no normalisation, 512 tokens (BERT's, the papers' setting). The
     ``title`` mode is the one seedr's settings file records (fine-tuning writes it), else ``pair``.
+    A folder with code of its own is refused first (``seedr.modeling.encoder.check_model_folder``).
     """
     path = resolve_model_path(model_path)
+    positions = model_positions(path)
     defaults: dict[str, Any] = {"pooling": "cls", "normalize": False, "max_length": 512,
                                 "title": _json_field(path / SETTINGS_FILE, "title") or "pair"}
     pooling_config = path / "1_Pooling" / "config.json"
     if pooling_config.exists():
-        pooling = json.loads(pooling_config.read_text(encoding="utf-8"))
+        pooling = read_settings(pooling_config)
         keys = {"cls": "pooling_mode_cls_token", "mean": "pooling_mode_mean_tokens"}
         declared = pooling.get("pooling_mode", [mode for mode, key in keys.items() if pooling.get(key)])
         modes = [declared] if isinstance(declared, str) else list(declared)
@@ -190,14 +193,13 @@ def model_defaults(model_path: str | os.PathLike) -> dict[str, Any]:
     defaults["normalize"] = any(module.get("type", "").endswith(".Normalize") for module in read_modules(path))
     declared_length = (_json_field(path / "sentence_bert_config.json", "max_seq_length")
                        or _json_field(path / "tokenizer_config.json", "model_max_length"))
-    positions = _json_field(path / "config.json", "max_position_embeddings")
     defaults["max_length"] = int(min(declared_length or 512, positions or float("inf")))
     return defaults
 
 
 def _json_field(path: Path, key: str) -> Any:
     """``key`` of the JSON object in ``path``; ``None`` when the file or the key is missing."""
-    return json.loads(path.read_text(encoding="utf-8")).get(key) if path.exists() else None
+    return read_settings(path).get(key) if path.exists() else None
 
 
 class TextEncoder:
@@ -213,7 +215,8 @@ class TextEncoder:
             declares (``model_defaults``), else ``"cls"``.
         normalize: L2-normalise embeddings (cosine-trained models such as MiniLM); default: whether the
             folder lists a ``Normalize`` module.
-        max_length: tokens per input, truncating longer ones; default: the folder's ``max_seq_length``, else 512.
+        max_length: tokens per input, truncating longer ones; default: the folder's ``max_seq_length``, else 512;
+            more than the model's positions is refused.
         device: ``"cpu"``, ``"cuda"``...; default CUDA when available.
         dtype: ``None``/``"float32"``, or ``"bfloat16"``/``"float16"`` to run under autocast, or ``"auto"``:
             ``default_compute_dtype`` of the device (bf16 where it is native).
@@ -237,6 +240,12 @@ class TextEncoder:
             raise ValueError(f"unknown title mode {title!r}; valid: {', '.join(TITLE_MODES)}")
         self.model_path = resolve_model_path(model_path)
         defaults = model_defaults(self.model_path)
+        positions = model_positions(self.model_path)
+        if max_length is not None and positions is not None and max_length > positions:
+            # refused here, before the model is loaded: the model would fail on the first long text
+            raise ValueError(f"max_length (--max-length) {max_length} is more than the {positions} positions of the "
+                             f"model {self.model_path} (its config.json's max_position_embeddings): use at most "
+                             f"{positions}")
         self.tokenizer = load_tokenizer(self.model_path)
         self.device = torch.device(device or ("cuda" if torch.cuda.is_available() else "cpu"))
         self.model = load_encoder(self.model_path).to(self.device).eval()

@@ -40,7 +40,13 @@ from seedr.config import from_dict, to_dict
 from seedr.data.inputs import input_files
 from seedr.data.records import Document
 from seedr.modeling.bow_mlp import build_bow_mlp
-from seedr.modeling.encoder import build_encoder, load_encoder, load_tokenizer
+from seedr.modeling.encoder import (
+    build_encoder,
+    load_encoder,
+    load_tokenizer,
+    model_positions,
+    resolve_model_path,
+)
 from seedr.objectives import OBJECTIVES, Objective
 from seedr.registry import Registry
 from seedr.settings import DataConfig, ModelConfig, PretrainConfig
@@ -58,8 +64,17 @@ for _name, (_layers, _hidden, _heads) in {"tiny": (2, 128, 2), "mini": (4, 256, 
 
 
 def build_model(config: ModelConfig, max_seq_length: int) -> tuple[PreTrainedModel, PreTrainedTokenizerBase]:
-    """``(encoder, tokenizer)``: loaded from ``config.init``, or a new BERT of ``config.size``."""
+    """``(encoder, tokenizer)``: loaded from ``config.init``, or a new BERT of ``config.size``.
+
+    A new BERT gets positions for ``max_seq_length`` tokens; a loaded one has its own, and a longer
+    ``max_seq_length`` is refused before anything is loaded.
+    """
     if config.init is not None:
+        positions = model_positions(config.init)
+        if positions is not None and max_seq_length > positions:
+            raise ValueError(f"data.max_seq_length {max_seq_length} is more than the {positions} positions of "
+                             f"model.init {resolve_model_path(config.init)} (its config.json's "
+                             f"max_position_embeddings): use at most {positions}")
         encoder = load_encoder(config.init)
         tokenizer = load_tokenizer(config.tokenizer or config.init)
         if len(tokenizer) > encoder.config.vocab_size:
