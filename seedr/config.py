@@ -21,7 +21,7 @@ from typing import Any, TypeVar
 
 import yaml
 
-from seedr.data.io import DataError, atomic_write
+from seedr.data.io import DataError, atomic_write, read_text
 
 C = TypeVar("C")
 
@@ -91,10 +91,18 @@ _Loader.add_implicit_resolver("tag:yaml.org,2002:bool",
                               re.compile(r"^(?:true|True|TRUE|false|False|FALSE)$"), list("tTfF"))
 
 
+def yaml_problem(error: yaml.YAMLError) -> str:
+    """PyYAML's message on one line (it spans several, with a caret under the offending column)."""
+    return " ".join(str(error).split())
+
+
 def parse_yaml(text: str) -> Any:
     """Parse YAML text with YAML 1.2 booleans (see ``_Loader``); ``YAMLExpansionError`` (a
     ``yaml.YAMLError``) for an alias bomb or an alias that holds itself."""
-    return yaml.load(text, Loader=_Loader)
+    try:
+        return yaml.load(text, Loader=_Loader)
+    except RecursionError:  # nesting deeper than Python's stack: a crafted file, said as YAML's own error
+        raise yaml.YAMLError("nested too deeply") from None
 
 
 def _coerce(value: Any, annotation: Any, where: str) -> Any:
@@ -138,7 +146,11 @@ def _coerce(value: Any, annotation: Any, where: str) -> Any:
         try:
             number = annotation(value)
         except (TypeError, ValueError):
-            raise ValueError(f"{where}: {value!r} is not {what}") from None
+            raise ValueError(f"{where}: {str(value)[:40]!r} is not {what}") from None
+        except OverflowError:  # float() of an integer of hundreds of digits
+            raise ValueError(f"{where}: {str(value)[:20]}... is too large") from None
+        if annotation is int and abs(number) > 2**63 - 1:  # no count is that large; float arithmetic would overflow
+            raise ValueError(f"{where}: {str(value)[:20]}... is too large")
         if not math.isfinite(number):  # YAML reads .nan and .inf, and float() "nan": never a setting
             raise ValueError(f"{where}: {value!r} is not a finite number")
         return number
@@ -224,10 +236,10 @@ def read_recipe(recipe: str | Path) -> dict[str, Any]:
     """The options of the YAML file ``recipe`` (``DataError`` naming the file, and the line where YAML
     says, when it is malformed or not a mapping)."""
     try:
-        loaded = parse_yaml(Path(recipe).read_text(encoding="utf-8")) or {}
+        loaded = parse_yaml(read_text(recipe)) or {}
     except yaml.YAMLError as error:
         mark = getattr(error, "problem_mark", None)
-        raise DataError(recipe, f"malformed YAML: {error}", line=mark.line + 1 if mark else None) from None
+        raise DataError(recipe, f"malformed YAML: {yaml_problem(error)}", line=mark.line + 1 if mark else None) from None
     if not isinstance(loaded, dict):
         raise DataError(recipe, "expected a mapping of options at the top level")
     return loaded

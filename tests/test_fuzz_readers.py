@@ -52,7 +52,7 @@ from seedr.retrieval.runs import (
 EXAMPLES = 50
 #: What the command line turns into one ``error:`` line (``seedr.stages.common.clear_errors``; a missing
 #: model folder is reported the same way by the stages that load one).
-ONE_LINE_ERRORS = (DataError, ValueError, FileNotFoundError)
+ONE_LINE_ERRORS = (DataError, KeyError, ValueError, FileNotFoundError)  # KeyError: an unknown registry name
 
 BOM = b"\xef\xbb\xbf"
 #: Numbers no float or (by default) no Python integer conversion holds, and their spellings in JSON.
@@ -230,13 +230,7 @@ def targets(samples, model_folder, components, tmp_path_factory) -> dict[str, tu
 #: text): the attack never compresses them.
 _FIXED_NAMES = ("run record", "fused run record", "experiment", "recipe", "model config.json", "model tokenizer.json",
                 "model tokenizer_config.json")
-#: YAML readers that still fail (seedr.config.parse_yaml and the readers' "malformed YAML" errors, outside
-#: this change): YAML nested a few hundred levels deep raises RecursionError, and PyYAML's messages span
-#: several lines ("while scanning ...\n  in ..., line 5"), which the command line prints as they are.
-_YAML_PENDING = pytest.mark.xfail(strict=True, reason="YAML nested past the recursion limit raises RecursionError "
-                                                      "and 'malformed YAML' errors span several lines")
-KINDS = [pytest.param(kind, marks=_YAML_PENDING) if kind in ("experiment", "recipe") else kind
-         for kind in sorted([*READERS, "corpus tsv", "queries tsv", "qrels trec", *_FIXED_NAMES])]
+KINDS = sorted([*READERS, "corpus tsv", "queries tsv", "qrels trec", *_FIXED_NAMES])
 
 
 @pytest.mark.parametrize("kind", KINDS)

@@ -140,16 +140,21 @@ def iter_jsonl(path: str | os.PathLike) -> Iterator[tuple[int, dict[str, Any]]]:
         yield number, record
 
 
-def read_json(path: str | os.PathLike) -> Any:
-    """Read a whole (possibly compressed) UTF-8 JSON document, with or without a byte-order mark, with
-    errors that name the file and line."""
+def read_text(path: str | os.PathLike) -> str:
+    """A whole (possibly compressed) UTF-8 file, with or without a byte-order mark; a folder, a missing file,
+    a corrupt stream or bytes that are not UTF-8 are a ``DataError`` naming the file (and the line)."""
     data = read_bytes(path)
     try:
-        text = data.decode("utf-8-sig")
+        return data.decode("utf-8-sig")
     except UnicodeDecodeError as error:
         line = data[: error.start].count(b"\n") + 1
         raise DataError(path, "bytes that are not UTF-8", line=line) from None
-    return parse_json(text, path)
+
+
+def read_json(path: str | os.PathLike) -> Any:
+    """Read a whole (possibly compressed) UTF-8 JSON document, with or without a byte-order mark, with
+    errors that name the file and line."""
+    return parse_json(read_text(path), path)
 
 
 def require(record: dict[str, Any], field: str, path: str | os.PathLike, line: int,

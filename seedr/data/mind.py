@@ -15,14 +15,13 @@ File formats (msnews.github.io, "MIND dataset format"), tab-separated, no header
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Collection, Iterator
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from seedr.data.io import DataError, iter_lines, json_problem, unique_id
+from seedr.data.io import DataError, iter_lines, parse_json, unique_id
 from seedr.data.records import Document
 
 PathLike = str | os.PathLike
@@ -74,10 +73,9 @@ def _entities(path: PathLike, number: int, field: str, text: str) -> list[dict[s
     if not text.strip():
         return []
     try:
-        entities = json.loads(text)
-    except json.JSONDecodeError as error:
-        raise DataError(path, json_problem(error), line=number,
-                        field=field) from None
+        entities = parse_json(text, path, number)
+    except DataError as error:
+        raise DataError(path, error.reason, line=number, field=field) from None
     if not isinstance(entities, list) or not all(isinstance(entity, dict) for entity in entities):
         raise DataError(path, "expected a JSON list of entity objects", line=number, field=field)
     return entities

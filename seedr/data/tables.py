@@ -236,11 +236,11 @@ class TableFile:
 
 TABLE_FILES: Registry[TableFile] = Registry("table file")
 TABLE_FILES.register("parquet")(TableFile(
-    recognise=lambda path: path.suffix == ".parquet" and path.is_file(),
+    recognise=lambda path: path.suffix.lower() == ".parquet" and path.is_file(),
     open=_open_parquet,
 ))
 TABLE_FILES.register("arrow")(TableFile(
-    recognise=lambda path: path.suffix in (".arrow", ".feather") and path.is_file(),
+    recognise=lambda path: path.suffix.lower() in (".arrow", ".feather") and path.is_file(),
     open=lambda path, kind: _open_arrow_files(path, [path]),
 ))
 TABLE_FILES.register("dataset")(TableFile(  # Dataset.save_to_disk

@@ -58,7 +58,7 @@ def train_wordpiece(texts: Iterable[str], out_dir: str | os.PathLike, vocab_size
                               model_max_length=model_max_length)
     with atomic_directory(out_dir) as folder:
         tokenizer.save_pretrained(str(folder))
-    return AutoTokenizer.from_pretrained(str(Path(out_dir)))
+    return AutoTokenizer.from_pretrained(str(Path(out_dir)), trust_remote_code=False)
 
 
 __all__ = ["SPECIAL_TOKENS", "train_wordpiece"]

@@ -13,7 +13,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from seedr.data.io import DataError, iter_lines, json_problem
+from seedr.data.io import DataError, iter_lines, parse_json
 
 METRICS = "metrics.jsonl"
 
@@ -34,11 +34,11 @@ def read_metrics(path: str | os.PathLike) -> list[dict[str, Any]]:
     records = []
     for position, (number, text) in enumerate(lines):
         try:
-            record = json.loads(text)
-        except json.JSONDecodeError as error:
+            record = parse_json(text, path, number)
+        except DataError:
             if position == len(lines) - 1:
                 break  # the torn last line of a killed run
-            raise DataError(path, json_problem(error), line=number) from None
+            raise
         if not isinstance(record, dict):
             raise DataError(path, f"expected a JSON object, got {type(record).__name__}", line=number)
         records.append(record)

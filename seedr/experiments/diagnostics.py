@@ -37,7 +37,7 @@ from seedr.evaluation.diagnostics import (
     texts_of_length,
     word_probabilities,
 )
-from seedr.modeling.encoder import load_encoder, load_tokenizer, resolve_model_path
+from seedr.modeling.encoder import check_model_folder, load_encoder, load_tokenizer, resolve_model_path
 
 #: "cls" and "mean" as ``seedr.modeling.encoder.pool``; "model": what the model folder declares.
 DiagnosticPooling = Literal["cls", "mean", "model"]
@@ -210,7 +210,8 @@ def load_objective(run_dir: str | os.PathLike, step: int | None = None) -> tuple
     with safe_open(model_weights_path(checkpoint), "pt") as weights:
         tensor_names = weights.keys()  # a safetensors file handle, not a dict: keys() lists the tensors
     pooler = any(name.startswith("encoder.pooler.") for name in tensor_names)
-    encoder = AutoModel.from_pretrained(str(checkpoint / PRODUCT), add_pooling_layer=pooler)
+    check_model_folder(checkpoint / PRODUCT)  # a checkpoint folder is read like any model: never its own code
+    encoder = AutoModel.from_pretrained(str(checkpoint / PRODUCT), add_pooling_layer=pooler, trust_remote_code=False)
     objective = objective_class(encoder, load_tokenizer(checkpoint / PRODUCT), options)
     load_model_weights(checkpoint, objective)
     return objective.eval(), config

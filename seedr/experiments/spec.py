@@ -61,8 +61,8 @@ from typing import Any
 
 import yaml
 
-from seedr.config import YAMLExpansionError, merge_settings, parse_yaml
-from seedr.data.io import DataError
+from seedr.config import YAMLExpansionError, merge_settings, parse_yaml, yaml_problem
+from seedr.data.io import DataError, read_text
 
 #: Scales an experiment file declares: ``cpu`` runs on a 2-core machine, ``gpu`` on one GPU for minutes
 #: (a larger budget, more seeds), ``paper`` holds the papers' settings (validated only).
@@ -385,12 +385,12 @@ def load_experiment(name: str | Path, scale: str = "cpu", overrides: list[str] |
         raise ValueError(f"unknown scale {scale!r}; valid: {', '.join(SCALES)}")
     check_experiment_name(path)
     try:
-        raw = parse_yaml(path.read_text(encoding="utf-8")) or {}
+        raw = parse_yaml(read_text(path)) or {}
     except YAMLExpansionError as error:
         raise DataError(path, str(error)) from None
     except yaml.YAMLError as error:
         mark = getattr(error, "problem_mark", None)
-        raise DataError(path, f"malformed YAML: {error}", line=mark.line + 1 if mark else None) from None
+        raise DataError(path, f"malformed YAML: {yaml_problem(error)}", line=mark.line + 1 if mark else None) from None
     if not isinstance(raw, dict):
         raise DataError(path, "expected a mapping at the top level")
     unknown = sorted(set(raw) - KEYS)
