@@ -35,6 +35,7 @@ from seedr.modeling.projection import (
     PROJECTION_FOLDER,
     Projection,
     module_folders,
+    refuse_other_weights,
     save_projection,
 )
 
@@ -301,13 +302,8 @@ def _check_weights(folder: Path) -> None:
 
     files = sorted(folder.glob("*.safetensors"))
     if not files:
-        others = sorted(path for pattern in UNSAFE_WEIGHTS for path in folder.glob(pattern))
-        if others:
-            raise DataError(others[0], "seedr loads safetensors only (model.safetensors), never a pickle, which "
-                                       "could run code when read: convert it where you trust its source "
-                                       "(AutoModel.from_pretrained(folder).save_pretrained(folder) writes "
-                                       "model.safetensors)")
-        raise DataError(folder, "holds no weights (model.safetensors)")
+        refuse_other_weights(folder, UNSAFE_WEIGHTS, "AutoModel.from_pretrained(folder).save_pretrained(folder) "
+                                                     "writes model.safetensors", "its encoder")
     for file in files:
         try:
             with safe_open(str(file), framework="pt") as weights:

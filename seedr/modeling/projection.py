@@ -85,6 +85,17 @@ def _module_kind(module: dict) -> str:
     return str(module.get("type", "")).rsplit(".", 1)[-1]
 
 
+def refuse_other_weights(folder: Path, patterns: tuple[str, ...], how_to_convert: str, whose: str) -> None:
+    """A folder without safetensors: a ``DataError`` naming its first file of ``patterns`` (a pickle, which
+    could run code when read, or another framework's weights; never opened) and how to convert it, or
+    saying that it holds no weights at all."""
+    others = sorted(path for pattern in patterns for path in folder.glob(pattern))
+    if others:
+        raise DataError(others[0], "seedr loads safetensors only (model.safetensors), never a pickle, which could "
+                                   f"run code when read: convert it where you trust its source ({how_to_convert})")
+    raise DataError(folder, f"holds no weights of {whose} (model.safetensors)")
+
+
 def load_projection(model_dir: str | os.PathLike) -> Projection | None:
     """The ``Dense`` module a model folder's ``modules.json`` lists after ``Pooling``, as a ``Projection``;
     ``None`` when it has none (or no ``modules.json``: a plain Hugging Face folder).
@@ -114,13 +125,8 @@ def load_projection(model_dir: str | os.PathLike) -> Projection | None:
 
     folder = model_dir / modules[kinds.index("Dense")]["path"]
     if not (folder / "model.safetensors").is_file():
-        pickles = sorted(path for pattern in PICKLED_WEIGHTS for path in folder.glob(pattern))
-        if pickles:
-            raise DataError(pickles[0], "seedr loads module weights as safetensors only (model.safetensors), never "
-                                        "a pickle, which could run code when read: convert it where you trust its "
-                                        "source (load the model there and save it: sentence-transformers writes "
-                                        "model.safetensors)")
-        raise DataError(folder, "holds no weights of its Dense module (model.safetensors)")
+        refuse_other_weights(folder, PICKLED_WEIGHTS, "load the model there and save it: sentence-transformers "
+                                                      "writes model.safetensors", "its Dense module")
     dense = Dense.load(str(folder), local_files_only=True, trust_remote_code=False)
     if dense.use_residual or {dense.module_input_name, dense.module_output_name} != {"sentence_embedding"}:
         raise DataError(folder / "config.json", "seedr applies a Dense module as a plain layer on the sentence "
