@@ -1,0 +1,29 @@
+"""seedr from Python: one function per stage, with the stage command's options as keyword arguments.
+
+The command line is this API: ``seedr pretrain --config seed --model seedr-base --corpus docs.jsonl --out
+runs/seed --set train.max_steps=20`` is ``seedr.pretrain("runs/seed", config="seed", model="seedr-base",
+corpus="docs.jsonl", settings={"train.max_steps": 20})``. Each function returns an object that leads to the
+next step: a ``TrainingRun`` (give it as ``model=``), ``Embeddings`` (give them to ``index``), an ``Index``
+(``index.search("a question", k=10)`` returns ``Hit``s with ids, scores and texts), a ``SearchRun``
+(give it to ``evaluate``) and an ``Evaluation`` (its table, as Markdown or as numbers).
+
+Settings are a plain mapping of the recipe's keys, dotted or nested (``{"train.max_steps": 20}`` or
+``{"train": {"max_steps": 20}}``): the stage's defaults, then the recipe (``config``), then the keyword
+arguments, then ``settings``, each over the one before (``seedr.config.merge_settings``). ``resolve_settings``
+shows the result without running anything (``seedr config`` on the command line).
+
+Corpora and queries are paths (files, folders, quoted globs, as on the command line; parquet files and
+Hugging Face ``save_to_disk`` folders too), Hugging Face ``datasets.Dataset`` objects, or lists of dicts
+(corpus rows with ``_id``/``id``, ``title``, ``text``; query rows with ``_id``/``id`` and ``text``).
+
+Heavy libraries (torch, transformers, faiss) are imported inside the functions, so that ``import seedr``
+and every ``--help`` stay instant.
+"""
+
+from seedr.api.common import CONFIG_STAGES
+from seedr.api.evaluation import Evaluation, evaluate
+from seedr.api.retrieval import Embeddings, Hit, Index, SearchRun, encode, index, search
+from seedr.api.training import TrainingRun, finetune, pretrain, resolve_settings
+
+__all__ = ["CONFIG_STAGES", "Embeddings", "Evaluation", "Hit", "Index", "SearchRun", "TrainingRun", "encode", "evaluate",
+           "finetune", "index", "pretrain", "resolve_settings", "search"]

@@ -1,0 +1,55 @@
+"""What the API's stages share: the types of their arguments and how paths, rows and runs are told apart."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager, nullcontext
+from typing import Any
+
+#: A stage's settings: ``{"train.max_steps": 20}`` or ``{"train": {"max_steps": 20}}``.
+Settings = Mapping[str, Any]
+#: A corpus or queries: a path (file, folder, quoted glob), several paths, a ``datasets.Dataset`` or a list
+#: of dicts.
+Source = Any
+
+#: The stages whose settings are a config (``resolve_settings``), with their config classes' modules.
+CONFIG_STAGES = ("pretrain", "finetune")
+
+
+def _is_paths(source: Source) -> bool:
+    """Whether ``source`` names files (a path, or a list of paths) rather than holding rows in memory."""
+    if isinstance(source, str | os.PathLike):
+        return True
+    return (isinstance(source, Sequence) and not isinstance(source, str | bytes) and len(source) > 0
+            and all(isinstance(item, str | os.PathLike) for item in source))
+
+
+def _paths(source: Source) -> list[str]:
+    """A path or several as the strings a config holds."""
+    return [os.fspath(source)] if isinstance(source, str | os.PathLike) else [os.fspath(item) for item in source]
+
+
+def _model_name(model: str | os.PathLike | None) -> str | None:
+    """A model as a config names it: a built-in name, a folder, or a ``TrainingRun`` (its folder)."""
+    return None if model is None else os.fspath(model)
+
+
+@contextmanager
+def _locked(out: str | os.PathLike | None) -> Iterator[None]:
+    """Hold ``seedr.data.io.output_lock`` on ``out`` for the whole call, so two runs, from Python or the
+    shell, never write one output at once. Under a launcher (``torchrun``, ``accelerate launch``) only the
+    main process (``RANK`` 0) holds it."""
+    from seedr.data.io import output_lock
+
+    main = os.environ.get("RANK", "0") == "0"
+    with output_lock(out) if out is not None and main else nullcontext():
+        yield
+
+
+def _length(rows: Any) -> int | None:
+    """How many rows an in-memory source holds, when it can tell (a generator cannot)."""
+    try:
+        return len(rows)
+    except TypeError:
+        return None

@@ -1,0 +1,188 @@
+"""``pretrain`` and ``finetune`` (and ``resolve_settings``): the training stages from Python."""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from seedr.api.common import CONFIG_STAGES, Settings, Source, _is_paths, _locked, _model_name, _paths
+
+def resolve_settings(stage: str, config: str | os.PathLike | None = None, settings: Settings | None = None,
+                     **options: Any) -> Any:
+    """The resolved config of ``stage`` (``pretrain`` or ``finetune``): its defaults, then the recipe
+    ``config`` (a name shipped with seedr, e.g. ``seed``, or a YAML file), then ``options`` (the stage's
+    keyword arguments that are settings: ``model``, ``corpus``, ``objective`` ...), then ``settings``.
+    Nothing runs; unknown keys raise ``ValueError`` listing the valid ones.
+
+    Example:
+        >>> seedr.resolve_settings("pretrain", config="seed", settings={"train.batch_size": 8}).train.global_batch_size
+        256
+    """
+    from seedr.config import from_dict, merge_settings, read_recipe
+    from seedr.recipes import recipe_path
+
+    if stage not in CONFIG_STAGES:
+        raise ValueError(f"no settings for stage {stage!r}; stages with settings: {', '.join(CONFIG_STAGES)}")
+    given = _stage_options(stage, options)
+    recipe = read_recipe(recipe_path(os.fspath(config), stage)) if config is not None else {}
+    if stage == "finetune":
+        from seedr.training.finetune import FinetuneConfig
+
+        return from_dict(FinetuneConfig, merge_settings(recipe, given, dict(settings or {})))
+    from seedr.objectives import OBJECTIVES
+    from seedr.training.pretrain import PretrainConfig
+
+    resolved = from_dict(PretrainConfig, merge_settings(recipe, given, dict(settings or {})))
+    # every option of the objective, its defaults included, as the run records them
+    objective = OBJECTIVES.get(resolved.objective_name)
+    resolved.objective = dataclasses.asdict(from_dict(objective.config_class, resolved.objective, "objective"))
+    return resolved
+
+
+#: The keyword arguments of ``pretrain`` / ``finetune`` that are settings, and the key each sets.
+_SETTING_OPTIONS = {
+    "pretrain": {"objective": "objective_name", "model": "model.init", "size": "model.size",
+                 "tokenizer": "model.tokenizer", "corpus": "data.corpus"},
+    "finetune": {"model": "model", "train": "train_data", "negatives": "negatives", "loss": "loss",
+                 "dev_qrels": "dev_qrels", "dev_queries": "dev_queries", "dev_corpus": "dev_corpus",
+                 "dev_every": "dev_every", "rounds": "negative_options.rounds", "few_shot": "few_shot",
+                 "seeds": "seeds"},
+}
+
+
+def _stage_options(stage: str, options: Mapping[str, Any]) -> dict[str, Any]:
+    """The stage's keyword arguments as settings (``model`` → ``model.init`` when pre-training), those
+    given only; paths and runs as the strings a config holds."""
+    keys = _SETTING_OPTIONS[stage]
+    unknown = sorted(set(options) - set(keys))
+    if unknown:
+        raise TypeError(f"{stage}: unknown option(s) {unknown}; options: {', '.join(keys)} (others go in settings)")
+    given: dict[str, Any] = {}
+    for name, value in options.items():
+        if value is None:
+            continue
+        if name == "corpus":
+            value = _paths(value)
+        elif name in ("model", "tokenizer", "train", "dev_qrels", "dev_queries", "dev_corpus"):
+            value = _model_name(value)
+        given[keys[name]] = value
+    return given
+
+
+@dataclasses.dataclass(frozen=True)
+class TrainingRun:
+    """A finished (or resumed) ``pretrain`` / ``finetune`` run folder.
+
+    Give it as ``model=`` to the next stage: a run folder stands for its encoder.
+
+    Attributes:
+        path: the run folder (``config.yaml``, ``metrics.jsonl``, ``checkpoints/``, ``encoder/``).
+        summary: what the run returned: the last logged metrics (pre-training) or the fine-tuning summary
+            (steps, last loss, dev metrics).
+    """
+
+    path: Path
+    summary: dict[str, Any]
+
+    @property
+    def encoder(self) -> Path:
+        """The product: a Hugging Face + sentence-transformers folder."""
+        return self.path / "encoder"
+
+    def __fspath__(self) -> str:
+        return os.fspath(self.path)
+
+
+def pretrain(out: str | os.PathLike, *, config: str | os.PathLike | None = None, objective: str | None = None,
+             model: str | os.PathLike | None = None, size: str | None = None,
+             tokenizer: str | os.PathLike | None = None, corpus: Source | None = None,
+             settings: Settings | None = None, resume: bool = False) -> TrainingRun:
+    """Pre-train an encoder with one objective (``seedr pretrain``); the encoder lands in ``out/encoder``.
+
+    Args:
+        out: the run folder.
+        config: a recipe shipped with seedr (``seed``, ``cpdae``, ``mlm``, ``ict_bfs_wlp`` ...) or a YAML file.
+        objective: the objective's name (default: the recipe's, else ``mlm``).
+        model: continue from a model: a built-in name (``seedr-base``, ``minilm``), a Hugging Face folder or
+            a run (a ``TrainingRun`` or its folder).
+        size: from scratch instead: ``tiny``, ``mini``, ``small``, ``medium`` or ``base`` (needs ``tokenizer``).
+        tokenizer: tokenizer folder for from-scratch pre-training.
+        corpus: the text: paths, a ``datasets.Dataset`` or a list of dicts (rows held in memory are written
+            to ``out/inputs/corpus.jsonl`` first: the token shards are keyed on files).
+        settings: any recipe key, e.g. ``{"train.max_steps": 20, "data.max_seq_length": 128}``.
+        resume: continue from the newest checkpoint in ``out``.
+
+    Example:
+        >>> run = seedr.pretrain("runs/seed", config="seed", model="seedr-base", corpus="my-docs.jsonl",
+        ...                      settings={"train.max_steps": 20, "train.global_batch_size": 8})
+        >>> run.encoder
+        PosixPath('runs/seed/encoder')
+    """
+    from seedr.config import record_run
+    from seedr.data.corpus import materialize_corpus
+    from seedr.training.pretrain import pretrain as run_pretraining
+    from seedr.training.trainer import check_run_folder
+
+    if model is not None and size is not None:
+        raise ValueError("model (continue from a checkpoint) and size (from scratch) exclude each other")
+    out = Path(out)
+    in_memory = corpus is not None and not _is_paths(corpus)
+    resolved = resolve_settings("pretrain", config, settings, objective=objective, model=model, size=size,
+                                tokenizer=tokenizer, corpus=None if in_memory else corpus)
+    with _locked(out):
+        check_run_folder(out, resume)  # before anything is loaded or tokenised
+        if in_memory:
+            record_run(out, resolved, resolved.train.seed)  # marks the folder as a run before its inputs go in
+            written = out / "inputs" / "corpus.jsonl"  # kept with the run: what it trained on
+            if not written.exists():  # a resumed run trains on the rows it was started with
+                written.parent.mkdir(parents=True, exist_ok=True)
+                materialize_corpus(corpus, written)
+            resolved.data.corpus = [str(written)]
+        return TrainingRun(out, run_pretraining(resolved, out, resume=resume))
+
+
+def finetune(out: str | os.PathLike, *, model: str | os.PathLike | None = None,
+             train: str | os.PathLike | None = None, negatives: str | None = None, loss: str | None = None,
+             config: str | os.PathLike | None = None, settings: Settings | None = None,
+             dev_qrels: str | os.PathLike | None = None, dev_queries: str | os.PathLike | None = None,
+             dev_corpus: str | os.PathLike | None = None, dev_every: int | None = None, rounds: int | None = None,
+             few_shot: float | None = None, seeds: Sequence[int] | None = None, resume: bool = False) -> TrainingRun:
+    """Fine-tune an encoder into a dense retriever (``seedr finetune``); the encoder lands in ``out/encoder``.
+
+    Args:
+        out: the run folder.
+        model: the encoder to start from: a built-in name (``seedr-base``, ``minilm``), a folder or a
+            ``TrainingRun`` (default: ``minilm``).
+        train: training data: a BEIR folder (``corpus.jsonl``, ``queries.jsonl``, ``qrels/train.tsv``) or a DPR
+            retriever JSON file.
+        negatives: ``bm25``, ``in_batch``, ``static`` or ``ance`` (default: ``bm25``).
+        loss: ``triplet``, ``nll`` or ``in_batch_softmax`` (default: ``triplet``).
+        config: a recipe shipped with seedr (``dpr``, ``ance``, ``seed_siamese_bm25`` ...) or a YAML file.
+        settings: any recipe key, e.g. ``{"train.max_steps": 200, "query_max_length": 32}``.
+        dev_qrels, dev_queries, dev_corpus: development data, evaluated during training.
+        dev_every: steps between development evaluations (0: before and after training only).
+        rounds: static negatives: mine → fine-tune rounds.
+        few_shot: train on this many sampled queries (≥ 1) or this share of them (< 1).
+        seeds: few-shot: one run per seed.
+        resume: continue the run in ``out`` from its newest checkpoint.
+
+    Example:
+        >>> retriever = seedr.finetune("runs/ft", model=run, train="scifact", loss="nll",
+        ...                            settings={"train.max_steps": 50})
+    """
+    from seedr.training.finetune import finetune as run_finetuning
+    from seedr.training.trainer import check_run_folder
+
+    out = Path(out)
+    resolved = resolve_settings("finetune", config, settings, model=model, train=train, negatives=negatives,
+                                loss=loss, dev_qrels=dev_qrels, dev_queries=dev_queries, dev_corpus=dev_corpus,
+                                dev_every=dev_every, rounds=rounds, few_shot=few_shot,
+                                seeds=list(seeds) if seeds is not None else None)
+    if not resolved.train_data:
+        raise ValueError("no training data: give train= (--train), or train_data in the recipe")
+    with _locked(out):
+        check_run_folder(out, resume)  # before anything is loaded or mined
+        return TrainingRun(out, run_finetuning(resolved, out, resume=resume))
