@@ -307,3 +307,23 @@ def test_damaged_json_beside_the_weights_is_one_line_naming_it(model: Path, corp
         result = seedr("encode", "--model", folder, "--corpus", corpus, "--out", tmp_path / "emb")
         assert_one_error_line(result, str(folder / name))
         assert not (tmp_path / "emb").exists()
+
+
+def test_tower_and_fine_tuning_lengths_beyond_the_positions_are_refused_before_loading(model: Path, tmp_path: Path,
+                                                                                       shared_data: Path) -> None:
+    """The lengths of the two towers (pre-training) and of queries and documents (fine-tuning) are checked
+    against the model's positions as data.max_seq_length is: one line naming the setting and the limit."""
+    from typer.testing import CliRunner
+
+    from seedr.cli import app
+
+    runner = CliRunner()
+    towers = runner.invoke(app, ["pretrain", "--objective", "ict", "--model", str(model), "--corpus",
+                                 str(shared_data / "wiki" / "enwiki-2015-00.jsonl.xz"), "--out", str(tmp_path / "ict"),
+                                 "--set", "objective.document_max_length=4096"])
+    assert towers.exit_code == 1 and "objective.document_max_length 4096 is more than the 64 positions" in \
+        " ".join(towers.output.split())
+    tuned = runner.invoke(app, ["finetune", "--model", str(model), "--train", str(shared_data / "scifact"), "--out",
+                                str(tmp_path / "ft"), "--set", "query_max_length=1000"])
+    assert tuned.exit_code == 1 and "query_max_length 1000 is more than the 64 positions" in " ".join(tuned.output.split())
+    assert not (tmp_path / "ft" / "negatives").exists()  # refused before any negative was mined

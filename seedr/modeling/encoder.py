@@ -230,6 +230,17 @@ def model_positions(name_or_path: str | os.PathLike) -> int | None:
     return usable_positions(read_settings(folder / "config.json"))
 
 
+def check_lengths(model: str | os.PathLike, lengths: dict[str, int]) -> None:
+    """Refuse, before anything is loaded, a length setting (``{"data.max_seq_length": 2048}``) beyond the
+    positions of ``model`` (``model_positions``): the encoder would fail deep inside its embeddings."""
+    positions = model_positions(model)
+    for setting, length in lengths.items():
+        if positions is not None and length > positions:
+            raise ValueError(f"{setting} {length} is more than the {positions} positions of "
+                             f"{resolve_model_path(model)} (its config.json's max_position_embeddings): use at "
+                             f"most {positions}")
+
+
 #: The safetensors metadata key that marks a folder's BERT pooler as seedr's placeholder (``save_encoder``).
 PLACEHOLDER_POOLER = "seedr_placeholder_pooler"
 #: BERT's pooler (``BertPooler``: dense → tanh on [CLS]) as ``BertModel`` names it in a checkpoint.

@@ -47,6 +47,7 @@ from seedr.hardware import resolve_mixed_precision
 from seedr.losses import build_loss
 from seedr.losses.gather import NO_KEY, document_key
 from seedr.modeling.dual_encoder import DualEncoder
+from seedr.modeling.encoder import check_lengths
 from seedr.negatives import NEGATIVES, NegativeStrategy, NegativeTable
 from seedr.negatives.base import positives
 from seedr.retrieval.encode import document_input, tokenize_pairs
@@ -315,6 +316,8 @@ def finetune(config: FinetuneConfig, out_dir: str | Path, resume: bool = False) 
     """
     out_dir = Path(out_dir)
     check_run_folder(out_dir, resume)
+    check_lengths(config.model, {"query_max_length": config.query_max_length,
+                                 "document_max_length": config.document_max_length})
     # every config.yaml of the run (this folder's, its rounds' and seeds') records the accumulation used
     config.train.resolve_accumulation(PartialState().num_processes)
     training = load_training_set(config.train_data, config.train_split)

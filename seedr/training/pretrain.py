@@ -40,13 +40,7 @@ from seedr.config import from_dict, to_dict
 from seedr.data.inputs import input_files
 from seedr.data.records import Document
 from seedr.modeling.bow_mlp import build_bow_mlp
-from seedr.modeling.encoder import (
-    build_encoder,
-    load_encoder,
-    load_tokenizer,
-    model_positions,
-    resolve_model_path,
-)
+from seedr.modeling.encoder import build_encoder, check_lengths, load_encoder, load_tokenizer
 from seedr.objectives import OBJECTIVES, Objective
 from seedr.registry import Registry
 from seedr.settings import DataConfig, ModelConfig, PretrainConfig
@@ -70,11 +64,7 @@ def build_model(config: ModelConfig, max_seq_length: int) -> tuple[PreTrainedMod
     ``max_seq_length`` is refused before anything is loaded.
     """
     if config.init is not None:
-        positions = model_positions(config.init)
-        if positions is not None and max_seq_length > positions:
-            raise ValueError(f"data.max_seq_length {max_seq_length} is more than the {positions} positions of "
-                             f"model.init {resolve_model_path(config.init)} (its config.json's "
-                             f"max_position_embeddings): use at most {positions}")
+        check_lengths(config.init, {"data.max_seq_length": max_seq_length})
         encoder = load_encoder(config.init)
         tokenizer = load_tokenizer(config.tokenizer or config.init)
         if len(tokenizer) > encoder.config.vocab_size:
@@ -171,6 +161,10 @@ def build_objective(config: PretrainConfig, out_dir: str | Path | None = None) -
         raise ValueError(f"model.architecture bow_mlp has no token states for {config.objective_name!r}: "
                          f"use it with a two-tower objective (ict, bfs, wlp, ict_bfs_wlp)")
     objective_config = from_dict(objective_class.config_class, config.objective, "objective")
+    towers = {f"objective.{name}": getattr(objective_config, name)
+              for name in ("query_max_length", "document_max_length") if hasattr(objective_config, name)}
+    if config.model.init is not None and towers:  # the two towers' lengths, checked as data.max_seq_length is
+        check_lengths(config.model.init, towers)
     set_seed(config.train.seed)  # a from-scratch encoder and new heads start from the recipe's seed
     encoder, tokenizer = build_model(config.model, config.data.max_seq_length)
     if getattr(objective_config, "idf_path", None) == AUTO_IDF:
