@@ -3,6 +3,7 @@ command line; every run folder records the resolved config, library versions and
 
 from __future__ import annotations
 
+import ast
 import copy
 import dataclasses
 import functools
@@ -388,24 +389,42 @@ def environment() -> dict[str, str]:
 COMMAND_LINE_SOURCE = ("stages/", "cli.py", "__main__.py")
 
 
-@functools.cache
-def code_fingerprint() -> dict[str, str]:
-    """The code that computes a result: seedr's version and a hash of its library source (every ``.py``
-    file under ``seedr/`` but the command line's, ``COMMAND_LINE_SOURCE``, by path and content, in
-    sorted order). Results keyed on it (experiment steps) are recomputed when the code changes — a fixed
-    bug or a changed default — even while the version number stands still; an edit to a stage's options
-    or help does not recompute them. Computed once per process (a few milliseconds)."""
-    from seedr import __version__
+def _computation(source: bytes, path: Path) -> bytes:
+    """What a module computes, blind to its comments, docstrings and formatting: its syntax tree (which
+    holds no comments and no layout) without the bare string statements that docstrings are."""
+    tree = ast.parse(source, str(path))
+    for node in ast.walk(tree):
+        body = getattr(node, "body", None)
+        if isinstance(body, list):
+            kept = [statement for statement in body if not (
+                isinstance(statement, ast.Expr) and isinstance(statement.value, ast.Constant)
+                and isinstance(statement.value.value, str))]
+            node.body = kept or [ast.Pass()]
+    return ast.dump(tree, annotate_fields=False, include_attributes=False).encode()
 
-    root = Path(__file__).resolve().parent
+
+def library_fingerprint(root: Path) -> str:
+    """A hash of what the library under ``root`` computes: every ``.py`` file but the command line's
+    (``COMMAND_LINE_SOURCE``), by path and syntax tree (``_computation``), in sorted order."""
     digest = hashlib.sha256()
     for path in sorted(root.rglob("*.py")):
         relative = path.relative_to(root).as_posix()
         if relative.startswith(COMMAND_LINE_SOURCE):
             continue
         digest.update(relative.encode() + b"\0")
-        digest.update(hashlib.sha256(path.read_bytes()).digest())
-    return {"version": __version__, "source": digest.hexdigest()[:12]}
+        digest.update(hashlib.sha256(_computation(path.read_bytes(), path)).digest())
+    return digest.hexdigest()[:12]
+
+
+@functools.cache
+def code_fingerprint() -> dict[str, str]:
+    """The code that computes a result: seedr's version and ``library_fingerprint`` of its library. Results
+    keyed on it (experiment steps) are recomputed when the code changes — a fixed bug or a changed default —
+    even while the version number stands still; an edit to a stage's options or help, to a comment or a
+    docstring, or to the layout of the code, does not recompute them. Computed once per process."""
+    from seedr import __version__
+
+    return {"version": __version__, "source": library_fingerprint(Path(__file__).resolve().parent)}
 
 
 def record_run(out_dir: str | Path, config: Any, seed: int | None, command: str | None = None) -> None:

@@ -1272,3 +1272,25 @@ def test_hierarchical_bootstrap_includes_the_seeds_variation():
     assert hierarchical_bootstrap(a, a, 100).p_value == 1.0
     with pytest.raises(ValueError, match="same queries"):
         hierarchical_bootstrap(a, b[:, :10])
+
+
+def test_step_keys_ignore_comments_docstrings_and_layout_but_not_code(tmp_path):
+    """The source fingerprint that keys every step hashes what the library computes: a docstring, a comment
+    or a re-wrapped line keeps it (and so every recorded step's key); a changed constant changes it."""
+    from seedr.config import library_fingerprint
+
+    library = tmp_path / "seedr"
+    shutil.copytree(ROOT / "seedr", library, ignore=shutil.ignore_patterns("__pycache__", "builtin_models"))
+    before = library_fingerprint(library)
+    objective = library / "objectives" / "mlm.py"
+    text = objective.read_text()
+    edited = text.replace('"""', '"""Reworded. ', 1) + "\n# a comment at the end\n"
+    edited = edited.replace("from __future__ import annotations\n", "from __future__ import annotations  # why\n\n", 1)
+    objective.write_text(edited)
+    assert library_fingerprint(library) == before
+    (library / "stages" / "pretrain.py").write_text("x = 1\n")  # the command line computes nothing
+    assert library_fingerprint(library) == before
+    masking = library / "objectives" / "masking.py"
+    assert "0.8" in masking.read_text()
+    masking.write_text(masking.read_text().replace("0.8", "0.7", 1))  # BERT's 80% [MASK] share changed
+    assert library_fingerprint(library) != before
