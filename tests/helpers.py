@@ -82,3 +82,21 @@ class LargestTensor(TorchDispatchMode):
             if isinstance(tensor, torch.Tensor):
                 self.largest = max(self.largest, tensor.numel())
         return result
+
+
+def bm25_experiment(title: str, metrics: str = "nDCG@10", conditions: str = "  bm25: {retrieve: bm25}\n",
+                    resamples: int = 100) -> str:
+    """An experiment file of BM25 conditions on conftest's SciFact slice (``--set data=FOLDER``): it runs in
+    seconds, so tests see what locks, names and ``--record`` do at the end of a whole run."""
+    return (f"title: {title}\n"
+            'variables: {data: ""}\n'
+            "tasks:\n"
+            "  scifact:\n"
+            "    kind: qrels\n"
+            '    corpus: "{data}/corpus.jsonl"\n'
+            '    queries: "{data}/queries.jsonl"\n'
+            '    qrels: "{data}/qrels/test.tsv"\n'
+            f"    metrics: [{metrics}]\n"
+            f"conditions:\n{conditions}"
+            "baseline: bm25\n"
+            f"resamples: {resamples}\n")

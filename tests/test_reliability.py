@@ -22,7 +22,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
-from helpers import first_lines, tiny_bert
+from helpers import bm25_experiment, first_lines, tiny_bert
 from torch import nn
 from typer.testing import CliRunner
 
@@ -710,28 +710,12 @@ def test_overwrite_never_deletes_a_file_seedr_did_not_write(embeddings: Path, co
 
 # ------------------------------------------------------------------ issue 25: experiments take locks
 
-BM25_EXPERIMENT = """\
-title: BM25 on a slice of SciFact
-variables: {data: ""}
-tasks:
-  scifact:
-    kind: qrels
-    corpus: "{data}/corpus.jsonl"
-    queries: "{data}/queries.jsonl"
-    qrels: "{data}/qrels/test.tsv"
-    metrics: [METRICS]
-conditions:
-  bm25: {retrieve: bm25}
-  bm25_again: {retrieve: bm25}
-baseline: bm25
-resamples: 50
-"""
-
 
 def experiment_file(folder: Path, name: str, metrics: str) -> Path:
     path = folder / "experiments" / f"{name}.yaml"
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(BM25_EXPERIMENT.replace("METRICS", metrics))
+    path.write_text(bm25_experiment("BM25 on a slice of SciFact", metrics,
+                                    "  bm25: {retrieve: bm25}\n  bm25_again: {retrieve: bm25}\n", resamples=50))
     return path
 
 

@@ -19,27 +19,11 @@ from seedr.data.io import DataError
 from seedr.experiments.results import record
 from seedr.experiments.spec import load_experiment
 from seedr.modeling.encoder import save_encoder
-from tests.helpers import tiny_bert
+from tests.helpers import bm25_experiment, tiny_bert
 
 runner = CliRunner()
 
-#: A BM25-only experiment on conftest's SciFact slice: it runs in seconds, so that what --record or a
-#: name does at the end of a run is what the tests see.
-BM25_ONLY = """\
-title: BM25 alone
-variables: {data: ""}
-tasks:
-  scifact:
-    kind: qrels
-    corpus: "{data}/corpus.jsonl"
-    queries: "{data}/queries.jsonl"
-    qrels: "{data}/qrels/test.tsv"
-    metrics: [nDCG@10]
-conditions:
-  bm25: {retrieve: bm25}
-baseline: bm25
-resamples: 100
-"""
+BM25_ONLY = bm25_experiment("BM25 alone")
 
 
 def _files(folder: Path) -> dict[str, bytes | None]:
