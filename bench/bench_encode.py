@@ -23,8 +23,18 @@ import time
 
 import numpy as np
 import torch
-from common import (NO_NATIVE_BF16, Goal, Section, Table, main, measures_bf16, number, ratio, save_embeddings,
-                    wiki_passages)
+from common import (
+    NO_NATIVE_BF16,
+    Goal,
+    Section,
+    Table,
+    main,
+    measures_bf16,
+    number,
+    ratio,
+    save_embeddings,
+    wiki_passages,
+)
 
 
 def fed_tokens(lengths: np.ndarray, order: np.ndarray, batch: int) -> int:

@@ -57,10 +57,10 @@ def triples(count: int) -> list:
 def seedr_steps(examples: list, batch: int, warmup: int, max_length: int) -> float:
     from accelerate.state import AcceleratorState
 
+    from seedr.engine.trainer import Callback, TrainConfig, Trainer
     from seedr.losses import build_loss
-    from seedr.modeling.dual_encoder import DualEncoder
+    from seedr.retrieval.dual_encoder import DualEncoder
     from seedr.training.finetune import FinetuneCollator
-    from seedr.training.trainer import Callback, TrainConfig, Trainer
 
     class NoCheckpoints(Trainer):
         def _save(self) -> None:  # writing checkpoints is not part of a step

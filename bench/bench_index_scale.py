@@ -23,8 +23,19 @@ from pathlib import Path
 
 import numpy as np
 from bench_search import recall
-from common import (Goal, Section, Table, best_of, in_fresh_process, iter_wiki_passages, main, nq_questions, number,
-                    process_memory_mib, ratio)
+from common import (
+    Goal,
+    Section,
+    Table,
+    best_of,
+    in_fresh_process,
+    iter_wiki_passages,
+    main,
+    nq_questions,
+    number,
+    process_memory_mib,
+    ratio,
+)
 
 #: The encode folder measured at full size.
 EMBEDDINGS_VARIABLE = "SEEDR_INDEX_EMBEDDINGS"

@@ -27,7 +27,17 @@ import time
 from pathlib import Path
 
 import numpy as np
-from common import Goal, Section, Table, embeddings_path, in_fresh_process, main, measures_bf16, number, wiki_embeddings
+from common import (
+    Goal,
+    Section,
+    Table,
+    embeddings_path,
+    in_fresh_process,
+    main,
+    measures_bf16,
+    number,
+    wiki_embeddings,
+)
 
 #: Passages in the two collections the projection is for.
 COLLECTIONS = {"MS MARCO passages": 8_841_823, "DPR Wikipedia (psgs_w100)": 21_015_324}

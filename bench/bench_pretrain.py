@@ -37,8 +37,18 @@ from pathlib import Path
 
 import flops
 import torch
-from common import (Goal, Section, Table, in_fresh_process, main, measures_bf16, number, ratio, system_in_fresh_process,
-                    wiki_passages)
+from common import (
+    Goal,
+    Section,
+    Table,
+    in_fresh_process,
+    main,
+    measures_bf16,
+    number,
+    ratio,
+    system_in_fresh_process,
+    wiki_passages,
+)
 
 
 @dataclass(frozen=True)
@@ -123,8 +133,8 @@ def seedr_objective(objective: str, options: dict, setting: Setting, examples: l
     when there is one, as the trainer chooses)."""
     from accelerate.state import AcceleratorState
 
+    from seedr.engine.trainer import Callback, TrainConfig, Trainer
     from seedr.training.pretrain import DataConfig, ModelConfig, PretrainConfig, build_objective
-    from seedr.training.trainer import Callback, TrainConfig, Trainer
 
     class NoCheckpoints(Trainer):
         def _save(self) -> None:  # writing checkpoints is not part of a step

@@ -245,7 +245,7 @@ def save_embeddings(count: int, vectors: np.ndarray) -> None:
 
 def nq_questions(count: int) -> list[str]:
     """The first ``count`` Natural Questions open-domain dev questions (real queries for the wiki passages)."""
-    from seedr.data.io import iter_jsonl
+    from seedr.io import iter_jsonl
 
     path = next(NQ_OPEN.glob("*.jsonl*"))
     return [record["question"] for _, record in itertools.islice(iter_jsonl(path), count)]
@@ -296,7 +296,7 @@ def _peak_rss_child(function: Callable[..., Any], args: tuple) -> tuple[Any, flo
 
 
 #: The libraries a measurement's process has imported before it starts (below).
-PRELOADED = ["numpy", "torch", "transformers", "sentence_transformers", "faiss", "seedr.training.trainer", "common"]
+PRELOADED = ["numpy", "torch", "transformers", "sentence_transformers", "faiss", "seedr.engine.trainer", "common"]
 
 
 @functools.cache
@@ -353,7 +353,7 @@ def number(value: float) -> str:
 
 def write_results(sections: list[Section], env: dict[str, Any], command: str, out_dir: Path) -> None:
     """``results.json`` (everything) and ``results.md`` (the tables and a summary of the goals)."""
-    from seedr.data.io import atomic_write
+    from seedr.io import atomic_write
 
     out_dir.mkdir(parents=True, exist_ok=True)
     payload = {"command": command, "environment": env, "sections": [s.to_json() for s in sections]}

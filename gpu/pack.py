@@ -83,7 +83,7 @@ def copy_data(entry: str, target_root: Path) -> Path:
     if not count:
         shutil.copyfile(source, target)
         return target
-    from seedr.data.io import open_binary
+    from seedr.io import open_binary
 
     with open_binary(source) as stream:
         lines = [line for _, line in zip(range(int(count)), stream)]

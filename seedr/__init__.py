@@ -15,9 +15,7 @@ From Python, one call per stage (``seedr.api``; the ``seedr`` command runs the s
     index.search("a question", k=10)       # [Hit(id=..., score=..., text=..., title=...), ...]
 """
 
-__version__ = "0.1.0"
-
-from seedr.api import (  # noqa: E402 (the version first: the API's modules read it)
+from seedr.api import (
     Embeddings,
     Evaluation,
     Hit,
@@ -32,6 +30,7 @@ from seedr.api import (  # noqa: E402 (the version first: the API's modules read
     resolve_settings,
     search,
 )
+from seedr.version import __version__
 
 __all__ = ["Embeddings", "Evaluation", "Hit", "Index", "SearchRun", "TrainingRun", "__version__", "encode", "evaluate",
            "finetune", "index", "pretrain", "resolve_settings", "search"]

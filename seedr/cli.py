@@ -7,11 +7,11 @@ import signal
 
 import typer
 
-from seedr import __version__
 from seedr.allocator import keep_freed_memory
 from seedr.progress import plain_progress
 from seedr.stages import STAGES
 from seedr.stages.common import StageCommand
+from seedr.version import __version__
 
 app = typer.Typer(
     name="seedr",

@@ -22,7 +22,8 @@ from typing import Any, TypeVar
 
 import yaml
 
-from seedr.data.io import DataError, atomic_write, read_text
+from seedr.io import DataError, atomic_write, read_text
+from seedr.version import __version__
 
 C = TypeVar("C")
 
@@ -370,7 +371,7 @@ def environment() -> dict[str, str]:
     """Versions of Python and of the libraries a result depends on."""
     from importlib import metadata
 
-    from seedr.hardware import native_bf16
+    from seedr.hardware import native_bf16  # torch: configuration alone stays light
 
     versions = {"python": sys.version.split()[0], "platform": platform.platform(),
                 # what train.mixed_precision / compute_dtype "auto" ran in on this machine's CPU
@@ -422,8 +423,6 @@ def code_fingerprint() -> dict[str, str]:
     keyed on it (experiment steps) are recomputed when the code changes — a fixed bug or a changed default —
     even while the version number stands still; an edit to a stage's options or help, to a comment or a
     docstring, or to the layout of the code, does not recompute them. Computed once per process."""
-    from seedr import __version__
-
     return {"version": __version__, "source": library_fingerprint(Path(__file__).resolve().parent)}
 
 

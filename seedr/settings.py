@@ -6,7 +6,7 @@ They import neither torch, transformers, accelerate nor faiss, so that ``seedr p
 ``seedr finetune --help`` list every key with its default or a recipe's value in a fraction of a second
 (``seedr.config.describe_settings``), and an experiment is planned without loading a model. One check
 reaches for a library, only when the value needing it is given: ``train.report_to`` asks Accelerate
-which trackers it has. The modules that run the training (``seedr.training.trainer``, ``pretrain``,
+which trackers it has. The modules that run the training (``seedr.engine.trainer``, ``pretrain``,
 ``finetune``) import these classes from here, and re-export them under their old names. (They are not
 in ``seedr/training/``: importing anything there runs that package's ``__init__``, which imports torch.)
 """
@@ -265,7 +265,7 @@ class DataConfig:
             folders (``seedr.data.inputs.input_files``); empty = the embedded default corpus (token objectives).
         format: corpus format name, or ``auto``.
         max_seq_length: tokens per example, [CLS] and [SEP] included (all three papers: 512).
-        packing: how examples are cut from documents (``seedr.training.shards.PACKINGS``).
+        packing: how examples are cut from documents (``seedr.engine.shards.PACKINGS``).
         max_documents: read at most this many documents (token objectives), e.g. for CPU-scale runs.
         shards: token shard folder to use or create; default ``<out>/../shards/<key>``.
     """
@@ -394,8 +394,6 @@ class FinetuneConfig:
     train: TrainConfig = field(default_factory=_fine_tuning_defaults)
 
     def __post_init__(self) -> None:
-        from seedr.evaluation.metrics import deeper_than  # ir_measures: no torch
-
         if self.pooling not in (None, "cls", "mean"):
             raise ValueError(f"pooling must be cls or mean, got {self.pooling!r}")
         if self.similarity not in (None, "dot", "cosine"):
@@ -404,10 +402,6 @@ class FinetuneConfig:
             raise ValueError("negatives_per_query and dev_every cannot be negative")
         if self.few_shot is not None and self.few_shot <= 0:
             raise ValueError(f"few_shot must be a positive count or fraction, got {self.few_shot}")
-        too_deep = deeper_than(self.dev_metrics, self.dev_depth)
-        if too_deep:
-            raise ValueError(f"dev_metrics {', '.join(too_deep)} go deeper than the {self.dev_depth} documents "
-                             f"retrieved per dev query: raise dev_depth or drop them")
         if self.title not in (None, *TITLE_MODES):
             raise ValueError(f"title must be one of {', '.join(TITLE_MODES)}, got {self.title!r}")
         if self.epoch_over not in EPOCH_UNITS:

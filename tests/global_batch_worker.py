@@ -19,16 +19,16 @@ sys.path.insert(0, str(Path(__file__).parent))
 from conftest import SHARED_DATA  # noqa: E402
 from helpers import tiny_bert, wiki_token_ids  # noqa: E402
 
+from seedr.data.training_sets import load_training_set  # noqa: E402
+from seedr.engine.gradient_cache import average_gradients, gradient_cache_step  # noqa: E402
 from seedr.losses import NLLLoss, Similarity  # noqa: E402
-from seedr.modeling.dual_encoder import DualEncoder  # noqa: E402
 from seedr.modeling.encoder import load_tokenizer  # noqa: E402
 from seedr.objectives.base import ObjectiveOutput  # noqa: E402
 from seedr.objectives.cpdae import Cpdae, CpdaeConfig  # noqa: E402
 from seedr.objectives.ict import ICTObjective  # noqa: E402
 from seedr.objectives.two_tower import PairConfig, TwoTowerConfig, pair_data_for  # noqa: E402
-from seedr.data.training_sets import load_training_set  # noqa: E402
+from seedr.retrieval.dual_encoder import DualEncoder  # noqa: E402
 from seedr.training.finetune import FinetuneCollator, FinetuneExample  # noqa: E402
-from seedr.training.gradient_cache import average_gradients, gradient_cache_step  # noqa: E402
 
 EXAMPLES = 16
 WIKI = SHARED_DATA / "wiki" / "enwiki-2015-00.jsonl.xz"

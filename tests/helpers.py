@@ -13,7 +13,7 @@ import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 from transformers import BertModel
 
-from seedr.data.io import DataError
+from seedr.io import DataError
 from seedr.modeling.encoder import build_encoder
 
 

@@ -13,10 +13,10 @@ from safetensors.torch import load_file
 from typer.testing import CliRunner
 
 from seedr.cli import app
-from seedr.data.io import DataError
+from seedr.engine.averaging import AVERAGE_RECORD, average_encoders, checkpoint_encoders
 from seedr.experiments.steps import build_step
+from seedr.io import DataError
 from seedr.modeling.encoder import load_tokenizer, save_encoder
-from seedr.training.averaging import AVERAGE_RECORD, average_encoders, checkpoint_encoders
 from tests.helpers import tiny_bert
 
 runner = CliRunner()

@@ -8,8 +8,8 @@ from helpers import write
 
 from seedr.data.corpus import load_corpus
 from seedr.data.queries import read_qrels, read_queries
+from seedr.data.runs import read_trec_run
 from seedr.evaluation.case_study import case_study, case_study_markdown, first_relevant_rank
-from seedr.retrieval.runs import read_trec_run
 
 QUERIES = ("1", "3", "5", "13", "36", "42")  # SciFact test queries; 36 has two relevant abstracts
 # 4983, 5836 and 7912 are judged for none of them.

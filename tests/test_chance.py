@@ -11,9 +11,10 @@ import math
 
 import pytest
 
+from seedr.data.answers import has_answer
 from seedr.evaluation.chance import chance_levels, coverage_chance, hit_probability
 from seedr.evaluation.metrics import per_query
-from seedr.evaluation.qa_coverage import answer_passage_counts, has_answer
+from seedr.evaluation.qa_coverage import answer_passage_counts
 
 POOL = ["d1", "d2", "d3", "d4", "d5", "d6"]
 #: graded judgments, a judged document outside the pool (it counts in recall's and nDCG's ideal, as in

@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 
 from seedr.data.articles import read_articles, read_wikiextractor
-from seedr.data.io import DataError
 from seedr.data.records import Article
+from seedr.io import DataError
 
 #: Articles in enwiki-2015-00.jsonl.xz, counted once (the 8 shards hold 30,522 in all).
 SHARD_00_ARTICLES = 3221

@@ -23,9 +23,9 @@ from seedr.data.default import (
     default_documents,
     default_summaries,
 )
-from seedr.data.io import DataError
 from seedr.data.passages import split_passages
 from seedr.data.records import Document
+from seedr.io import DataError
 
 
 @pytest.fixture(scope="module")

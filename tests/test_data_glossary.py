@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from seedr.data.glossary import read_glossary
-from seedr.data.io import DataError
 from seedr.data.records import Article
+from seedr.io import DataError
 
 DICTD_DIGITS = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/"
 

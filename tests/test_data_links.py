@@ -8,7 +8,6 @@ from pathlib import Path
 import pytest
 
 from seedr.data.articles import read_articles
-from seedr.data.io import DataError
 from seedr.data.links import (
     TitleLinker,
     inbound_links,
@@ -18,6 +17,7 @@ from seedr.data.links import (
     write_links,
 )
 from seedr.data.records import Article
+from seedr.io import DataError
 
 
 @pytest.fixture(scope="module")

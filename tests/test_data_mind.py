@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 from helpers import check_data_error, write
 
-from seedr.data.io import DataError
 from seedr.data.mind import read_behaviors, read_news
 from seedr.data.records import Document
+from seedr.io import DataError
 
 ROYALS = ("N55528\tlifestyle\tlifestyleroyals\t"
           "The Brands Queen Elizabeth, Prince Charles, and Prince Philip Swear By\t"

@@ -10,7 +10,6 @@ from pathlib import Path
 import pytest
 from helpers import write
 
-from seedr.data.io import DataError
 from seedr.data.qa import (
     ReqaCandidate,
     SquadArticle,
@@ -23,6 +22,7 @@ from seedr.data.qa import (
     split_squad_by_article,
 )
 from seedr.data.records import Document
+from seedr.io import DataError
 
 
 @pytest.fixture(scope="module")

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 from helpers import check_data_error, write
 
-from seedr.data.io import DataError
 from seedr.data.queries import read_qrels, read_queries, sample_queries, write_qrels, write_queries
+from seedr.io import DataError
 
 MSMARCO_QUERIES = ("1048585\twhat is paula deen's brother\n2\tAndrogen receptor define\n"
                    "524332\ttreasure of the sierra madre\n")

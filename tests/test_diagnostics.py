@@ -17,6 +17,8 @@ from typer.testing import CliRunner
 
 from seedr.cli import app
 from seedr.data.records import Document
+from seedr.engine.checkpoint import latest_checkpoint, model_weights_path
+from seedr.engine.trainer import TrainConfig
 from seedr.evaluation.diagnostics import (
     alignment,
     anisotropy,
@@ -46,9 +48,7 @@ from seedr.experiments.diagnostics import (
 )
 from seedr.modeling.encoder import build_encoder
 from seedr.objectives.seed import SeedConfig, SeedEncoder
-from seedr.training.checkpoint import latest_checkpoint, model_weights_path
 from seedr.training.pretrain import DataConfig, ModelConfig, PretrainConfig, pretrain
-from seedr.training.trainer import TrainConfig
 
 runner = CliRunner()
 

@@ -16,10 +16,10 @@ from typer.testing import CliRunner
 
 from seedr.cli import app
 from seedr.data.corpus import read_corpus
+from seedr.data.runs import read_trec_run
 from seedr.retrieval.embeddings import ShardedEmbeddings, load_embeddings
 from seedr.retrieval.encode import TextEncoder, encode_corpus_to_shards
 from seedr.retrieval.faiss_index import DenseIndex
-from seedr.retrieval.runs import read_trec_run
 
 runner = CliRunner()
 

@@ -10,9 +10,9 @@ import pytrec_eval
 
 from seedr.data.corpus import read_corpus
 from seedr.data.queries import read_qrels, read_queries
+from seedr.data.runs import truncate_run
 from seedr.evaluation.metrics import DEFAULT_METRICS, evaluate_run, per_query, query_counts, rank_scores
 from seedr.retrieval.bm25 import BM25Index
-from seedr.retrieval.runs import truncate_run
 
 # our name -> (pytrec_eval measure, its result key, cut-off applied to the run first: trec_eval has no RR@k)
 TREC_EVAL = {"MRR@10": ("recip_rank", "recip_rank", 10), "MRR@100": ("recip_rank", "recip_rank", 100),

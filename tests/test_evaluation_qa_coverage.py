@@ -9,18 +9,13 @@ import unicodedata
 
 import pytest
 
+from seedr.data.answers import dpr_tokens, has_answer
 from seedr.data.articles import read_articles
 from seedr.data.passages import split_passages
 from seedr.data.qa import read_nq_open
-from seedr.evaluation.qa_coverage import (
-    answer_coverage,
-    coverage_per_question,
-    dpr_tokens,
-    first_hit_ranks,
-    has_answer,
-)
+from seedr.data.runs import rank_documents
+from seedr.evaluation.qa_coverage import answer_coverage, coverage_per_question, first_hit_ranks
 from seedr.retrieval.bm25 import BM25Index
-from seedr.retrieval.runs import rank_documents
 
 
 def test_tokens_are_drqa_simple_tokens():  # NFD: "é" is "e" + a combining accent, inside the word

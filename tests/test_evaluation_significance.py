@@ -11,11 +11,11 @@ from scipy import stats
 
 from seedr.data.corpus import read_corpus
 from seedr.data.queries import read_qrels, read_queries
+from seedr.data.runs import rank_documents
 from seedr.evaluation.compare import BETTER, WORSE, comparison_table
 from seedr.evaluation.metrics import per_query
 from seedr.evaluation.significance import align, compare_runs, paired_ttest, permutation_test
 from seedr.retrieval.bm25 import BM25Index
-from seedr.retrieval.runs import rank_documents
 
 
 def reverse_top10(run):

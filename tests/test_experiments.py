@@ -16,13 +16,13 @@ import yaml
 from typer.testing import CliRunner
 
 from seedr.cli import app
-from seedr.data.io import DataError
 from seedr.data.queries import read_qrels
+from seedr.data.runs import read_trec_run
 from seedr.experiments.results import chance_floor, claims_table, page_claims
 from seedr.experiments.spec import SCALES, experiments_dir, load_experiment
 from seedr.hardware import native_bf16
+from seedr.io import DataError
 from seedr.reporting.html import render_report_html
-from seedr.retrieval.runs import read_trec_run
 
 ROOT = Path(__file__).resolve().parents[1]
 EXPERIMENTS = sorted(experiments_dir().glob("*.yaml"))
@@ -892,7 +892,7 @@ def test_claims_of_seedr_own_targets_are_a_table_of_their_own(tmp_path):
 
 
 def test_claim_source_is_paper_or_seedr(tmp_path):
-    from seedr.data.io import DataError
+    from seedr.io import DataError
 
     text = (experiments_dir() / "from_scratch.yaml").read_text()
     bad = tmp_path / "experiments" / "bad.yaml"

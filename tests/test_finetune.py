@@ -18,24 +18,25 @@ from seedr.cli import app
 from seedr.config import load_config
 from seedr.data.queries import sample_queries
 from seedr.data.training_sets import load_training_set
+from seedr.engine.trainer import TrainConfig, Trainer
 from seedr.losses import NLLLoss, Similarity, TripletLoss
 from seedr.losses.base import in_batch_false_negatives
-from seedr.modeling.dual_encoder import DOCUMENT_TOWER, DualEncoder
 from seedr.modeling.encoder import build_encoder, load_tokenizer, save_encoder
 from seedr.negatives import NegativeTable
 from seedr.recipes import recipes_dir
+from seedr.retrieval.dual_encoder import DOCUMENT_TOWER, DualEncoder
 from seedr.retrieval.encode import TextEncoder
+from seedr.training.few_shot import few_shot_table
 from seedr.training.finetune import (
     FinetuneCollator,
     FinetuneConfig,
     FinetuneData,
     FinetuneExample,
     build_model,
+    check_dev_metrics,
     finetune,
     steps_for_epochs,
 )
-from seedr.training.few_shot import few_shot_table
-from seedr.training.trainer import TrainConfig, Trainer
 
 runner = CliRunner()
 RECIPES = recipes_dir("finetune")
@@ -143,7 +144,7 @@ def test_epochs_are_deterministic_and_use_labelled_documents(scifact_small: Path
     assert stream[:40] == [e.query_id for e in first] and stream[40:80] == [e.query_id for e in second]
 
 
-def test_an_epoch_passes_over_the_919_pairs_or_809_queries_of_scifact_train(shared_data: Path) -> None:
+def test_an_epoch_passes_over_the_919_pairs_or_809_queries_of_scifact_train(shared_data: Path, tmp_path: Path) -> None:
     training = load_training_set(shared_data / "scifact")
     no_negatives = NegativeTable({}, {"strategy": "in_batch"})
     pairs, queries = (FinetuneData(training, no_negatives, Path("/run/negatives"), Path("/run"), 0, seed=5,
@@ -163,7 +164,9 @@ def test_an_epoch_passes_over_the_919_pairs_or_809_queries_of_scifact_train(shar
     with pytest.raises(ValueError, match="epoch_over"):
         FinetuneConfig(epoch_over="documents")
     with pytest.raises(ValueError, match="dev_metrics R@1000 go deeper than the 100 documents"):
-        FinetuneConfig(dev_metrics=["nDCG@10", "R@1000"], dev_depth=100)
+        check_dev_metrics(FinetuneConfig(dev_metrics=["nDCG@10", "R@1000"], dev_depth=100))
+    with pytest.raises(ValueError, match="dev_metrics R@1000 go deeper"):  # before any data is read
+        finetune(FinetuneConfig(dev_metrics=["R@1000"], dev_depth=100, train_data="missing"), tmp_path / "run")
 
 
 def test_collator_lays_out_positives_then_negatives(scifact_small: Path) -> None:

@@ -21,17 +21,17 @@ from seedr.data.articles import read_articles
 from seedr.data.corpus import load_corpus, write_corpus
 from seedr.data.passages import split_passages
 from seedr.data.queries import read_qrels, read_queries, write_qrels, write_queries
+from seedr.data.runs import rank_documents, read_trec_run, run_fingerprint
+from seedr.evaluation.development import qrels_objective
 from seedr.evaluation.metrics import evaluate_run, rank_scores
 from seedr.retrieval.fusion import (
     FUSIONS,
     Fusion,
     Objective,
     fuse,
-    qrels_objective,
     select_fusion,
     weight_grid,
 )
-from seedr.retrieval.runs import rank_documents, read_trec_run, run_fingerprint
 
 # ranx compiles its fusion with numba on first use: minutes on a busy 2-core machine. Its functions run
 # as plain Python when numba's JIT is off, which must be decided before ranx is imported (seedr itself

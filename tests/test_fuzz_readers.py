@@ -35,19 +35,19 @@ from test_malformed_input import READERS, Sample, damage, samples, write_damaged
 
 from seedr.config import read_recipe
 from seedr.data.corpus import read_corpus
-from seedr.data.io import DataError
 from seedr.data.queries import read_qrels, read_queries
-from seedr.experiments.spec import experiment_path, load_experiment
-from seedr.modeling.encoder import load_tokenizer, resolve_model_path
-from seedr.recipes import recipe_path
-from seedr.retrieval.fusion import component_entry, fused_components
-from seedr.retrieval.runs import (
+from seedr.data.runs import (
     check_run_queries,
     queries_record,
     read_run_record,
     read_trec_run,
     write_run_and_record,
 )
+from seedr.experiments.spec import experiment_path, load_experiment
+from seedr.io import DataError
+from seedr.modeling.encoder import load_tokenizer, resolve_model_path
+from seedr.recipes import recipe_path
+from seedr.retrieval.fusion import component_entry, fused_components
 
 EXAMPLES = 50
 #: What the command line turns into one ``error:`` line (``seedr.stages.common.clear_errors``; a missing

@@ -1,4 +1,4 @@
-"""GradCache (``seedr.training.gradient_cache``) and the global batch (``train.global_batch_size``): a
+"""GradCache (``seedr.engine.gradient_cache``) and the global batch (``train.global_batch_size``): a
 GradCache step is the plain big-batch step — for the two-tower softmax on real ICT pairs and for DPR's
 in-batch NLL on SciFact, directly and through the ``Trainer`` —, dropout masks are replayed, and the
 global batch sets the gradient accumulation or is refused when it does not divide."""
@@ -15,14 +15,14 @@ from helpers import tiny_bert
 
 from seedr.data.articles import read_articles
 from seedr.data.training_sets import load_training_set
+from seedr.engine.gradient_cache import gradient_cache_step
+from seedr.engine.trainer import TrainConfig, Trainer
 from seedr.losses import NLLLoss, Similarity
-from seedr.modeling.dual_encoder import DualEncoder
 from seedr.objectives.cpdae import Cpdae
 from seedr.objectives.ict import ICTObjective, ICTPairs
 from seedr.objectives.two_tower import PairConfig, PairData, TwoTowerConfig
+from seedr.retrieval.dual_encoder import DualEncoder
 from seedr.training.finetune import FinetuneCollator, FinetuneExample
-from seedr.training.gradient_cache import gradient_cache_step
-from seedr.training.trainer import TrainConfig, Trainer
 
 #: float64 models: GradCache only changes the order of float sums, so after one AdamW step the parameters
 #: agree to 1e-9 (Adam's first step moves each parameter by about ±lr, so this is relative to the step).

@@ -19,10 +19,16 @@ from helpers import check_data_error
 from typer.testing import CliRunner
 
 from seedr.cli import app
-from seedr.data.corpus import count_documents, load_corpus, materialize_corpus, read_corpus, read_corpus_articles
+from seedr.data.corpus import (
+    count_documents,
+    load_corpus,
+    materialize_corpus,
+    read_corpus,
+    read_corpus_articles,
+)
 from seedr.data.inputs import input_files
-from seedr.data.io import DataError
 from seedr.data.queries import read_qrels, read_queries
+from seedr.io import DataError
 
 runner = CliRunner()
 

@@ -6,7 +6,12 @@ counts as importing ``a.b`` (unless ``a.b`` is a package of the importer itself,
 from __future__ import annotations
 
 import ast
+import functools
 import itertools
+import subprocess
+import sys
+import tomllib
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -43,18 +48,26 @@ def _imported_names(module: str, path: Path, modules: dict[str, Path]) -> list[t
     return names
 
 
+def module_imports(module: str, path: Path, modules: dict[str, Path]) -> list[tuple[str, int]]:
+    """``(seedr module, line)`` of every import in the module, the packages whose ``__init__`` it runs included."""
+    running = {module.rsplit(".", depth)[0] for depth in range(1, module.count(".") + 1)}
+    found = []
+    for name, line in _imported_names(module, path, modules):
+        while name and name not in modules:  # ``from a.b import function``: the module a.b
+            name = name.rpartition(".")[0]
+        while name and name != module and name not in running:
+            found.append((name, line))
+            name = name.rpartition(".")[0]
+    return found
+
+
 def import_graph(root: Path = PACKAGE) -> dict[str, dict[str, int]]:
-    """``{module: {imported seedr module: line}}``, the packages whose ``__init__`` an import runs included."""
+    """``{module: {imported seedr module: first line}}``."""
     modules = _modules(root)
     graph: dict[str, dict[str, int]] = {module: {} for module in modules}
     for module, path in modules.items():
-        running = {module.rsplit(".", depth)[0] for depth in range(1, module.count(".") + 1)}
-        for name, line in _imported_names(module, path, modules):
-            while name and name not in modules:  # ``from a.b import function``: the module a.b
-                name = name.rpartition(".")[0]
-            while name and name != module and name not in running:
-                graph[module].setdefault(name, line)
-                name = name.rpartition(".")[0]
+        for name, line in module_imports(module, path, modules):
+            graph[module].setdefault(name, line)
     return graph
 
 
@@ -117,27 +130,148 @@ def _described(graph: dict[str, dict[str, int]], cycle: list[str]) -> str:
 
 def test_seedr_imports_without_a_cycle():
     graph = import_graph()
-    assert len(graph) > 100 and "seedr.modeling.encoder" in graph["seedr.modeling.dual_encoder"]
+    assert len(graph) > 100 and "seedr.modeling.encoder" in graph["seedr.retrieval.dual_encoder"]
     found = cycles(graph)
     assert not found, "import cycles:\n" + "\n".join(_described(graph, cycle) for cycle in found)
 
 
-def test_modeling_reaches_no_objective_negative_or_pipeline():
-    """``seedr.modeling`` is a leaf of the components above it: nothing it imports, however indirectly,
-    is an objective, a negative strategy, an experiment or a stage (the model card is told what a run
-    trained with; it never looks the registries up)."""
-    graph = import_graph()
-    reached = set()
-    todo = [module for module in graph if module.startswith("seedr.modeling")]
+def layers() -> list[list[str]]:
+    """The package order, from the bottom up, as ``pyproject.toml`` writes it once (``[tool.seedr] layers``)."""
+    with (PACKAGE.parent / "pyproject.toml").open("rb") as stream:
+        return tomllib.load(stream)["tool"]["seedr"]["layers"]
+
+
+def layer_of(module: str, order: list[list[str]]) -> int:
+    """The layer of ``seedr.<unit>...``; ``seedr`` itself, the front door that re-exports the API, is on top."""
+    if module == "seedr":
+        return len(order)
+    unit = module.split(".")[1]
+    found = [level for level, units in enumerate(order) if unit in units]
+    assert found, f"{unit} (of {module}) is in no layer of pyproject.toml's [tool.seedr] layers"
+    return found[0]
+
+
+def upward_imports(graph: dict[str, dict[str, int]], order: list[list[str]]) -> list[str]:
+    return sorted(f"{module} (line {line}) imports {target}, a layer above it"
+                  for module, targets in graph.items() for target, line in targets.items()
+                  if layer_of(target, order) > layer_of(module, order))
+
+
+def test_no_package_imports_one_above_it():
+    """Every import counts — at module level, inside functions and under ``TYPE_CHECKING`` — so a layer
+    cannot be crossed by moving an import into a function."""
+    order = layers()
+    units = {path.stem if path.suffix == ".py" else path.name for path in PACKAGE.iterdir()
+             if path.name != "__init__.py" and (path.suffix == ".py" or (path / "__init__.py").exists()
+                                                or path.is_symlink())}
+    assert units <= {unit for level in order for unit in level}, "a package of seedr/ is in no layer"
+    found = upward_imports(import_graph(), order)
+    assert not found, "\n".join(found)
+
+
+def test_the_layer_check_finds_an_upward_import_inside_a_function():
+    graph = {"seedr.data.corpus": {"seedr.evaluation.metrics": 12}, "seedr.evaluation.metrics": {}}
+    assert upward_imports(graph, layers()) == [
+        "seedr.data.corpus (line 12) imports seedr.evaluation.metrics, a layer above it"]
+
+
+#: Third-party packages worth deferring (seconds to import on the 2-core Intel Xeon with AVX512-BF16, in a
+#: fresh interpreter; Python itself takes 0.02): torch 1.3, transformers 0.6, sentence-transformers 5.7,
+#: accelerate 1.3, sklearn 1.0, datasets 0.7, bm25s 0.4, pandas 0.3, matplotlib 0.2, faiss 0.1, pyarrow 0.1,
+#: scipy 0.09, numpy 0.07, ir_measures 0.04 (which the command line must not load either:
+#: ``tests/test_cli.py``). seedr's commands answer ``--help`` and read configuration without them.
+HEAVY_DEPENDENCIES = {"torch", "transformers", "sentence_transformers", "accelerate", "sklearn", "datasets",
+                      "bm25s", "pandas", "matplotlib", "faiss", "pyarrow", "scipy", "numpy", "ir_measures"}
+
+
+def _executed_at_import(tree: ast.Module) -> Iterator[ast.Import | ast.ImportFrom]:
+    """The imports a module runs when it is imported: its body and class bodies, not functions, and not
+    what ``if TYPE_CHECKING:`` guards."""
+    todo: list[ast.AST] = list(tree.body)
     while todo:
-        module = todo.pop()
-        for target in graph[module]:
-            if target not in reached:
-                reached.add(target)
-                todo.append(target)
-    above = sorted(module for module in reached if module.startswith(
-        ("seedr.objectives", "seedr.negatives", "seedr.experiments", "seedr.stages", "seedr.training.publish")))
-    assert not above
+        node = todo.pop()
+        if isinstance(node, ast.Import | ast.ImportFrom):
+            yield node
+        elif isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
+            todo += node.orelse
+        elif not isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda):
+            todo += ast.iter_child_nodes(node)
+
+
+def _function_imports(tree: ast.Module) -> Iterator[ast.Import | ast.ImportFrom]:
+    for function in ast.walk(tree):
+        if isinstance(function, ast.FunctionDef | ast.AsyncFunctionDef):
+            yield from (node for node in ast.walk(function) if isinstance(node, ast.Import | ast.ImportFrom))
+
+
+def _written_imports(module: str, path: Path, modules: dict[str, Path]) -> set[tuple[str, int]]:
+    """``(seedr module, line)`` of each import as written: the module it names, not the packages above it."""
+    found = set()
+    for name, line in _imported_names(module, path, modules):
+        while name and name not in modules:
+            name = name.rpartition(".")[0]
+        if name and name != module:
+            found.add((name, line))
+    return found
+
+
+@functools.cache
+def _heavy_through(package: str) -> frozenset[str]:
+    """The ``HEAVY_DEPENDENCIES`` that importing ``package`` loads: itself when it is one, else what a fresh
+    interpreter finds loaded after importing it (blingfire, for one, loads numpy)."""
+    if package in HEAVY_DEPENDENCIES or package in sys.stdlib_module_names:
+        return frozenset({package} & HEAVY_DEPENDENCIES)
+    probe = (f"import sys\ntry:\n    import {package}\nexcept ImportError:\n    pass\n"
+             f"print(' '.join(sorted(set({sorted(HEAVY_DEPENDENCIES)!r}) & set(sys.modules))))")
+    loaded = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout
+    return frozenset(loaded.split())
+
+
+def heavy_loads(root: Path = PACKAGE) -> dict[str, set[str]]:
+    """For each seedr module, the ``HEAVY_DEPENDENCIES`` its import loads, directly or through the seedr
+    modules (and their packages' ``__init__``) it imports when imported."""
+    modules = _modules(root)
+    loads: dict[str, set[str]] = {}
+    heavy: dict[str, set[str]] = {}
+    for module, path in modules.items():
+        tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
+        executed = list(_executed_at_import(tree))
+        outside = {(alias.name if isinstance(node, ast.Import) else node.module or "").split(".")[0]
+                   for node in executed if isinstance(node, ast.Import) or not node.level
+                   for alias in node.names}
+        outside_seedr = {name for name in outside if name and name != "seedr" and name != "__future__"}
+        heavy[module] = set().union(*(_heavy_through(name) for name in outside_seedr))
+        lines = {node.lineno for node in executed}
+        loads[module] = {target for target, line in module_imports(module, path, modules) if line in lines}
+        parents = {module.rsplit(".", depth)[0] for depth in range(1, module.count(".") + 1)}
+        loads[module] |= {parent for parent in parents if parent in modules and parent != module}
+    changed = True
+    while changed:
+        changed = False
+        for module, targets in loads.items():
+            reached = set().union(*(heavy[target] for target in targets)) - heavy[module]
+            if reached:
+                heavy[module] |= reached
+                changed = True
+    return heavy
+
+
+def test_an_import_inside_a_function_defers_a_heavy_dependency():
+    """A seedr import inside a function is there for one reason: the module it imports loads a heavy
+    dependency (``HEAVY_DEPENDENCIES``) that the importing module does not load by itself, so that
+    ``--help``, configuration and light readers stay fast. Any other import goes at the top of the file."""
+    modules = _modules(PACKAGE)
+    heavy = heavy_loads()
+    assert "torch" in heavy["seedr.engine.trainer"] and not heavy["seedr.config"] and not heavy["seedr.settings"]
+    found = []
+    for module, path in modules.items():
+        tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
+        lines = {node.lineno for node in _function_imports(tree)}
+        for target, line in _written_imports(module, path, modules):
+            if line in lines and not heavy[target] - heavy[module]:
+                found.append(f"{module} (line {line}) imports {target} inside a function, which defers nothing "
+                             f"heavy: import it at the top")
+    assert not found, "\n".join(sorted(found))
 
 
 def test_the_library_never_imports_the_command_line():

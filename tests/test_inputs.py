@@ -16,9 +16,9 @@ from typer.testing import CliRunner
 from seedr.cli import app
 from seedr.data.corpus import read_corpus
 from seedr.data.inputs import input_files
-from seedr.data.io import DataError
 from seedr.data.queries import read_queries
 from seedr.evaluation.qa_coverage import read_qa_file
+from seedr.io import DataError
 
 runner = CliRunner()
 

@@ -10,6 +10,7 @@ import pytest
 
 from seedr.data.articles import read_articles
 from seedr.data.records import Document
+from seedr.data.runs import run_from_topk
 from seedr.data.sentences import sentence_spans
 from seedr.evaluation.metrics import evaluate_run
 from seedr.retrieval.encode import TextEncoder
@@ -22,7 +23,6 @@ from seedr.retrieval.long_documents import (
     search_max_passage,
     split_documents,
 )
-from seedr.retrieval.runs import run_from_topk
 
 PASSAGE_TOKENS = 96  # short passages keep the test fast; the logic is the same at 512
 PASSAGES = 4  # ANCE MaxP keeps a document's first four passages

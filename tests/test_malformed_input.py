@@ -28,16 +28,16 @@ from seedr.cli import app
 from seedr.data.articles import read_articles
 from seedr.data.corpus import load_corpus, read_corpus
 from seedr.data.glossary import read_glossary
-from seedr.data.io import DataError, iter_jsonl, read_json
 from seedr.data.links import read_links
 from seedr.data.qa import read_nq_open, read_squad
 from seedr.data.queries import read_qrels, read_queries
+from seedr.data.runs import read_trec_run
+from seedr.io import DataError, iter_jsonl, read_json
 from seedr.negatives import NEGATIVES, NegativeTable
 from seedr.retrieval.bm25 import BM25Index
 from seedr.retrieval.embeddings import load_embeddings
 from seedr.retrieval.encode import TextEncoder, encode_corpus_to_shards
 from seedr.retrieval.faiss_index import DenseIndex
-from seedr.retrieval.runs import read_trec_run
 
 FAST, EXHAUSTIVE = 40, 400
 _COMPRESS = {".gz": gzip.compress, ".xz": lzma.compress, ".bz2": bz2.compress}

@@ -12,7 +12,13 @@ import torch
 from test_diagnostics import tiny_run
 
 from seedr.evaluation.masked_lm import heldout_masked_lm, masked_batches, unigram_plateau
-from seedr.experiments.diagnostics import corpus_texts, diagnose, is_masked_lm_run, load_objective, write_diagnostics
+from seedr.experiments.diagnostics import (
+    corpus_texts,
+    diagnose,
+    is_masked_lm_run,
+    load_objective,
+    write_diagnostics,
+)
 from seedr.objectives.masking import IGNORE_INDEX
 
 

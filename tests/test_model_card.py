@@ -11,10 +11,10 @@ import re
 import shutil
 from pathlib import Path
 
+from helpers import tiny_bert
 from huggingface_hub import ModelCard
 from typer.testing import CliRunner
 
-from helpers import tiny_bert
 from seedr.cli import app
 from seedr.config import record_run
 from seedr.modeling.encoder import save_encoder
@@ -185,7 +185,7 @@ def test_the_committed_base_card_names_no_path_of_the_machine_it_was_trained_on(
 
 
 def test_a_temporary_folder_is_carded_by_the_name_it_will_have(tokenizer, tmp_path):
-    from seedr.data.io import atomic_directory
+    from seedr.io import atomic_directory
     from seedr.modeling.model_card import final_folder, portable_name
 
     with atomic_directory(tmp_path / "my-encoder") as temporary:

@@ -11,17 +11,17 @@ import pytest
 import torch
 
 from seedr.data.corpus import load_corpus
-from seedr.data.io import DataError
 from seedr.data.queries import read_qrels, read_queries
 from seedr.data.records import Document
+from seedr.data.runs import write_trec_run
 from seedr.data.training_sets import TrainingSet, load_training_set
+from seedr.io import DataError
 from seedr.losses import NLLLoss
-from seedr.modeling.dual_encoder import DualEncoder
 from seedr.negatives import NEGATIVES, NegativeTable, ance_refresh
 from seedr.negatives.ance import changed_share
 from seedr.negatives.base import FalseNegativeMargins, MinedNegative, positives
 from seedr.retrieval.bm25 import BM25Index
-from seedr.retrieval.runs import write_trec_run
+from seedr.retrieval.dual_encoder import DualEncoder
 from seedr.training.finetune import FinetuneCollator, FinetuneData
 
 

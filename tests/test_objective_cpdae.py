@@ -12,7 +12,8 @@ import torch
 from helpers import tiny_bert, wiki_token_ids
 
 from seedr.config import from_dict
-from seedr.data.io import DataError
+from seedr.engine.part_gradients import gradient_shares, part_gradient_norms
+from seedr.io import DataError
 from seedr.objectives import OBJECTIVES
 from seedr.objectives.cpdae import (
     Cpdae,
@@ -27,7 +28,6 @@ from seedr.objectives.cpdae import (
     word_distribution,
 )
 from seedr.objectives.masking import IGNORE_INDEX
-from seedr.training.part_gradients import gradient_shares, part_gradient_norms
 
 
 @pytest.fixture(scope="module")

@@ -12,12 +12,12 @@ import pytest
 
 from seedr.data.articles import read_articles
 from seedr.data.corpus import read_corpus
-from seedr.data.io import DataError
 from seedr.data.open_qa import answer_passages_of, build_open_qa, read_split, split_questions, write_split
 from seedr.data.passages import split_passages
 from seedr.data.qa import read_dpr, read_nq_open
 from seedr.data.training_sets import load_training_set
 from seedr.evaluation.qa_coverage import has_answer
+from seedr.io import DataError
 from seedr.retrieval.bm25 import BM25Index
 
 
@@ -117,7 +117,7 @@ def test_prepare_open_qa_from_files(questions_path, passages, bm25_run, tmp_path
 
     from seedr.cli import app
     from seedr.data.corpus import write_corpus
-    from seedr.retrieval.runs import write_trec_run
+    from seedr.data.runs import write_trec_run
 
     write_corpus(tmp_path / "passages" / "corpus.jsonl", passages)
     write_trec_run(tmp_path / "bm25.trec", bm25_run)

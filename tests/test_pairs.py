@@ -10,10 +10,10 @@ import pytest
 
 from seedr.data.articles import read_articles
 from seedr.data.glossary import read_glossary
-from seedr.data.io import DataError
 from seedr.data.links import inbound_links, recover_title_links
 from seedr.data.records import Article
 from seedr.data.sentences import split_sentences
+from seedr.io import DataError
 from seedr.objectives.bfs import BFSPairs
 from seedr.objectives.ict import ICTPairs
 from seedr.objectives.two_tower import PairConfig, PairData, pair_data_for

@@ -28,7 +28,10 @@ from typer.testing import CliRunner
 
 from seedr.cli import app
 from seedr.data.corpus import read_corpus
-from seedr.data.io import (
+from seedr.engine.checkpoint import list_checkpoints, read_extra_state
+from seedr.engine.shards import TokenShardData, write_token_shards
+from seedr.engine.trainer import NonFiniteLossError, TrainConfig, Trainer
+from seedr.io import (
     DataError,
     atomic_directory,
     atomic_write,
@@ -40,9 +43,6 @@ from seedr.data.io import (
 from seedr.modeling.encoder import model_fingerprint, save_encoder
 from seedr.objectives.base import ObjectiveOutput
 from seedr.objectives.mlm import MaskedLanguageModel, MLMConfig
-from seedr.training.checkpoint import list_checkpoints, read_extra_state
-from seedr.training.shards import TokenShardData, write_token_shards
-from seedr.training.trainer import NonFiniteLossError, TrainConfig, Trainer
 
 runner = CliRunner()
 SEQ_LEN = 64
@@ -485,7 +485,7 @@ def test_a_damaged_newest_checkpoint_falls_back_to_the_previous_one(tokenizer, s
     resumed = load_file(out / "encoder" / "model.safetensors")
     assert expected.keys() == resumed.keys()
     assert all(torch.isfinite(resumed[name]).all() for name in resumed)
-    from seedr.training.checkpoint import read_position
+    from seedr.engine.checkpoint import read_position
 
     assert read_position(out / "checkpoints" / "step-4")["step"] == 4
 

@@ -10,9 +10,9 @@ import pytest
 
 from seedr.data.corpus import read_corpus
 from seedr.data.queries import read_qrels, read_queries
+from seedr.data.runs import rank_documents
 from seedr.evaluation.metrics import evaluate_run
 from seedr.retrieval.bm25 import BM25Index, top_k_positions
-from seedr.retrieval.runs import rank_documents
 
 
 @pytest.fixture(scope="module")

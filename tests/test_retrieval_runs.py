@@ -8,10 +8,8 @@ import numpy as np
 import pytest
 
 from seedr.data.corpus import read_corpus
-from seedr.data.io import DataError
 from seedr.data.queries import read_queries
-from seedr.retrieval.bm25 import BM25Index
-from seedr.retrieval.runs import (
+from seedr.data.runs import (
     ignore_identical_ids,
     rank_documents,
     read_trec_run,
@@ -19,6 +17,8 @@ from seedr.retrieval.runs import (
     truncate_run,
     write_trec_run,
 )
+from seedr.io import DataError
+from seedr.retrieval.bm25 import BM25Index
 
 
 @pytest.fixture(scope="module")

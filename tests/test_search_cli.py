@@ -16,9 +16,9 @@ from seedr.data.articles import read_articles
 from seedr.data.corpus import write_corpus
 from seedr.data.passages import split_passages
 from seedr.data.queries import read_qrels, read_queries, write_qrels, write_queries
+from seedr.data.runs import read_trec_run
 from seedr.hardware import native_bf16
 from seedr.retrieval.encode import TextEncoder
-from seedr.retrieval.runs import read_trec_run
 
 runner = CliRunner()
 

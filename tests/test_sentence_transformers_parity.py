@@ -16,10 +16,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
+from helpers import tiny_bert
 from safetensors import safe_open
 from typer.testing import CliRunner
 
-from helpers import tiny_bert
 from seedr.cli import app
 from seedr.data.records import Document
 from seedr.modeling.encoder import (
@@ -170,7 +170,7 @@ def test_an_average_of_encoders_saved_before_and_after_placeholders_loads_quietl
     from safetensors.torch import load_file, save_file
     from transformers import AutoModel
 
-    from seedr.training.averaging import average_encoders
+    from seedr.engine.averaging import average_encoders
 
     new = save_encoder(tiny_bert(tokenizer), tokenizer, tmp_path / "new")
     old = save_encoder(tiny_bert(tokenizer), tokenizer, tmp_path / "old")

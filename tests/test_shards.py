@@ -12,10 +12,9 @@ import numpy as np
 import pytest
 
 from seedr.data.corpus import read_corpus
-from seedr.data.io import DataError
 from seedr.data.records import Document
 from seedr.data.sentences import sentence_spans
-from seedr.training.shards import (
+from seedr.engine.shards import (
     TokenShardData,
     TokenShards,
     ensure_token_shards,
@@ -23,6 +22,7 @@ from seedr.training.shards import (
     tokenizer_fingerprint,
     write_token_shards,
 )
+from seedr.io import DataError
 
 
 @pytest.fixture(scope="module")

@@ -13,8 +13,8 @@ import yaml
 from typer.testing import CliRunner
 
 from seedr.cli import app
+from seedr.engine.trainer import Trainer
 from seedr.settings import TrainConfig
-from seedr.training.trainer import Trainer
 
 runner = CliRunner()
 

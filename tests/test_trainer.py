@@ -22,13 +22,13 @@ from helpers import tiny_bert
 from torch import nn
 
 from seedr.data.corpus import read_corpus
+from seedr.engine.checkpoint import list_checkpoints
+from seedr.engine.optim import build_optimizer, build_scheduler, parameter_groups
+from seedr.engine.shards import TokenShardData, write_token_shards
+from seedr.engine.trainer import Callback, TrainConfig, Trainer
 from seedr.objectives.base import Objective, ObjectiveOutput
 from seedr.objectives.masking import pad_token_ids
 from seedr.objectives.mlm import MaskedLanguageModel, MLMConfig
-from seedr.training.checkpoint import list_checkpoints
-from seedr.training.optim import build_optimizer, build_scheduler, parameter_groups
-from seedr.training.shards import TokenShardData, write_token_shards
-from seedr.training.trainer import Callback, TrainConfig, Trainer
 
 SEQ_LEN = 64
 
@@ -240,7 +240,7 @@ def test_the_last_partial_batch_is_dropped_or_kept(tokenizer, shards, tmp_path):
 
 def test_logged_parts_add_up_to_the_loss_when_a_batch_lacks_one(tokenizer, shards, tmp_path):
     """A two-tower mix may have no pair of some task in a batch: that part counts as 0 for that batch."""
-    from seedr.training.trainer import _RunningMeans
+    from seedr.engine.trainer import _RunningMeans
 
     objective = mlm_objective(tokenizer)
     accelerator = Trainer(objective, TokenShardData(shards), objective.collate, TrainConfig(), tmp_path,
@@ -348,7 +348,7 @@ class CountingCallback(Callback):
 
 
 def test_only_the_newest_checkpoint_keeps_the_optimizer_state(tokenizer, shards, tmp_path):
-    from seedr.training.checkpoint import optimizer_state_files
+    from seedr.engine.checkpoint import optimizer_state_files
 
     run(mlm_objective(tokenizer), shards, tmp_path, max_steps=6, save_every=2, keep_checkpoints=3)
     checkpoints = list_checkpoints(tmp_path)
@@ -493,8 +493,8 @@ def fake_run(folder: Path, step: int = 2) -> Path:
 
 
 def test_check_run_folder_refuses_what_training_would_refuse(tmp_path):
-    from seedr.data.io import DataError
-    from seedr.training.trainer import check_run_folder
+    from seedr.engine.trainer import check_run_folder
+    from seedr.io import DataError
 
     check_run_folder(tmp_path / "new", resume=False)  # nothing there: fine
     (tmp_path / "file").write_text("x")

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from seedr.data.io import DataError
 from seedr.data.training_log import METRICS, read_metrics
+from seedr.io import DataError
 from seedr.modeling.model_card import model_card
 from seedr.reporting.report import load_run
 

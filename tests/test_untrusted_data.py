@@ -24,10 +24,10 @@ from typer.testing import CliRunner
 from seedr.cli import app
 from seedr.data.articles import read_articles
 from seedr.data.corpus import read_corpus, write_corpus
-from seedr.data.io import DataError, read_json
 from seedr.data.passages import split_passages
 from seedr.data.queries import read_qrels, read_queries
-from seedr.retrieval.runs import read_trec_run
+from seedr.data.runs import read_trec_run
+from seedr.io import DataError, read_json
 
 runner = CliRunner()
 

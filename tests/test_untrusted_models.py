@@ -18,7 +18,7 @@ from helpers import first_lines, tiny_bert
 from typer.testing import CliRunner
 
 from seedr.cli import app
-from seedr.data.io import DataError
+from seedr.io import DataError
 from seedr.modeling import encoder as encoder_module
 from seedr.modeling.encoder import (
     load_encoder,

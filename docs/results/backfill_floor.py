@@ -27,11 +27,11 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from seedr.data.io import atomic_write
 from seedr.experiments.results import references, rerender, update_claims_page
 from seedr.experiments.spec import load_experiment, substitute
 from seedr.experiments.steps import build_step
 from seedr.experiments.tasks import TASKS
+from seedr.io import atomic_write
 
 ROOT = Path(__file__).resolve().parents[2]
 RESULTS = ROOT / "docs" / "results"

@@ -41,11 +41,11 @@ LENGTHS = {True: (64,), False: (128, 512)}
 
 def heldout_scores(model: str, texts: list[str], lengths: tuple[int, ...]) -> dict[str, dict[str, float]]:
     """Held-out masked-LM loss and accuracy of ``model`` (a folder with its MLM head) at each length."""
+    import torch
+
     from seedr.evaluation.masked_lm import heldout_masked_lm
     from seedr.settings import ModelConfig, PretrainConfig
     from seedr.training.pretrain import build_objective
-
-    import torch
 
     objective = build_objective(PretrainConfig(objective_name="mlm", model=ModelConfig(init=model)))
     objective.to("cuda" if torch.cuda.is_available() else "cpu")

@@ -7,6 +7,8 @@ from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager, nullcontext
 from typing import Any
 
+from seedr.io import output_lock
+
 #: A stage's settings: ``{"train.max_steps": 20}`` or ``{"train": {"max_steps": 20}}``.
 Settings = Mapping[str, Any]
 #: A corpus or queries: a path (file, folder, quoted glob), several paths, a ``datasets.Dataset`` or a list
@@ -37,10 +39,9 @@ def _model_name(model: str | os.PathLike | None) -> str | None:
 
 @contextmanager
 def _locked(out: str | os.PathLike | None) -> Iterator[None]:
-    """Hold ``seedr.data.io.output_lock`` on ``out`` for the whole call, so two runs, from Python or the
+    """Hold ``seedr.io.output_lock`` on ``out`` for the whole call, so two runs, from Python or the
     shell, never write one output at once. Under a launcher (``torchrun``, ``accelerate launch``) only the
     main process (``RANK`` 0) holds it."""
-    from seedr.data.io import output_lock
 
     main = os.environ.get("RANK", "0") == "0"
     with output_lock(out) if out is not None and main else nullcontext():

@@ -10,6 +10,9 @@ from typing import Any
 
 from seedr.api.common import Source, _paths
 from seedr.api.retrieval import SearchRun
+from seedr.evaluation import DEFAULT_METRICS
+from seedr.io import DataError
+
 
 @dataclasses.dataclass
 class Evaluation:
@@ -73,15 +76,13 @@ def evaluate(runs: Sequence[str | os.PathLike | SearchRun], *, qrels: str | os.P
         >>> evaluation = seedr.evaluate([dense_run, bm25_run], qrels="scifact/qrels/test.tsv")
         >>> evaluation.metrics["bm25"]["nDCG@10"]
     """
-    from seedr.data.io import DataError
-    from seedr.evaluation import DEFAULT_METRICS
+    from seedr.data.runs import check_run_queries, read_trec_run
+    from seedr.data.runs import ignore_identical_ids as drop_identical_ids
     from seedr.evaluation.compare import comparison_table
     from seedr.evaluation.metrics import run_depth
     from seedr.evaluation.qa_coverage import ranked_passages
     from seedr.evaluation.tasks import QaCoverageTask, QrelsTask, ReqaTask
     from seedr.retrieval.fusion import fused_components
-    from seedr.retrieval.runs import check_run_queries, read_trec_run
-    from seedr.retrieval.runs import ignore_identical_ids as drop_identical_ids
 
     given_modes = {"qrels": qrels, "qa": qa_answers, "reqa": reqa}
     modes = [mode for mode, source in given_modes.items() if source is not None]

@@ -11,6 +11,10 @@ from pathlib import Path
 from typing import Any
 
 from seedr.api.common import Source, _is_paths, _length, _locked, _model_name
+from seedr.data.inputs import input_files
+from seedr.data.queries import read_queries
+from seedr.io import check_output_folder
+
 
 @dataclasses.dataclass(frozen=True)
 class Embeddings:
@@ -50,7 +54,6 @@ def encode(model: str | os.PathLike, corpus: Source, out: str | os.PathLike, *, 
     from accelerate import PartialState
 
     from seedr.data.corpus import count_documents, read_corpus
-    from seedr.data.io import check_output_folder
     from seedr.retrieval.embeddings import MANIFEST
     from seedr.retrieval.encode import TextEncoder, encode_corpus_to_shards, model_defaults
     from seedr.retrieval.long_documents import long_document_passages
@@ -154,7 +157,7 @@ class Index:
                batch_size: int = 64) -> list[Hit] | list[list[Hit]] | dict[str, list[Hit]]:
         """The top ``k`` documents of one query (a list of ``Hit``), of several (a list of lists, in order)
         or of ``{qid: text}`` (``{qid: hits}``), best first; ties broken by document id."""
-        from seedr.retrieval.runs import rank_documents
+        from seedr.data.runs import rank_documents
         from seedr.retrieval.search import search_text
 
         if k < 1:
@@ -186,7 +189,6 @@ def index(embeddings: str | os.PathLike, out: str | os.PathLike, *, factory: str
         >>> index = seedr.index(embeddings, "runs/index")
         >>> index.search("what causes tides?", k=10)
     """
-    from seedr.data.io import check_output_folder
     from seedr.retrieval.embeddings import load_embeddings, read_manifest
     from seedr.retrieval.faiss_index import DenseIndex
 
@@ -251,13 +253,10 @@ def search(out: str | os.PathLike | None = None, *, queries: Source | Mapping[st
         ...                         queries="scifact/queries.jsonl")
     """
     from seedr.data.corpus import count_documents, read_corpus
-    from seedr.data.inputs import input_files
-    from seedr.data.io import check_output_folder
-    from seedr.data.queries import read_queries
+    from seedr.data.runs import queries_record, run_tag, write_run_and_record
     from seedr.evaluation.tasks import QaCoverageTask, ReqaTask
     from seedr.retrieval.bm25 import BM25Index
     from seedr.retrieval.encode import TextEncoder, model_defaults
-    from seedr.retrieval.runs import queries_record, run_tag, write_run_and_record
     from seedr.retrieval.search import search_text
 
     sources = [source for source in (queries, questions, reqa) if source is not None]

@@ -9,6 +9,9 @@ from pathlib import Path
 from typing import Any
 
 from seedr.api.common import CONFIG_STAGES, Settings, Source, _is_paths, _locked, _model_name, _paths
+from seedr.config import from_dict, merge_settings, read_recipe, record_run
+from seedr.recipes import recipe_path
+
 
 def resolve_settings(stage: str, config: str | os.PathLike | None = None, settings: Settings | None = None,
                      **options: Any) -> Any:
@@ -21,17 +24,17 @@ def resolve_settings(stage: str, config: str | os.PathLike | None = None, settin
         >>> seedr.resolve_settings("pretrain", config="seed", settings={"train.batch_size": 8}).train.global_batch_size
         256
     """
-    from seedr.config import from_dict, merge_settings, read_recipe
-    from seedr.recipes import recipe_path
 
     if stage not in CONFIG_STAGES:
         raise ValueError(f"no settings for stage {stage!r}; stages with settings: {', '.join(CONFIG_STAGES)}")
     given = _stage_options(stage, options)
     recipe = read_recipe(recipe_path(os.fspath(config), stage)) if config is not None else {}
     if stage == "finetune":
-        from seedr.training.finetune import FinetuneConfig
+        from seedr.training.finetune import FinetuneConfig, check_dev_metrics
 
-        return from_dict(FinetuneConfig, merge_settings(recipe, given, dict(settings or {})))
+        resolved_finetune = from_dict(FinetuneConfig, merge_settings(recipe, given, dict(settings or {})))
+        check_dev_metrics(resolved_finetune)
+        return resolved_finetune
     from seedr.objectives import OBJECTIVES
     from seedr.training.pretrain import PretrainConfig
 
@@ -121,10 +124,9 @@ def pretrain(out: str | os.PathLike, *, config: str | os.PathLike | None = None,
         >>> run.encoder
         PosixPath('runs/seed/encoder')
     """
-    from seedr.config import record_run
     from seedr.data.corpus import materialize_corpus
+    from seedr.engine.trainer import check_run_folder
     from seedr.training.pretrain import pretrain as run_pretraining
-    from seedr.training.trainer import check_run_folder
 
     if model is not None and size is not None:
         raise ValueError("model (continue from a checkpoint) and size (from scratch) exclude each other")
@@ -173,8 +175,8 @@ def finetune(out: str | os.PathLike, *, model: str | os.PathLike | None = None,
         >>> retriever = seedr.finetune("runs/ft", model=run, train="scifact", loss="nll",
         ...                            settings={"train.max_steps": 50})
     """
+    from seedr.engine.trainer import check_run_folder
     from seedr.training.finetune import finetune as run_finetuning
-    from seedr.training.trainer import check_run_folder
 
     out = Path(out)
     resolved = resolve_settings("finetune", config, settings, model=model, train=train, negatives=negatives,

@@ -11,8 +11,8 @@ import re
 from collections.abc import Iterator
 from urllib.parse import unquote
 
-from seedr.data.io import DataError, iter_jsonl, iter_lines, require, unique_id
 from seedr.data.records import Article, Section
+from seedr.io import DataError, iter_jsonl, iter_lines, require, unique_id
 
 
 def _string_list(record: dict, field: str, path: str | os.PathLike, line: int, where: str = "") -> tuple[str, ...]:

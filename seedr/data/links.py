@@ -16,8 +16,8 @@ from collections.abc import Iterable, Mapping, Sequence
 
 import ahocorasick
 
-from seedr.data.io import DataError, iter_jsonl, require, write_jsonl
 from seedr.data.records import Article
+from seedr.io import DataError, iter_jsonl, require, write_jsonl
 
 _DISAMBIGUATION = re.compile(r"\s+\([^()]*\)$")  # "Mercury (planet)" is mentioned as "Mercury"
 

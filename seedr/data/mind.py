@@ -21,8 +21,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from seedr.data.io import DataError, iter_lines, parse_json, unique_id
 from seedr.data.records import Document
+from seedr.io import DataError, iter_lines, parse_json, unique_id
 
 PathLike = str | os.PathLike
 

@@ -19,9 +19,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, ClassVar
 
-from seedr.data.io import DataError, atomic_directory, iter_jsonl, read_json, require
 from seedr.data.records import Qrels, Run
-from seedr.retrieval.runs import rank_documents
+from seedr.data.runs import rank_documents
+from seedr.io import DataError, atomic_directory, iter_jsonl, read_json, require
 
 NEGATIVES_FILE = "negatives.jsonl"
 PROVENANCE_FILE = "provenance.json"

@@ -22,7 +22,7 @@ pool stands in for it, built once and shared by every condition:
   answer occurs somewhere in the corpus (the others can be covered by no system; their count is
   reported).
 
-"Contains an answer" is DPR's string match throughout (``seedr.evaluation.qa_coverage.has_answer``: NFD,
+"Contains an answer" is DPR's string match throughout (``seedr.data.answers.has_answer``: NFD,
 DrQA's tokens, uncased, a contiguous token sequence); the exhaustive scan finds exactly the passages
 ``has_answer`` accepts, with one Aho–Corasick automaton over every answer's tokens.
 """
@@ -41,10 +41,13 @@ from typing import Any
 
 from tqdm.auto import tqdm
 
-from seedr.data.corpus import write_corpus
-from seedr.data.io import DataError, atomic_directory, atomic_write, read_json
-from seedr.data.qa import QAExample
+from seedr.data.answers import dpr_tokens
+from seedr.data.corpus import read_corpus, write_corpus
+from seedr.data.inputs import input_files
+from seedr.data.qa import QAExample, read_nq_open
 from seedr.data.records import Document, Run
+from seedr.data.runs import read_trec_run
+from seedr.io import DataError, atomic_directory, atomic_write, read_json
 
 #: The split file's format version, recorded in it.
 SPLIT_FORMAT = 1
@@ -111,8 +114,6 @@ def answer_passages_of(examples: Sequence[QAExample], passages: Iterable[Documen
     """For each question, the ids of every passage whose text contains one of its answers (DPR's
     ``has_answer``), in corpus order; one pass over the passages with an Aho–Corasick automaton."""
     import ahocorasick
-
-    from seedr.evaluation.qa_coverage import dpr_tokens
 
     questions_of: dict[str, set[str]] = defaultdict(set)
     for example in examples:
@@ -239,11 +240,6 @@ def build_open_qa_from_files(out: str | os.PathLike, questions_path: str | os.Pa
     passages (any corpus format, files, globs or folders), a split file (made from ``test_questions`` and
     ``seed`` and written to ``split_path`` when it does not exist yet; read and checked otherwise) and TREC
     runs (named by their file names). ``options`` go to ``build_open_qa``."""
-    from seedr.data.corpus import read_corpus
-    from seedr.data.inputs import input_files
-    from seedr.data.qa import read_nq_open
-    from seedr.retrieval.runs import read_trec_run
-
     examples = read_nq_open(questions_path)
     if Path(split_path).exists():
         split = read_split(split_path, questions_path, examples)

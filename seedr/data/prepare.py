@@ -30,13 +30,12 @@ from seedr.config import record_run
 from seedr.data.corpus import article_document, read_corpus, read_corpus_articles, write_corpus
 from seedr.data.default import default_articles, default_description_queries
 from seedr.data.inputs import PREPARED_MARKER
-from seedr.data.io import atomic_directory, atomic_write, check_output_folder
 from seedr.data.links import recover_title_links, write_links
 from seedr.data.passages import split_passages
 from seedr.data.queries import write_qrels, write_queries
 from seedr.data.records import Article, Qrels
 from seedr.data.tokenizer import train_wordpiece
-
+from seedr.io import atomic_directory, atomic_write, check_output_folder
 
 
 @dataclass

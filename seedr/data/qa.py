@@ -16,9 +16,9 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from seedr.data.io import DataError, iter_jsonl, iter_lines, read_json, require, unique_id
 from seedr.data.records import Document, Qrels
 from seedr.data.sentences import sentence_spans
+from seedr.io import DataError, iter_jsonl, iter_lines, read_json, require, unique_id
 
 PathLike = str | os.PathLike
 

@@ -19,9 +19,9 @@ from pathlib import Path
 from typing import Any, Literal
 
 from seedr.data.inputs import Inputs, input_sources
-from seedr.data.io import DataError, atomic_write, iter_jsonl, iter_lines, require, unique_id, write_jsonl
 from seedr.data.records import Qrels
 from seedr.data.tables import Table, is_table, open_table
+from seedr.io import DataError, atomic_write, iter_jsonl, iter_lines, require, unique_id, write_jsonl
 from seedr.registry import Registry
 
 PathLike = str | os.PathLike

@@ -29,10 +29,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from seedr.data.corpus import write_corpus
-from seedr.data.io import atomic_directory
 from seedr.data.qa import SquadArticle, reqa_candidates, split_squad_by_article
 from seedr.data.queries import write_qrels, write_queries
 from seedr.data.records import Document
+from seedr.io import atomic_directory
 
 
 @dataclass(frozen=True)

@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from seedr.data.io import DataError, read_json, require_file
+from seedr.io import DataError, read_json, require_file
 from seedr.registry import Registry
 
 #: Rows per batch read from a file: a few MB of text at most, however big the file.

@@ -16,7 +16,7 @@ from pathlib import Path
 from tokenizers.implementations import BertWordPieceTokenizer
 from transformers import AutoTokenizer, BertTokenizer, PreTrainedTokenizerFast
 
-from seedr.data.io import atomic_directory
+from seedr.io import atomic_directory
 
 #: BERT's special tokens, in BERT's id order: [PAD] is 0, the encoder's ``pad_token_id``.
 SPECIAL_TOKENS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]

@@ -1,5 +1,5 @@
 """``metrics.jsonl``: the training log of a run folder, one JSON object per logged step (``step``,
-``loss``, the loss parts, ``dev/<metric>`` ...), appended by ``seedr.training.trainer.Trainer``.
+``loss``, the loss parts, ``dev/<metric>`` ...), appended by ``seedr.engine.trainer.Trainer``.
 
 The one reader of it (the trainer on resume, the model card, reports): a run killed while writing a line
 leaves that last line torn, and it is left out; a line that does not parse anywhere else is damage, a
@@ -13,7 +13,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from seedr.data.io import DataError, iter_lines, parse_json
+from seedr.io import DataError, iter_lines, parse_json
 
 METRICS = "metrics.jsonl"
 

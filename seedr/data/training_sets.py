@@ -10,11 +10,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from seedr.data.corpus import load_corpus
-from seedr.data.io import DataError
 from seedr.data.negatives import MinedNegative, NegativeTable
 from seedr.data.qa import read_dpr
 from seedr.data.queries import read_qrels, read_queries
 from seedr.data.records import Document, Qrels
+from seedr.io import DataError
 from seedr.registry import Registry
 
 

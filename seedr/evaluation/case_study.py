@@ -19,7 +19,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from seedr.data.records import Document, Qrels, Run
-from seedr.retrieval.runs import rank_documents
+from seedr.data.runs import rank_documents
 
 #: Table 5 shows a document's title and its opening (about two lines); this many words of its text.
 SNIPPET_WORDS = 30

@@ -28,8 +28,8 @@ from __future__ import annotations
 
 import itertools
 import math
-from dataclasses import dataclass
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from typing import Any, Literal
 
 import numpy as np
@@ -40,6 +40,7 @@ from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
 from seedr.modeling.encoder import pool
 from seedr.modeling.weak_decoder import WeakDecoder
+from seedr.objectives.cpdae import word_distribution
 
 #: Figure 1(b) of SEED-Encoder shows these sequence lengths.
 PAPER_LENGTHS = (64, 128, 256, 512)
@@ -292,7 +293,6 @@ def word_distributions(objective: Any, texts: Sequence[str], max_length: int = 5
                        batch_size: int = 16) -> tuple[torch.Tensor, list[list[int]]]:
     """CPDAE's z̃ (eq. 3, 5: the decoder's sigmoids normalised to sum to one) for unmasked texts cut to
     ``max_length`` tokens: ``(distributions (N, V), token ids of each text, specials included)``."""
-    from seedr.objectives.cpdae import word_distribution
 
     tokenizer, device = objective.tokenizer, next(objective.parameters()).device
     distributions, token_ids = [], []

@@ -12,7 +12,7 @@ Conventions (they change published numbers, so they are fixed and stated):
 * Every query in the qrels counts; one the run does not answer scores 0 on every metric (as
   ``trec_eval -c``). Queries of the run without judgments are ignored. A query whose judgments are all
   0 stays in, scoring 0.
-* Ranking ties are broken by document id, ascending, for every metric (``seedr.retrieval.runs``):
+* Ranking ties are broken by document id, ascending, for every metric (``seedr.data.runs``):
   each query's scores are replaced by their ranks before evaluation. (Left alone, ``ir_measures``
   would break ties one way for RR — MS MARCO's script, id ascending — and the other way for the
   trec_eval metrics.)
@@ -26,8 +26,8 @@ import ir_measures
 import numpy as np
 
 from seedr.data.records import Qrels, Run
+from seedr.data.runs import rank_documents
 from seedr.evaluation import DEFAULT_METRICS
-from seedr.retrieval.runs import rank_documents
 
 
 def parse_metric(name: str) -> ir_measures.Measure:

@@ -1,12 +1,8 @@
 """Top-k answer coverage for open-domain QA retrieval: DPR's retrieval accuracy (Karpukhin et al. 2020, 5.1).
 
 A question is covered at k when one of its top-k passages contains one of its answer strings.
-"Contains" is DPR's ``has_answer(..., match_type="string")`` (``dpr/data/qa_validation.py``): passage
-and answer are Unicode-NFD normalised, split by DrQA's ``SimpleTokenizer`` (``dpr/utils/tokenizers.py``),
-lower-cased, and the answer's tokens must appear as a contiguous token sequence of the passage. So
-case never matters, and precomposed "é" matches "e" + combining accent (both are NFD "e\u0301"), but
-accents do: "beyonce" does not match "Beyoncé" (exactly as in DPR). Words match whole: "cat" is not
-in "concatenate". Each punctuation mark is a token: "U.S." is ``u . s .``, matching "U.S." but not "US".
+"Contains" is DPR's string match (``seedr.data.answers.has_answer``: NFD, DrQA's tokenizer, lower case,
+a contiguous token sequence).
 
 As in DPR's evaluation, only the passage text is searched, not its title (``include_title=True``
 prepends the title, as DPR's ``use_title`` option does with ``title + " . " + text``).
@@ -14,50 +10,17 @@ prepends the title, as DPR's ``use_title`` option does with ``title + " . " + te
 
 from __future__ import annotations
 
-import unicodedata
 from collections.abc import Iterable, Mapping, Sequence
-from functools import lru_cache
 
 import numpy as np
-import regex
 from tqdm.auto import tqdm
 
+from seedr.data.answers import answer_tokens, dpr_tokens, has_answer
 from seedr.data.corpus import count_documents, read_corpus
 from seedr.data.inputs import Sources, input_files
 from seedr.data.qa import read_nq_open
 from seedr.data.records import Document, Run
-from seedr.retrieval.runs import rank_documents
-
-# DrQA's SimpleTokenizer: runs of letters, digits and combining marks are one token; any other
-# character that is not a separator (\p{Z}) or control/other (\p{C}) is a token on its own.
-_ALPHA_NUM = r"[\p{L}\p{N}\p{M}]+"
-_NON_WS = r"[^\p{Z}\p{C}]"
-_TOKEN = regex.compile(f"({_ALPHA_NUM})|({_NON_WS})",
-                       flags=regex.IGNORECASE | regex.UNICODE | regex.MULTILINE)
-
-
-def dpr_tokens(text: str) -> list[str]:
-    """DPR's normalised, uncased tokens of ``text`` (NFD, then SimpleTokenizer, then lower-case)."""
-    return [match.group().lower() for match in _TOKEN.finditer(unicodedata.normalize("NFD", text))]
-
-
-@lru_cache(maxsize=65_536)
-def _answer_tokens(answer: str) -> tuple[str, ...]:
-    return tuple(dpr_tokens(answer))
-
-
-def has_answer(answers: Iterable[str], text: str) -> bool:
-    """DPR's string match: does ``text`` contain one of ``answers`` as a contiguous token sequence?"""
-    tokens = dpr_tokens(text)
-    for answer in answers:
-        needle = list(_answer_tokens(answer))
-        width = len(needle)
-        if width == 0:
-            continue  # DPR would match a token-less answer anywhere; such an answer is an error upstream
-        for start in range(len(tokens) - width + 1):
-            if tokens[start:start + width] == needle:
-                return True
-    return False
+from seedr.data.runs import rank_documents
 
 
 def first_hit_ranks(run: Run, passages: Mapping[str, Document], answers: dict[str, Sequence[str]],
@@ -141,7 +104,7 @@ def answer_passage_counts(passages: Iterable[Document], answers: dict[str, Seque
     for qid, question_answers in answers.items():
         found: set[int] = set()
         for answer in question_answers:
-            needle = list(_answer_tokens(answer))
+            needle = list(answer_tokens(answer))
             if not needle:
                 continue  # as has_answer: a token-less answer matches nothing
             candidates = set.intersection(*(postings.get(token, set()) for token in set(needle)))

@@ -22,7 +22,17 @@ from collections.abc import Collection, Iterable, Mapping, Sequence
 from pathlib import Path
 
 from seedr.data.inputs import Sources
+from seedr.data.qa import read_squad, reqa_candidates
+from seedr.data.queries import read_qrels, read_queries, sample_queries
 from seedr.data.records import Document, Qrels, Run
+from seedr.evaluation.chance import chance_levels, coverage_chance
+from seedr.evaluation.metrics import parse_metric, per_query, query_counts
+from seedr.evaluation.qa_coverage import (
+    answer_passage_counts,
+    coverage_per_question,
+    first_hit_ranks,
+    read_qa_file,
+)
 
 #: The answer-coverage metrics' form: ``Top-k``.
 COVERAGE_PREFIX = "Top-"
@@ -51,7 +61,6 @@ class EvaluationTask:
     def cutoff(self, metric: str) -> int:
         """The rank ``metric`` reads down to (0: none). On a run shallower than that it would silently
         equal its value at the run's depth, so callers leave it out (``deeper_than``)."""
-        from seedr.evaluation.metrics import parse_metric
 
         return parse_metric(metric).params.get("cutoff", 0)
 
@@ -67,8 +76,6 @@ class QrelsTask(EvaluationTask):
 
     def __init__(self, qrels: str | Path, metrics: Sequence[str], queries: str | Path | None = None,
                  max_queries: int | None = None, seed: int = 13) -> None:
-        from seedr.evaluation.metrics import parse_metric
-
         super().__init__(metrics)
         for metric in self.metrics:
             try:
@@ -81,7 +88,6 @@ class QrelsTask(EvaluationTask):
     @functools.cached_property
     def labels(self) -> Qrels:
         """The judgements of the queries this task evaluates (a seeded sample under ``max_queries``)."""
-        from seedr.data.queries import read_qrels, sample_queries
 
         qrels = read_qrels(self.qrels_path)
         if self.max_queries is not None and self.max_queries < len(qrels):
@@ -90,27 +96,21 @@ class QrelsTask(EvaluationTask):
         return qrels
 
     def queries(self) -> dict[str, str]:
-        from seedr.data.queries import read_queries
-
         if self.queries_path is None:
             raise ValueError("this qrels task was made without its queries file")
         texts = read_queries(self.queries_path)
         return {qid: texts[qid] for qid in self.labels if qid in texts}
 
     def per_query(self, run: Run, show_progress: bool = False) -> dict[str, dict[str, float]]:
-        from seedr.evaluation.metrics import per_query
-
         return per_query(run, self.labels, self.metrics)
 
     def query_counts(self, run: Run) -> dict[str, int]:
         """Judged queries missing from ``run`` (scored 0) and unjudged ones in it (ignored)."""
-        from seedr.evaluation.metrics import query_counts
 
         return query_counts(run, self.labels)
 
     def chance(self, pool: Collection[str], depth: int = 100) -> dict[str, float | None]:
         """Each metric's chance level over the document ids ``pool`` (runs ``depth`` deep)."""
-        from seedr.evaluation.chance import chance_levels
 
         return chance_levels(self.metrics, pool, self.labels, depth)
 
@@ -134,8 +134,6 @@ class ReqaTask(EvaluationTask):
 
     @functools.cached_property
     def _data(self) -> tuple:
-        from seedr.data.qa import read_squad, reqa_candidates
-
         return reqa_candidates(read_squad(self.squad)[: self.max_articles])
 
     @property
@@ -170,7 +168,6 @@ class ReqaTask(EvaluationTask):
         return {metric: values[metric] for metric in self.metrics}
 
     def chance(self, depth: int = 100) -> dict[str, float | None]:
-        from seedr.evaluation.chance import chance_levels
         from seedr.evaluation.reqa import REQA_METRICS
 
         pool = {candidate.id for candidate in self.candidates}
@@ -210,8 +207,6 @@ class QaCoverageTask(EvaluationTask):
 
     @functools.cached_property
     def _questions(self) -> tuple[dict[str, str], dict[str, list[str]]]:
-        from seedr.evaluation.qa_coverage import read_qa_file
-
         questions, answers = read_qa_file(self.questions)
         kept = list(questions)[: self.max_questions]
         return {q: questions[q] for q in kept}, {q: answers[q] for q in kept}
@@ -227,8 +222,6 @@ class QaCoverageTask(EvaluationTask):
         return int(metric[len(COVERAGE_PREFIX):])
 
     def per_query(self, run: Run, show_progress: bool = False) -> dict[str, dict[str, float]]:
-        from seedr.evaluation.qa_coverage import coverage_per_question, first_hit_ranks
-
         if self.passages is None:
             raise ValueError("QA coverage needs the passages the runs rank (passages=...)")
         first_hits = first_hit_ranks(run, self.passages, self.answers, max(self.cutoffs), self.include_title,
@@ -238,8 +231,6 @@ class QaCoverageTask(EvaluationTask):
 
     def chance(self, pool: Sequence[Document], depth: int = 100) -> dict[str, float | None]:
         """Each ``Top-k``'s chance level over the passage pool (a run holds ``depth`` ranks)."""
-        from seedr.evaluation.chance import coverage_chance
-        from seedr.evaluation.qa_coverage import answer_passage_counts
 
         counts = answer_passage_counts(pool, self.answers, self.include_title)
         cutoffs = {metric: min(k, depth) for metric, k in zip(self.metrics, self.cutoffs)}

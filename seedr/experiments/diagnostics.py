@@ -21,7 +21,6 @@ import numpy as np
 import torch
 from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
-from seedr.data.io import DataError, atomic_write
 from seedr.data.records import Document
 from seedr.evaluation.diagnostics import (
     PAPER_LENGTHS,
@@ -37,6 +36,7 @@ from seedr.evaluation.diagnostics import (
     texts_of_length,
     word_probabilities,
 )
+from seedr.io import DataError, atomic_write
 from seedr.modeling.encoder import check_model_folder, load_encoder, load_tokenizer, resolve_model_path
 
 #: "cls" and "mean" as ``seedr.modeling.encoder.pool``; "model": what the model folder declares.
@@ -81,9 +81,9 @@ def embed_pairs(encoder: EncoderSource, positive_pairs: Sequence[PositivePair], 
                 tokenizer: PreTrainedTokenizerBase | None = None, pooling: DiagnosticPooling = "cls",
                 batch_size: int = 16, show_progress: bool = False) -> tuple[np.ndarray, np.ndarray]:
     """``(query embeddings (N, H), document embeddings (N, H))`` of positive pairs, embedded as
-    retrieval embeds them (``seedr.modeling.dual_encoder``: documents as ``title [SEP] text``, by the
+    retrieval embeds them (``seedr.retrieval.dual_encoder``: documents as ``title [SEP] text``, by the
     document tower when the model has one)."""
-    from seedr.modeling.dual_encoder import DualEncoder
+    from seedr.retrieval.dual_encoder import DualEncoder
 
     if isinstance(encoder, PreTrainedModel):
         model, tokenizer, pooling = load_encoder_parts(encoder, tokenizer, pooling)
@@ -173,20 +173,20 @@ def load_objective(run_dir: str | os.PathLike, step: int | None = None) -> tuple
 
     The objective is built from the run's ``config.yaml`` around the encoder of the checkpoint
     (``checkpoints/step-N/encoder``, the newest unless ``step`` is given), then the checkpoint's full
-    weights are loaded (``seedr.training.checkpoint.load_model_weights``).
+    weights are loaded (``seedr.engine.checkpoint.load_model_weights``).
     """
     from safetensors import safe_open
     from transformers import AutoModel
 
     from seedr.config import from_dict, load_config
-    from seedr.objectives import OBJECTIVES
-    from seedr.training.checkpoint import (
+    from seedr.engine.checkpoint import (
         PRODUCT,
         checkpoint_path,
         latest_checkpoint,
         load_model_weights,
         model_weights_path,
     )
+    from seedr.objectives import OBJECTIVES
     from seedr.training.pretrain import PretrainConfig
 
     run_dir = Path(run_dir)
@@ -238,8 +238,8 @@ def load_weak_decoder(run_dir: str | os.PathLike) -> tuple[Any, int]:
 def _run_objective(path: str | os.PathLike) -> type | None:
     """The objective class of a run folder that has a checkpoint, else None."""
     from seedr.config import parse_yaml
+    from seedr.engine.checkpoint import latest_checkpoint
     from seedr.objectives import OBJECTIVES
-    from seedr.training.checkpoint import latest_checkpoint
 
     path = Path(path)
     if not (path / "config.yaml").exists() or latest_checkpoint(path) is None:
@@ -279,8 +279,8 @@ def masked_lm_curve(run_dir: str | os.PathLike, texts: Sequence[str], max_length
     checkpoint of an MLM-family run, oldest first (only the newest when ``every_checkpoint`` is False),
     each with its ``step``; every checkpoint is scored on the same texts and masks. ``max_length``
     defaults to the run's training length."""
+    from seedr.engine.checkpoint import list_checkpoints
     from seedr.evaluation.masked_lm import heldout_masked_lm
-    from seedr.training.checkpoint import list_checkpoints
 
     steps = [step for step, _ in list_checkpoints(run_dir)]
     if not steps:

@@ -38,11 +38,16 @@ from typing import Any
 from rich.console import Console
 
 from seedr.config import code_fingerprint, from_dict, identity, merge_settings, record_run
-from seedr.data.io import atomic_write, output_lock
 from seedr.experiments.spec import Condition, Experiment, substitute
-from seedr.experiments.steps import ExperimentStep, build_step, condition_references, model_parameters, record_step
+from seedr.experiments.steps import (
+    ExperimentStep,
+    build_step,
+    condition_references,
+    model_parameters,
+    record_step,
+)
 from seedr.experiments.tasks import TASKS, FuseConfig, RetrievalTask, RetrieveConfig, fuses
-
+from seedr.io import atomic_write, output_lock
 
 #: Every task's BM25 run, the reference of its floor (``seedr.experiments.results.references``): the
 #: folder of an experiment's BM25 condition on that task when it has one (same key), else its own.
@@ -248,7 +253,7 @@ class _Runner:
 
     def _retrieve(self, task: RetrievalTask, condition: Any, model: str | None, folder: Path,
                   progress: _Progress, label: str) -> None:
-        from seedr.retrieval.runs import write_trec_run
+        from seedr.data.runs import write_trec_run
 
         self.console.rule(f"{label} → {folder}")
         started = time.perf_counter()
@@ -272,8 +277,8 @@ class _Runner:
     def fused_run(self, task: RetrievalTask, condition: Any) -> tuple[Any, dict[str, Any]]:
         """A fusing condition's run on ``task`` (its components' runs are done: they come first in the
         file) and what it chose, for ``settings.json``; the choice is made once, on ``select_on``."""
+        from seedr.data.runs import read_trec_run
         from seedr.retrieval.fusion import fuse
-        from seedr.retrieval.runs import read_trec_run
 
         fusion = self.fuse_config(condition)
         assert fusion is not None
@@ -303,7 +308,7 @@ def run_experiment(experiment: Experiment, out_dir: str | Path, console: Console
                    command: str | None = None) -> Outcome:
     """Run ``experiment`` into the work folder ``out_dir`` (finished steps and retrievals are reused);
     evaluate, test, and write ``out_dir/reports/NAME`` (``report.md``, ``report.html``, ``plots/``,
-    ``results.json``). The report folder is locked for the run (``seedr.data.io.output_lock``), and
+    ``results.json``). The report folder is locked for the run (``seedr.io.output_lock``), and
     each step and retrieval folder while it is computed."""
     out_dir = Path(out_dir)
     with output_lock(out_dir / "reports" / experiment.name):  # two runs of one experiment: one report folder
@@ -447,9 +452,9 @@ def _grouped(experiment: Experiment) -> set[str]:
 def _score(experiment: Experiment, plan: _Plan, console: Console) -> _Scores:
     """Score every run per query, average the groups, test every system against the baseline per task,
     and read the diagnose steps' results."""
+    from seedr.data.runs import read_trec_run
     from seedr.evaluation.compare import comparison_table
     from seedr.experiments.results import references
-    from seedr.retrieval.runs import read_trec_run
 
     tables, comparisons, per_query = {}, {}, {}
     grouped = _grouped(experiment)
@@ -481,8 +486,14 @@ def _score(experiment: Experiment, plan: _Plan, console: Console) -> _Scores:
 def _report(experiment: Experiment, plan: _Plan, scores: _Scores, runner: _Runner, report_dir: Path,
             command: str, started_at: str, wall: float) -> Outcome:
     """Write ``results.json`` (figures, claims, seed spread, provenance), the plots and the report."""
-    from seedr.experiments.results import (claim_results, figures, results_markdown, seed_scores, seed_spread,
-                                           with_seed_sd)
+    from seedr.experiments.results import (
+        claim_results,
+        figures,
+        results_markdown,
+        seed_scores,
+        seed_spread,
+        with_seed_sd,
+    )
     from seedr.reporting.diagnostics import plot_reliance
     from seedr.reporting.report import plot_comparison, render_report
 
@@ -539,8 +550,8 @@ def _report(experiment: Experiment, plan: _Plan, scores: _Scores, runner: _Runne
 def _case_study(experiment: Experiment, tasks: dict[str, RetrievalTask],
                 retrievals: dict[tuple[str, str], Path]) -> dict[str, Any] | None:
     """The experiment's ``case_study`` (SEED-Encoder Table 5) from its two systems' run files, or None."""
+    from seedr.data.runs import read_trec_run
     from seedr.evaluation.case_study import case_study
-    from seedr.retrieval.runs import read_trec_run
 
     wanted = experiment.case_study
     if wanted is None:

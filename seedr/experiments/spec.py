@@ -62,7 +62,7 @@ from typing import Any
 import yaml
 
 from seedr.config import YAMLExpansionError, merge_settings, parse_yaml, yaml_problem
-from seedr.data.io import DataError, read_text
+from seedr.io import DataError, read_text
 
 #: Scales an experiment file declares: ``cpu`` runs on a 2-core machine, ``gpu`` on one GPU for minutes
 #: (a larger budget, more seeds), ``paper`` holds the papers' settings (validated only).

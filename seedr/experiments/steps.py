@@ -2,7 +2,7 @@
 
 ``pretrain`` → ``seedr.training.pretrain.pretrain`` (``seedr pretrain``), ``finetune`` →
 ``seedr.training.finetune.finetune`` (``seedr finetune``), ``average`` →
-``seedr.training.averaging.average_encoders`` (``seedr average``), ``diagnose`` → the diagnostics of ``seedr
+``seedr.engine.averaging.average_encoders`` (``seedr average``), ``diagnose`` → the diagnostics of ``seedr
 diagnose``, and the setup steps ``prepare`` and ``retrieval_task`` → ``seedr.data.prepare.prepare_corpus``
 (``seedr prepare``, the latter plus a seeded held-out split) and ``open_qa`` →
 ``seedr.data.open_qa.build_open_qa`` (``seedr prepare --open-qa``) over a BM25 run it makes. Settings
@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from seedr.config import from_dict, identity, merge_settings, read_recipe
-from seedr.data.io import atomic_directory, atomic_write
+from seedr.io import atomic_directory, atomic_write
 from seedr.registry import Registry
 
 STEPS: Registry[type[ExperimentStep]] = Registry("experiment step")
@@ -237,7 +237,7 @@ class FinetuneStep(ExperimentStep):
 
 @dataclasses.dataclass
 class AverageConfig:
-    """``seedr average`` options (``seedr.training.averaging``): the previous step's encoder (``model``), or
+    """``seedr average`` options (``seedr.engine.averaging``): the previous step's encoder (``model``), or
     the encoders of its run's ``checkpoints`` newest checkpoints instead, then the ``others`` models (e.g.
     ``minilm``, the model it was fine-tuned from: WiSE-FT), one weight each (default equal)."""
 
@@ -270,7 +270,7 @@ class AverageStep(ExperimentStep):
 
     def members(self) -> list[str]:
         """The models averaged, in order (the first is the template)."""
-        from seedr.training.averaging import checkpoint_encoders
+        from seedr.engine.averaging import checkpoint_encoders
 
         config = self.config()
         run = Path(config.model).parent if Path(config.model).name == "encoder" else Path(config.model)
@@ -279,7 +279,7 @@ class AverageStep(ExperimentStep):
         return [*first, *config.others]
 
     def run(self, out_dir: Path) -> dict[str, Any]:
-        from seedr.training.averaging import average_encoders
+        from seedr.engine.averaging import average_encoders
 
         return average_encoders(self.members(), out_dir / "encoder", self.config().weights)
 

@@ -181,7 +181,12 @@ class RetrievalTask:
 
     def dense_run(self, model: str, retrieve: RetrieveConfig, folder: Path) -> Run:
         """Encode the collection into ``folder/embeddings`` (resumable shards), index it, search."""
-        from seedr.retrieval.encode import TextEncoder, encode_corpus_to_shards, load_embeddings, read_manifest
+        from seedr.retrieval.encode import (
+            TextEncoder,
+            encode_corpus_to_shards,
+            load_embeddings,
+            read_manifest,
+        )
         from seedr.retrieval.faiss_index import DenseIndex
         from seedr.retrieval.search import search_text
 

@@ -28,7 +28,7 @@ from transformers import (
 )
 from transformers.utils import logging as hf_logging
 
-from seedr.data.io import DataError, read_json
+from seedr.io import DataError, read_json
 from seedr.modeling.model_card import write_model_card
 from seedr.modeling.projection import (
     MODULES_FILE,
@@ -148,8 +148,6 @@ def check_model_folder(folder: str | os.PathLike) -> None:
         DataError: naming ``config.json`` or ``tokenizer_config.json`` and the field at fault.
     """
     from transformers.models.auto.configuration_auto import CONFIG_MAPPING
-
-    import seedr.modeling.bow_mlp  # noqa: F401 (registers seedr's own BoW-MLP model type with transformers)
 
     folder = Path(folder)
     for name in ("config.json", "tokenizer_config.json"):
@@ -337,7 +335,6 @@ def load_encoder(name_or_path: str | os.PathLike) -> PreTrainedModel:
     A folder with code of its own is refused (``check_model_folder``), and so are weights that are not
     safetensors.
     """
-    import seedr.modeling.bow_mlp  # noqa: F401 (registers the BoW-MLP baseline with AutoModel)
 
     folder = resolve_model_path(name_or_path)
     check_model_folder(folder)
@@ -399,7 +396,7 @@ def save_encoder(encoder: PreTrainedModel, tokenizer: PreTrainedTokenizerBase, d
     A BERT without pooler gets the placeholder of ``add_placeholder_pooler``, so that ``AutoModel`` and
     ``SentenceTransformer`` load the folder without a missing-weights report; ``max_seq_length`` is cut
     to the encoder's positions, as ``seedr.retrieval.encode.model_defaults`` cuts it.
-    The caller is responsible for atomicity (see ``seedr.data.io.atomic_directory``).
+    The caller is responsible for atomicity (see ``seedr.io.atomic_directory``).
 
     sentence-transformers (≥ 6) then computes seedr's vectors (``seedr encode --compute-dtype float32``,
     ``seedr search``; title mode ``pair``, no prefixes) with its documented calls, a document being the

@@ -12,7 +12,7 @@ text pairs). A card reads the same on every machine: the encoder is titled by it
 written with ``huggingface_hub.ModelCardData`` (so ``ModelCard.load`` reads it back, ``model-index``
 included), following the Hub's model-card spec.
 
-``save_encoder`` writes a card for the folder alone; ``seedr.training.checkpoint.publish_product``
+``save_encoder`` writes a card for the folder alone; ``seedr.engine.checkpoint.publish_product``
 rewrites it with the run's details when the encoder lands in ``<run>/encoder``. What the run trained with
 is described by its caller (``described``: the objective, loss or negatives, each the first paragraph of
 its module's docstring, which cites its paper), as sentence-transformers' model-card callback and
@@ -38,12 +38,12 @@ from seedr.data.training_log import read_metrics
 #: Hub ids of the built-in short names of ``seedr.modeling.encoder.BUILTIN_MODELS``.
 BUILTIN_HUB_IDS = {"minilm": "sentence-transformers/all-MiniLM-L6-v2"}
 CARD = "README.md"
-#: The folder of a run's product (``seedr.training.checkpoint.PRODUCT``): its run names it.
+#: The folder of a run's product (``seedr.engine.checkpoint.PRODUCT``): its run names it.
 PRODUCT = "encoder"
 #: seedr's settings beside a fine-tuned encoder (``seedr.modeling.encoder.SETTINGS_FILE``, which imports
-#: this module) and its document tower (``seedr.modeling.dual_encoder.DOCUMENT_TOWER``).
+#: this module) and its document tower (``seedr.retrieval.dual_encoder.DOCUMENT_TOWER``).
 SETTINGS_FILE, DOCUMENT_TOWER = "seedr_dual_encoder.json", "doc_encoder"
-#: A temporary of ``seedr.data.io.atomic_directory``: ``.<name>.<pid>@<host>.<random>.tmp``, renamed to
+#: A temporary of ``seedr.io.atomic_directory``: ``.<name>.<pid>@<host>.<random>.tmp``, renamed to
 #: ``<name>`` once complete — which is when its card is read.
 _TEMPORARY = re.compile(r"^\.(?P<name>.+)\.\d+@[^@/]+\.[^.]+\.tmp$")
 

@@ -1,6 +1,6 @@
-"""What a trained model's ``forward`` returns to the trainer (``seedr.training.trainer.Trainer``): the
+"""What a trained model's ``forward`` returns to the trainer (``seedr.engine.trainer.Trainer``): the
 pre-training objectives (``seedr.objectives``) and the fine-tuning dual encoder
-(``seedr.modeling.dual_encoder``) alike, as transformers' models return their ``ModelOutput``s."""
+(``seedr.retrieval.dual_encoder``) alike, as transformers' models return their ``ModelOutput``s."""
 
 from __future__ import annotations
 

@@ -19,7 +19,7 @@ from pathlib import Path
 import torch
 from torch import nn
 
-from seedr.data.io import DataError, read_json
+from seedr.io import DataError, read_json
 
 MODULES_FILE = "modules.json"
 #: Where ``save_encoder`` writes the projection: sentence-transformers names module folders ``<idx>_<Type>``.

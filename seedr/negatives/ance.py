@@ -7,9 +7,10 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from seedr.data.io import check_output_folder
 from seedr.data.records import Document, Qrels
-from seedr.modeling.dual_encoder import DualEncoder
+from seedr.engine.checkpoint import PRODUCT, TRAINER_STATE, checkpoint_path, read_position
+from seedr.engine.trainer import Callback
+from seedr.io import check_output_folder
 from seedr.negatives.base import (
     NEGATIVES,
     PROVENANCE_FILE,
@@ -18,11 +19,10 @@ from seedr.negatives.base import (
     RefreshableData,
     dense_negatives,
 )
-from seedr.training.checkpoint import PRODUCT, TRAINER_STATE, checkpoint_path, read_position
-from seedr.training.trainer import Callback
+from seedr.retrieval.dual_encoder import DualEncoder
 
 if TYPE_CHECKING:
-    from seedr.training.trainer import Trainer
+    from seedr.engine.trainer import Trainer
 
 REFRESHES = "ance"
 _REFRESH_FOLDER = re.compile(r"^refresh-(\d+)$")

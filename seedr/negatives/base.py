@@ -24,8 +24,8 @@ from seedr.data.records import Document, Qrels
 from seedr.registry import Registry
 
 if TYPE_CHECKING:
-    from seedr.modeling.dual_encoder import DualEncoder
-    from seedr.training.trainer import Callback
+    from seedr.engine.trainer import Callback
+    from seedr.retrieval.dual_encoder import DualEncoder
 
 
 class NegativeStrategy:

@@ -11,7 +11,7 @@ from seedr.negatives.base import NEGATIVES, NegativeStrategy, NegativeTable
 from seedr.retrieval.bm25 import BM25Index
 
 if TYPE_CHECKING:
-    from seedr.modeling.dual_encoder import DualEncoder
+    from seedr.retrieval.dual_encoder import DualEncoder
 
 
 @NEGATIVES.register("bm25")

@@ -9,7 +9,7 @@ from seedr.data.records import Document, Qrels
 from seedr.negatives.base import NEGATIVES, NegativeStrategy, NegativeTable
 
 if TYPE_CHECKING:
-    from seedr.modeling.dual_encoder import DualEncoder
+    from seedr.retrieval.dual_encoder import DualEncoder
 
 
 @NEGATIVES.register("in_batch")

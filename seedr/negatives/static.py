@@ -7,11 +7,17 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from seedr.data.io import DataError
 from seedr.data.records import Document, Qrels
-from seedr.modeling.dual_encoder import DualEncoder
-from seedr.negatives.base import NEGATIVES, FalseNegativeMargins, NegativeStrategy, NegativeTable, dense_negatives
-from seedr.retrieval.runs import read_trec_run
+from seedr.data.runs import read_trec_run
+from seedr.io import DataError
+from seedr.negatives.base import (
+    NEGATIVES,
+    FalseNegativeMargins,
+    NegativeStrategy,
+    NegativeTable,
+    dense_negatives,
+)
+from seedr.retrieval.dual_encoder import DualEncoder
 
 
 @NEGATIVES.register("static")

@@ -63,7 +63,7 @@ import torch
 from torch.nn import functional as F
 from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
-from seedr.data.io import DataError, atomic_write
+from seedr.io import DataError, atomic_write
 from seedr.losses.gather import gather_rows, row_offset, world_size
 from seedr.modeling.bow_decoder import BagOfWordsDecoder
 from seedr.modeling.encoder import Pooling, pool

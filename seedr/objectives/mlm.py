@@ -15,7 +15,8 @@ import torch
 from torch.nn import functional as F
 from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
-from seedr.data.io import DataError
+from seedr.engine.checkpoint import latest_checkpoint, model_weights_path
+from seedr.io import DataError
 from seedr.modeling.mlm_head import MaskedLMHead
 from seedr.objectives.base import OBJECTIVES, Objective, ObjectiveOutput
 from seedr.objectives.masking import IGNORE_INDEX, mask_tokens, pad_token_ids, special_tokens_mask
@@ -87,8 +88,6 @@ class MaskedLanguageModel(Objective):
         checkpoint's full weights, whose encoder is the run's product. False when ``run_dir`` is not such
         a run."""
         from safetensors import safe_open
-
-        from seedr.training.checkpoint import latest_checkpoint, model_weights_path
 
         checkpoint = latest_checkpoint(run_dir) if (run_dir / "checkpoints").is_dir() else None
         if checkpoint is None:

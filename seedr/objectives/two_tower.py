@@ -37,19 +37,19 @@ from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
 from seedr.data.articles import read_articles
 from seedr.data.glossary import read_glossary
-from seedr.data.io import DataError, iter_jsonl
 from seedr.data.links import recover_title_links
 from seedr.data.records import Article
 from seedr.data.sentences import sentence_spans
+from seedr.engine.gradient_cache import GradientCacheSplit
+from seedr.io import DataError, iter_jsonl
 from seedr.losses.base import Similarity, in_batch_false_negatives
 from seedr.losses.gather import document_key
 from seedr.losses.in_batch_softmax import InBatchSoftmaxLoss
-from seedr.modeling.dual_encoder import DualEncoder
 from seedr.modeling.projection import Projection
 from seedr.objectives.base import OBJECTIVES, Objective, ObjectiveOutput
 from seedr.registry import Registry
+from seedr.retrieval.dual_encoder import DualEncoder
 from seedr.retrieval.encode import tokenize_pairs
-from seedr.training.gradient_cache import GradientCacheSplit
 
 # ---------------------------------------------------------------------------------------------- pairs
 
@@ -291,7 +291,7 @@ class TwoTowerConfig:
 class TwoTowerObjective(Objective):
     """Two-tower pre-training with the in-batch sampled softmax (ICLR 2020, Eq. 1 and 3).
 
-    The model is a ``seedr.modeling.dual_encoder.DualEncoder`` (``self.towers``), the one two-tower model
+    The model is a ``seedr.retrieval.dual_encoder.DualEncoder`` (``self.towers``), the one two-tower model
     of seedr, which fine-tuning trains further: [CLS] pooling (``pool``), then the optional projection,
     scored by the inner product, with the loss ``seedr.losses.in_batch_softmax``. The objective adds what
     pre-training has and fine-tuning has not: the pairs (``collate``), each pair's log Q for the loss's

@@ -7,7 +7,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from seedr.data.io import atomic_write
+from seedr.io import atomic_write
 
 #: Resolution of every plot: legible in a browser and in a Markdown viewer at its natural size.
 DPI = 110

@@ -12,7 +12,7 @@ import html
 import mimetypes
 from pathlib import Path
 
-from seedr.data.io import DataError, atomic_write
+from seedr.io import DataError, atomic_write
 
 _STYLE = """
 body { font-family: system-ui, sans-serif; max-width: 60rem; margin: 2rem auto; padding: 0 1rem;

@@ -16,9 +16,10 @@ from pathlib import Path
 from typing import Any
 
 from seedr.config import read_recipe
-from seedr.data.io import DataError, atomic_write
 from seedr.data.training_log import read_metrics
+from seedr.io import DataError, atomic_write
 from seedr.reporting.figures import save_plot
+from seedr.reporting.html import write_html
 
 #: Logged quantities that are bookkeeping, not curves worth plotting.
 _NOT_CURVES = {"step", "epoch", "seconds"}
@@ -89,7 +90,7 @@ def results_table(runs: list[RunSummary]) -> str:
 
 
 #: Logged keys with this prefix are the parts' gradient norms on the encoder
-#: (``seedr.training.part_gradients``): drawn together in one plot, on a log scale.
+#: (``seedr.engine.part_gradients``): drawn together in one plot, on a log scale.
 _PART_GRADIENTS = "grad_norm/"
 
 
@@ -178,7 +179,6 @@ def render_report(run_dirs: list[str | Path], out_dir: str | Path, title: str = 
     ``seedr.evaluation.compare``) are placed before the per-run tables when given; ``figures`` (PNG
     files inside ``out_dir``) after them. ``names`` name the runs (default: their folder names).
     """
-    from seedr.reporting.html import write_html
 
     out_dir = Path(out_dir)
     runs = [load_run(path, name) for path, name in zip(run_dirs, names or [None] * len(run_dirs))]

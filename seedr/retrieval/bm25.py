@@ -29,9 +29,9 @@ import Stemmer
 from bm25s.tokenization import Tokenizer
 from tqdm.auto import tqdm
 
-from seedr.data.io import DataError, atomic_directory, iter_lines, read_json
 from seedr.data.records import Document, Run
-from seedr.retrieval.runs import id_ranks
+from seedr.data.runs import id_ranks
+from seedr.io import DataError, atomic_directory, iter_lines, read_json
 
 SETTINGS = "seedr_bm25.json"
 

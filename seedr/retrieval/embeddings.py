@@ -21,8 +21,8 @@ from typing import Any
 
 import numpy as np
 
-from seedr.data.io import DataError, atomic_write, iter_lines, read_json, require_file, unique_id
 from seedr.data.records import Document
+from seedr.io import DataError, atomic_write, iter_lines, read_json, require_file, unique_id
 
 MANIFEST = "manifest.json"
 SETTINGS = "settings.json"

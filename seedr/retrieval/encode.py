@@ -33,9 +33,9 @@ import torch
 from tqdm.auto import tqdm
 from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
-from seedr.data.io import DataError
 from seedr.data.records import Document
 from seedr.hardware import default_compute_dtype
+from seedr.io import DataError
 from seedr.modeling.encoder import (
     SETTINGS_FILE,
     Pooling,

@@ -33,8 +33,8 @@ import faiss
 import numpy as np
 from tqdm.auto import tqdm
 
-from seedr.data.io import DataError, atomic_directory, disk_full, iter_lines, no_space_left, read_json
-from seedr.retrieval.runs import id_ranks
+from seedr.data.runs import id_ranks
+from seedr.io import DataError, atomic_directory, disk_full, iter_lines, no_space_left, read_json
 
 METRICS = {"ip": faiss.METRIC_INNER_PRODUCT, "cosine": faiss.METRIC_INNER_PRODUCT, "l2": faiss.METRIC_L2}
 

@@ -5,7 +5,7 @@ ranking of the query's documents:
 
 * ``rrf`` — reciprocal rank fusion (Cormack, Clarke & Büttcher, SIGIR 2009):
   ``f(d) = Σ_i w_i / (k + r_i(d))``, ``r_i(d)`` the rank (from 1) of ``d`` in run ``i`` in seedr's rank
-  order (score descending, document id ascending: ``seedr.retrieval.runs``). k = 60 and equal weights
+  order (score descending, document id ascending: ``seedr.data.runs``). k = 60 and equal weights
   are the paper's.
 * ``minmax`` — a convex combination of min-max normalised scores,
   ``f(d) = Σ_i w_i (s_i(d) − min_i) / (max_i − min_i)``, the minimum and maximum over the documents run
@@ -29,7 +29,7 @@ Weights — and RRF's k, and the method itself when several are offered — are 
 split (``select_fusion``): every candidate of a grid (weights on the simplex in steps of ``step``: 11
 for two runs at 0.1, 66 for three; k from a list) fuses the *development* runs of the same systems and
 is scored by an ``Objective`` (the mean of one metric over the development queries, computed by seedr's
-evaluation: ``qrels_objective``, ``qa_objective``); the best is kept, a tie going to the weights nearest
+evaluation: ``seedr.evaluation.development``); the best is kept, a tie going to the weights nearest
 to equal, then to the k nearest to 60. ``write_fused_run`` records the choice, every candidate's score,
 and the fingerprint of every run it read beside the fused run (``<run>.json``, with the queries record
 its components share), so that ``seedr evaluate`` can test the fused run against each component
@@ -48,10 +48,8 @@ from typing import Any
 import numpy as np
 from tqdm.auto import tqdm
 
-from seedr.data.io import DataError
-from seedr.data.records import Document, Qrels, Run
-from seedr.registry import Registry
-from seedr.retrieval.runs import (
+from seedr.data.records import Run
+from seedr.data.runs import (
     describe_queries,
     rank_documents,
     read_run_record,
@@ -61,6 +59,8 @@ from seedr.retrieval.runs import (
     run_record_path,
     write_run_and_record,
 )
+from seedr.io import DataError
+from seedr.registry import Registry
 
 #: A method's per-query transform: the scores of one run's ranking (in rank order) and RRF's k → the
 #: values the weighted sum adds up, and the value of a document the run does not rank.
@@ -206,62 +206,6 @@ class Objective:
     score: Callable[[Run], float]
 
 
-def qrels_objective(qrels: Qrels, metric: str = "nDCG@10") -> Objective:
-    """Mean of an IR metric over every judged query (``seedr.evaluation.metrics``: missing queries 0)."""
-    from seedr.evaluation.metrics import evaluate_run, parse_metric
-
-    parse_metric(metric)
-    return Objective(metric, lambda run: evaluate_run(run, qrels, [metric])[metric])
-
-
-def qa_objective(answers: dict[str, Sequence[str]], passages: dict[str, Document], metric: str = "Top-20",
-                 include_title: bool = False) -> Objective:
-    """DPR's answer coverage ``Top-k`` over the questions of ``answers`` (``seedr.evaluation.qa_coverage``)."""
-    from seedr.evaluation.qa_coverage import coverage_per_question, first_hit_ranks
-
-    if not (metric.startswith("Top-") and metric[4:].isdigit() and int(metric[4:]) >= 1):
-        raise ValueError(f"answer coverage is scored by Top-k (e.g. Top-20), not {metric!r}")
-    k = int(metric[4:])
-
-    def score(run: Run) -> float:
-        hits = coverage_per_question(first_hit_ranks(run, passages, answers, k, include_title), [k])[metric]
-        return float(np.mean(list(hits.values()))) if hits else 0.0
-
-    return Objective(metric, score)
-
-
-def development_objective(paths: Sequence[str | os.PathLike], runs: Sequence[Run], *,
-                          qrels: str | os.PathLike | None = None, qa_answers: Any = None, corpus: Any = None,
-                          qa_title: bool = False, metric: str | None = None
-                          ) -> tuple[Objective, dict[str, Any], list[str]]:
-    """The objective of a development split given as ``seedr evaluate`` takes one — ``qrels`` (metric
-    default nDCG@10), or ``qa_answers`` with the passage ``corpus`` (default Top-20) — for the development
-    runs ``runs`` read from ``paths``; what the split was, for the record; and warnings for runs whose
-    questions cannot be checked.
-
-    Raises:
-        DataError: a QA development run was searched with other questions than ``qa_answers``'.
-    """
-    from seedr.data.queries import read_qrels
-    from seedr.evaluation.qa_coverage import ranked_passages, read_qa_file
-    from seedr.retrieval.runs import check_run_queries
-
-    if (qrels is None) == (not qa_answers):
-        raise ValueError("a development split is scored against qrels or QA answers: give one of them")
-    if qrels is not None:
-        return qrels_objective(read_qrels(qrels), metric or "nDCG@10"), {"qrels": str(qrels)}, []
-    if not corpus:
-        raise ValueError("QA answers need the passage corpus the runs rank")
-    questions, answers = read_qa_file(qa_answers)
-    given = ", ".join(map(str, qa_answers)) if isinstance(qa_answers, list | tuple) else str(qa_answers)
-    warnings = [warning for path, run in zip(paths, runs, strict=True)
-                if (warning := check_run_queries(path, questions, given, run))]
-    passages = ranked_passages(runs, corpus, show_progress=True)
-    split = {"qa_answers": [str(path) for path in (qa_answers if isinstance(qa_answers, list | tuple)
-                                                   else [qa_answers])], "qa_title": qa_title}
-    return qa_objective(answers, passages, metric or "Top-20", qa_title), split, warnings
-
-
 @dataclass(frozen=True)
 class Selection:
     """The fusion chosen on a development split, its score there, and every candidate's."""
@@ -347,7 +291,7 @@ def write_fused_run(out: str | os.PathLike, run: Run, fusion: Fusion, components
     """Write the fused TREC run and its record (``<out>.json``): the components' queries record, the
     fusion, its components (path and fingerprint) and, when chosen on a development split, the
     selection with every candidate and what the split was (``development``). Written as one unit
-    (``seedr.retrieval.runs.write_run_and_record``: the record, with the fused run's fingerprint, first);
+    (``seedr.data.runs.write_run_and_record``: the record, with the fused run's fingerprint, first);
     returns the number of lines and the record's path."""
     record: dict[str, Any] = {}
     if queries is not None:
@@ -390,5 +334,5 @@ def fused_components(run_path: str | os.PathLike) -> tuple[list[Path], list[str]
 
 
 __all__ = ["DECIMALS", "FUSIONS", "RRF_K", "Fusion", "Objective", "Selection", "combine", "component_entry",
-           "development_objective", "fuse", "fused_components", "min_max", "qa_objective", "qrels_objective",
+           "fuse", "fused_components", "min_max",
            "query_matrices", "reciprocal_ranks", "select_fusion", "shared_queries", "weight_grid", "write_fused_run", "z_scores"]

@@ -15,17 +15,17 @@ segment (encoded ``title [SEP] passage`` like any document, see ``seedr.retrieva
 from __future__ import annotations
 
 import bisect
-from itertools import islice
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from itertools import islice
 
 import numpy as np
 from transformers import PreTrainedTokenizerBase
 
 from seedr.data.records import Document, Run
+from seedr.data.runs import rank_documents, run_from_topk
 from seedr.registry import Registry
 from seedr.retrieval.faiss_index import DenseIndex
-from seedr.retrieval.runs import rank_documents, run_from_topk
 
 #: Passage ids are ``<document id>#<passage number from 0>``.
 PASSAGE_SEPARATOR = "#"

@@ -9,10 +9,10 @@ from __future__ import annotations
 import numpy as np
 
 from seedr.data.records import Run
+from seedr.data.runs import run_from_topk
 from seedr.retrieval.encode import TextEncoder
 from seedr.retrieval.faiss_index import DenseIndex
 from seedr.retrieval.long_documents import PASSAGE_SEPARATOR, Passages, search_max_passage
-from seedr.retrieval.runs import run_from_topk
 
 
 def search_text(index: DenseIndex, encoder: TextEncoder, queries: dict[str, str], k: int = 100,

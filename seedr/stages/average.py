@@ -42,7 +42,7 @@ def command(
 
     Example: seedr average runs/ft minilm --weight 0.5 --weight 0.5 --out wise-ft
     """
-    from seedr.training.averaging import average_encoders, checkpoint_encoders
+    from seedr.engine.averaging import average_encoders, checkpoint_encoders
 
     members: list[str] = []
     for model in models:

@@ -13,7 +13,9 @@ from rich.console import Console
 from rich.markup import escape
 from typer.core import TyperCommand
 
-from seedr.data.io import CORRUPT_STREAM_ERRORS, DataError, output_lock
+from seedr.config import describe_settings, load_config
+from seedr.io import CORRUPT_STREAM_ERRORS, DataError, output_lock
+from seedr.recipes import recipe_path
 
 console = Console(stderr=True)
 
@@ -109,8 +111,6 @@ def _option_values(words: Sequence[str], option: str) -> list[str]:
 
 def _settings_listing(config_class: type, stage: str, words: Sequence[str]) -> list[str]:
     """The heading and ``key = value: description`` lines of ``listing_settings``'s help."""
-    from seedr.config import describe_settings, load_config
-    from seedr.recipes import recipe_path
 
     recipes, overrides = _option_values(words, "--config"), _option_values(words, "--set")
     sources = [*([f"recipe {recipes[-1]}"] if recipes else []), *(f"--set {value}" for value in overrides)]
@@ -125,7 +125,7 @@ def _settings_listing(config_class: type, stage: str, words: Sequence[str]) -> l
 
 
 def locks_output(option: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
-    """Hold ``seedr.data.io.output_lock`` on the command's ``option`` argument (the output it writes)
+    """Hold ``seedr.io.output_lock`` on the command's ``option`` argument (the output it writes)
     for the whole command, so two commands never write one output at once. Under a launcher
     (``torchrun``, ``accelerate launch``) only the main process (``RANK`` 0) holds it."""
 

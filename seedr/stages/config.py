@@ -6,6 +6,8 @@ from typing import Annotated
 
 import typer
 
+from seedr.api import resolve_settings
+from seedr.config import attribute_descriptions, describe_settings, parse_overrides
 from seedr.stages.common import clear_errors, console
 
 
@@ -29,9 +31,6 @@ def command(
     import dataclasses
 
     import yaml
-
-    from seedr.api import resolve_settings
-    from seedr.config import attribute_descriptions, describe_settings, parse_overrides
 
     resolved = resolve_settings(stage, config, parse_overrides(overrides))
     if describe:

@@ -8,6 +8,7 @@ from typing import Annotated
 
 import typer
 
+from seedr.experiments.spec import load_experiment
 from seedr.stages.common import clear_errors, console, locks_output
 
 
@@ -30,7 +31,6 @@ def command(
     Example: seedr demo --out runs/demo-scifact --data ../shared/data/scifact --set pretrain_steps=300
     """
     from seedr.experiments.runner import run_experiment
-    from seedr.experiments.spec import load_experiment
 
     overrides = [*(set_ or []), *([f"data={data}"] if data is not None else [])]
     experiment = load_experiment("demo", "cpu", overrides)

@@ -7,6 +7,7 @@ from typing import Annotated
 
 import typer
 
+from seedr.api import encode
 from seedr.stages.common import clear_errors, console
 
 
@@ -15,7 +16,7 @@ def _say_which_step(model: str) -> None:
     exists (a run killed between a checkpoint and the product's update, not yet resumed)."""
     from rich.markup import escape
 
-    from seedr.training.checkpoint import CHECKPOINTS, PRODUCT, product_steps
+    from seedr.engine.checkpoint import CHECKPOINTS, PRODUCT, product_steps
 
     run = Path(model).expanduser()
     if not ((run / PRODUCT / "config.json").exists() and (run / CHECKPOINTS).is_dir()):
@@ -88,8 +89,6 @@ def command(
     Example: seedr encode --model runs/finetune-seed --corpus scifact/corpus.jsonl --out runs/scifact-emb
     """
     from accelerate import PartialState
-
-    from seedr.api import encode
 
     if PartialState(cpu=device == "cpu").is_main_process:
         _say_which_step(model)

@@ -8,7 +8,9 @@ from typing import Annotated
 
 import typer
 
+from seedr.api import evaluate
 from seedr.evaluation import DEFAULT_METRICS
+from seedr.io import atomic_write
 from seedr.stages.common import clear_errors, console
 
 
@@ -76,9 +78,6 @@ def command(
     Example: seedr evaluate dense.trec bm25.trec --qrels scifact/qrels/test.tsv --baseline bm25.trec
     """
     from rich.console import Console
-
-    from seedr.api import evaluate
-    from seedr.data.io import atomic_write
 
     try:
         cutoffs = [int(k) for k in ks.split(",") if k.strip()]

@@ -9,6 +9,10 @@ from typing import Annotated
 
 import typer
 
+from seedr.experiments.results import load_results, update_claims_page
+from seedr.experiments.results import record as record_results
+from seedr.experiments.results import verify as check
+from seedr.experiments.spec import RUN_SCALES, experiment_titles, load_experiment
 from seedr.stages.common import clear_errors, console
 
 
@@ -44,7 +48,6 @@ def command(
 
     Example: seedr experiment domain_adaptation --out runs/experiments
     """
-    from seedr.experiments.spec import RUN_SCALES, experiment_titles, load_experiment
 
     if list_:
         titles = experiment_titles()
@@ -58,9 +61,9 @@ def command(
     if reuse and not verify:
         raise typer.BadParameter("--reuse goes with --verify (a run without --verify always reuses finished "
                                  "steps)", param_hint="--reuse")
-    from seedr.experiments.results import load_results, record as record_results, update_claims_page, verify as check
-    from seedr.experiments.runner import run_experiment
     import torch
+
+    from seedr.experiments.runner import run_experiment
 
     experiment = load_experiment(name, scale, set_ or [])
     if scale not in RUN_SCALES:

@@ -8,14 +8,15 @@ from typing import Annotated, Any
 import typer
 from rich.console import Console
 
+from seedr.api import finetune, resolve_settings
+from seedr.config import parse_overrides
+from seedr.settings import FinetuneConfig
 from seedr.stages.common import clear_errors, listing_settings
 
 console = Console()  # the summary table goes to stdout; progress and errors to stderr
 
 
 def _config_class() -> type[Any]:
-    from seedr.settings import FinetuneConfig  # torch-free: the help answers at once
-
     return FinetuneConfig
 
 
@@ -76,8 +77,6 @@ def command(
     Example: seedr finetune --model minilm --train ../shared/data/scifact --negatives bm25 --loss nll
     --dev-qrels ../shared/data/scifact/qrels/test.tsv --set train.max_steps=200 --out runs/scifact
     """
-    from seedr.api import finetune, resolve_settings
-    from seedr.config import parse_overrides
 
     settings = parse_overrides(overrides)
     options = {"model": model, "train": train, "negatives": negatives, "loss": loss, "dev_qrels": dev_qrels,

@@ -81,19 +81,19 @@ def command(
 
     Example: seedr fuse bm25.trec dense.trec --out rrf.trec   (RRF, k 60, equal weights)
     """
+    from seedr.data.runs import read_trec_run
+    from seedr.evaluation.development import development_objective
     from seedr.evaluation.metrics import run_depth
     from seedr.retrieval.fusion import (
         RRF_K,
         Fusion,
         component_entry,
-        development_objective,
         fuse,
         select_fusion,
         shared_queries,
         weight_grid,
         write_fused_run,
     )
-    from seedr.retrieval.runs import read_trec_run
 
     methods = list(dict.fromkeys(method or ["rrf"]))
     ks = list(dict.fromkeys(rrf_k or [RRF_K]))

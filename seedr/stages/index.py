@@ -7,6 +7,7 @@ from typing import Annotated
 
 import typer
 
+from seedr.api import index as build_index
 from seedr.stages.common import clear_errors, console
 
 
@@ -38,7 +39,6 @@ def command(
 
     Example: seedr index --embeddings runs/scifact-emb --out runs/scifact-index --factory HNSW32
     """
-    from seedr.api import index as build_index
 
     built = build_index(embeddings, out, factory=factory, metric=metric, train_sample=train_sample, seed=seed,
                         gpu=gpu, overwrite=overwrite)

@@ -8,12 +8,13 @@ from typing import Annotated, Any
 import typer
 from rich.markup import escape
 
+from seedr.api import pretrain
+from seedr.config import parse_overrides
+from seedr.settings import PretrainConfig
 from seedr.stages.common import clear_errors, console, listing_settings
 
 
 def _config_class() -> type[Any]:
-    from seedr.settings import PretrainConfig  # torch-free: the help answers at once
-
     return PretrainConfig
 
 
@@ -58,9 +59,7 @@ def command(
 
     Example: seedr pretrain --config seed --corpus ../shared/data/wiki --model minilm --out runs/seed --set train.max_steps=200
     """
-    from seedr.api import pretrain
-    from seedr.config import parse_overrides
-    from seedr.training.trainer import process_state
+    from seedr.engine.trainer import process_state
 
     speaks = process_state().is_main_process  # under accelerate launch / torchrun, one process reports
     if speaks:

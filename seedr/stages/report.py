@@ -8,6 +8,8 @@ from typing import Annotated
 
 import typer
 
+from seedr.reporting.html import is_report_folder, render_report_html
+from seedr.reporting.report import render_report
 from seedr.stages.common import clear_errors, console, locks_output
 
 
@@ -27,8 +29,6 @@ def command(
 
     Example: seedr report runs/pretrain-seed runs/finetune-seed --out runs/report
     """
-    from seedr.reporting.html import is_report_folder, render_report_html
-    from seedr.reporting.report import render_report
 
     if len(runs) == 1 and is_report_folder(runs[0]):
         page = render_report_html(runs[0], out)

@@ -7,6 +7,7 @@ from typing import Annotated
 
 import typer
 
+from seedr.api import search
 from seedr.stages.common import clear_errors, console
 
 
@@ -71,7 +72,6 @@ def command(
 
     Example: seedr search --index runs/scifact-index --queries scifact/queries.jsonl --out dense.trec
     """
-    from seedr.api import search
 
     result = search(out, queries=queries or None, questions=questions or None, reqa=reqa, k=k, index=index, model=model,
                     max_length=max_length, query_prefix=query_prefix, batch_size=batch_size, nprobe=nprobe,

@@ -1,6 +1,6 @@
 """Fine-tuning a pre-trained encoder into a dense retriever: the training data, its collation, dev
 evaluation during training, static-negative rounds and few-shot runs. The loop itself is the shared
-``seedr.training.trainer.Trainer``; the settings, ``FinetuneConfig``, are defined in the torch-free
+``seedr.engine.trainer.Trainer``; the settings, ``FinetuneConfig``, are defined in the torch-free
 ``seedr.settings`` and importable from here.
 
 The set-ups of the papers, as recipes (``seedr/recipes/finetune/``):
@@ -38,24 +38,24 @@ from transformers import PreTrainedTokenizerBase
 
 from seedr.config import record_run, to_dict
 from seedr.data.corpus import load_corpus
-from seedr.data.io import DataError, atomic_directory, atomic_write
 from seedr.data.queries import read_qrels, read_queries
 from seedr.data.records import Document, Qrels
 from seedr.data.training_sets import TrainingSet, load_training_set
-from seedr.evaluation.metrics import evaluate_run
+from seedr.engine.checkpoint import PRODUCT, latest_checkpoint
+from seedr.engine.trainer import METRICS, Callback, Trainer, check_run_folder, uses_cpu
+from seedr.evaluation.metrics import deeper_than, evaluate_run
 from seedr.hardware import resolve_mixed_precision
+from seedr.io import DataError, atomic_directory, atomic_write
 from seedr.losses import build_loss
 from seedr.losses.gather import NO_KEY, document_key
-from seedr.modeling.dual_encoder import DualEncoder
 from seedr.modeling.encoder import check_lengths
 from seedr.negatives import NEGATIVES, NegativeStrategy, NegativeTable
 from seedr.negatives.base import positives
+from seedr.retrieval.dual_encoder import DualEncoder
 from seedr.retrieval.encode import document_input, tokenize_pairs
 from seedr.settings import EPOCH_UNITS, FinetuneConfig, TrainConfig
-from seedr.training.checkpoint import PRODUCT, latest_checkpoint
 from seedr.training.few_shot import run_few_shot
 from seedr.training.publish import describe_run
-from seedr.training.trainer import METRICS, Callback, Trainer, check_run_folder, uses_cpu
 
 console = Console(stderr=True)
 
@@ -307,15 +307,26 @@ def _train_one(config: FinetuneConfig, training: TrainingSet, dev: DevSet | None
             "dev": {k: v for k, v in last.items() if k.startswith("dev/")}}
 
 
+def check_dev_metrics(config: FinetuneConfig) -> None:
+    """Refuse dev metrics that go deeper than the documents retrieved per dev query: R@1000 on a top 100
+    would silently equal R@100 (``seedr.evaluation.metrics.deeper_than``)."""
+    too_deep = deeper_than(config.dev_metrics, config.dev_depth)
+    if too_deep:
+        raise ValueError(f"dev_metrics {', '.join(too_deep)} go deeper than the {config.dev_depth} documents "
+                         f"retrieved per dev query: raise dev_depth or drop them")
+
+
 def finetune(config: FinetuneConfig, out_dir: str | Path, resume: bool = False) -> dict[str, Any]:
     """Fine-tune ``config.model`` on ``config.train_data``; few-shot seeds and static rounds included.
 
     Returns a summary: the run folder, the encoder, the last logged metrics and the final dev metrics.
     An output the run would refuse (``check_run_folder``), and a global batch the processes cannot
-    divide, are refused first, before any data is read or negative mined.
+    divide, and dev metrics deeper than the dev ranking (``check_dev_metrics``), are refused first, before
+    any data is read or negative mined.
     """
     out_dir = Path(out_dir)
     check_run_folder(out_dir, resume)
+    check_dev_metrics(config)
     check_lengths(config.model, {"query_max_length": config.query_max_length,
                                  "document_max_length": config.document_max_length})
     # every config.yaml of the run (this folder's, its rounds' and seeds') records the accumulation used

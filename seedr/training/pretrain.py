@@ -37,16 +37,26 @@ from accelerate.utils import set_seed
 from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
 from seedr.config import from_dict, to_dict
+from seedr.data.corpus import read_corpus
+from seedr.data.default import default_corpus_path, default_documents
 from seedr.data.inputs import input_files
 from seedr.data.records import Document
+from seedr.engine.shards import (
+    TokenShardData,
+    TokenShards,
+    ensure_token_shards,
+    shard_key,
+    source_fingerprint,
+)
+from seedr.engine.trainer import TrainData, Trainer, check_run_folder, process_state
 from seedr.modeling.bow_mlp import build_bow_mlp
 from seedr.modeling.encoder import build_encoder, check_lengths, load_encoder, load_tokenizer
 from seedr.objectives import OBJECTIVES, Objective
+from seedr.objectives.cpdae import compute_idf, save_idf
+from seedr.objectives.two_tower import pair_data_for
 from seedr.registry import Registry
 from seedr.settings import DataConfig, ModelConfig, PretrainConfig
 from seedr.training.publish import describe_run
-from seedr.training.shards import TokenShardData, TokenShards, ensure_token_shards, shard_key, source_fingerprint
-from seedr.training.trainer import TrainData, Trainer, check_run_folder, process_state
 
 #: BERT shapes for from-scratch pre-training: (layers, hidden, heads). ``base`` is BERT-base
 #: (Devlin et al., 2019); the smaller ones are the compact BERTs of Turc et al. (2019).
@@ -95,8 +105,6 @@ def build_model(config: ModelConfig, max_seq_length: int) -> tuple[PreTrainedMod
 
 
 def _documents(files: list[Path], format: str) -> Iterator[Document]:
-    from seedr.data.corpus import read_corpus
-
     for path in files:
         yield from read_corpus(path, format, skip_empty=True)
 
@@ -109,7 +117,6 @@ def token_data(config: PretrainConfig, tokenizer: PreTrainedTokenizerBase, out_d
         sources: list[Any] = [entry for path in files for entry in source_fingerprint(path)]
         documents: Any = functools.partial(_documents, files, data.format)  # read only if not tokenised yet
     else:
-        from seedr.data.default import default_corpus_path, default_documents
 
         sources, documents = source_fingerprint(default_corpus_path()), default_documents
     directory = Path(data.shards) if data.shards else out_dir.parent / "shards" / shard_key(
@@ -123,7 +130,6 @@ def token_data(config: PretrainConfig, tokenizer: PreTrainedTokenizerBase, out_d
 
 def pair_data(config: PretrainConfig, objective_config: Any) -> TrainData:
     """``PairData`` for a two-tower objective, drawn from the corpus files."""
-    from seedr.objectives.two_tower import pair_data_for
 
     files = input_files(config.data.corpus, "corpus") if config.data.corpus else []
     if not files:
@@ -141,7 +147,6 @@ def corpus_idf(config: PretrainConfig, tokenizer: PreTrainedTokenizerBase, vocab
     by every run on those shards): ``log((N + 1) / (df + 1))`` over the N training examples
     (``seedr.objectives.cpdae.compute_idf``). Examples, not source documents, are the texts: they are
     what eq. 4 reconstructs, so a word's weight reflects how often it is a reconstruction target."""
-    from seedr.objectives.cpdae import compute_idf, save_idf
 
     token_data(config, tokenizer, out_dir)  # makes or finds the shards; sets config.data.shards
     path = Path(config.data.shards) / "idf.npy"
@@ -178,7 +183,7 @@ def build_objective(config: PretrainConfig, out_dir: str | Path | None = None) -
 
 
 def pretrain(config: PretrainConfig, out_dir: str | Path, resume: bool = False) -> dict[str, float]:
-    """Pre-train and write the run folder ``out_dir`` (see ``seedr.training.trainer``).
+    """Pre-train and write the run folder ``out_dir`` (see ``seedr.engine.trainer``).
 
     Returns the metrics of the last logged step. An output the run would refuse (``check_run_folder``),
     and a global batch the processes cannot divide, are refused first, before the model is built or the

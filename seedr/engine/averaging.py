@@ -33,8 +33,17 @@ import shutil
 from collections.abc import Sequence
 from pathlib import Path
 
-
-from seedr.data.io import DataError, atomic_directory, output_lock
+from seedr.engine.checkpoint import PRODUCT, list_checkpoints
+from seedr.io import DataError, atomic_directory, output_lock
+from seedr.modeling.encoder import (
+    PLACEHOLDER_POOLER,
+    POOLER_KEYS,
+    add_placeholder_pooler,
+    load_tokenizer,
+    model_fingerprint,
+    resolve_model_path,
+)
+from seedr.modeling.model_card import portable_name, write_model_card
 
 #: The record of an averaged encoder: its members (paths and fingerprints) and their weights.
 AVERAGE_RECORD = "seedr_average.json"
@@ -44,7 +53,6 @@ def checkpoint_encoders(run_dir: str | os.PathLike, newest: int) -> list[Path]:
     """The encoders of the ``newest`` newest checkpoints of a fine-tuning or pre-training run, oldest
     first (LAWA's latest checkpoints). A ``DataError`` when the run kept fewer: a run keeps
     ``train.keep_checkpoints`` of them, written every ``train.save_every`` steps and at its end."""
-    from seedr.training.checkpoint import PRODUCT, list_checkpoints
 
     if newest < 1:
         raise ValueError(f"checkpoints to average must be at least 1, got {newest}")
@@ -67,8 +75,6 @@ def _normalised(weights: Sequence[float] | None, count: int) -> list[float]:
 
 
 def _check_vocabularies(members: Sequence[Path]) -> None:
-    from seedr.modeling.encoder import load_tokenizer
-
     vocabulary = load_tokenizer(members[0]).get_vocab()
     for member in members[1:]:
         if load_tokenizer(member).get_vocab() != vocabulary:
@@ -78,7 +84,6 @@ def _check_vocabularies(members: Sequence[Path]) -> None:
 
 def _placeholder(weights) -> set[str]:
     """The names of seedr's placeholder pooler in an open safetensors file (none when it has none)."""
-    from seedr.modeling.encoder import PLACEHOLDER_POOLER, POOLER_KEYS
 
     return set(POOLER_KEYS) if PLACEHOLDER_POOLER in (weights.metadata() or {}) else set()
 
@@ -143,12 +148,10 @@ def average_encoders(models: Sequence[str | os.PathLike], out: str | os.PathLike
         models: model folders, seedr run folders (their ``encoder/``) or built-in names (``minilm``), two
             or more; the first is the template whose folder is copied.
         out: the averaged encoder's folder (replaced only once complete; locked while it is written,
-            ``seedr.data.io.output_lock``), apart from every model: neither one of them, inside one, nor
+            ``seedr.io.output_lock``), apart from every model: neither one of them, inside one, nor
             holding one.
         weights: one per model, normalised to sum to 1; default equal (a uniform soup).
     """
-    from seedr.modeling.encoder import add_placeholder_pooler, model_fingerprint, resolve_model_path
-    from seedr.modeling.model_card import portable_name, write_model_card
 
     if len(models) < 2:
         raise ValueError(f"averaging needs two or more models, got {len(models)}")

@@ -12,7 +12,7 @@ defers to the Accelerate launch config, so ``accelerate launch --mixed_precision
 ``batch_size × gradient_accumulation_steps × processes`` (SEED-Encoder: 256; CPDAE: 64); recipes state
 the paper's ``global_batch_size`` instead and the accumulation follows from the number of processes.
 With ``gradient_cache`` the whole per-process batch enters one loss through GradCache
-(``seedr.training.gradient_cache``). On a machine without an accelerator the ``Accelerator`` is made
+(``seedr.engine.gradient_cache``). On a machine without an accelerator the ``Accelerator`` is made
 with ``cpu=True``, which is what makes ``torchrun`` start a real gloo process group on CPUs (without it
 every process would silently train alone).
 ``save_product`` receives the unwrapped model on the main process, so under FSDP or DeepSpeed ZeRO-3
@@ -22,9 +22,9 @@ the Accelerate config must gather full weights for saving (FSDP ``FULL_STATE_DIC
 The model is an ``nn.Module`` whose ``forward(**batch)`` returns
 ``seedr.objectives.base.ObjectiveOutput(loss, parts)``; ``loss`` is back-propagated, every part is
 logged under its name, and — for a loss of several differentiable parts — each part's gradient norm on
-the encoder as ``grad_norm/<part>`` every ``log_every`` steps (``seedr.training.part_gradients``; on the
+the encoder as ``grad_norm/<part>`` every ``log_every`` steps (``seedr.engine.part_gradients``; on the
 last micro-batch of the step, averaged over processes; not under ``gradient_cache``). What a run writes
-(see ``seedr.training.checkpoint``): ``out/encoder/`` (the product), ``out/checkpoints/step-N/``, ``out/metrics.jsonl`` (one JSON line per logged step),
+(see ``seedr.engine.checkpoint``): ``out/encoder/`` (the product), ``out/checkpoints/step-N/``, ``out/metrics.jsonl`` (one JSON line per logged step),
 ``out/config.yaml`` + ``out/run.json`` (``seedr.config.record_run``; ``train.gradient_accumulation_steps``
 as the run used it), and with ``train.report_to`` the same lines to Accelerate's experiment trackers
 (TensorBoard's files in ``out/trackers/``). Each run starts by saying what its batch is (global = per
@@ -69,10 +69,8 @@ from torch import Tensor, nn
 from tqdm.auto import tqdm
 
 from seedr.config import record_run, to_dict
-from seedr.data.io import DataError, atomic_write, check_output_folder
 from seedr.data.training_log import METRICS, append_metrics, read_metrics
-from seedr.hardware import resolve_mixed_precision
-from seedr.training.checkpoint import (
+from seedr.engine.checkpoint import (
     STATE,
     checkpoint_path,
     latest_checkpoint,
@@ -86,15 +84,17 @@ from seedr.training.checkpoint import (
     save_checkpoint,
     verify_checkpoint,
 )
-from seedr.training.gradient_cache import (
+from seedr.engine.gradient_cache import (
     GradientCacheModel,
     average_gradients,
     gradient_cache_loss,
     gradient_cache_step,
 )
-from seedr.training.optim import build_optimizer, build_scheduler
+from seedr.engine.optim import build_optimizer, build_scheduler
+from seedr.engine.part_gradients import part_gradient_norms
+from seedr.hardware import resolve_mixed_precision
+from seedr.io import DataError, atomic_write, check_output_folder
 from seedr.settings import SCHEDULERS, TrainConfig
-from seedr.training.part_gradients import part_gradient_norms
 
 #: Settings a resumed run may change: they decide what is logged and kept, never the trained weights.
 #: Anything else (learning rate, batch size, max steps — the schedule decays to 0 at max_steps —,
@@ -153,7 +153,7 @@ def _already_a_run(out_dir: Path) -> ValueError:
 
 def check_run_folder(out_dir: str | Path, resume: bool) -> None:
     """Refuse, before anything is loaded or tokenised, an output that training would refuse only when it
-    starts: a file, a folder that is not a training run (``seedr.data.io.check_output_folder``) or —
+    starts: a file, a folder that is not a training run (``seedr.io.check_output_folder``) or —
     without ``resume`` — a run that holds checkpoints, in its own folder or in those of its rounds
     (``round-<r>/``) and few-shot seeds (``seed-<s>/``). ``pretrain`` and ``finetune`` call it first;
     ``Trainer.train`` checks its own folder again."""

@@ -42,9 +42,9 @@ from tokenizers import Tokenizer
 from tqdm.auto import tqdm
 from transformers import PreTrainedTokenizerBase
 
-from seedr.data.io import DataError, atomic_directory
 from seedr.data.records import Document
 from seedr.data.sentences import sentence_spans
+from seedr.io import DataError, atomic_directory
 from seedr.registry import Registry
 
 SHARD_FORMAT = "seedr-token-shards"
@@ -244,7 +244,7 @@ def read_manifest(directory: str | os.PathLike) -> dict[str, Any]:
     path = Path(directory) / MANIFEST
     if not path.exists():
         raise DataError(path, "no token shards here (manifest.json is missing); shards are written by "
-                              "seedr.training.shards.write_token_shards (seedr pretrain does it for you)")
+                              "seedr.engine.shards.write_token_shards (seedr pretrain does it for you)")
     try:
         manifest = json.loads(path.read_text(encoding="utf-8"))
     except json.JSONDecodeError as error:

@@ -39,7 +39,9 @@ import torch
 from accelerate import Accelerator
 from accelerate.utils import OPTIMIZER_NAME, broadcast_object_list
 
-from seedr.data.io import DataError, atomic_directory, read_json
+from seedr.io import DataError, atomic_directory, read_json
+from seedr.modeling.encoder import model_fingerprint
+from seedr.modeling.model_card import write_model_card
 
 CHECKPOINTS = "checkpoints"
 PRODUCT = "encoder"
@@ -233,7 +235,6 @@ def load_model_weights(checkpoint: Path, model: torch.nn.Module) -> None:
 def product_is_current(checkpoint: Path, out_dir: Path) -> bool:
     """Whether ``out_dir/encoder`` is the product of ``checkpoint`` (same weights fingerprint): a kill
     between the checkpoint and the product update leaves it missing or older."""
-    from seedr.modeling.encoder import model_fingerprint
 
     product = out_dir / PRODUCT
     if not (product / "config.json").exists():
@@ -245,7 +246,6 @@ def product_steps(out_dir: str | os.PathLike) -> tuple[int | None, int | None]:
     """``(step of out_dir/encoder, step of the newest checkpoint)``: the product's step is that of the
     checkpoint whose encoder it is (same fingerprint), ``None`` when none is (its checkpoint pruned). A
     product older than the newest checkpoint is what a kill between the two leaves, until ``--resume``."""
-    from seedr.modeling.encoder import model_fingerprint
 
     checkpoints = list_checkpoints(out_dir)
     product = Path(out_dir) / PRODUCT
@@ -263,7 +263,6 @@ def publish_product(checkpoint: Path, out_dir: Path, described: Mapping[str, str
     """Copy a checkpoint's encoder to ``out_dir/encoder``, replacing the previous one atomically, with a
     model card that describes the run (``seedr.modeling.model_card``): ``described`` is what the run
     trained with, as its caller knows it (``seedr.training.publish.describe_run``)."""
-    from seedr.modeling.model_card import write_model_card
 
     target = out_dir / PRODUCT
     with atomic_directory(target) as temporary:

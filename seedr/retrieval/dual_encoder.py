@@ -23,6 +23,8 @@ from torch import nn
 from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
 from seedr.data.records import Document, Run
+from seedr.data.runs import run_from_topk
+from seedr.engine.gradient_cache import GradientCacheSplit, Tower
 from seedr.losses.base import RetrievalLoss, Similarity, in_batch_false_negatives
 from seedr.modeling.encoder import (
     SETTINGS_FILE,
@@ -37,8 +39,6 @@ from seedr.modeling.outputs import ObjectiveOutput
 from seedr.modeling.projection import Projection, load_projection
 from seedr.retrieval.encode import TITLE_MODES, document_input, encode_texts, model_defaults
 from seedr.retrieval.faiss_index import DenseIndex
-from seedr.retrieval.runs import run_from_topk
-from seedr.training.gradient_cache import GradientCacheSplit, Tower
 
 DOCUMENT_TOWER = "doc_encoder"
 
@@ -73,7 +73,7 @@ class DualEncoder(nn.Module):
     in-batch false negatives are found across processes: ``seedr.losses.base.in_batch_false_negatives``)
     and returns ``ObjectiveOutput(loss,
     {loss name: loss}, {"accuracy": ...})`` — accuracy being the share of queries whose positive
-    outscores all their negatives —, so the shared ``seedr.training.trainer.Trainer`` runs it.
+    outscores all their negatives —, so the shared ``seedr.engine.trainer.Trainer`` runs it.
 
     Args:
         query_encoder: a ``transformers`` encoder; also the document encoder unless one is given.
@@ -254,7 +254,7 @@ class DualEncoder(nn.Module):
         module (as all-MiniLM has), so sentence-transformers and ``seedr encode`` give unit vectors,
         whose inner products are the cosines it was trained on.
         ``max_seq_length`` is what sentence-transformers will keep (default ``document_max_length``).
-        The caller makes it atomic (``seedr.data.io.atomic_directory``)."""
+        The caller makes it atomic (``seedr.io.atomic_directory``)."""
         directory = Path(directory)
         towers = [(self.query_encoder, self.query_projection, directory)]
         if self.document_encoder is not None:

@@ -21,7 +21,7 @@ processes itself (``average_gradients``), exactly as DDP's all-reduce would.
 
 A model supports GradCache by implementing ``GradientCacheModel``: the two-tower objectives (ICT, BFS,
 WLP and the mix; ``seedr.objectives.two_tower``) and the fine-tuning dual encoder (NLL and triplet;
-``seedr.modeling.dual_encoder``). Objectives with token-level losses (MLM, SEED-Encoder's decoder,
+``seedr.retrieval.dual_encoder``). Objectives with token-level losses (MLM, SEED-Encoder's decoder,
 CPDAE's reconstruction) do not: their losses need every token's states, not one embedding per text,
 and they are per-example, so gradient accumulation already gives their big-batch gradient; CPDAE's
 contrastive term is then computed per micro-batch.

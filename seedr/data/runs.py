@@ -31,8 +31,8 @@ from pathlib import Path
 
 import numpy as np
 
-from seedr.data.io import DataError, atomic_write, iter_lines, read_json
 from seedr.data.records import Run
+from seedr.io import DataError, atomic_write, iter_lines, read_json
 
 
 def rank_documents(scores: dict[str, float]) -> list[tuple[str, float]]:

@@ -1,0 +1,71 @@
+"""Low-level I/O shared by every layer: one error for bad input (``errors``), transparent compression and
+line-numbered parsing (``reading``), atomic writes so that a failed run never leaves half-written output
+(``writing``), and the lock that keeps two runs off one output (``locks``)."""
+
+from seedr.io.errors import (
+    TOO_DEEP,
+    DataError,
+    disk_full,
+    json_problem,
+    no_space_left,
+    require,
+    require_file,
+    unique_id,
+)
+from seedr.io.locks import LOCK_SUFFIX, lock_path, output_lock
+from seedr.io.reading import (
+    BOM,
+    CORRUPT_STREAM_ERRORS,
+    iter_jsonl,
+    iter_lines,
+    open_binary,
+    parse_json,
+    read_bytes,
+    read_json,
+    read_text,
+)
+from seedr.io.writing import (
+    OUTPUT_FILES,
+    OUTPUT_MARKERS,
+    atomic_directory,
+    atomic_write,
+    check_output_folder,
+    foreign_files,
+    output_kind,
+    process_alive,
+    remove_stale_temporaries,
+    write_jsonl,
+)
+
+__all__ = [
+    "BOM",
+    "CORRUPT_STREAM_ERRORS",
+    "DataError",
+    "LOCK_SUFFIX",
+    "OUTPUT_FILES",
+    "OUTPUT_MARKERS",
+    "TOO_DEEP",
+    "atomic_directory",
+    "atomic_write",
+    "check_output_folder",
+    "disk_full",
+    "foreign_files",
+    "iter_jsonl",
+    "iter_lines",
+    "json_problem",
+    "lock_path",
+    "no_space_left",
+    "open_binary",
+    "output_kind",
+    "output_lock",
+    "parse_json",
+    "process_alive",
+    "read_bytes",
+    "read_json",
+    "read_text",
+    "remove_stale_temporaries",
+    "require",
+    "require_file",
+    "unique_id",
+    "write_jsonl",
+]

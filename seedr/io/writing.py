@@ -1,0 +1,241 @@
+"""Writing outputs so that a failed run never leaves half-written ones: atomic files and folders,
+temporaries named by their process (and removed once it is gone), a full disk reported in one line, and
+the check of an output folder before anything is written."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import socket
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import IO, Any
+
+from seedr.io.errors import DataError, disk_full, no_space_left
+
+
+def _default_mode(directory: bool) -> int:
+    """The mode a plain ``open``/``mkdir`` would give under the current umask (mkstemp uses 0600/0700)."""
+    umask = os.umask(0)
+    os.umask(umask)
+    return (0o777 if directory else 0o666) & ~umask
+
+
+_HOST = socket.gethostname()
+
+
+def _temporary_prefix(path: Path) -> str:
+    """``.<name>.<pid>@<host>.``: a temporary beside ``path`` names the process that made it, so one
+    left behind by a killed process can be told from one still being written (``remove_stale_temporaries``)."""
+    return f".{path.name}.{os.getpid()}@{_HOST}."
+
+
+def process_alive(pid: int, host: str) -> bool | None:
+    """Whether process ``pid`` runs on ``host``: ``None`` (unknown) for another host."""
+    if host != _HOST:
+        return None
+    if pid <= 0:  # os.kill would address a process group
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # it exists, under another user
+        return True
+    return True
+
+
+def _remove(path: Path) -> None:
+    """Delete ``path`` whatever it is: a symbolic link (never what it points to), a file or a folder."""
+    if path.is_symlink() or not path.is_dir():
+        path.unlink(missing_ok=True)
+    else:
+        shutil.rmtree(path, ignore_errors=True)
+
+
+def remove_stale_temporaries(path: str | os.PathLike) -> list[Path]:
+    """Delete the temporaries that killed processes of this host left beside ``path`` (by
+    ``atomic_write``/``atomic_directory``, or ``.<name>.old`` of a replacement cut short); returns them."""
+    path = Path(path)
+    if not path.parent.is_dir():
+        return []
+    pattern = re.compile(rf"^\.{re.escape(path.name)}\.(\d+)@(.+)\.[^.]+\.tmp$")
+    removed = []
+    for candidate in path.parent.iterdir():
+        match = pattern.match(candidate.name)
+        stale = match is not None and process_alive(int(match.group(1)), match.group(2)) is False
+        if stale or (candidate.name == f".{path.name}.old" and path.exists()):
+            _remove(candidate)  # a ``.old`` link (of a link replaced by older versions) too, never its target
+            removed.append(candidate)
+    return removed
+
+
+@contextmanager
+def atomic_write(path: str | os.PathLike, mode: str = "w", encoding: str | None = "utf-8") -> Iterator[IO]:
+    """Write to a temporary file beside ``path`` and move it into place only on success.
+
+    On any error the temporary file is removed and an existing ``path`` is left untouched; the
+    temporaries of killed processes are cleaned first (``remove_stale_temporaries``).
+    """
+    path = Path(path)
+    if path.is_dir():
+        raise DataError(path, "is a folder, expected a file to write")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    remove_stale_temporaries(path)
+    handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=_temporary_prefix(path), suffix=".tmp")
+    os.close(handle)
+    os.chmod(temporary, _default_mode(directory=False))
+    try:
+        with open(temporary, mode, encoding=None if "b" in mode else encoding) as stream:
+            yield stream
+            stream.flush()
+            os.fsync(stream.fileno())
+        os.replace(temporary, path)
+    except BaseException as error:
+        Path(temporary).unlink(missing_ok=True)
+        if disk_full(error):
+            raise no_space_left(path) from None
+        raise
+
+
+@contextmanager
+def atomic_directory(path: str | os.PathLike) -> Iterator[Path]:
+    """Build a directory under a temporary name and rename it into place only on success.
+
+    An existing directory at ``path`` is replaced only once the new one is complete. The temporaries
+    of killed processes are cleaned first; a kill between moving the old folder aside and the new
+    one in leaves ``.<name>.old``, which is put back when nothing took its place.
+
+    A symbolic link at ``path`` stays: the folder it points to is the one replaced (``--out`` given as a
+    link writes where the link leads, as every other stage's output does).
+    """
+    path = Path(path)
+    if path.is_symlink():
+        path = path.resolve()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    backup = path.with_name(f".{path.name}.old")
+    if backup.is_dir() and not path.exists():
+        os.replace(backup, path)
+    remove_stale_temporaries(path)
+    temporary = Path(tempfile.mkdtemp(dir=path.parent, prefix=_temporary_prefix(path), suffix=".tmp"))
+    temporary.chmod(_default_mode(directory=True))
+    try:
+        yield temporary
+        _open_up_modes(temporary)
+        if path.exists():
+            _remove(backup)
+            os.replace(path, backup)
+            os.replace(temporary, path)
+            _remove(backup)
+        else:
+            os.replace(temporary, path)
+    except BaseException as error:
+        shutil.rmtree(temporary, ignore_errors=True)
+        if disk_full(error):  # which of its files, the writer's own error says (``no_space_left``) when it can
+            raise no_space_left(path) from None
+        raise
+
+
+def _open_up_modes(directory: Path) -> None:
+    """Give files the umask's mode: some writers (safetensors) create theirs 0600 while their siblings
+    are 0644, so a shared model folder would be half unreadable to the group."""
+    wanted = _default_mode(directory=False)
+    for file in directory.rglob("*"):
+        if file.is_file() and not file.is_symlink() and (file.stat().st_mode & 0o777) != wanted:
+            file.chmod(wanted)
+
+
+#: The file that marks a folder as the output of each kind of stage; ``check_output_folder`` refuses
+#: to write into a folder that holds another kind's.
+OUTPUT_MARKERS: dict[str, str] = {
+    "prepared corpus": "prepared.json",
+    "embeddings": "settings.json",
+    "faiss index": "index.json",
+    "BM25 index": "seedr_bm25.json",
+    "training run": "config.yaml",
+    "negatives": "provenance.json",
+}
+
+
+#: What seedr writes into each kind of folder that a stage replaces whole (``fnmatch`` patterns of the
+#: names at the top of the folder): ``--overwrite`` refuses a folder holding anything else, which a user
+#: put there and which replacing the folder would delete.
+OUTPUT_FILES: dict[str, tuple[str, ...]] = {
+    "prepared corpus": ("prepared.json", "config.yaml", "run.json", "corpus.jsonl", "queries.jsonl", "qrels",
+                        "links.jsonl", "tokenizer"),
+    "faiss index": ("index.json", "index.faiss", "ids.txt"),
+    "BM25 index": ("seedr_bm25.json", "ids.txt", "*.index.json", "*.index.npy", "*.tokenizer.json",
+                   "corpus.jsonl", "corpus.mmindex.json"),
+    "negatives": ("provenance.json", "negatives.jsonl"),
+}
+
+
+def foreign_files(path: str | os.PathLike, kind: str) -> list[str]:
+    """The names at the top of a ``kind`` folder that seedr does not write there (``OUTPUT_FILES``)."""
+    from fnmatch import fnmatchcase
+
+    patterns = OUTPUT_FILES.get(kind)
+    if patterns is None:
+        return []
+    return sorted(entry.name for entry in Path(path).iterdir()
+                  if not any(fnmatchcase(entry.name, pattern) for pattern in patterns))
+
+
+def output_kind(path: str | os.PathLike) -> str | None:
+    """The kind of stage output ``path`` is (a key of ``OUTPUT_MARKERS``), ``None`` for anything else."""
+    path = Path(path)
+    found = [kind for kind, marker in OUTPUT_MARKERS.items() if (path / marker).is_file()]
+    if "prepared corpus" in found:  # a prepared folder records its run (config.yaml) too
+        return "prepared corpus"
+    return found[0] if len(found) == 1 else None
+
+
+def _a(kind: str) -> str:
+    """``kind`` with its indefinite article: "an embeddings", "a faiss index"."""
+    return f"{'an' if kind[:1].lower() in 'aeiou' else 'a'} {kind}"
+
+
+def check_output_folder(path: str | os.PathLike, kind: str, *, replaces: bool, overwrite: bool = False) -> bool:
+    """Check, before anything is written, that a stage making a ``kind`` folder may write to ``path``.
+
+    A missing or empty folder is always fine. A file, or a folder that is not a ``kind`` output
+    (its marker, ``OUTPUT_MARKERS[kind]``, missing, or another kind's present), is refused: the stage
+    would delete it (``replaces``) or mix its files into it. A ``kind`` folder is continued by stages
+    that resume (``replaces=False``); stages that replace the folder whole need ``overwrite``.
+    Returns whether ``path`` is an existing ``kind`` folder.
+    """
+    path = Path(path)
+    if not path.exists():
+        return False
+    if not path.is_dir():
+        raise DataError(path, f"exists and is a file; --out needs a folder for the {kind}")
+    if not any(path.iterdir()):
+        return False
+    found = output_kind(path)
+    if found != kind:
+        what = f"{_a(found)} folder" if found else f"not {_a(kind)} folder (no {OUTPUT_MARKERS[kind]})"
+        raise DataError(path, f"exists and is {what}; writing the {kind} here would "
+                              f"{'delete' if replaces else 'mix into'} it: choose a new --out")
+    if replaces and not overwrite:
+        raise DataError(path, f"{_a(kind)} folder is already here; pass --overwrite to replace it")
+    foreign = foreign_files(path, kind) if replaces else []
+    if foreign:
+        shown = ", ".join(foreign[:5]) + (f" and {len(foreign) - 5} more" if len(foreign) > 5 else "")
+        raise DataError(path, f"holds {shown}, which seedr did not write; replacing the {kind} would delete "
+                              f"{'them' if len(foreign) > 1 else 'it'}: move {'them' if len(foreign) > 1 else 'it'} "
+                              "out or choose a new --out")
+    return True
+
+
+def write_jsonl(path: str | os.PathLike, records: Iterator[dict[str, Any]] | list[dict[str, Any]]) -> int:
+    """Atomically write records as JSON lines; returns how many were written."""
+    count = 0
+    with atomic_write(path) as stream:
+        for record in records:
+            stream.write(json.dumps(record, ensure_ascii=False) + "\n")
+            count += 1
+    return count
