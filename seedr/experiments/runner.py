@@ -44,7 +44,7 @@ from seedr.experiments.steps import ExperimentStep, build_step, condition_refere
 from seedr.experiments.tasks import TASKS, FuseConfig, RetrievalTask, RetrieveConfig, fuses
 
 
-#: Every task's BM25 run, the reference of its floor (``seedr.experiments.results.references``): the
+#: Every task's BM25 run, the reference of its floor (``seedr.experiments.figures.references``): the
 #: folder of an experiment's BM25 condition on that task when it has one (same key), else its own.
 _BM25_REFERENCE = Condition("bm25-reference", [], "bm25")  # its name is the run file's tag
 
@@ -448,7 +448,7 @@ def _score(experiment: Experiment, plan: _Plan, console: Console) -> _Scores:
     """Score every run per query, average the groups, test every system against the baseline per task,
     and read the diagnose steps' results."""
     from seedr.evaluation.compare import comparison_table
-    from seedr.experiments.results import references
+    from seedr.experiments.figures import references
     from seedr.retrieval.runs import read_trec_run
 
     tables, comparisons, per_query = {}, {}, {}
@@ -481,8 +481,9 @@ def _score(experiment: Experiment, plan: _Plan, console: Console) -> _Scores:
 def _report(experiment: Experiment, plan: _Plan, scores: _Scores, runner: _Runner, report_dir: Path,
             command: str, started_at: str, wall: float) -> Outcome:
     """Write ``results.json`` (figures, claims, seed spread, provenance), the plots and the report."""
-    from seedr.experiments.results import (claim_results, figures, results_markdown, seed_scores, seed_spread,
-                                           with_seed_sd)
+    from seedr.experiments.figures import figures, seed_spread, with_seed_sd
+    from seedr.experiments.results_markdown import results_markdown
+    from seedr.experiments.verdicts import claim_results, seed_scores
     from seedr.reporting.diagnostics import plot_reliance
     from seedr.reporting.report import plot_comparison, render_report
 

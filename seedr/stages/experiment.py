@@ -58,7 +58,8 @@ def command(
     if reuse and not verify:
         raise typer.BadParameter("--reuse goes with --verify (a run without --verify always reuses finished "
                                  "steps)", param_hint="--reuse")
-    from seedr.experiments.results import load_results, record as record_results, update_claims_page, verify as check
+    from seedr.experiments.claims_page import update_claims_page
+    from seedr.experiments.records import load_results, record as record_results, verify as check
     from seedr.experiments.runner import run_experiment
     import torch
 
