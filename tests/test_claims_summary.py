@@ -11,10 +11,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from seedr.experiments.results import (
+from seedr.experiments.claims_page import (
     APPENDIX_BEGIN,
     APPENDIX_END,
-    AT_CHANCE,
     CENTRAL_CLAIMS,
     CLAIMS_BEGIN,
     CLAIMS_END,
@@ -26,6 +25,7 @@ from seedr.experiments.results import (
     update_claims_page,
 )
 from seedr.experiments.spec import experiments_dir, load_experiment
+from seedr.experiments.verdicts import AT_CHANCE
 
 ROOT = Path(__file__).resolve().parents[1]
 PAGE = ROOT / "docs" / "claims.md"

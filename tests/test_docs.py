@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from seedr.experiments.results import CLAIMS_BEGIN, CLAIMS_END
+from seedr.experiments.claims_page import CLAIMS_BEGIN, CLAIMS_END
 
 ROOT = Path(__file__).resolve().parents[1]
 README = ROOT / "README.md"

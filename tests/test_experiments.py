@@ -18,7 +18,8 @@ from typer.testing import CliRunner
 from seedr.cli import app
 from seedr.data.queries import read_qrels
 from seedr.data.runs import read_trec_run
-from seedr.experiments.results import chance_floor, claims_table, page_claims
+from seedr.experiments.claims_page import claims_table, page_claims
+from seedr.experiments.figures import chance_floor
 from seedr.experiments.spec import SCALES, experiments_dir, load_experiment
 from seedr.hardware import native_bf16
 from seedr.io import DataError
@@ -669,7 +670,7 @@ def test_diagnostics_experiment_without_retrieval(tmp_path, wiki_shard):
 def test_diagnostic_claims_within_their_tolerance_are_not_significant():
     """A diagnostic is one number per model: a difference no larger than the metric's re-run tolerance
     decides nothing, whatever its sign."""
-    from seedr.experiments.results import _verdict
+    from seedr.experiments.verdicts import _verdict
 
     assert _verdict("higher", 0.0096, None, 0.05, tolerance=0.02) == "not significant"
     assert _verdict("higher", -0.02, None, 0.05, tolerance=0.02) == "not significant"
@@ -715,7 +716,7 @@ def _floor_experiment(*claims):
 
 def _task(means, p_values, chance, bm25):
     """One task of results.json: systems' means with their p-value against mlm, and its references."""
-    from seedr.experiments.results import references
+    from seedr.experiments.figures import references
 
     systems = {name: {"R@100": {"mean": mean, "delta": mean - means["mlm"], "p_value": p_values.get(name),
                                 "significant": (p_values.get(name) or 1.0) < 0.05}}
@@ -729,7 +730,7 @@ ICT_VS_MLM = {"claim": "ICT+BFS+WLP ≫ MLM with few labels", "condition": "ict"
 
 
 def test_floor_is_five_times_chance_as_odds_and_a_fifth_of_bm25():
-    from seedr.experiments.results import floor
+    from seedr.experiments.figures import floor
 
     assert floor(0.01, 0.97) == pytest.approx(0.194)  # BM25's part binds where chance is tiny
     assert floor(0.0009, None) == pytest.approx(0.0045, rel=0.005)  # tiny chance: about 5× chance
@@ -744,7 +745,8 @@ def test_floor_is_five_times_chance_as_odds_and_a_fifth_of_bm25():
 def test_claim_with_both_systems_below_the_floor_is_inconclusive():
     """from_scratch's ReQA row as recorded: a significant difference (p = 0.0002) between two encoders
     below a fifth of BM25 is no finding."""
-    from seedr.experiments.results import AT_CHANCE, claim_results, claims_markdown
+    from seedr.experiments.results_markdown import claims_markdown
+    from seedr.experiments.verdicts import AT_CHANCE, claim_results
 
     task = _task({"mlm": 0.0449, "ict": 0.0277}, {"ict": 0.0002}, chance=0.0105, bm25=0.973)
     (claim,) = claim_results(_floor_experiment(ICT_VS_MLM), {"reqa": task}, None)
@@ -762,7 +764,7 @@ def test_claim_with_both_systems_below_the_floor_is_inconclusive():
     (0.2000, 0.3000, "not significant"),  # above the floor but not different
 ])
 def test_claim_is_judged_when_one_system_is_above_the_floor(ict, p_value, verdict):
-    from seedr.experiments.results import claim_results
+    from seedr.experiments.verdicts import claim_results
 
     mlm = 0.3 if verdict == "does not hold" else 0.0393  # ICLR 2020 Table 3, 1%/99%: R@100 3.93 for MLM
     task = _task({"mlm": mlm, "ict": ict}, {"ict": p_value}, chance=0.001, bm25=0.7791)
@@ -775,7 +777,8 @@ def test_claim_is_judged_when_one_system_is_above_the_floor(ict, p_value, verdic
 @pytest.mark.parametrize(("hybrid", "met"), [(0.7935, False), (0.8000, True), (0.8100, True)])
 def test_a_claims_target_is_reported_apart_from_its_verdict(hybrid, met):
     """issue 23's headline as recorded: the fusion beats plain fine-tuning (holds) yet misses 0.80."""
-    from seedr.experiments.results import claim_results, claims_markdown
+    from seedr.experiments.results_markdown import claims_markdown
+    from seedr.experiments.verdicts import claim_results
 
     claim = {"claim": "hybrid beats plain", "condition": "hybrid", "against": "mlm", "task": "reqa",
              "metric": "R@100", "source": "seedr", "target": 0.80}
@@ -792,7 +795,7 @@ def test_a_claims_target_is_reported_apart_from_its_verdict(hybrid, met):
 
 
 def test_floor_uses_chance_alone_without_bm25_and_no_floor_without_references():
-    from seedr.experiments.results import AT_CHANCE, claim_results
+    from seedr.experiments.verdicts import AT_CHANCE, claim_results
 
     below = _task({"mlm": 0.04, "ict": 0.047}, {"ict": 0.001}, chance=0.01, bm25=None)  # floor 0.05 / 1.04
     above = _task({"mlm": 0.04, "ict": 0.049}, {"ict": 0.001}, chance=0.01, bm25=None)
@@ -806,7 +809,7 @@ def test_floor_uses_chance_alone_without_bm25_and_no_floor_without_references():
 def test_similar_claims_and_pairs_off_the_baseline_are_floored_too():
     """A claim of "no difference" between two encoders at chance holds trivially: it is inconclusive.
     A pair not against the baseline takes its recorded p-value when re-rendered."""
-    from seedr.experiments.results import AT_CHANCE, claim_results
+    from seedr.experiments.verdicts import AT_CHANCE, claim_results
 
     task = _task({"mlm": 0.02, "seed": 0.021, "cpdae": 0.02}, {}, chance=0.001, bm25=0.6)
     claim = {"claim": "on par", "condition": "cpdae", "against": "seed", "task": "t", "metric": "R@100",
@@ -819,7 +822,7 @@ def test_similar_claims_and_pairs_off_the_baseline_are_floored_too():
 
 
 def test_comparison_table_shows_chance_bm25_and_floor():
-    from seedr.experiments.results import comparison_markdown
+    from seedr.experiments.results_markdown import comparison_markdown
 
     task = _task({"mlm": 0.0449, "ict": 0.0277}, {"ict": 0.0002}, chance=0.000105, bm25=0.973)
     lines = comparison_markdown(task).splitlines()
@@ -833,7 +836,7 @@ def test_comparison_table_shows_chance_bm25_and_floor():
 def test_recorded_claims_follow_the_floor():
     """Every recorded task has its chance level, BM25 and floor; every recorded claim on a retrieval
     metric whose two systems are below the floor is inconclusive, and no other is."""
-    from seedr.experiments.results import AT_CHANCE
+    from seedr.experiments.verdicts import AT_CHANCE
 
     for path in sorted((ROOT / "docs" / "results").glob("*/results.json")):
         results = json.loads(path.read_text())
@@ -852,7 +855,8 @@ def test_rerender_rederives_verdicts_and_report_from_results(tmp_path):
     """A recorded experiment re-rendered from its results.json alone: claims re-judged with the texts of
     its file, the report's Comparison section re-written (its HTML page made again by seedr report), the rest
     of the report kept."""
-    from seedr.experiments.results import AT_CHANCE, rerender
+    from seedr.experiments.records import rerender
+    from seedr.experiments.verdicts import AT_CHANCE
 
     folder = tmp_path / "from_scratch"
     shutil.copytree(ROOT / "docs" / "results" / "from_scratch", folder)
@@ -975,7 +979,7 @@ def test_runner_records_chance_bm25_and_floor(tmp_path, scifact_slice, monkeypat
 
 def test_holm_adjusts_a_family_of_p_values_step_down():
     """Holm 1979 by hand: sorted 0.01, 0.02, 0.04 of m = 3 → 0.03, 0.04, max(0.04, 0.04) = 0.04."""
-    from seedr.experiments.results import holm
+    from seedr.experiments.verdicts import holm
 
     assert holm([0.04, 0.01, 0.02]) == pytest.approx([0.04, 0.03, 0.04])
     assert holm([0.5, 0.6]) == pytest.approx([1.0, 1.0]) and holm([]) == []
@@ -987,8 +991,8 @@ def test_claim_verdicts_read_holm_adjusted_p_values(tmp_path):
     does. A claim below the floor stays out of the family."""
     from types import SimpleNamespace
 
-    from seedr.experiments.results import AT_CHANCE, claim_results
     from seedr.experiments.spec import Claim
+    from seedr.experiments.verdicts import AT_CHANCE, claim_results
 
     def claim(name, expect="higher"):
         return Claim(claim=name, paper="p", protocol="x", source="paper", task="t", metric="m",
@@ -1014,7 +1018,8 @@ def test_seed_spread_sets_the_tolerance_of_seeded_figures():
     """Three seeds at 0.30, 0.32, 0.34 (SD 0.02): one member's tolerance 2√2·0.02 = 0.0566, the group
     mean's 0.0566/√3 = 0.0327, measured from the seeds whatever the file says; a figure outside every
     group (or in a group of one) keeps the file's 0.01, marked "not measured"."""
-    from seedr.experiments.results import figures, results_markdown, seed_spread
+    from seedr.experiments.figures import figures, seed_spread
+    from seedr.experiments.results_markdown import results_markdown
 
     systems = {f"mlm-s{i}": {"m": {"mean": value}} for i, value in enumerate((0.30, 0.32, 0.34), 1)}
     systems |= {"mlm": {"m": {"mean": 0.32}}, "bm25": {"m": {"mean": 0.5}}, "one-s1": {"m": {"mean": 0.1}},
@@ -1152,8 +1157,8 @@ def test_a_claim_on_a_model_that_learned_nothing_is_inconclusive(tmp_path):
     reason, and leaves it out of the Holm family; a condition that holds changes nothing."""
     from types import SimpleNamespace
 
-    from seedr.experiments.results import claim_results
     from seedr.experiments.spec import Claim
+    from seedr.experiments.verdicts import claim_results
 
     systems = {"bm25": {"m": {"mean": 0.9, "p_value": None}},
                "transformer": {"m": {"mean": 0.62, "p_value": 0.001}}, "bow": {"m": {"mean": 0.02, "p_value": 0.001}}}
@@ -1191,8 +1196,8 @@ def test_claims_between_groups_of_seeds_test_the_seeds_too(tmp_path):
     claim between single runs says "(1 seed)"."""
     import numpy as np
 
-    from seedr.experiments.results import NOT_SEED_AWARE, claim_results, seed_scores, verdict_text
     from seedr.experiments.spec import Claim
+    from seedr.experiments.verdicts import NOT_SEED_AWARE, claim_results, seed_scores, verdict_text
 
     rng = np.random.default_rng(0)
     queries = [f"q{i}" for i in range(400)]
@@ -1233,8 +1238,8 @@ def test_rerender_recomputes_seed_aware_tests_from_recorded_scores(tmp_path):
     """A results.json with ``seed_scores`` re-renders to the same seed-aware test as the run computed."""
     import numpy as np
 
-    from seedr.experiments.results import _recorded_seed_scores, claim_results, seed_scores
     from seedr.experiments.spec import Claim
+    from seedr.experiments.verdicts import claim_results, recorded_seed_scores, seed_scores
 
     rng = np.random.default_rng(1)
     queries = [f"q{i}" for i in range(50)]
@@ -1247,7 +1252,7 @@ def test_rerender_recomputes_seed_aware_tests_from_recorded_scores(tmp_path):
     comparisons = {"t": {"systems": means, "floor": {"m": 0.1}}}
     at_run = claim_results(experiment, comparisons, {"t": per_query}, p_values={("a", "b", "t", "m"): 0.5})[0]
     kept = json.loads(json.dumps(seed_scores(experiment, {"t": per_query})))
-    again = claim_results(experiment, comparisons, _recorded_seed_scores(kept), p_values={("a", "b", "t", "m"): 0.5})[0]
+    again = claim_results(experiment, comparisons, recorded_seed_scores(kept), p_values={("a", "b", "t", "m"): 0.5})[0]
     assert again["seed_test"] == at_run["seed_test"] and again["p_value"] == at_run["p_value"]
     assert all(isinstance(v, int) for v in kept["t"]["metrics"]["m"]["a-s1"])  # 0/1 scores stay integers
 

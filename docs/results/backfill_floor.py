@@ -1,7 +1,7 @@
 """Give the experiments recorded before issue 21 their chance levels, BM25 and floor, and re-render them.
 
 Experiments recorded since issue 21 store each task's references in results.json (``run_experiment``:
-``seedr.experiments.results.references``). For those recorded before, this script computes them
+``seedr.experiments.figures.references``). For those recorded before, this script computes them
 without training, encoding or retrieving anything:
 
 - chance levels from each task's definition and data (``RetrievalTask.chance``: the pool and the
@@ -12,7 +12,7 @@ without training, encoding or retrieving anything:
   the same definition (BM25 is deterministic: the five recorded BM25 runs on SciFact test agree to every
   digit), named in the report as "BM25 (reference)".
 
-Then every recorded experiment is re-rendered (``seedr.experiments.results.rerender``: its claims, with
+Then every recorded experiment is re-rendered (``seedr.experiments.records.rerender``: its claims, with
 the texts and protocols of its file, judged under the floor; report.md's Comparison section and
 report.html) and the README's claims table refreshed. Figures and p-values are the recorded ones.
 
@@ -27,7 +27,9 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from seedr.experiments.results import references, rerender, update_claims_page
+from seedr.experiments.claims_page import update_claims_page
+from seedr.experiments.figures import references
+from seedr.experiments.records import rerender
 from seedr.experiments.spec import load_experiment, substitute
 from seedr.experiments.steps import build_step
 from seedr.experiments.tasks import TASKS

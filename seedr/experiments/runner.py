@@ -49,7 +49,7 @@ from seedr.experiments.steps import (
 from seedr.experiments.tasks import TASKS, FuseConfig, RetrievalTask, RetrieveConfig, fuses
 from seedr.io import atomic_write, output_lock
 
-#: Every task's BM25 run, the reference of its floor (``seedr.experiments.results.references``): the
+#: Every task's BM25 run, the reference of its floor (``seedr.experiments.figures.references``): the
 #: folder of an experiment's BM25 condition on that task when it has one (same key), else its own.
 _BM25_REFERENCE = Condition("bm25-reference", [], "bm25")  # its name is the run file's tag
 
@@ -454,7 +454,7 @@ def _score(experiment: Experiment, plan: _Plan, console: Console) -> _Scores:
     and read the diagnose steps' results."""
     from seedr.data.runs import read_trec_run
     from seedr.evaluation.compare import comparison_table
-    from seedr.experiments.results import references
+    from seedr.experiments.figures import references
 
     tables, comparisons, per_query = {}, {}, {}
     grouped = _grouped(experiment)
@@ -486,14 +486,9 @@ def _score(experiment: Experiment, plan: _Plan, console: Console) -> _Scores:
 def _report(experiment: Experiment, plan: _Plan, scores: _Scores, runner: _Runner, report_dir: Path,
             command: str, started_at: str, wall: float) -> Outcome:
     """Write ``results.json`` (figures, claims, seed spread, provenance), the plots and the report."""
-    from seedr.experiments.results import (
-        claim_results,
-        figures,
-        results_markdown,
-        seed_scores,
-        seed_spread,
-        with_seed_sd,
-    )
+    from seedr.experiments.figures import figures, seed_spread, with_seed_sd
+    from seedr.experiments.results_markdown import results_markdown
+    from seedr.experiments.verdicts import claim_results, seed_scores
     from seedr.reporting.diagnostics import plot_reliance
     from seedr.reporting.report import plot_comparison, render_report
 

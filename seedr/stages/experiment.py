@@ -9,9 +9,6 @@ from typing import Annotated
 
 import typer
 
-from seedr.experiments.results import load_results, update_claims_page
-from seedr.experiments.results import record as record_results
-from seedr.experiments.results import verify as check
 from seedr.experiments.spec import RUN_SCALES, experiment_titles, load_experiment
 from seedr.stages.common import clear_errors, console
 
@@ -63,7 +60,12 @@ def command(
                                  "steps)", param_hint="--reuse")
     import torch
 
+    from seedr.experiments.claims_page import update_claims_page
+    from seedr.experiments.records import load_results
+    from seedr.experiments.records import record as record_results
+    from seedr.experiments.records import verify as check
     from seedr.experiments.runner import run_experiment
+
 
     experiment = load_experiment(name, scale, set_ or [])
     if scale not in RUN_SCALES:

@@ -1,0 +1,138 @@
+"""Recording an experiment's results in the checkout, checking a re-run against them, re-rendering them.
+
+``results.json`` (written by ``run_experiment`` into ``OUT/report``; committed under
+``docs/results/NAME/`` by ``seedr experiment NAME --record``, ``record``) holds every figure — a (task,
+system, metric) mean with the tolerance a re-run may move it by — each task's chance level, BM25 and
+floor (``seedr.experiments.figures.references``), and every claim's verdict. ``verify`` compares a fresh
+run with the recorded one; ``rerender`` re-derives a recorded experiment's verdicts and report from its
+results.json (no model is trained or run).
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+from typing import Any
+
+from seedr.experiments.figures import figures, floor, with_seed_sd
+from seedr.experiments.results_markdown import results_markdown
+from seedr.experiments.spec import is_experiment_name
+from seedr.experiments.verdicts import claim_results, recorded_seed_scores
+from seedr.io import DataError, atomic_directory, atomic_write
+
+
+def load_results(path: str | Path) -> dict[str, Any]:
+    """A ``results.json`` file, or the one inside a report / results folder."""
+    path = Path(path)
+    if path.is_dir():
+        path = path / "results.json"
+    if not path.is_file():
+        raise FileNotFoundError(f"{path}: no recorded results (run `seedr experiment NAME --record` first)")
+    return json.loads(path.read_text(encoding="utf-8"))
+
+
+def verify(new: dict[str, Any], recorded: dict[str, Any]) -> list[str]:
+    """Figures of ``recorded`` that ``new`` misses or moves by more than their tolerance (empty: all hold)."""
+    fresh = {(f["task"], f["system"], f["metric"]): f["value"] for f in new["figures"]}
+    problems = []
+    for figure in recorded["figures"]:
+        key = (figure["task"], figure["system"], figure["metric"])
+        if key not in fresh:
+            problems.append(f"{'/'.join(key)}: recorded {figure['value']:.4f}, missing from the re-run")
+        elif abs(fresh[key] - figure["value"]) > figure["tolerance"]:
+            problems.append(f"{'/'.join(key)}: recorded {figure['value']:.4f} ± {figure['tolerance']}, "
+                            f"re-run {fresh[key]:.4f}")
+    return problems
+
+
+def _recorded_experiment(folder: Path) -> str | None:
+    """The experiment whose report ``folder`` holds (its results.json's ``experiment``), or None."""
+    try:
+        recorded = json.loads((folder / "results.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return recorded.get("experiment") if isinstance(recorded, dict) else None
+
+
+def record(report_dir: str | Path, results_dir: str | Path) -> Path:
+    """Copy a run's report (``report.md``, ``plots/``, ``results.json``) to the experiment's results folder
+    ``results_dir`` (``docs/results/NAME``), replacing what was recorded before, whole
+    (``atomic_directory``). Its ``report.html`` stays behind: the record keeps what is read in the
+    repository (Markdown, PNG, JSON) and ``seedr report docs/results/NAME`` makes the page again.
+
+    Only a recorded report of that experiment is replaced: ``NAME`` must be an experiment's name
+    (``seedr.experiments.spec.is_experiment_name``), the report one of experiment NAME, and an existing
+    ``results_dir`` a folder (not a link) holding a results.json of NAME; anything else is refused before
+    anything is removed, so that no name can point the removal at another folder."""
+    report_dir, results_dir = Path(report_dir), Path(results_dir)
+    name = results_dir.name
+    if not (report_dir / "results.json").is_file():
+        raise DataError(report_dir, "no results.json: not a finished experiment report")
+    if not is_experiment_name(name):
+        raise DataError(results_dir, f"{name!r} is no experiment's name: refusing to record into it")
+    reported = _recorded_experiment(report_dir)
+    if reported != name:
+        raise DataError(report_dir, f"is a report of experiment {reported!r}, not of {name!r}: refusing to "
+                                    f"record it in {results_dir}")
+    if results_dir.is_symlink():
+        raise DataError(results_dir, "is a link: a recorded report is a folder of its own; refusing to replace "
+                                     "where it leads")
+    if results_dir.exists() and not (results_dir.is_dir() and _recorded_experiment(results_dir) == name):
+        raise DataError(results_dir, f"not a recorded report of experiment {name!r} (a folder holding its "
+                                     "results.json): refusing to replace it; move it away to record here")
+    with atomic_directory(results_dir) as folder:
+        shutil.copytree(report_dir, folder, ignore=shutil.ignore_patterns("report.html"), dirs_exist_ok=True)
+    return results_dir
+
+
+def _replace_comparison(markdown: str, section: str) -> str:
+    """``markdown`` (a report.md) with its "## Comparison" section's body replaced by ``section``: the
+    body ends at the plots (``![``) or the next "## " heading."""
+    head, marker, rest = markdown.partition("## Comparison\n")
+    if not marker:
+        raise ValueError("the report has no '## Comparison' section")
+    lines = rest.splitlines(keepends=True)
+    end = next((i for i, line in enumerate(lines) if line.startswith(("![", "## "))), len(lines))
+    return f"{head}{marker}\n{section.strip()}\n\n" + "".join(lines[end:])
+
+
+def rerender(results_dir: str | Path, experiment: Any) -> dict[str, Any]:
+    """Re-derive a recorded experiment's claims from its ``results.json`` under the current rules and
+    the claims of its file (``experiment``: texts, protocols, the floor), then re-write results.json and
+    the "Comparison" section of report.md (``seedr report`` makes its HTML page again). Figures are not
+    touched and nothing is run: p-values come from the recorded comparisons and claims, seed-aware tests
+    from the recorded per-seed per-query scores (``verdicts.seed_scores``) or the recorded tests; each
+    figure's tolerance is re-derived from the recorded seed spread and the file's tolerances; each task
+    needs its recorded references (``figures.references``: chance levels, BM25, floor)."""
+    results_dir = Path(results_dir)
+    results = load_results(results_dir)
+    for task in results["tasks"].values():  # the floor under the current rule, from the recorded references
+        if task.get("chance") is not None:
+            task["floor"] = {metric: floor(level, (task.get("bm25") or {}).get(metric))
+                             for metric, level in task["chance"].items()}
+    # each figure's tolerance under the current rule (measured from its seeds where they were), and each
+    # group's seed SD beside its mean; the figures themselves are not touched
+    spread = results.get("seed_spread") or {}
+    with_seed_sd(results["tasks"], spread)
+    tolerances = {(f["task"], f["system"], f["metric"]): f for f in
+                  figures(results["tasks"], experiment.tolerance, results.get("diagnostics"), experiment.groups, spread)}
+    for figure in results.get("figures", []):
+        current = tolerances.get((figure["task"], figure["system"], figure["metric"]))
+        if current is not None:
+            figure.update(tolerance=current["tolerance"], tolerance_from=current["tolerance_from"])
+    keyed = {(c["condition"], c["against"], c["task"], c["metric"]): c for c in results.get("claims", [])}
+    p_values = {key: c.get("p_queries", c["p_value"]) for key, c in keyed.items()}
+    seed_tests = {key: c.get("seed_test") for key, c in keyed.items()}
+    results["claims"] = claim_results(experiment, results["tasks"], recorded_seed_scores(results.get("seed_scores")),
+                                      results.get("diagnostics"), p_values, seed_tests)
+    with atomic_write(results_dir / "results.json") as stream:
+        json.dump(results, stream, indent=2)
+    report = (results_dir / "report.md").read_text(encoding="utf-8")
+    markdown = _replace_comparison(report, results_markdown(results))
+    with atomic_write(results_dir / "report.md") as stream:
+        stream.write(markdown)
+    return results
+
+
+__all__ = ["load_results", "record", "rerender", "verify"]

@@ -1,0 +1,229 @@
+"""The steps that train or examine an encoder: ``pretrain`` → ``seedr.training.pretrain.pretrain``
+(``seedr pretrain``), ``finetune`` → ``seedr.training.finetune.finetune`` (``seedr finetune``), ``average`` →
+``seedr.engine.averaging.average_encoders`` (``seedr average``) and ``diagnose`` → the diagnostics of
+``seedr diagnose``."""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+from typing import Any
+
+from seedr.config import from_dict, identity, merge_settings
+from seedr.experiments.steps.base import STEPS, ExperimentStep, model_parameters
+from seedr.registry import Registry
+
+
+def check_options(registry: Registry[Any], name: str, options: dict[str, Any] | None, where: str) -> None:
+    """``Registry.check`` with ``where`` (file and condition) in front of its message."""
+    try:
+        registry.check(name, options)
+    except ValueError as error:
+        raise ValueError(f"{where}: {error}") from None
+
+
+def _line_count(path: Path) -> int:
+    with open(path, "rb") as stream:
+        return sum(1 for _ in stream)
+
+
+@STEPS.register("pretrain")
+class PretrainStep(ExperimentStep):
+    """``seedr pretrain``: settings are ``PretrainConfig`` keys (``objective_name``, ``objective.*``,
+    ``model.*``, ``data.*``, ``train.*``)."""
+
+    kind = "pretrain"
+    model_key = "model.init"
+    recipe_stage = "pretrain"
+
+    def config(self) -> Any:
+        from seedr.training.pretrain import PretrainConfig
+
+        config = from_dict(PretrainConfig, self.settings_over_recipe(), f"{self.where} pretrain")
+        self.objective_config(config)
+        return config
+
+    def objective_config(self, config: Any) -> Any:
+        """The objective's own config (``objective.*`` over its defaults), as ``pretrain`` builds it."""
+        from seedr.objectives import OBJECTIVES
+
+        objective = OBJECTIVES.get(config.objective_name)
+        return from_dict(objective.config_class, config.objective, f"{self.where} pretrain.objective")
+
+    def resolved(self) -> Any:
+        # ``objective`` holds the options as given: resolved, ``{}`` and the defaults spelled out are one step
+        config = self.config()
+        return {**identity(config), "objective": identity(self.objective_config(config))}
+
+    def run(self, out_dir: Path) -> dict[str, Any]:
+        from seedr.training.pretrain import pretrain
+
+        return {"last": pretrain(self.config(), out_dir, resume=True)}
+
+    def work(self) -> tuple[str, float | None]:
+        """Training: tokens through the encoder × its parameters (the objectives' heads left out)."""
+        config = self.config()
+        parameters = model_parameters(config.model.init) if config.model.init else None
+        train = config.train
+        tokens = train.max_steps * (train.global_batch_size or train.batch_size) * config.data.max_seq_length
+        return "training", None if parameters is None else tokens * parameters
+
+
+@STEPS.register("finetune")
+class FinetuneStep(ExperimentStep):
+    """``seedr finetune``: settings are ``FinetuneConfig`` keys (``model``, ``train_data``, ``loss``,
+    ``loss_options``, ``negatives``, ``negative_options``, ``pooling``, ``train.*`` ...)."""
+
+    kind = "finetune"
+    model_key = "model"
+    recipe_stage = "finetune"
+
+    def config(self) -> Any:
+        from seedr.losses import LOSSES
+        from seedr.negatives import NEGATIVES
+        from seedr.training.finetune import FinetuneConfig
+
+        config = from_dict(FinetuneConfig, self.settings_over_recipe(), f"{self.where} finetune")
+        if config.few_shot is not None and len(config.seeds) > 1:
+            raise ValueError(f"{self.where} finetune: few-shot with several seeds trains several encoders; give "
+                             "one condition per seed (grid: {{seed: [...]}} with train.seed) and average them "
+                             "with groups")
+        check_options(LOSSES, config.loss, config.loss_options, f"{self.where} finetune.loss_options")
+        check_options(NEGATIVES, config.negatives, config.negative_options,
+                      f"{self.where} finetune.negative_options")
+        return config
+
+    def run(self, out_dir: Path) -> dict[str, Any]:
+        from seedr.training.finetune import finetune
+
+        return finetune(self.config(), out_dir, resume=True)
+
+    def work(self) -> tuple[str, float | None]:
+        """Training: tokens through the encoder (queries, positives and negatives) × its parameters; a run of
+        epochs is sized once its training labels exist (made by a set-up step)."""
+        config = self.config()
+        train = config.train
+        batch = train.global_batch_size or train.batch_size
+        steps: float | None = train.max_steps
+        if config.epochs is not None:
+            labels = Path(config.train_data) / "qrels" / f"{config.train_split}.tsv"
+            steps = config.epochs * _line_count(labels) / batch if labels.is_file() else None
+        parameters = model_parameters(config.model)
+        per_example = config.query_max_length + config.document_max_length * (1 + config.negatives_per_query)
+        if steps is None or parameters is None:
+            return "training", None
+        return "training", steps * batch * per_example * parameters
+
+    def run_folder(self, out_dir: Path) -> Path:
+        config = self.config()
+        if config.few_shot is not None:  # the one seed's run folder (seedr.training.few_shot.run_few_shot)
+            return out_dir / f"seed-{(config.seeds or [config.train.seed])[0]}"
+        return out_dir
+
+
+@dataclasses.dataclass
+class AverageConfig:
+    """``seedr average`` options (``seedr.engine.averaging``): the previous step's encoder (``model``), or
+    the encoders of its run's ``checkpoints`` newest checkpoints instead, then the ``others`` models (e.g.
+    ``minilm``, the model it was fine-tuned from: WiSE-FT), one weight each (default equal)."""
+
+    model: str = ""
+    checkpoints: int | None = None
+    others: list[str] = dataclasses.field(default_factory=list)
+    weights: list[float] | None = None
+
+    def __post_init__(self) -> None:
+        if self.checkpoints is not None and self.checkpoints < 1:
+            raise ValueError(f"checkpoints must be at least 1, got {self.checkpoints}")
+        members = (self.checkpoints or 1) + len(self.others)
+        if members < 2:
+            raise ValueError("averaging needs two or more models: give checkpoints ≥ 2 or others")
+        if self.weights is not None and len(self.weights) != members:
+            raise ValueError(f"{len(self.weights)} weights for {members} models (the checkpoints, oldest first, "
+                             "or the model, then the others): give one per model")
+
+
+@STEPS.register("average")
+class AverageStep(ExperimentStep):
+    """``seedr average`` of the previous step's encoder (or its newest checkpoints) and other models; the
+    product is the averaged encoder."""
+
+    kind = "average"
+    model_key = "model"
+    reports_run = False  # no training of its own: the members' curves are their steps'
+
+    def config(self) -> AverageConfig:
+        return from_dict(AverageConfig, merge_settings(self.settings), f"{self.where} average")
+
+    def members(self) -> list[str]:
+        """The models averaged, in order (the first is the template)."""
+        from seedr.engine.averaging import checkpoint_encoders
+
+        config = self.config()
+        run = Path(config.model).parent if Path(config.model).name == "encoder" else Path(config.model)
+        first = ([str(path) for path in checkpoint_encoders(run, config.checkpoints)]
+                 if config.checkpoints else [config.model])
+        return [*first, *config.others]
+
+    def run(self, out_dir: Path) -> dict[str, Any]:
+        from seedr.engine.averaging import average_encoders
+
+        return average_encoders(self.members(), out_dir / "encoder", self.config().weights)
+
+
+@dataclasses.dataclass
+class DiagnoseConfig:
+    """``seedr diagnose`` options: texts for random-pair similarity (and CPDAE's words, and SEED-Encoder's
+    reliance on [CLS] over ``reliance_texts`` of them), positive pairs for alignment / uniformity /
+    anisotropy."""
+
+    model: str = ""
+    corpus: list[str] = dataclasses.field(default_factory=list)
+    max_documents: int = 2000
+    lengths: list[int] = dataclasses.field(default_factory=lambda: [64, 128, 256, 512])
+    pairs: int = 256
+    positives: str | None = None
+    split: str = "train"
+    positive_pairs: int = 256
+    pooling: str = "cls"
+    word_texts: int = 8
+    reliance_texts: int = 64
+    seed: int = 13
+
+
+@STEPS.register("diagnose")
+class DiagnoseStep(ExperimentStep):
+    """``seedr diagnose`` on the previous step's run folder; writes ``diagnostics.json`` and ``.png``.
+
+    ``model`` is the previous step's *run folder* (not its encoder): a CPDAE run adds its decoded words,
+    a SEED-Encoder run its decoder's reliance on [CLS] by position.
+    """
+
+    kind = "diagnose"
+    model_key = "model"
+
+    def config(self) -> DiagnoseConfig:
+        return from_dict(DiagnoseConfig, merge_settings(self.settings), f"{self.where} diagnose")
+
+    def with_model(self, model: str | None) -> ExperimentStep:
+        # the run folder holds the checkpoint CPDAE's decoder is rebuilt from; the encoder is inside it
+        run_folder = str(Path(model).parent) if model is not None and Path(model).name == "encoder" else model
+        return super().with_model(run_folder)
+
+    def run(self, out_dir: Path) -> dict[str, Any]:
+        from seedr.experiments.diagnostics import corpus_texts, diagnose, positive_pairs, write_diagnostics
+
+        config = self.config()
+        texts = corpus_texts(config.corpus, config.max_documents) if config.corpus else []
+        pairs = (positive_pairs(config.positives, config.positive_pairs, config.seed, config.split,
+                                config.max_documents) if config.positives else [])
+        result = diagnose(config.model, texts, pairs, config.lengths, config.pairs, config.seed, config.pooling,
+                          config.word_texts, show_progress=True, reliance_texts=config.reliance_texts)
+        write_diagnostics(result, out_dir)
+        return {"metrics": result["metrics"]}
+
+    def product(self, out_dir: Path) -> str | None:
+        return None
+
+    def figures(self, out_dir: Path) -> list[Path]:
+        return [out_dir / "diagnostics.png"]

@@ -1,0 +1,169 @@
+"""Checking a resolved experiment before anything runs: every step's settings against its stage's
+config, tasks, conditions and their references, groups, the baseline, claims, the case study, and
+that every model named can be loaded here."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from seedr.config import from_dict, merge_settings
+from seedr.experiments.steps.base import build_step, condition_references
+
+#: Settings that name a model or tokenizer to load, where an experiment's steps and retrievals take one.
+MODEL_SETTINGS = ("model", "model.init", "model.tokenizer", "negative_options.model")
+
+
+def _flatten(settings: dict[str, Any], prefix: str = "") -> dict[str, Any]:
+    """Nested settings as dotted keys (``{"model": {"init": x}}`` → ``{"model.init": x}``)."""
+    flat: dict[str, Any] = {}
+    for key, value in settings.items():
+        if isinstance(value, dict):
+            flat.update(_flatten(value, f"{prefix}{key}."))
+        else:
+            flat[f"{prefix}{key}"] = value
+    return flat
+
+
+def _check_models_reachable(settings: dict[str, Any], where: str) -> None:
+    """Refuse a model or tokenizer that this install cannot reach — neither a built-in name (``minilm``,
+    ``seedr-base``) nor an existing folder — when the file is read, at every scale (a paper scale is only
+    validated, so this is where it learns that ``models/x`` exists only in some checkout). Placeholders
+    (``{conditions.X}``) and a step's own chain are filled at run time and not checked here."""
+    from seedr.modeling.encoder import BUILTIN_MODELS
+
+    for key, value in _flatten(merge_settings(settings)).items():
+        if key not in MODEL_SETTINGS or not isinstance(value, str) or "{" in value or value in BUILTIN_MODELS:
+            continue
+        if not Path(value).expanduser().is_dir():
+            raise ValueError(f"{where}: {key}: {value!r} is neither a built-in model "
+                             f"({', '.join(sorted(BUILTIN_MODELS))}) nor a folder here")
+
+
+def validate(experiment: Any) -> None:
+    """Check every step, retrieval and task of a resolved experiment; raise on the first problem."""
+    from seedr.experiments.tasks import TASKS, FuseConfig, RetrieveConfig, fuses
+
+    where = str(experiment.path)
+    for name, step in experiment.setup.items():
+        build_step(step.kind, step.settings, f"{where}: setup.{name}").validate()
+    for name, task in experiment.tasks.items():
+        TASKS.get(task.kind)(name, task.settings, task.metrics, f"{where}: tasks.{name}").validate()
+    earlier: list[str] = []
+    for condition in experiment.conditions.values():
+        for index, step in enumerate(condition.steps):
+            at = f"{where}: conditions.{condition.name}.steps[{index}]"
+            build_step(step.kind, step.settings, at).validate()
+            for name in condition_references(step.settings):  # conditions run in the file's order
+                other = experiment.conditions.get(name)
+                if name not in earlier or other is None or not any(
+                        build_step(s.kind, s.settings, at).product(Path()) for s in other.steps):
+                    raise ValueError(f"{at}: {{conditions.{name}}} is not a condition defined before "
+                                     f"{condition.name!r} whose steps produce a model")
+        earlier.append(condition.name)
+        if fuses(condition.retrieve):
+            _validate_fusion(experiment, condition, from_dict(FuseConfig, condition.retrieve,
+                                                              f"{where}: conditions.{condition.name}.retrieve"))
+        elif condition.retrieve not in ("bm25", "none"):
+            retrieve = from_dict(RetrieveConfig, merge_settings(condition.retrieve),
+                                 f"{where}: conditions.{condition.name}.retrieve")
+            if not condition.steps and not retrieve.model:
+                raise ValueError(f"{where}: conditions.{condition.name} has no steps: its retrieve needs a model "
+                                 "(or retrieve: bm25)")
+    retrieving = {name for name, condition in experiment.conditions.items() if condition.retrieve != "none"}
+    if retrieving and not experiment.tasks:
+        raise ValueError(f"{where}: conditions retrieve but there are no tasks to evaluate them on")
+    diagnosing = {name for name, condition in experiment.conditions.items()
+                  if any(step.kind == "diagnose" for step in condition.steps)}
+    systems = retrieving | set(experiment.groups)
+
+    def evaluated_on(system: str) -> set[str]:
+        """The tasks a condition or group is scored on (a group: those all its members share)."""
+        members = experiment.groups.get(system, [system])
+        return {task for task in experiment.tasks
+                if all(experiment.conditions[member].evaluates(task) for member in members)}
+
+    for group, members in experiment.groups.items():
+        missing = sorted(set(members) - retrieving)
+        if missing:
+            raise ValueError(f"{where}: groups.{group} names unknown condition(s) {missing}")
+        if len({frozenset(evaluated_on(member)) for member in members}) > 1:
+            raise ValueError(f"{where}: groups.{group}: its members are not scored on the same tasks")
+    if retrieving and experiment.baseline not in systems:
+        raise ValueError(f"{where}: baseline {experiment.baseline!r} is not a retrieving condition or group")
+    if retrieving and evaluated_on(experiment.baseline) != set(experiment.tasks):
+        raise ValueError(f"{where}: the baseline {experiment.baseline!r} must be scored on every task (its "
+                         "tasks: leave it out)")
+    for index, claim in enumerate(experiment.claims):
+        known = diagnosing if claim.task == "diagnostics" else systems
+        for system in (claim.condition, claim.against):
+            if system not in known:
+                raise ValueError(f"{where}: claims[{index}] names {system!r}, not a condition or group that "
+                                 f"{'ends in diagnose' if claim.task == 'diagnostics' else 'retrieves'}")
+        if claim.task == "diagnostics":
+            continue
+        if claim.task not in experiment.tasks or claim.metric not in experiment.tasks[claim.task].metrics:
+            raise ValueError(f"{where}: claims[{index}]: task {claim.task!r} does not report {claim.metric!r}")
+        for system in (claim.condition, claim.against):
+            if claim.task not in evaluated_on(system):
+                raise ValueError(f"{where}: claims[{index}]: {system!r} is not scored on {claim.task!r} (its tasks)")
+        if claim.expect not in ("higher", "lower", "similar"):
+            raise ValueError(f"{where}: claims[{index}].expect must be higher, lower or similar")
+    if experiment.case_study is not None:
+        study, field = experiment.case_study, f"{where}: case_study"
+        if study.task not in experiment.tasks or experiment.tasks[study.task].kind != "qrels":
+            qrels_tasks = sorted(name for name, task in experiment.tasks.items() if task.kind == "qrels")
+            raise ValueError(f"{field}: task {study.task!r} is not a qrels task of this experiment; "
+                             f"qrels tasks: {qrels_tasks}")
+        if not isinstance(study.systems, list) or len(set(study.systems)) != 2 or len(study.systems) != 2:
+            raise ValueError(f"{field}: systems must name two different conditions, got {study.systems!r}")
+        unknown = [system for system in study.systems if system not in retrieving]
+        if unknown:  # a group has no single run to show a top document of
+            raise ValueError(f"{field}: {unknown} not a retrieving condition; "
+                             f"retrieving: {sorted(retrieving)}")
+        if not isinstance(study.queries, int) or study.queries < 1:
+            raise ValueError(f"{field}: queries must be a positive number of queries, got {study.queries!r}")
+    if experiment.test not in ("permutation", "ttest"):
+        raise ValueError(f"{where}: test must be permutation or ttest")
+    # last: the structure's errors come first; then what this install can load
+    for condition in experiment.conditions.values():
+        for index, step in enumerate(condition.steps):
+            _check_models_reachable(step.settings, f"{where}: conditions.{condition.name}.steps[{index}]")
+        if isinstance(condition.retrieve, dict):
+            _check_models_reachable(condition.retrieve, f"{where}: conditions.{condition.name}.retrieve")
+
+
+def _validate_fusion(experiment: Any, condition: Any, config: Any) -> None:
+    """A fusing condition has no steps, fuses retrieving conditions defined before it that do not fuse,
+    and selects on a task of the experiment by one of its metrics."""
+    from seedr.experiments.tasks import fuses
+
+    where = f"{experiment.path}: conditions.{condition.name}.retrieve"
+    if condition.steps:
+        raise ValueError(f"{where}: a condition that fuses others' runs has no steps")
+    earlier = list(experiment.conditions)[:list(experiment.conditions).index(condition.name)]
+    for part in config.fuse:
+        other = experiment.conditions.get(part)
+        if other is None or other.retrieve == "none" or fuses(other.retrieve):
+            raise ValueError(f"{where}: fuse names {part!r}, not a retrieving condition that does not fuse "
+                             "others itself")
+        if any(condition.evaluates(task) and not other.evaluates(task) for task in experiment.tasks):
+            raise ValueError(f"{where}: fuse names {part!r}, which is not scored on every task that "
+                             f"{condition.name!r} is")
+        if part not in earlier:  # conditions run in the file's order: its runs must be there first
+            raise ValueError(f"{where}: fuse names {part!r}, defined after {condition.name!r}: define the "
+                             "conditions a fusion fuses before it")
+    if config.select_on is not None:
+        task = experiment.tasks.get(config.select_on)
+        if task is None:
+            raise ValueError(f"{where}: select_on {config.select_on!r} is not a task of this experiment; tasks: "
+                             f"{', '.join(experiment.tasks)}")
+        if config.metric is not None and config.metric not in task.metrics:
+            raise ValueError(f"{where}: task {config.select_on!r} does not report {config.metric!r}")
+        for part in config.choosers:  # their runs on select_on choose: they must have some
+            other = experiment.conditions.get(part)
+            if other is None or part not in earlier or fuses(other.retrieve) or not other.evaluates(config.select_on):
+                raise ValueError(f"{where}: {part!r} cannot choose the fusion: it is not a retrieving condition "
+                                 f"defined before {condition.name!r}, fusing none itself and scored on "
+                                 f"{config.select_on!r}")
+
