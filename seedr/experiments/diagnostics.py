@@ -21,7 +21,19 @@ import numpy as np
 import torch
 from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
+from seedr.config import from_dict, load_config, parse_yaml
+from seedr.data.corpus import read_corpus
+from seedr.data.inputs import input_files
+from seedr.data.queries import read_qrels, read_queries
 from seedr.data.records import Document
+from seedr.engine.checkpoint import (
+    PRODUCT,
+    checkpoint_path,
+    latest_checkpoint,
+    list_checkpoints,
+    load_model_weights,
+    model_weights_path,
+)
 from seedr.evaluation.diagnostics import (
     PAPER_LENGTHS,
     cls_reliance,
@@ -36,8 +48,17 @@ from seedr.evaluation.diagnostics import (
     texts_of_length,
     word_probabilities,
 )
+from seedr.evaluation.masked_lm import heldout_masked_lm
 from seedr.io import DataError, atomic_write
 from seedr.modeling.encoder import check_model_folder, load_encoder, load_tokenizer, resolve_model_path
+from seedr.objectives import OBJECTIVES
+from seedr.objectives.cpdae import Cpdae
+from seedr.objectives.mlm import MaskedLanguageModel
+from seedr.objectives.seed import SeedEncoder
+from seedr.objectives.two_tower import PairConfig, pair_data_for
+from seedr.reporting.diagnostics import plot_diagnostics
+from seedr.retrieval.dual_encoder import DualEncoder
+from seedr.retrieval.encode import model_defaults
 
 #: "cls" and "mean" as ``seedr.modeling.encoder.pool``; "model": what the model folder declares.
 DiagnosticPooling = Literal["cls", "mean", "model"]
@@ -68,7 +89,6 @@ def load_encoder_parts(encoder: EncoderSource, tokenizer: PreTrainedTokenizerBas
         if pooling == "model":
             raise ValueError("pooling='model' reads a model folder; an in-memory encoder needs cls or mean")
         return encoder.eval(), tokenizer, pooling
-    from seedr.retrieval.encode import model_defaults
 
     path = resolve_model_path(encoder)
     if pooling == "model":
@@ -83,7 +103,6 @@ def embed_pairs(encoder: EncoderSource, positive_pairs: Sequence[PositivePair], 
     """``(query embeddings (N, H), document embeddings (N, H))`` of positive pairs, embedded as
     retrieval embeds them (``seedr.retrieval.dual_encoder``: documents as ``title [SEP] text``, by the
     document tower when the model has one)."""
-    from seedr.retrieval.dual_encoder import DualEncoder
 
     if isinstance(encoder, PreTrainedModel):
         model, tokenizer, pooling = load_encoder_parts(encoder, tokenizer, pooling)
@@ -105,8 +124,6 @@ def beir_positive_pairs(directory: str | os.PathLike, split: str = "train", limi
     """(query, relevant document) pairs of a BEIR folder (``corpus.jsonl``, ``queries.jsonl``,
     ``qrels/<split>.tsv``; e.g. SciFact): every judgement with relevance > 0, or ``limit`` of them
     drawn at random (seeded)."""
-    from seedr.data.corpus import read_corpus
-    from seedr.data.queries import read_qrels, read_queries
 
     directory = Path(directory)
     queries = read_queries(directory / "queries.jsonl")
@@ -131,7 +148,6 @@ def ict_positive_pairs(corpus_paths: Sequence[str | os.PathLike] | str | os.Path
     """``limit`` ICT pairs (a sentence vs the rest of its paragraph, with the article's title; Chang
     et al., ICLR 2020, §3) from structured articles, by the pre-training pair builder
     (``seedr.objectives.ict``), one per randomly chosen paragraph."""
-    from seedr.objectives.two_tower import PairConfig, pair_data_for
 
     config = PairConfig(max_articles=max_articles, pairs_per_epoch=limit)
     data = pair_data_for("ict", corpus_paths, seed, config)
@@ -156,8 +172,6 @@ def corpus_texts(paths: Sequence[str | os.PathLike], max_documents: int | None =
     """The texts (bodies, without titles) of the first ``max_documents`` documents of corpus files in
     any format ``seedr.data.corpus.read_corpus`` reads (files, quoted globs, folders:
     ``seedr.data.inputs.input_files``)."""
-    from seedr.data.corpus import read_corpus
-    from seedr.data.inputs import input_files
 
     documents = (document for path in input_files(paths, "corpus")
                  for document in read_corpus(path, skip_empty=True))
@@ -178,15 +192,6 @@ def load_objective(run_dir: str | os.PathLike, step: int | None = None) -> tuple
     from safetensors import safe_open
     from transformers import AutoModel
 
-    from seedr.config import from_dict, load_config
-    from seedr.engine.checkpoint import (
-        PRODUCT,
-        checkpoint_path,
-        latest_checkpoint,
-        load_model_weights,
-        model_weights_path,
-    )
-    from seedr.objectives import OBJECTIVES
     from seedr.training.pretrain import PretrainConfig
 
     run_dir = Path(run_dir)
@@ -237,9 +242,6 @@ def load_weak_decoder(run_dir: str | os.PathLike) -> tuple[Any, int]:
 
 def _run_objective(path: str | os.PathLike) -> type | None:
     """The objective class of a run folder that has a checkpoint, else None."""
-    from seedr.config import parse_yaml
-    from seedr.engine.checkpoint import latest_checkpoint
-    from seedr.objectives import OBJECTIVES
 
     path = Path(path)
     if not (path / "config.yaml").exists() or latest_checkpoint(path) is None:
@@ -250,7 +252,6 @@ def _run_objective(path: str | os.PathLike) -> type | None:
 
 def is_cpdae_run(path: str | os.PathLike) -> bool:
     """Whether ``path`` is a run folder of an objective with CPDAE's decoder and has a checkpoint."""
-    from seedr.objectives.cpdae import Cpdae
 
     objective = _run_objective(path)
     return objective is not None and issubclass(objective, Cpdae)
@@ -258,7 +259,6 @@ def is_cpdae_run(path: str | os.PathLike) -> bool:
 
 def is_seed_run(path: str | os.PathLike) -> bool:
     """Whether ``path`` is a run folder of an objective with SEED-Encoder's weak decoder and a checkpoint."""
-    from seedr.objectives.seed import SeedEncoder
 
     objective = _run_objective(path)
     return objective is not None and issubclass(objective, SeedEncoder)
@@ -267,7 +267,6 @@ def is_seed_run(path: str | os.PathLike) -> bool:
 def is_masked_lm_run(path: str | os.PathLike) -> bool:
     """Whether ``path`` is a run folder of an objective with an MLM head (MLM, SEED-Encoder, CPDAE) and a
     checkpoint."""
-    from seedr.objectives.mlm import MaskedLanguageModel
 
     objective = _run_objective(path)
     return objective is not None and issubclass(objective, MaskedLanguageModel)
@@ -279,8 +278,6 @@ def masked_lm_curve(run_dir: str | os.PathLike, texts: Sequence[str], max_length
     checkpoint of an MLM-family run, oldest first (only the newest when ``every_checkpoint`` is False),
     each with its ``step``; every checkpoint is scored on the same texts and masks. ``max_length``
     defaults to the run's training length."""
-    from seedr.engine.checkpoint import list_checkpoints
-    from seedr.evaluation.masked_lm import heldout_masked_lm
 
     steps = [step for step, _ in list_checkpoints(run_dir)]
     if not steps:
@@ -381,7 +378,6 @@ def diagnose(model: str | os.PathLike, texts: Sequence[str] = (),
 def write_diagnostics(result: dict[str, Any], out_dir: str | os.PathLike) -> tuple[Path, Path]:
     """Write ``out_dir/diagnostics.json`` (``seedr report`` reads its ``metrics``) and
     ``out_dir/diagnostics.png``; returns both paths."""
-    from seedr.reporting.diagnostics import plot_diagnostics
 
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)

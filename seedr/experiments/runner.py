@@ -38,6 +38,10 @@ from typing import Any
 from rich.console import Console
 
 from seedr.config import code_fingerprint, from_dict, identity, merge_settings, record_run
+from seedr.data.runs import read_trec_run, write_trec_run
+from seedr.evaluation.case_study import case_study
+from seedr.experiments.figures import figures, references, seed_spread, with_seed_sd
+from seedr.experiments.results_markdown import results_markdown
 from seedr.experiments.spec import Condition, Experiment, substitute
 from seedr.experiments.steps import (
     ExperimentStep,
@@ -47,7 +51,11 @@ from seedr.experiments.steps import (
     record_step,
 )
 from seedr.experiments.tasks import TASKS, FuseConfig, RetrievalTask, RetrieveConfig, fuses
+from seedr.experiments.verdicts import claim_results, seed_scores
 from seedr.io import atomic_write, output_lock
+from seedr.reporting.diagnostics import plot_reliance
+from seedr.reporting.report import plot_comparison, render_report
+from seedr.retrieval.fusion import fuse
 
 #: Every task's BM25 run, the reference of its floor (``seedr.experiments.figures.references``): the
 #: folder of an experiment's BM25 condition on that task when it has one (same key), else its own.
@@ -253,8 +261,6 @@ class _Runner:
 
     def _retrieve(self, task: RetrievalTask, condition: Any, model: str | None, folder: Path,
                   progress: _Progress, label: str) -> None:
-        from seedr.data.runs import write_trec_run
-
         self.console.rule(f"{label} → {folder}")
         started = time.perf_counter()
         retrieve, fused = self.retrieve_config(condition), {}
@@ -277,8 +283,6 @@ class _Runner:
     def fused_run(self, task: RetrievalTask, condition: Any) -> tuple[Any, dict[str, Any]]:
         """A fusing condition's run on ``task`` (its components' runs are done: they come first in the
         file) and what it chose, for ``settings.json``; the choice is made once, on ``select_on``."""
-        from seedr.data.runs import read_trec_run
-        from seedr.retrieval.fusion import fuse
 
         fusion = self.fuse_config(condition)
         assert fusion is not None
@@ -452,9 +456,7 @@ def _grouped(experiment: Experiment) -> set[str]:
 def _score(experiment: Experiment, plan: _Plan, console: Console) -> _Scores:
     """Score every run per query, average the groups, test every system against the baseline per task,
     and read the diagnose steps' results."""
-    from seedr.data.runs import read_trec_run
     from seedr.evaluation.compare import comparison_table
-    from seedr.experiments.figures import references
 
     tables, comparisons, per_query = {}, {}, {}
     grouped = _grouped(experiment)
@@ -486,11 +488,6 @@ def _score(experiment: Experiment, plan: _Plan, console: Console) -> _Scores:
 def _report(experiment: Experiment, plan: _Plan, scores: _Scores, runner: _Runner, report_dir: Path,
             command: str, started_at: str, wall: float) -> Outcome:
     """Write ``results.json`` (figures, claims, seed spread, provenance), the plots and the report."""
-    from seedr.experiments.figures import figures, seed_spread, with_seed_sd
-    from seedr.experiments.results_markdown import results_markdown
-    from seedr.experiments.verdicts import claim_results, seed_scores
-    from seedr.reporting.diagnostics import plot_reliance
-    from seedr.reporting.report import plot_comparison, render_report
 
     recorded = {folder: json.loads((folder / ("step.json" if folder.parent.name == "steps" else "settings.json"))
                                    .read_text(encoding="utf-8")) for folder in plan.units}
@@ -545,8 +542,6 @@ def _report(experiment: Experiment, plan: _Plan, scores: _Scores, runner: _Runne
 def _case_study(experiment: Experiment, tasks: dict[str, RetrievalTask],
                 retrievals: dict[tuple[str, str], Path]) -> dict[str, Any] | None:
     """The experiment's ``case_study`` (SEED-Encoder Table 5) from its two systems' run files, or None."""
-    from seedr.data.runs import read_trec_run
-    from seedr.evaluation.case_study import case_study
 
     wanted = experiment.case_study
     if wanted is None:

@@ -62,6 +62,7 @@ from typing import Any
 import yaml
 
 from seedr.config import YAMLExpansionError, merge_settings, parse_yaml, yaml_problem
+from seedr.experiments.steps import validate
 from seedr.io import DataError, read_text
 
 #: Scales an experiment file declares: ``cpu`` runs on a 2-core machine, ``gpu`` on one GPU for minutes
@@ -378,7 +379,6 @@ def load_experiment(name: str | Path, scale: str = "cpu", overrides: list[str] |
     Raises ``ValueError`` / ``DataError`` naming the file and the offending entry; step settings are
     checked against the stages' configs by ``seedr.experiments.steps.validate``.
     """
-    from seedr.experiments.steps import validate
 
     path = experiment_path(name)
     if scale not in SCALES:

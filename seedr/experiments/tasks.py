@@ -21,10 +21,12 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from seedr.config import from_dict
+from seedr.data.corpus import read_corpus
 from seedr.data.records import Document, Run
 from seedr.evaluation import tasks as evaluation_tasks
 from seedr.evaluation.tasks import EvaluationTask
 from seedr.registry import Registry
+from seedr.retrieval.fusion import FUSIONS, Fusion, Objective, select_fusion
 
 TASKS: Registry[type[RetrievalTask]] = Registry("experiment task")
 
@@ -85,8 +87,6 @@ class FuseConfig:
     select_with: list[str] | None = None
 
     def __post_init__(self) -> None:
-        from seedr.retrieval.fusion import FUSIONS
-
         self.method = [self.method] if isinstance(self.method, str) else list(self.method)
         self.rrf_k = [self.rrf_k] if isinstance(self.rrf_k, int) else list(self.rrf_k)
         if len(self.fuse) < 2:
@@ -121,7 +121,6 @@ class FuseConfig:
     def choose(self, dev_runs: list[Run] | None = None, task: RetrievalTask | None = None) -> tuple[Any, Any]:
         """The ``Fusion`` to apply and, with ``select_on``, the ``Selection`` made on ``task``'s runs
         ``dev_runs`` of the ``choosers`` (in the order of ``fuse``)."""
-        from seedr.retrieval.fusion import Fusion, Objective, select_fusion
 
         if self.select_on is None:
             return Fusion(self.method[0], tuple(self.weights or [1.0] * len(self.fuse)), self.rrf_k[0]), None
@@ -239,8 +238,6 @@ class QrelsTask(RetrievalTask):
         return self.evaluation.labels
 
     def documents(self) -> list[Document]:
-        from seedr.data.corpus import read_corpus
-
         return list(read_corpus(self.config.corpus))
 
     def chance(self, depth: int = 100) -> dict[str, float | None]:
@@ -299,8 +296,6 @@ class QaTask(RetrievalTask):
                                                max_questions=self.config.max_questions)
 
     def documents(self) -> list[Document]:
-        from seedr.data.corpus import read_corpus
-
         if not hasattr(self, "_documents"):  # read once: every condition's run is scored against them
             documents = read_corpus(self.config.passages)  # files, folders or globs (seedr.data.inputs)
             self._documents = list(itertools.islice(documents, self.config.max_passages))

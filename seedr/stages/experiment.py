@@ -9,6 +9,10 @@ from typing import Annotated
 
 import typer
 
+from seedr.experiments.claims_page import update_claims_page
+from seedr.experiments.records import load_results
+from seedr.experiments.records import record as record_results
+from seedr.experiments.records import verify as check
 from seedr.experiments.spec import RUN_SCALES, experiment_titles, load_experiment
 from seedr.stages.common import clear_errors, console
 
@@ -60,12 +64,7 @@ def command(
                                  "steps)", param_hint="--reuse")
     import torch
 
-    from seedr.experiments.claims_page import update_claims_page
-    from seedr.experiments.records import load_results
-    from seedr.experiments.records import record as record_results
-    from seedr.experiments.records import verify as check
     from seedr.experiments.runner import run_experiment
-
 
     experiment = load_experiment(name, scale, set_ or [])
     if scale not in RUN_SCALES:

@@ -10,6 +10,7 @@ from typing import Any, ClassVar
 
 from seedr.config import identity, merge_settings, read_recipe
 from seedr.io import atomic_write
+from seedr.recipes import recipe_path
 from seedr.registry import Registry
 
 #: The step kinds an experiment file names, filled by the modules that define them
@@ -55,7 +56,6 @@ class ExperimentStep:
         recipe = settings.pop("config", None)
         if recipe is None:
             return settings
-        from seedr.recipes import recipe_path
 
         try:
             path = recipe_path(recipe, self.recipe_stage)

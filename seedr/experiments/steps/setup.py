@@ -12,6 +12,8 @@ from pathlib import Path
 from typing import Any
 
 from seedr.config import from_dict, merge_settings
+from seedr.data.inputs import input_files
+from seedr.data.queries import read_qrels, read_queries, sample_queries, write_qrels
 from seedr.experiments.steps.base import STEPS, ExperimentStep
 from seedr.io import atomic_directory, atomic_write
 
@@ -96,7 +98,6 @@ class OpenQAStep(SetupStep):
 
     def run(self, out_dir: Path) -> dict[str, Any]:
         from seedr.data.corpus import read_corpus
-        from seedr.data.inputs import input_files
         from seedr.data.open_qa import build_open_qa, read_split
         from seedr.data.qa import read_nq_open
         from seedr.retrieval.bm25 import BM25Index
@@ -196,7 +197,6 @@ class RetrievalTaskStep(SetupStep):
     def run(self, out_dir: Path) -> dict[str, Any]:
         from seedr.data.corpus import load_corpus, write_corpus
         from seedr.data.prepare import PrepareOptions, prepare_corpus
-        from seedr.data.queries import read_qrels, read_queries, sample_queries, write_qrels
 
         config = self.config()
         if config.source:
