@@ -159,7 +159,7 @@ def seedr_objective(objective: str, options: dict, setting: Setting, examples: l
                             # each part's gradient norm (one backward pass each), no step's cost otherwise
                             train=TrainConfig(max_steps=setting.total_steps + 1, batch_size=setting.batch,
                                               log_every=10**6, save_every=10**6, mixed_precision=precision))
-    model = build_objective(config)
+    model, _ = build_objective(config)
     stamps = Stamps()
     out_dir = Path(tempfile.mkdtemp(prefix="seedr-bench-"))
     try:

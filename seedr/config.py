@@ -3,27 +3,19 @@ command line; every run folder records the resolved config, library versions and
 
 from __future__ import annotations
 
-import ast
 import copy
 import dataclasses
-import functools
-import hashlib
-import json
 import math
-import platform
 import re
-import sys
 import types
 import typing
 from collections.abc import Mapping
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, TypeVar
 
 import yaml
 
-from seedr.io import DataError, atomic_write, read_text
-from seedr.version import __version__
+from seedr.io import DataError, read_text
 
 C = TypeVar("C")
 
@@ -367,72 +359,3 @@ def _yaml_value(value: Any) -> str:
     return str(value) if value != "" else '""'
 
 
-def environment() -> dict[str, str]:
-    """Versions of Python and of the libraries a result depends on."""
-    from importlib import metadata
-
-    from seedr.hardware import native_bf16  # torch: configuration alone stays light
-
-    versions = {"python": sys.version.split()[0], "platform": platform.platform(),
-                # what train.mixed_precision / compute_dtype "auto" ran in on this machine's CPU
-                "cpu_native_bf16": str(native_bf16("cpu")).lower()}
-    for package in ("seedr", "torch", "transformers", "tokenizers", "accelerate", "sentence-transformers",
-                    "faiss-cpu", "bm25s", "ir-measures", "numpy"):
-        try:
-            versions[package] = metadata.version(package)
-        except metadata.PackageNotFoundError:
-            continue
-    return versions
-
-
-#: The command line: option parsing and printing over the library, which never imports it
-#: (``tests/test_import_graph.py`` holds that), so it cannot change what a step computes.
-COMMAND_LINE_SOURCE = ("stages/", "cli.py", "__main__.py")
-
-
-def _computation(source: bytes, path: Path) -> bytes:
-    """What a module computes, blind to its comments, docstrings and formatting: its syntax tree (which
-    holds no comments and no layout) without the bare string statements that docstrings are."""
-    tree = ast.parse(source, str(path))
-    for node in ast.walk(tree):
-        body = getattr(node, "body", None)
-        if isinstance(body, list):
-            kept = [statement for statement in body if not (
-                isinstance(statement, ast.Expr) and isinstance(statement.value, ast.Constant)
-                and isinstance(statement.value.value, str))]
-            node.body = kept or [ast.Pass()]
-    return ast.dump(tree, annotate_fields=False, include_attributes=False).encode()
-
-
-def library_fingerprint(root: Path) -> str:
-    """A hash of what the library under ``root`` computes: every ``.py`` file but the command line's
-    (``COMMAND_LINE_SOURCE``), by path and syntax tree (``_computation``), in sorted order."""
-    digest = hashlib.sha256()
-    for path in sorted(root.rglob("*.py")):
-        relative = path.relative_to(root).as_posix()
-        if relative.startswith(COMMAND_LINE_SOURCE):
-            continue
-        digest.update(relative.encode() + b"\0")
-        digest.update(hashlib.sha256(_computation(path.read_bytes(), path)).digest())
-    return digest.hexdigest()[:12]
-
-
-@functools.cache
-def code_fingerprint() -> dict[str, str]:
-    """The code that computes a result: seedr's version and ``library_fingerprint`` of its library. Results
-    keyed on it (experiment steps) are recomputed when the code changes — a fixed bug or a changed default —
-    even while the version number stands still; an edit to a stage's options or help, to a comment or a
-    docstring, or to the layout of the code, does not recompute them. Computed once per process."""
-    return {"version": __version__, "source": library_fingerprint(Path(__file__).resolve().parent)}
-
-
-def record_run(out_dir: str | Path, config: Any, seed: int | None, command: str | None = None) -> None:
-    """Write ``config.yaml`` (resolved) and ``run.json`` (seed, versions, command, start time) into a run folder."""
-    out_dir = Path(out_dir)
-    out_dir.mkdir(parents=True, exist_ok=True)
-    with atomic_write(out_dir / "config.yaml") as stream:
-        yaml.safe_dump(to_dict(config) if dataclasses.is_dataclass(config) else config, stream, sort_keys=False)
-    info = {"seed": seed, "command": command or " ".join(sys.argv), "versions": environment(),
-            "started": datetime.now(UTC).isoformat(timespec="seconds")}
-    with atomic_write(out_dir / "run.json") as stream:
-        json.dump(info, stream, indent=2)

@@ -97,11 +97,14 @@ def test_the_command_line_runs_the_api(monkeypatch, shared_data, tmp_path):
     from typer.testing import CliRunner
 
     import seedr.api
+    import seedr.stages.search
     from seedr.cli import app
 
+    assert seedr.stages.search.search is seedr.api.search
     calls = []
     real = seedr.api.search
-    monkeypatch.setattr(seedr.api, "search", lambda *args, **kwargs: calls.append(kwargs) or real(*args, **kwargs))
+    monkeypatch.setattr(seedr.stages.search, "search",
+                        lambda *args, **kwargs: calls.append(kwargs) or real(*args, **kwargs))
     scifact = shared_data / "scifact"
     result = CliRunner().invoke(app, ["search", "--bm25", "--corpus", str(scifact / "corpus.jsonl"), "--queries",
                                       str(scifact / "queries.jsonl"), "--k", "5", "--out", str(tmp_path / "r.trec")])

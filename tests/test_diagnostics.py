@@ -37,13 +37,12 @@ from seedr.experiments.diagnostics import (
     corpus_texts,
     diagnose,
     embed_pairs,
-    is_cpdae_run,
-    is_seed_run,
     load_encoder_parts,
     load_objective,
     load_weak_decoder,
     load_word_decoder,
     positive_pairs,
+    run_diagnostics,
     write_diagnostics,
 )
 from seedr.modeling.encoder import build_encoder
@@ -200,7 +199,8 @@ def seed_run(wiki_shard, tmp_path_factory):
 
 
 def test_diagnose_reports_the_reliance_of_seed_runs_only(seed_run, cpdae_run, articles, tmp_path):
-    assert is_seed_run(seed_run) and not is_seed_run(cpdae_run) and not is_cpdae_run(seed_run)
+    assert run_diagnostics(seed_run) == {"masked_lm", "cls_reliance"}  # what the objectives declare
+    assert run_diagnostics(cpdae_run) == {"masked_lm", "decoded_words"}
     objective, max_length = load_weak_decoder(seed_run)
     assert max_length == 64 and objective.config.attention_span == 2
     result = diagnose(seed_run, articles, lengths=(32,), pairs=4, reliance_texts=5)
@@ -268,7 +268,7 @@ def test_objective_is_rebuilt_with_the_checkpoint_weights(cpdae_run):
     with safe_open(model_weights_path(latest_checkpoint(cpdae_run)), "pt") as weights:
         for name, parameter in objective.state_dict().items():
             assert torch.equal(parameter, weights.get_tensor(name)), name
-    assert is_cpdae_run(cpdae_run)
+    assert "decoded_words" in run_diagnostics(cpdae_run)
 
 
 def test_decoded_words_are_vocabulary_tokens_by_probability(cpdae_run, articles, tokenizer):
@@ -310,7 +310,7 @@ def test_common_word_mass_is_a_share_of_the_distribution(cpdae_run, articles, to
 
 def test_decoded_words_need_a_cpdae_run(wiki_shard, tmp_path, articles):
     mlm = tiny_run(wiki_shard, tmp_path / "mlm", "mlm")
-    assert not is_cpdae_run(mlm) and not is_cpdae_run(mlm / "encoder")
+    assert run_diagnostics(mlm) == {"masked_lm"} and run_diagnostics(mlm / "encoder") == set()
     with pytest.raises(ValueError, match="bag-of-words decoder"):
         load_word_decoder(mlm)
     with pytest.raises(ValueError, match="bag-of-words decoder"):

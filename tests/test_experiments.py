@@ -327,7 +327,7 @@ def test_resumed_experiment_redoes_only_the_unfinished_condition(tiny_run, tmp_p
     assert outcome.results["tasks"]["scifact"]["systems"]["bm25"] == before["tasks"]["scifact"]["systems"]["bm25"]
 
     # the report says what was reused, and which code computed it (recorded in each folder)
-    from seedr.config import code_fingerprint
+    from seedr.provenance import code_fingerprint
 
     code = code_fingerprint()
     assert json.loads((finetune_folder / "step.json").read_text())["code"] == code == outcome.results["code"]
@@ -583,7 +583,7 @@ def test_steps_are_keyed_on_their_resolved_configuration_and_the_code(monkeypatc
                                "train": {"max_steps": 5}}) == mlm
     assert folder("pretrain", {"objective_name": "mlm", "objective.mask_probability": 0.2,
                                "train.max_steps": 5}) != mlm
-    monkeypatch.setattr(runner_module, "code_fingerprint", lambda: {"version": "0.1.0", "source": "changed"})
+    monkeypatch.setattr(runner_module, "code_fingerprint", lambda code=None: {"version": "0.1.0", "source": "changed"})
     assert folder("finetune", {"train.max_steps": 60}) != as_share
     assert folder("pretrain", {"objective_name": "mlm", "train.max_steps": 5}) != mlm
 
@@ -1282,7 +1282,7 @@ def test_hierarchical_bootstrap_includes_the_seeds_variation():
 def test_step_keys_ignore_comments_docstrings_and_layout_but_not_code(tmp_path):
     """The source fingerprint that keys every step hashes what the library computes: a docstring, a comment
     or a re-wrapped line keeps it (and so every recorded step's key); a changed constant changes it."""
-    from seedr.config import library_fingerprint
+    from seedr.provenance import library_fingerprint
 
     library = tmp_path / "seedr"
     shutil.copytree(ROOT / "seedr", library, ignore=shutil.ignore_patterns("__pycache__", "builtin_models"))

@@ -275,9 +275,9 @@ def test_an_import_inside_a_function_defers_a_heavy_dependency():
 
 
 def test_the_library_never_imports_the_command_line():
-    """Step keys leave the command line out of the code they hash (``seedr.config.COMMAND_LINE_SOURCE``),
+    """Step keys leave the command line out of the code they hash (``seedr.provenance.COMMAND_LINE_SOURCE``),
     which holds only while nothing else in seedr imports a stage, ``seedr.cli`` or ``seedr.__main__``."""
-    from seedr.config import COMMAND_LINE_SOURCE
+    from seedr.provenance import COMMAND_LINE_SOURCE
 
     def command_line(module: str) -> bool:
         path = "/".join(module.split(".")[1:])

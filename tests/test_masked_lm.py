@@ -15,8 +15,8 @@ from seedr.evaluation.masked_lm import heldout_masked_lm, masked_batches, unigra
 from seedr.experiments.diagnostics import (
     corpus_texts,
     diagnose,
-    is_masked_lm_run,
     load_objective,
+    run_diagnostics,
     write_diagnostics,
 )
 from seedr.objectives.masking import IGNORE_INDEX
@@ -88,7 +88,7 @@ def test_a_head_that_knows_only_word_frequencies_scores_the_plateau(mlm_run, hel
 
 
 def test_diagnose_scores_every_checkpoint_on_the_same_targets(mlm_run, heldout, tmp_path):
-    assert is_masked_lm_run(mlm_run)
+    assert "masked_lm" in run_diagnostics(mlm_run)
     result = diagnose(mlm_run, heldout, lengths=(32,), pairs=4, masked_lm_texts=12, masked_lm_curve_steps=True)
     curve = result["details"]["masked_lm"]["curve"]
     assert [point["step"] for point in curve] == [3]  # tiny_run keeps one checkpoint, at its end

@@ -47,7 +47,7 @@ def heldout_scores(model: str, texts: list[str], lengths: tuple[int, ...]) -> di
     from seedr.settings import ModelConfig, PretrainConfig
     from seedr.training.pretrain import build_objective
 
-    objective = build_objective(PretrainConfig(objective_name="mlm", model=ModelConfig(init=model)))
+    objective, _ = build_objective(PretrainConfig(objective_name="mlm", model=ModelConfig(init=model)))
     objective.to("cuda" if torch.cuda.is_available() else "cpu")
     return {str(length): heldout_masked_lm(objective, texts, length, 32, 0) for length in lengths}
 

@@ -9,7 +9,8 @@ from pathlib import Path
 from typing import Any
 
 from seedr.api.common import CONFIG_STAGES, Settings, Source, _is_paths, _locked, _model_name, _paths
-from seedr.config import from_dict, merge_settings, read_recipe, record_run
+from seedr.config import from_dict, merge_settings, read_recipe
+from seedr.provenance import record_run
 from seedr.recipes import recipe_path
 
 

@@ -26,7 +26,6 @@ from pathlib import Path
 
 from tqdm import tqdm
 
-from seedr.config import record_run
 from seedr.data.corpus import article_document, read_corpus, read_corpus_articles, write_corpus
 from seedr.data.default import default_articles, default_description_queries
 from seedr.data.inputs import PREPARED_MARKER
@@ -36,6 +35,7 @@ from seedr.data.queries import write_qrels, write_queries
 from seedr.data.records import Article, Qrels
 from seedr.data.tokenizer import train_wordpiece
 from seedr.io import atomic_directory, atomic_write, check_output_folder
+from seedr.provenance import record_run
 
 
 @dataclass

@@ -25,7 +25,7 @@ logged under its name, and — for a loss of several differentiable parts — ea
 the encoder as ``grad_norm/<part>`` every ``log_every`` steps (``seedr.engine.part_gradients``; on the
 last micro-batch of the step, averaged over processes; not under ``gradient_cache``). What a run writes
 (see ``seedr.engine.checkpoint``): ``out/encoder/`` (the product), ``out/checkpoints/step-N/``, ``out/metrics.jsonl`` (one JSON line per logged step),
-``out/config.yaml`` + ``out/run.json`` (``seedr.config.record_run``; ``train.gradient_accumulation_steps``
+``out/config.yaml`` + ``out/run.json`` (``seedr.provenance.record_run``; ``train.gradient_accumulation_steps``
 as the run used it), and with ``train.report_to`` the same lines to Accelerate's experiment trackers
 (TensorBoard's files in ``out/trackers/``). Each run starts by saying what its batch is (global = per
 process × processes × accumulation steps).
@@ -68,7 +68,7 @@ from accelerate.utils import gather_object, set_seed
 from torch import Tensor, nn
 from tqdm.auto import tqdm
 
-from seedr.config import record_run, to_dict
+from seedr.config import to_dict
 from seedr.data.training_log import METRICS, append_metrics, read_metrics
 from seedr.engine.checkpoint import (
     STATE,
@@ -94,6 +94,7 @@ from seedr.engine.optim import build_optimizer, build_scheduler
 from seedr.engine.part_gradients import part_gradient_norms
 from seedr.hardware import resolve_mixed_precision
 from seedr.io import DataError, atomic_write, check_output_folder
+from seedr.provenance import record_run
 from seedr.settings import SCHEDULERS, TrainConfig
 
 #: Settings a resumed run may change: they decide what is logged and kept, never the trained weights.

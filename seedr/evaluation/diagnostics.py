@@ -38,9 +38,9 @@ from torch.nn import functional as F
 from tqdm.auto import tqdm
 from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
+from seedr.modeling.bow_decoder import word_distribution
 from seedr.modeling.encoder import pool
 from seedr.modeling.weak_decoder import WeakDecoder
-from seedr.objectives.cpdae import word_distribution
 
 #: Figure 1(b) of SEED-Encoder shows these sequence lengths.
 PAPER_LENGTHS = (64, 128, 256, 512)

@@ -52,9 +52,6 @@ from seedr.evaluation.masked_lm import heldout_masked_lm
 from seedr.io import DataError, atomic_write
 from seedr.modeling.encoder import check_model_folder, load_encoder, load_tokenizer, resolve_model_path
 from seedr.objectives import OBJECTIVES
-from seedr.objectives.cpdae import Cpdae
-from seedr.objectives.mlm import MaskedLanguageModel
-from seedr.objectives.seed import SeedEncoder
 from seedr.objectives.two_tower import PairConfig, pair_data_for
 from seedr.reporting.diagnostics import plot_diagnostics
 from seedr.retrieval.dual_encoder import DualEncoder
@@ -250,26 +247,11 @@ def _run_objective(path: str | os.PathLike) -> type | None:
     return OBJECTIVES.get(name) if name in OBJECTIVES else None
 
 
-def is_cpdae_run(path: str | os.PathLike) -> bool:
-    """Whether ``path`` is a run folder of an objective with CPDAE's decoder and has a checkpoint."""
-
+def run_diagnostics(path: str | os.PathLike) -> frozenset[str]:
+    """The diagnostics the objective of the run folder ``path`` declares (``Objective.diagnostics``: e.g.
+    "masked_lm", "cls_reliance", "decoded_words"); none for a folder that is not a run with a checkpoint."""
     objective = _run_objective(path)
-    return objective is not None and issubclass(objective, Cpdae)
-
-
-def is_seed_run(path: str | os.PathLike) -> bool:
-    """Whether ``path`` is a run folder of an objective with SEED-Encoder's weak decoder and a checkpoint."""
-
-    objective = _run_objective(path)
-    return objective is not None and issubclass(objective, SeedEncoder)
-
-
-def is_masked_lm_run(path: str | os.PathLike) -> bool:
-    """Whether ``path`` is a run folder of an objective with an MLM head (MLM, SEED-Encoder, CPDAE) and a
-    checkpoint."""
-
-    objective = _run_objective(path)
-    return objective is not None and issubclass(objective, MaskedLanguageModel)
+    return frozenset() if objective is None else objective.diagnostics
 
 
 def masked_lm_curve(run_dir: str | os.PathLike, texts: Sequence[str], max_length: int | None = None,
@@ -303,13 +285,13 @@ def diagnose(model: str | os.PathLike, texts: Sequence[str] = (),
     """Run the diagnostics the inputs allow; returns ``{"metrics": {name: number}, "details": {...}}``.
 
     - ``texts`` → random-pair similarity at each length (``random_pair_cosine@L`` and its ``_std``);
-      when ``model`` is a CPDAE run folder, also the decoded words of the first ``word_texts`` texts
+      when ``model`` is a run folder whose objective declares ``decoded_words`` (CPDAE), also the decoded words of the first ``word_texts`` texts
       and the mass on the ``common_words`` most frequent tokens of ``texts`` (``decoded_common_mass``,
-      ``decoded_own_rare_mass``, ``target_common_mass``); when it is a SEED-Encoder run folder, the
+      ``decoded_own_rare_mass``, ``target_common_mass``); when it declares ``cls_reliance`` (SEED-Encoder), the
       decoder's reliance on [CLS] by position over the first ``reliance_texts`` texts that fill the
       run's training length (Figure 4: the curve in ``details["cls_reliance"]``, and
       ``cls_reliance@first``, ``cls_reliance@last_quarter``, ``cls_reliance_drop``; 0: skip); when it
-      is a run of an objective with an MLM head (MLM, SEED-Encoder, CPDAE), the held-out masked-LM loss
+      declares ``masked_lm`` (an MLM head: MLM, SEED-Encoder, CPDAE), the held-out masked-LM loss
       and masked-token accuracy over the first ``masked_lm_texts`` texts, with the unigram plateau of the
       same targets (``heldout_mlm_loss``, ``heldout_masked_accuracy``, ``unigram_loss``,
       ``unigram_accuracy``; 0: skip), for every kept checkpoint when ``masked_lm_curve_steps``
@@ -330,7 +312,8 @@ def diagnose(model: str | os.PathLike, texts: Sequence[str] = (),
             metrics[f"random_pair_cosine_std@{length}"] = std
         details["random_pair_similarity"] = {"texts": len(texts), "pairs_per_length": pairs,
                                              "by_length": {str(k): list(v) for k, v in similarity.items()}}
-    if texts and word_texts > 0 and isinstance(model, str | os.PathLike) and is_cpdae_run(model):
+    supported = run_diagnostics(model) if isinstance(model, str | os.PathLike) else frozenset()
+    if texts and word_texts > 0 and "decoded_words" in supported:
         objective, max_length = load_word_decoder(model)
         shown = list(texts[:word_texts])
         common = most_frequent_tokens(objective.tokenizer, texts, common_words)
@@ -345,7 +328,7 @@ def diagnose(model: str | os.PathLike, texts: Sequence[str] = (),
             "word_probabilities": [[word, probability] for word, probability
                                    in word_probabilities(objective, shown[0], max_length)],
         }
-    if texts and reliance_texts > 0 and isinstance(model, str | os.PathLike) and is_seed_run(model):
+    if texts and reliance_texts > 0 and "cls_reliance" in supported:
         objective, max_length = load_weak_decoder(model)
         chosen = texts_of_length(objective.tokenizer, texts, max_length, reliance_texts)
         if not chosen:
@@ -357,7 +340,7 @@ def diagnose(model: str | os.PathLike, texts: Sequence[str] = (),
         details["cls_reliance"] = {"max_length": max_length, "attention_span": options.attention_span,
                                    "decoder_layers": options.decoder_layers, "bottleneck": options.bottleneck,
                                    "cosine": reliance.cosine, "texts": reliance.texts}
-    if texts and masked_lm_texts > 0 and isinstance(model, str | os.PathLike) and is_masked_lm_run(model):
+    if texts and masked_lm_texts > 0 and "masked_lm" in supported:
         curve = masked_lm_curve(model, texts[:masked_lm_texts], batch_size=batch_size, seed=seed,
                                 every_checkpoint=masked_lm_curve_steps)
         newest = curve[-1]
@@ -395,14 +378,12 @@ __all__ = [
     "diagnose",
     "embed_pairs",
     "ict_positive_pairs",
-    "is_cpdae_run",
-    "is_masked_lm_run",
-    "is_seed_run",
     "load_encoder_parts",
     "load_objective",
     "load_weak_decoder",
     "load_word_decoder",
     "masked_lm_curve",
     "positive_pairs",
+    "run_diagnostics",
     "write_diagnostics",
 ]

@@ -11,8 +11,8 @@ Layout of the work folder (``runs/experiments`` unless ``--out`` says otherwise)
 
 A step's key hashes its kind and its resolved configuration (``ExperimentStep.resolved``: the stage's
 config with its defaults, the model it starts from included), a retrieval's its task, model and
-settings, and both the code that computes them (``seedr.config.code_fingerprint``: seedr's version and
-a hash of its library source, the command line's stages left out). So a finished step is reused by a re-run (resuming an interrupted experiment
+settings, and both the code that computes them (``seedr.provenance.code_fingerprint``: seedr's version and
+a hash of the syntax trees of the code the step runs — ``ExperimentStep.code``, ``retrieval_code``). So a finished step is reused by a re-run (resuming an interrupted experiment
 redoes only what did not finish), by every condition that shares it and by other experiments run into
 the same work folder (the from-scratch pre-trainings of ``few_shot`` and ``diagnostics`` are those of
 ``from_scratch``), whichever spelling their settings use (``train.warmup_ratio: 0.1`` or the
@@ -37,7 +37,7 @@ from typing import Any
 
 from rich.console import Console
 
-from seedr.config import code_fingerprint, from_dict, identity, merge_settings, record_run
+from seedr.config import from_dict, identity, merge_settings
 from seedr.data.runs import read_trec_run, write_trec_run
 from seedr.evaluation.case_study import case_study
 from seedr.experiments.figures import figures, references, seed_spread, with_seed_sd
@@ -53,6 +53,7 @@ from seedr.experiments.steps import (
 from seedr.experiments.tasks import TASKS, FuseConfig, RetrievalTask, RetrieveConfig, fuses
 from seedr.experiments.verdicts import claim_results, seed_scores
 from seedr.io import atomic_write, output_lock
+from seedr.provenance import code_fingerprint, record_run
 from seedr.reporting.diagnostics import plot_reliance
 from seedr.reporting.report import plot_comparison, render_report
 from seedr.retrieval.fusion import fuse
@@ -62,17 +63,24 @@ from seedr.retrieval.fusion import fuse
 _BM25_REFERENCE = Condition("bm25-reference", [], "bm25")  # its name is the run file's tag
 
 
-def _key(out_dir: Path, *parts: Any) -> str:
-    """A short hash of ``parts`` and of the code that computes them (``code_fingerprint``); paths inside
-    the work folder count relative to it, so that a work folder keeps its keys when moved or copied."""
-    text = json.dumps([parts, code_fingerprint()], sort_keys=True, default=str).replace(str(out_dir), "$OUT")
+def _key(out_dir: Path, code: list[str], *parts: Any) -> str:
+    """A short hash of ``parts`` and of the code that computes them (``code_fingerprint`` of ``code``);
+    paths inside the work folder count relative to it, so that a work folder keeps its keys when moved or
+    copied."""
+    text = json.dumps([parts, code_fingerprint(code)], sort_keys=True, default=str).replace(str(out_dir), "$OUT")
     return hashlib.sha256(text.encode()).hexdigest()[:10]
+
+
+def retrieval_code(task: RetrievalTask, fusion: FuseConfig | None) -> list[str]:
+    """The code a retrieval on ``task`` runs (its task class, which retrieves and scores), and fusion's
+    when it fuses; a retrieval's key rests on it as a step's on ``ExperimentStep.code``."""
+    return [f"{type(task).__module__}:{type(task).__qualname__}"] + (["seedr.retrieval.fusion"] if fusion else [])
 
 
 def step_folder(out_dir: Path, name: str, step: ExperimentStep) -> Path:
     """Where ``step`` runs in the work folder ``out_dir``: ``steps/<name>-<key>`` (``name``: the kind, or
     a set-up step's name), keyed on its kind, its resolved configuration and the code."""
-    return out_dir / "steps" / f"{name}-{_key(out_dir, step.kind, step.resolved())}"
+    return out_dir / "steps" / f"{name}-{_key(out_dir, step.code(), step.kind, step.resolved())}"
 
 
 @dataclass
@@ -227,7 +235,8 @@ class _Runner:
                 choosers = self.component_folders(self.tasks[fusion.select_on], fusion, choosers=True)
                 what += ([folder.name for folder in choosers],)
         task_settings = (type(task).__name__, identity(task.config), task.metrics)
-        return self.out_dir / "retrieval" / f"{task.name}-{_key(self.out_dir, task_settings, *what)}"
+        key = _key(self.out_dir, retrieval_code(task, fusion), task_settings, *what)
+        return self.out_dir / "retrieval" / f"{task.name}-{key}"
 
     # ---------------------------------------------------------------- running
     def run_step(self, step: Any, folder: Path, progress: _Progress, label: str) -> None:
@@ -244,7 +253,7 @@ class _Runner:
             started = time.perf_counter()
             summary = step.run(folder)
             seconds = time.perf_counter() - started
-            record_step(folder, step, summary, seconds, code_fingerprint())
+            record_step(folder, step, summary, seconds, code_fingerprint(step.code()))
         self.outcome_executed.append(str(folder))
         progress.finished(folder, label, seconds)
 
@@ -275,7 +284,8 @@ class _Runner:
         folder.mkdir(parents=True, exist_ok=True)
         with atomic_write(folder / "settings.json") as stream:
             json.dump({"model": model, "retrieve": condition.retrieve, "task": task.name, "seconds": seconds,
-                       "code": code_fingerprint(), **fused}, stream, indent=2)
+                       "code": code_fingerprint(retrieval_code(task, self.fuse_config(condition))), **fused},
+                      stream, indent=2)
         write_trec_run(folder / "run.trec", run, tag=condition.name)
         self.outcome_executed.append(str(folder))
         progress.finished(folder, label, seconds)

@@ -29,3 +29,14 @@ class BagOfWordsDecoder(nn.Module):
 
     def forward(self, cls_vector: torch.Tensor) -> torch.Tensor:
         return self.output(self.norm(self.activation(self.dense(cls_vector))))  # (B, V)
+
+
+def at_least_float32(tensor: torch.Tensor) -> torch.Tensor:
+    """bf16/fp16 activations in float32 for long sums; float64 (exactness tests) kept as it is."""
+    return tensor.to(torch.promote_types(tensor.dtype, torch.float32))
+
+
+def word_distribution(word_logits: torch.Tensor) -> torch.Tensor:
+    """z̃ of eq. 5: the per-word sigmoid probabilities ẑ (eq. 3) normalised to sum to one."""
+    probabilities = torch.sigmoid(at_least_float32(word_logits))  # (N, V); float32 at least for the JS sums
+    return probabilities / probabilities.sum(-1, keepdim=True)

@@ -3,7 +3,9 @@
 
 from __future__ import annotations
 
+import dataclasses
 import os
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -11,9 +13,24 @@ import torch
 from torch import nn
 from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
+from seedr.engine.shards import TokenShardData
+from seedr.engine.trainer import TrainData
 from seedr.modeling.encoder import save_encoder
 from seedr.modeling.outputs import ObjectiveOutput
 from seedr.registry import Registry
+
+
+@dataclasses.dataclass
+class PretrainingCorpus:
+    """The pre-training corpus as ``seedr.training.pretrain`` offers it to an objective, which takes what
+    it needs (``Objective.training_data``, ``Objective.complete_options``): the corpus files (none: the
+    embedded default corpus), the run's seed, the encoder's vocabulary size, and its token shards,
+    tokenised on first use and shared by every run on the same corpus, tokenizer and length."""
+
+    files: list[Path]
+    seed: int
+    vocab_size: int
+    token_shards: Callable[[], TokenShardData]
 
 
 class Objective(nn.Module):
@@ -36,6 +53,21 @@ class Objective(nn.Module):
     #: "tokens": examples are token-id lists cut from a tokenised corpus (MLM, SEED, CPDAE);
     #: "pairs": examples are (query, document) text pairs from a pair builder (ICT, BFS, WLP).
     input_kind: ClassVar[str] = "tokens"
+    #: The diagnostics a run of this objective supports beyond its encoder's own
+    #: (``seedr.experiments.diagnostics``): "masked_lm" (an MLM head: held-out masked-token accuracy),
+    #: "cls_reliance" (SEED-Encoder's weak decoder: its reliance on [CLS] by position, Figure 4),
+    #: "decoded_words" (CPDAE's bag-of-words decoder: the words it decodes).
+    diagnostics: ClassVar[frozenset[str]] = frozenset()
+
+    @classmethod
+    def complete_options(cls, options: Any, corpus: PretrainingCorpus) -> None:
+        """Fill in the options that come from the corpus before the objective is built (CPDAE's IDF table
+        of ``idf_path: auto``); none by default."""
+
+    @classmethod
+    def training_data(cls, options: Any, corpus: PretrainingCorpus) -> TrainData:
+        """What the objective trains on: the corpus's token shards, unless it draws other examples."""
+        return corpus.token_shards()
 
     def __init__(self, encoder: PreTrainedModel, tokenizer: PreTrainedTokenizerBase, config: Any) -> None:
         super().__init__()
@@ -59,4 +91,4 @@ class Objective(nn.Module):
 
 OBJECTIVES: Registry[type[Objective]] = Registry("objective")
 
-__all__ = ["OBJECTIVES", "Objective", "ObjectiveOutput"]
+__all__ = ["OBJECTIVES", "Objective", "ObjectiveOutput", "PretrainingCorpus"]

@@ -56,6 +56,7 @@ import math
 import os
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Literal
 
 import numpy as np
@@ -63,11 +64,12 @@ import torch
 from torch.nn import functional as F
 from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
+from seedr.engine.trainer import process_state
 from seedr.io import DataError, atomic_write
 from seedr.losses.gather import gather_rows, row_offset, world_size
-from seedr.modeling.bow_decoder import BagOfWordsDecoder
+from seedr.modeling.bow_decoder import BagOfWordsDecoder, at_least_float32, word_distribution
 from seedr.modeling.encoder import Pooling, pool
-from seedr.objectives.base import OBJECTIVES, ObjectiveOutput
+from seedr.objectives.base import OBJECTIVES, ObjectiveOutput, PretrainingCorpus
 from seedr.objectives.mlm import MaskedLanguageModel, MLMConfig
 
 
@@ -83,7 +85,7 @@ class CpdaeConfig(MLMConfig):
             for word distributions as in eq. 5; 0.05 for CPDAE′ as SimCSE).
         idf_rec: weight eq. 4's terms by IDF (the IDF-REC ablation); needs ``idf_path``.
         idf_path: a ``.npy`` of |V| IDF values written by ``save_idf(path, compute_idf(...))``, or
-            ``"auto"``: ``seedr pretrain`` computes it from its corpus (``seedr.training.pretrain.corpus_idf``).
+            ``"auto"``: ``seedr pretrain`` computes it from its corpus (``Cpdae.complete_options``).
         reconstruction_reduction: ``"sum"`` over the vocabulary as eq. 4 writes it, or ``"mean"``
             (default; see the module docstring for why).
         contrastive_reduction: ``"sum"`` (default): eq. 5 summed over the m texts of the (global)
@@ -231,17 +233,6 @@ def pairwise_js_divergence(p: torch.Tensor, q: torch.Tensor, block_elements: int
     return _PairwiseJensenShannon.apply(p, q, rows, q is p).clamp_min(0.0)  # rounding can dip just below 0
 
 
-def at_least_float32(tensor: torch.Tensor) -> torch.Tensor:
-    """bf16/fp16 activations in float32 for long sums; float64 (exactness tests) kept as it is."""
-    return tensor.to(torch.promote_types(tensor.dtype, torch.float32))
-
-
-def word_distribution(word_logits: torch.Tensor) -> torch.Tensor:
-    """z̃ of eq. 5: the per-word sigmoid probabilities ẑ (eq. 3) normalised to sum to one."""
-    probabilities = torch.sigmoid(at_least_float32(word_logits))  # (N, V); float32 at least for the JS sums
-    return probabilities / probabilities.sum(-1, keepdim=True)
-
-
 def twin_contrastive_loss(similarity: torch.Tensor, offset: int = 0,
                           reduction: Literal["sum", "mean"] = "mean") -> torch.Tensor:
     """Eq. 5 for 2m anchor views ordered ``[x_1' … x_m', x_1'' … x_m'']``: each view's positive is its
@@ -303,6 +294,10 @@ def load_idf(path: str | os.PathLike, vocab_size: int) -> torch.Tensor:
     return torch.from_numpy(idf.astype(np.float32))
 
 
+#: ``objective.idf_path: auto`` asks for the IDF table of the run's own corpus (CPDAE's IDF-REC).
+AUTO_IDF = "auto"
+
+
 # ----- the objective -------------------------------------------------------------------------------
 
 
@@ -321,6 +316,23 @@ class Cpdae(MaskedLanguageModel):
 
     name = "cpdae"
     config_class = CpdaeConfig
+    diagnostics = frozenset({"masked_lm", "decoded_words"})
+
+    @classmethod
+    def complete_options(cls, options: CpdaeConfig, corpus: PretrainingCorpus) -> None:
+        """``idf_path: auto`` (``AUTO_IDF``) becomes the IDF table of the pre-training corpus, ``idf.npy``
+        in its token shard folder (made once, shared by every run on those shards):
+        ``log((N + 1) / (df + 1))`` over the N training examples (``compute_idf``). Examples, not source
+        documents, are the texts: they are what eq. 4 reconstructs, so a word's weight reflects how
+        often it is a reconstruction target."""
+        if options.idf_path != AUTO_IDF:
+            return
+        shards = corpus.token_shards()
+        path = Path(shards.directory) / "idf.npy"
+        with process_state().main_process_first():
+            if not path.exists():
+                save_idf(path, compute_idf(shards.shards, corpus.vocab_size))
+        options.idf_path = str(path)
 
     def __init__(self, encoder: PreTrainedModel, tokenizer: PreTrainedTokenizerBase,
                  config: CpdaeConfig | None = None) -> None:

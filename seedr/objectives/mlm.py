@@ -63,6 +63,7 @@ class MaskedLanguageModel(Objective):
 
     name = "mlm"
     config_class = MLMConfig
+    diagnostics = frozenset({"masked_lm"})
 
     def __init__(self, encoder: PreTrainedModel, tokenizer: PreTrainedTokenizerBase,
                  config: MLMConfig | None = None) -> None:

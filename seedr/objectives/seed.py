@@ -103,6 +103,7 @@ class SeedEncoder(MaskedLanguageModel):
 
     name = "seed"
     config_class = SeedConfig
+    diagnostics = frozenset({"masked_lm", "cls_reliance"})
 
     def __init__(self, encoder: PreTrainedModel, tokenizer: PreTrainedTokenizerBase,
                  config: SeedConfig | None = None) -> None:

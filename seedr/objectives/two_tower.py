@@ -46,7 +46,7 @@ from seedr.losses.base import Similarity, in_batch_false_negatives
 from seedr.losses.gather import document_key
 from seedr.losses.in_batch_softmax import InBatchSoftmaxLoss
 from seedr.modeling.projection import Projection
-from seedr.objectives.base import OBJECTIVES, Objective, ObjectiveOutput
+from seedr.objectives.base import OBJECTIVES, Objective, ObjectiveOutput, PretrainingCorpus
 from seedr.registry import Registry
 from seedr.retrieval.dual_encoder import DualEncoder
 from seedr.retrieval.encode import tokenize_pairs
@@ -323,6 +323,14 @@ class TwoTowerObjective(Objective):
     input_kind = "pairs"
     #: Names of the ``PAIR_TASKS`` whose pairs this objective trains on.
     tasks: ClassVar[tuple[str, ...]] = ()
+
+    @classmethod
+    def training_data(cls, options: TwoTowerConfig, corpus: PretrainingCorpus) -> PairData:
+        """(query, document) pairs drawn from the corpus files every epoch (``pair_data_for``)."""
+        if not corpus.files:
+            raise ValueError(f"objective {cls.name!r} draws (query, document) pairs from structured articles: "
+                             "give the corpus (data.corpus / --corpus), e.g. the wiki shards or FOLDOC")
+        return pair_data_for(cls.name, corpus.files, corpus.seed, options.pairs)
 
     def __init__(self, encoder: PreTrainedModel, tokenizer: PreTrainedTokenizerBase,
                  config: TwoTowerConfig | None = None) -> None:

@@ -14,10 +14,10 @@ from typing import Any
 
 from rich.console import Console
 
-from seedr.config import record_run
 from seedr.data.queries import sample_queries
 from seedr.data.training_sets import TrainingSet
 from seedr.io import atomic_write
+from seedr.provenance import record_run
 
 console = Console(stderr=True)
 

@@ -36,7 +36,7 @@ from accelerate import PartialState
 from rich.console import Console
 from transformers import PreTrainedTokenizerBase
 
-from seedr.config import record_run, to_dict
+from seedr.config import to_dict
 from seedr.data.corpus import load_corpus
 from seedr.data.queries import read_qrels, read_queries
 from seedr.data.records import Document, Qrels
@@ -51,6 +51,7 @@ from seedr.losses.gather import NO_KEY, document_key
 from seedr.modeling.encoder import check_lengths
 from seedr.negatives import NEGATIVES, NegativeStrategy, NegativeTable
 from seedr.negatives.base import positives
+from seedr.provenance import record_run
 from seedr.retrieval.dual_encoder import DualEncoder
 from seedr.retrieval.encode import document_input, tokenize_pairs
 from seedr.settings import EPOCH_UNITS, FinetuneConfig, TrainConfig

@@ -43,7 +43,6 @@ from seedr.data.inputs import input_files
 from seedr.data.records import Document
 from seedr.engine.shards import (
     TokenShardData,
-    TokenShards,
     ensure_token_shards,
     shard_key,
     source_fingerprint,
@@ -51,9 +50,7 @@ from seedr.engine.shards import (
 from seedr.engine.trainer import TrainData, Trainer, check_run_folder, process_state
 from seedr.modeling.bow_mlp import build_bow_mlp
 from seedr.modeling.encoder import build_encoder, check_lengths, load_encoder, load_tokenizer
-from seedr.objectives import OBJECTIVES, Objective
-from seedr.objectives.cpdae import compute_idf, save_idf
-from seedr.objectives.two_tower import pair_data_for
+from seedr.objectives import OBJECTIVES, Objective, PretrainingCorpus
 from seedr.registry import Registry
 from seedr.settings import DataConfig, ModelConfig, PretrainConfig
 from seedr.training.publish import describe_run
@@ -128,39 +125,27 @@ def token_data(config: PretrainConfig, tokenizer: PreTrainedTokenizerBase, out_d
     return TokenShardData(directory, seed=config.train.seed)
 
 
-def pair_data(config: PretrainConfig, objective_config: Any) -> TrainData:
-    """``PairData`` for a two-tower objective, drawn from the corpus files."""
-
+def pretraining_corpus(config: PretrainConfig, tokenizer: PreTrainedTokenizerBase, vocab_size: int,
+                       out_dir: Path | None) -> PretrainingCorpus:
+    """The corpus as objectives take it (``PretrainingCorpus``): its token shards are made on first use,
+    beside the run folder ``out_dir`` (``token_data``), and only then."""
     files = input_files(config.data.corpus, "corpus") if config.data.corpus else []
-    if not files:
-        raise ValueError(f"objective {config.objective_name!r} draws (query, document) pairs from structured "
-                         "articles: give the corpus (data.corpus / --corpus), e.g. the wiki shards or FOLDOC")
-    return pair_data_for(config.objective_name, files, config.train.seed, objective_config.pairs)
+
+    @functools.cache
+    def token_shards() -> TokenShardData:
+        if out_dir is None:
+            raise ValueError(f"objective {config.objective_name!r} reads the corpus's token shards, which are "
+                             "made beside the run: give the run folder")
+        return token_data(config, tokenizer, out_dir)
+
+    return PretrainingCorpus(files, config.train.seed, vocab_size, token_shards)
 
 
-#: ``objective.idf_path: auto`` asks ``seedr pretrain`` for the IDF table of its own corpus (CPDAE's IDF-REC).
-AUTO_IDF = "auto"
-
-
-def corpus_idf(config: PretrainConfig, tokenizer: PreTrainedTokenizerBase, vocab_size: int, out_dir: Path) -> Path:
-    """The IDF table of the pre-training corpus, ``idf.npy`` in its token shard folder (made once, shared
-    by every run on those shards): ``log((N + 1) / (df + 1))`` over the N training examples
-    (``seedr.objectives.cpdae.compute_idf``). Examples, not source documents, are the texts: they are
-    what eq. 4 reconstructs, so a word's weight reflects how often it is a reconstruction target."""
-
-    token_data(config, tokenizer, out_dir)  # makes or finds the shards; sets config.data.shards
-    path = Path(config.data.shards) / "idf.npy"
-    with process_state().main_process_first():
-        if not path.exists():
-            save_idf(path, compute_idf(TokenShards(config.data.shards), vocab_size))
-    return path
-
-
-def build_objective(config: PretrainConfig, out_dir: str | Path | None = None) -> Objective:
-    """The objective module around a new or loaded encoder; fills ``config.objective`` with every option.
-
-    ``objective.idf_path: auto`` is replaced by the corpus's IDF table (``corpus_idf``; needs ``out_dir``).
-    """
+def build_objective(config: PretrainConfig, out_dir: str | Path | None = None
+                    ) -> tuple[Objective, PretrainingCorpus]:
+    """The objective module around a new or loaded encoder, and the corpus it trains on; fills
+    ``config.objective`` with every option, those that come from the corpus included
+    (``Objective.complete_options``, e.g. CPDAE's ``idf_path: auto``; they need ``out_dir``)."""
     objective_class = OBJECTIVES.get(config.objective_name)
     if config.model.architecture == "bow_mlp" and objective_class.input_kind != "pairs":
         raise ValueError(f"model.architecture bow_mlp has no token states for {config.objective_name!r}: "
@@ -172,14 +157,12 @@ def build_objective(config: PretrainConfig, out_dir: str | Path | None = None) -
         check_lengths(config.model.init, towers)
     set_seed(config.train.seed)  # a from-scratch encoder and new heads start from the recipe's seed
     encoder, tokenizer = build_model(config.model, config.data.max_seq_length)
-    if getattr(objective_config, "idf_path", None) == AUTO_IDF:
-        if out_dir is None:
-            raise ValueError("objective.idf_path auto computes the IDF table beside the run's token shards: "
-                             "give the run folder")
-        objective_config.idf_path = str(corpus_idf(config, tokenizer, encoder.config.vocab_size, Path(out_dir)))
+    corpus = pretraining_corpus(config, tokenizer, encoder.config.vocab_size,
+                                None if out_dir is None else Path(out_dir))
+    objective_class.complete_options(objective_config, corpus)
     config.objective = dataclasses.asdict(objective_config)
     config.model.tokenizer = config.model.tokenizer or config.model.init  # recorded as used
-    return objective_class(encoder, tokenizer, objective_config)
+    return objective_class(encoder, tokenizer, objective_config), corpus
 
 
 def pretrain(config: PretrainConfig, out_dir: str | Path, resume: bool = False) -> dict[str, float]:
@@ -196,11 +179,8 @@ def pretrain(config: PretrainConfig, out_dir: str | Path, resume: bool = False) 
     out_dir = Path(out_dir)
     check_run_folder(out_dir, resume)
     config.train.resolve_accumulation(process_state().num_processes)
-    objective = build_objective(config, out_dir)
-    if objective.input_kind == "pairs":
-        data = pair_data(config, objective.config)
-    else:
-        data = token_data(config, objective.tokenizer, out_dir)
+    objective, corpus = build_objective(config, out_dir)
+    data = objective.training_data(objective.config, corpus)
     max_seq_length = config.data.max_seq_length
 
     def save_product(model: torch.nn.Module, directory: Path) -> None:
@@ -211,5 +191,5 @@ def pretrain(config: PretrainConfig, out_dir: str | Path, resume: bool = False) 
     return trainer.train(resume=resume)
 
 
-__all__ = ["AUTO_IDF", "MODEL_SIZES", "DataConfig", "ModelConfig", "PretrainConfig", "build_model", "build_objective",
-           "corpus_idf", "pair_data", "pretrain", "token_data"]
+__all__ = ["MODEL_SIZES", "DataConfig", "ModelConfig", "PretrainConfig", "build_model", "build_objective", "pretrain",
+           "pretraining_corpus", "token_data"]

@@ -82,6 +82,16 @@ class ExperimentStep:
         """Run into ``out_dir`` (resuming what an interrupted run left there); returns a summary."""
         raise NotImplementedError
 
+    def code(self) -> list[str]:
+        """The code this step runs, on which its key rests (``seedr.provenance.code_fingerprint``): its own
+        class, whose closure follows the library it calls, and the registry members its settings choose
+        (``chosen_code``), which the closure cannot see."""
+        return [f"{type(self).__module__}:{type(self).__qualname__}", *self.chosen_code()]
+
+    def chosen_code(self) -> list[str]:
+        """The modules of the registered objective, loss or negative strategy the settings name."""
+        return []
+
     def run_folder(self, out_dir: Path) -> Path:
         """The run folder the stage writes for this step in ``out_dir``: ``out_dir`` itself, unless the
         stage nests its run in it."""
@@ -142,7 +152,7 @@ def build_step(kind: str, settings: dict[str, Any], where: str) -> ExperimentSte
 def record_step(out_dir: Path, step: ExperimentStep, summary: dict[str, Any], seconds: float,
                 code: dict[str, str]) -> None:
     """Mark a step finished: ``step.json`` holds its settings, the configuration they resolved to (its
-    key), the code that computed it (``seedr.config.code_fingerprint``: the report says which code
+    key), the code that computed it (``seedr.provenance.code_fingerprint``: the report says which code
     computed a reused step), its summary and wall time (written last)."""
     with atomic_write(out_dir / "step.json") as stream:
         json.dump({"settings": step.settings, "resolved": step.resolved(), "code": code, "summary": summary,

@@ -55,6 +55,11 @@ class PretrainStep(ExperimentStep):
         config = self.config()
         return {**identity(config), "objective": identity(self.objective_config(config))}
 
+    def chosen_code(self) -> list[str]:
+        from seedr.objectives import OBJECTIVES
+
+        return [OBJECTIVES.get(self.config().objective_name).__module__]
+
     def run(self, out_dir: Path) -> dict[str, Any]:
         from seedr.training.pretrain import pretrain
 
@@ -92,6 +97,13 @@ class FinetuneStep(ExperimentStep):
         check_options(NEGATIVES, config.negatives, config.negative_options,
                       f"{self.where} finetune.negative_options")
         return config
+
+    def chosen_code(self) -> list[str]:
+        from seedr.losses import LOSSES
+        from seedr.negatives import NEGATIVES
+
+        config = self.config()
+        return [LOSSES.get(config.loss).__module__, NEGATIVES.get(config.negatives).__module__]
 
     def run(self, out_dir: Path) -> dict[str, Any]:
         from seedr.training.finetune import finetune
