@@ -124,8 +124,14 @@ def _definitions(tree: ast.Module) -> dict[str, ast.stmt]:
     return found
 
 
-@functools.cache
 def _source_graph(root: Path) -> tuple[dict[str, bytes], dict[str, set[str]]]:
+    """``_read_sources`` of ``root``, read again only when a file there has changed (by size and time)."""
+    state = tuple((str(path), path.stat().st_mtime_ns, path.stat().st_size) for path in sorted(root.rglob("*.py")))
+    return _read_sources(root, state)
+
+
+@functools.lru_cache(maxsize=4)
+def _read_sources(root: Path, state: tuple[tuple[str, int, int], ...]) -> tuple[dict[str, bytes], dict[str, set[str]]]:
     """For every module and every top-level definition (``module:name``) under ``root``: its
     ``_computation`` and what it uses. A module uses every seedr module it imports; a definition uses the
     modules imported inside it, those whose names it reads from its module's imports, and the module's

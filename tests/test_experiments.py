@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from rich.console import Console
 from typer.testing import CliRunner
 
 from seedr.cli import app
@@ -326,24 +327,28 @@ def test_resumed_experiment_redoes_only_the_unfinished_condition(tiny_run, tmp_p
     assert len(outcome.reused) == 2  # BM25 and zero-shot retrievals
     assert outcome.results["tasks"]["scifact"]["systems"]["bm25"] == before["tasks"]["scifact"]["systems"]["bm25"]
 
-    # the report says what was reused, and which code computed it (recorded in each folder)
+    # the report says what was reused; each folder records the code it ran (what its key covers)
     from seedr.provenance import code_fingerprint
 
     code = code_fingerprint()
-    assert json.loads((finetune_folder / "step.json").read_text())["code"] == code == outcome.results["code"]
+    assert outcome.results["code"] == code
+    step = json.loads((finetune_folder / "step.json").read_text())
+    assert step["code"]["version"] == code["version"] and step["code"] != code  # the step's code, not all of it
     reused = [unit for unit in outcome.results["provenance"] if unit["reused"]]
     assert sorted(unit["folder"] for unit in reused) == sorted(Path(p).relative_to(out).as_posix()
                                                                for p in outcome.reused)
-    assert all(unit["code"] == code for unit in outcome.results["provenance"])
+    for unit in outcome.results["provenance"]:
+        record = out / unit["folder"] / ("step.json" if unit["folder"].startswith("steps/") else "settings.json")
+        assert unit["code"] == json.loads(record.read_text())["code"]
     markdown = (out / "reports" / "tiny" / "report.md").read_text()
-    line = next(line for line in markdown.splitlines() if line.startswith("- reused from earlier runs:"))
-    assert "0 steps and 2 retrievals" in line and f"2 computed by seedr {code['version']} source" in line
+    line = next(line for line in markdown.splitlines() if line.startswith("- reused from earlier runs"))
+    assert "0 steps and 2 retrievals" in line
     assert all(f"`{unit['folder']}`" in line for unit in reused) and code["source"] in line
     assert "computed by this run: 1 step and 1 retrieval" in markdown
 
 
 def test_report_groups_reused_work_by_the_code_that_computed_it():
-    """Steps reused from an older source are named apart from this code's (and from unrecorded ones)."""
+    """Reused steps are grouped by the code that computed them (an unrecorded one named as such)."""
     from seedr.experiments.runner import provenance_lines
 
     now, old = {"version": "0.2.0", "source": "abc123abc123"}, {"version": "0.1.0", "source": "def456def456"}
@@ -355,7 +360,7 @@ def test_report_groups_reused_work_by_the_code_that_computed_it():
     assert lines[0] == ("- code: seedr 0.2.0 source `abc123abc123`; "
                         "computed by this run: 0 steps and 1 retrieval")
     assert lines[1] == ("- reused from earlier runs: 2 steps and 1 retrieval; "
-                        "1 computed by seedr 0.2.0 source `abc123abc123` (this run's code): `steps/pretrain-1`; "
+                        "1 computed by seedr 0.2.0 source `abc123abc123`: `steps/pretrain-1`; "
                         "1 computed by seedr 0.1.0 source `def456def456`: `steps/finetune-2`; "
                         "1 computed by an unrecorded code: `retrieval/scifact-3`")
     assert len(provenance_lines({"code": now, "provenance": units[3:]})) == 1  # nothing reused: no line
@@ -1280,22 +1285,62 @@ def test_hierarchical_bootstrap_includes_the_seeds_variation():
 
 
 def test_step_keys_ignore_comments_docstrings_and_layout_but_not_code(tmp_path):
-    """The source fingerprint that keys every step hashes what the library computes: a docstring, a comment
-    or a re-wrapped line keeps it (and so every recorded step's key); a changed constant changes it."""
-    from seedr.provenance import library_fingerprint
+    """The source fingerprint hashes what the library computes: a docstring, a comment or a re-wrapped line
+    keeps it (and so every recorded step's key); a changed constant changes it."""
+    from seedr.provenance import source_fingerprint
 
     library = tmp_path / "seedr"
     shutil.copytree(ROOT / "seedr", library, ignore=shutil.ignore_patterns("__pycache__", "builtin_models"))
-    before = library_fingerprint(library)
+    mlm = ["seedr.objectives.mlm"]
+    before, whole = source_fingerprint(mlm, library), source_fingerprint(None, library)
     objective = library / "objectives" / "mlm.py"
     text = objective.read_text()
     edited = text.replace('"""', '"""Reworded. ', 1) + "\n# a comment at the end\n"
     edited = edited.replace("from __future__ import annotations\n", "from __future__ import annotations  # why\n\n", 1)
     objective.write_text(edited)
-    assert library_fingerprint(library) == before
+    assert source_fingerprint(mlm, library) == before and source_fingerprint(None, library) == whole
     (library / "stages" / "pretrain.py").write_text("x = 1\n")  # the command line computes nothing
-    assert library_fingerprint(library) == before
+    assert source_fingerprint(None, library) == whole
     masking = library / "objectives" / "masking.py"
     assert "0.8" in masking.read_text()
     masking.write_text(masking.read_text().replace("0.8", "0.7", 1))  # BERT's 80% [MASK] share changed
-    assert library_fingerprint(library) != before
+    assert source_fingerprint(mlm, library) != before and source_fingerprint(None, library) != whole
+
+
+def _step_keys(monkeypatch, library: Path, out: Path) -> dict[str, str]:
+    """Every step and retrieval folder of from_scratch (cpu scale), keyed with the sources under ``library``."""
+    from seedr.experiments import runner as runner_module
+    from seedr.provenance import source_fingerprint
+
+    monkeypatch.setattr(runner_module, "code_fingerprint",
+                        lambda code=None: {"version": "0.1.0", "source": source_fingerprint(code, library)})
+    experiment = load_experiment("from_scratch", "cpu")
+    runner = runner_module._Runner(experiment, out, Console(quiet=True))
+    plan = runner_module._plan(experiment, runner)
+    folders = {f"setup {name}": folder for name, (_, folder) in plan.setup.items()}
+    folders |= {f"{name} {step.kind}": folder for name, chain in plan.chains.items() for step, folder in chain}
+    folders |= {f"{name} on {task}": folder for (task, name), folder in plan.retrievals.items()}
+    return {what: folder.name for what, folder in folders.items()}
+
+
+def test_a_change_to_one_objective_re_keys_only_the_steps_that_run_it(monkeypatch, tmp_path):
+    """A step is keyed on the code it runs (``ExperimentStep.code``): a changed constant in CPDAE's file
+    re-keys the CPDAE pre-training, and what starts from its product (through its model path), and nothing
+    else; a docstring edit anywhere, or a README edit, re-keys nothing."""
+    library = tmp_path / "seedr"
+    shutil.copytree(ROOT / "seedr", library, ignore=shutil.ignore_patterns("__pycache__", "builtin_models"))
+    out = tmp_path / "work"
+    before = _step_keys(monkeypatch, library, out)
+    assert {"cpdae pretrain", "mlm pretrain", "seed pretrain", "cpdae finetune", "mlm finetune"} <= set(before)
+
+    engine = library / "engine" / "trainer.py"
+    engine.write_text(engine.read_text().replace('"""', '"""Reworded. ', 1))
+    (tmp_path / "README.md").write_text("a README edit\n")
+    assert _step_keys(monkeypatch, library, out) == before
+
+    cpdae = library / "objectives" / "cpdae.py"
+    cpdae.write_text(cpdae.read_text() + "\nUNUSED_CONSTANT = 1\n")  # any change of its code
+    after = _step_keys(monkeypatch, library, out)
+    changed = sorted(what for what in before if after[what] != before[what])
+    assert changed == sorted(["cpdae finetune", "cpdae pretrain",
+                              *(what for what in before if what.startswith("cpdae on "))])

@@ -590,18 +590,18 @@ def _code_label(code: dict[str, str] | None) -> str:
 
 
 def provenance_lines(results: dict[str, Any]) -> list[str]:
-    """The report's lines on the code behind its figures (``results.json``'s ``code`` and
-    ``provenance``): the code of this run, what it computed, and the steps and retrievals it reused from
-    earlier runs, by folder, grouped by the code that computed them (each folder's step.json or
-    settings.json records it) — so a figure computed by older code is not presented as this code's."""
+    """The report's lines on the code behind its figures (``results.json``'s ``code`` and ``provenance``):
+    the library this run ran, what it computed, and the steps and retrievals it reused from earlier runs,
+    by folder, grouped by the code that computed them — each folder's step.json or settings.json records
+    the fingerprint of the code it ran, which its key covers (``ExperimentStep.code``, ``retrieval_code``),
+    so a figure computed by other code is never presented as this code's."""
     units = results["provenance"]
     computed = [unit for unit in units if not unit["reused"]]
     lines = [f"- code: {_code_label(results['code'])}; computed by this run: {_count(computed)}"]
     by_code: dict[str, list[str]] = {}
     for unit in units:
         if unit["reused"]:
-            this = " (this run's code)" if unit["code"] == results["code"] else ""
-            by_code.setdefault(_code_label(unit["code"]) + this, []).append(f"`{unit['folder']}`")
+            by_code.setdefault(_code_label(unit["code"]), []).append(f"`{unit['folder']}`")
     if by_code:
         reused = [unit for unit in units if unit["reused"]]
         lines.append(f"- reused from earlier runs: {_count(reused)}; "
