@@ -119,7 +119,7 @@ def _coerce(value: Any, annotation: Any, where: str) -> Any:
     if dataclasses.is_dataclass(annotation):
         if not isinstance(value, dict):
             raise ValueError(f"{where}: expected a mapping")
-        return _build(annotation, value, where)
+        return from_dict(annotation, value, where)
     if origin in (list, tuple):
         (item,) = typing.get_args(annotation)[:1] or (Any,)
         if isinstance(value, str):
@@ -156,16 +156,7 @@ def _coerce(value: Any, annotation: Any, where: str) -> Any:
 
 
 def from_dict(cls: type[C], data: dict[str, Any], where: str = "config") -> C:
-    """Build dataclass ``cls`` from a mapping; unknown keys are an error listing the valid ones, and so is
-    a given value that the config replaced while resolving itself (``_refuse_overridden``)."""
-    config = _build(cls, data, where)
-    _refuse_overridden(config, data, "" if where == "config" else f"{where}: ")
-    return config
-
-
-def _build(cls: type[C], data: dict[str, Any], where: str) -> C:
-    """``from_dict`` without the check of given values: nested mappings arrive here completed with their
-    field's defaults, which the config may legitimately resolve anew (a warm-up share of other steps)."""
+    """Build dataclass ``cls`` from a mapping; unknown keys are an error listing the valid ones."""
     hints = typing.get_type_hints(cls)
     fields = {f.name: f for f in dataclasses.fields(cls)}
     unknown = set(data) - set(fields)
@@ -176,7 +167,7 @@ def _build(cls: type[C], data: dict[str, Any], where: str) -> C:
         default = _default(fields[key])
         if dataclasses.is_dataclass(default) and isinstance(value, dict):
             # a partial mapping completes the field's own default (fine-tuning's TrainConfig has its own
-            # learning rate and warm-up), not the defaults of the nested class
+            # learning rate and batch), not the defaults of the nested class
             value = merge_settings(dataclasses.asdict(default), value)
         values[key] = _coerce(value, hints[key], f"{where}.{key}")
     try:
@@ -257,20 +248,6 @@ def load_config(cls: type[C], recipe: str | Path | None = None, overrides: list[
                                          parse_overrides(overrides)))
 
 
-def _refuse_overridden(config: Any, given: dict[str, Any], where: str = "") -> None:
-    """Refuse a value given in the recipe or a ``--set`` that the config replaced while resolving itself
-    (``train.warmup_steps`` given while ``train.warmup_ratio`` sets it), rather than ignore it silently."""
-    for key, value in given.items():
-        resolved = getattr(config, key)
-        if dataclasses.is_dataclass(resolved) and isinstance(value, dict):
-            _refuse_overridden(resolved, value, f"{where}{key}.")
-        elif type(resolved) in (int, float, str, bool) and isinstance(value, (int, float, str, bool)):
-            if resolved != _coerce(value, type(resolved), key):
-                raise ValueError(f"{where}{key}={value} was given, but other options make it {resolved} "
-                                 f"(e.g. train.warmup_ratio sets train.warmup_steps): give only one of them, "
-                                 f"the other null")
-
-
 def to_dict(config: Any) -> dict[str, Any]:
     return dataclasses.asdict(config)
 
@@ -278,8 +255,8 @@ def to_dict(config: Any) -> dict[str, Any]:
 def identity(value: Any) -> Any:
     """A resolved config as what it computes, in JSON-like data, to key its results on (an experiment
     step's folder): its fields, nested configs included, except that a config with an ``identity()``
-    method gives its own — ``TrainConfig`` leaves out a ``warmup_ratio`` whose steps ``warmup_steps``
-    holds, so that two spellings of one computation share their results."""
+    method gives its own — ``TrainConfig`` keys its warm-up by the steps it comes to, so that two
+    spellings of one computation share their results."""
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
         if hasattr(value, "identity"):
             return value.identity()

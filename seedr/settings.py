@@ -70,10 +70,11 @@ class TrainConfig:
         adam_beta2: AdamW's β2.
         scheduler: the learning-rate schedule (transformers.get_scheduler): linear or cosine decay to 0
             at max_steps after the warm-up, constant_with_warmup, or constant (no warm-up at all).
-        warmup_ratio: warm-up as a share of max_steps, in [0, 1) (the papers' "10% warm-up" is 0.1);
-            when set it wins over warmup_steps, which then records the steps it comes to.
-        warmup_steps: optimizer steps of linear warm-up from 0 to the peak rate (used when warmup_ratio
-            is null); must be fewer than max_steps.
+        warmup_ratio: warm-up as a share of max_steps, in [0, 1), rounded up to whole steps (BERT-style
+            "10% warm-up", the default; null = none); a share follows the run's length when epochs set it.
+        warmup_steps: optimizer steps of linear warm-up from 0 to the peak rate; when given it replaces
+            warmup_ratio (as in transformers' TrainingArguments); must be fewer than max_steps. The steps
+            a run warms up for are ``resolved_warmup_steps``, computed in one place.
         max_grad_norm: clip the gradients' global L2 norm to this; 0 or null = no clipping (the norm is
             logged either way).
         mixed_precision: no, bf16, fp16 or auto (passed to Accelerate; no defers to the launch config;
@@ -104,8 +105,8 @@ class TrainConfig:
     adam_beta1: float = 0.9
     adam_beta2: float = 0.999
     scheduler: Literal["linear", "cosine", "constant", "constant_with_warmup"] = "linear"
-    warmup_ratio: float | None = None
-    warmup_steps: int = 0
+    warmup_ratio: float | None = 0.1
+    warmup_steps: int | None = None
     max_grad_norm: float | None = 1.0
     mixed_precision: str = "no"
     log_every: int = 10
@@ -134,23 +135,19 @@ class TrainConfig:
         if self.max_grad_norm is not None and not self.max_grad_norm >= 0:
             raise ValueError(f"train.max_grad_norm must be positive, or 0 / null for no clipping, "
                              f"got {self.max_grad_norm}")
-        if self.warmup_ratio is not None:
-            if not 0 <= self.warmup_ratio < 1:
-                raise ValueError(f"train.warmup_ratio is a share of train.max_steps in [0, 1), "
-                                 f"got {self.warmup_ratio}")
-            # rounded up, as transformers' TrainingArguments.get_warmup_steps (after rounding away float
-            # noise: 0.7 × 10 is 7.000000000000001)
-            self.warmup_steps = math.ceil(round(self.warmup_ratio * self.max_steps, 9))
-        if self.warmup_steps < 0:
+        if self.warmup_ratio is not None and not 0 <= self.warmup_ratio < 1:
+            raise ValueError(f"train.warmup_ratio is a share of train.max_steps in [0, 1), got {self.warmup_ratio}")
+        if self.warmup_steps is not None and self.warmup_steps < 0:
             raise ValueError(f"train.warmup_steps must be at least 0, got {self.warmup_steps}")
-        if self.warmup_steps and self.warmup_steps >= self.max_steps:
-            raise ValueError(f"train.warmup_steps={self.warmup_steps} is not fewer than train.max_steps="
-                             f"{self.max_steps}: the learning rate would never reach its peak; lower the "
-                             f"warm-up or give it as a share (train.warmup_ratio=0.1)")
-        if self.warmup_steps > LARGE_WARMUP_SHARE * self.max_steps:
-            warnings.warn(f"warm-up takes {self.warmup_steps} of {self.max_steps} steps "
-                          f"({self.warmup_steps / self.max_steps:.0%}): a large share of the run trains below "
-                          f"the peak learning rate (train.warmup_ratio=0.1 is the papers' share)", stacklevel=3)
+        warmup = self.resolved_warmup_steps
+        if warmup and warmup >= self.max_steps:
+            raise ValueError(f"train.warmup_steps={warmup} is not fewer than train.max_steps={self.max_steps}: "
+                             f"the learning rate would never reach its peak; lower the warm-up or give it as "
+                             f"a share (train.warmup_ratio=0.1, train.warmup_steps=null)")
+        if warmup > LARGE_WARMUP_SHARE * self.max_steps:
+            warnings.warn(f"warm-up takes {warmup} of {self.max_steps} steps ({warmup / self.max_steps:.0%}): a "
+                          f"large share of the run trains below the peak learning rate (train.warmup_ratio=0.1 "
+                          f"is the papers' share)", stacklevel=3)
         if self.global_batch_size is not None and self.global_batch_size < 1:
             raise ValueError(f"train.global_batch_size must be at least 1, got {self.global_batch_size}")
         if isinstance(self.report_to, str):  # the Python API takes one name as YAML and --set do
@@ -164,22 +161,32 @@ class TrainConfig:
     def clips_gradients(self) -> bool:
         return bool(self.max_grad_norm)
 
+    @property
+    def resolved_warmup_steps(self) -> int:
+        """The optimizer steps of warm-up: ``warmup_steps`` when given, else ``warmup_ratio`` of
+        ``max_steps`` rounded up (as transformers' ``TrainingArguments.get_warmup_steps``, after rounding
+        away float noise: 0.7 × 10 is 7.000000000000001), else none."""
+        if self.warmup_steps is not None:
+            return self.warmup_steps
+        if self.warmup_ratio is None:
+            return 0
+        return math.ceil(round(self.warmup_ratio * self.max_steps, 9))
+
     def identity(self, length_from_data: bool = False) -> dict[str, Any]:
-        """These settings as what they train (``seedr.config.identity``, an experiment step's key):
-        ``warmup_ratio`` only sets ``warmup_steps``, which holds the steps it came to, so it is left
-        out (``warmup_ratio: 0.1`` of 60 steps trains as ``warmup_steps: 6``), and so is ``report_to``,
-        which only decides who watches. When the run's length is decided from its data instead
-        (``length_from_data``: fine-tuning by ``epochs``), ``max_steps`` is a placeholder, and so are
-        the ``warmup_steps`` a ratio came to: the ratio is what decides."""
+        """These settings as what they train (``seedr.config.identity``, an experiment step's key): the
+        warm-up as the steps it comes to (``resolved_warmup_steps``: ``warmup_ratio: 0.1`` of 60 steps
+        trains as ``warmup_steps: 6``), without ``report_to``, which only decides who watches. When the
+        run's length is decided from its data instead (``length_from_data``: fine-tuning by ``epochs``),
+        ``max_steps`` is a placeholder, and so are the steps a share comes to: the share is what decides."""
         data = dataclasses.asdict(self)
-        del data["report_to"]
+        for unkeyed in ("report_to", "warmup_ratio", "warmup_steps"):
+            del data[unkeyed]
         if not length_from_data:
-            del data["warmup_ratio"]
-            return data
+            return {**data, "warmup_steps": self.resolved_warmup_steps}
         del data["max_steps"]
-        if self.warmup_ratio is not None:
-            del data["warmup_steps"]
-        return data
+        if self.warmup_steps is None and self.warmup_ratio is not None:
+            return {**data, "warmup_ratio": self.warmup_ratio}
+        return {**data, "warmup_steps": self.resolved_warmup_steps}
 
     def accumulation_steps(self, processes: int) -> int:
         """Micro-steps per optimizer step: ``global_batch_size / (batch_size × processes)`` when the global
@@ -307,9 +314,8 @@ TITLE_MODES = ("pair", "join", "none")
 
 
 def _fine_tuning_defaults() -> TrainConfig:
-    # DPR's learning rate (2e-5) and a BERT-style 10% warm-up — a share, so that a shorter run
-    # (train.max_steps, epochs) still reaches the peak rate; recipes set each paper's own values.
-    return TrainConfig(learning_rate=2e-5, batch_size=32, max_steps=1000, warmup_ratio=0.1, save_every=500)
+    # DPR's learning rate (2e-5) for a fine-tuning without a recipe; recipes set each paper's own values.
+    return TrainConfig(learning_rate=2e-5, batch_size=32, max_steps=1000, save_every=500)
 
 
 @dataclass

@@ -349,7 +349,7 @@ def test_resumed_experiment_redoes_only_the_unfinished_condition(tiny_run, tmp_p
 
 def test_report_groups_reused_work_by_the_code_that_computed_it():
     """Reused steps are grouped by the code that computed them (an unrecorded one named as such)."""
-    from seedr.experiments.runner import provenance_lines
+    from seedr.experiments.preamble import provenance_lines
 
     now, old = {"version": "0.2.0", "source": "abc123abc123"}, {"version": "0.1.0", "source": "def456def456"}
     units = [{"folder": "steps/pretrain-1", "reused": True, "code": now},
@@ -573,16 +573,14 @@ def test_steps_are_keyed_on_their_resolved_configuration_and_the_code(monkeypatc
     def folder(kind, settings):
         return step_folder(Path("out"), kind, build_step(kind, settings, "test"))
 
-    as_share = folder("finetune", {"train.max_steps": 60})  # fine-tuning's default warmup_ratio is 0.1
-    assert folder("finetune", {"train": {"max_steps": 60, "warmup_ratio": None, "warmup_steps": 6}}) == as_share
-    assert folder("finetune", {"train.max_steps": 60, "train.warmup_ratio": None,
-                               "train.warmup_steps": 7}) != as_share
+    as_share = folder("finetune", {"train.max_steps": 60})  # the default warmup_ratio is 0.1
+    assert folder("finetune", {"train": {"max_steps": 60, "warmup_steps": 6}}) == as_share
+    assert folder("finetune", {"train.max_steps": 60, "train.warmup_steps": 7}) != as_share
     assert folder("finetune", {"train.max_steps": 61}) != as_share
     # by epochs, the run's length comes from the data: the share decides, not the steps it came to here
     by_epochs = folder("finetune", {"train.max_steps": 60, "epochs": 2})
     assert folder("finetune", {"train.max_steps": 90, "epochs": 2}) == by_epochs
-    assert folder("finetune", {"train.max_steps": 60, "train.warmup_ratio": None, "train.warmup_steps": 6,
-                               "epochs": 2}) != by_epochs
+    assert folder("finetune", {"train.max_steps": 60, "train.warmup_steps": 6, "epochs": 2}) != by_epochs
     mlm = folder("pretrain", {"objective_name": "mlm", "train.max_steps": 5})
     assert folder("pretrain", {"objective_name": "mlm", "objective": {"mask_probability": 0.15},
                                "train": {"max_steps": 5}}) == mlm
@@ -1137,7 +1135,7 @@ def test_the_eta_comes_from_the_units_sizes_and_says_what_it_cannot_size():
 
     from rich.console import Console
 
-    from seedr.experiments.runner import _Progress
+    from seedr.experiments.progress import Progress as _Progress
 
     sizes = {Path("setup"): ("retrieval_task", 1.0), Path("pretrain"): ("training", 10.0),
              Path("finetune"): ("training", 30.0), Path("later"): ("training", 5.0),

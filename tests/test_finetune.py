@@ -104,11 +104,9 @@ def _metrics(run: Path) -> list[dict]:
 def test_a_partial_train_mapping_keeps_fine_tuning_defaults_and_the_warmup_follows_the_run() -> None:
     config = load_config(FinetuneConfig, None, ["train.max_steps=50"])
     assert config.train.learning_rate == 2e-5  # fine-tuning's, not pre-training's 1e-4
-    assert (config.train.warmup_ratio, config.train.warmup_steps) == (0.1, 5)  # not 100 steps of 50
-    with pytest.raises(ValueError, match="warmup_steps=20 was given, but other options make it 5"):
-        load_config(FinetuneConfig, None, ["train.max_steps=50", "train.warmup_steps=20"])
-    in_steps = load_config(FinetuneConfig, None, ["train.warmup_ratio=null", "train.warmup_steps=20"])
-    assert in_steps.train.warmup_steps == 20
+    assert config.train.resolved_warmup_steps == 5  # the default share of 50 steps, not 100 steps
+    in_steps = load_config(FinetuneConfig, None, ["train.max_steps=50", "train.warmup_steps=20"])
+    assert in_steps.train.resolved_warmup_steps == 20  # steps given replace the share
 
 
 @pytest.mark.parametrize("recipe", sorted(RECIPES.glob("*.yaml")), ids=lambda path: path.stem)
@@ -116,7 +114,7 @@ def test_recipes_reach_their_peak_rate_in_a_cpu_scale_run(recipe: Path) -> None:
     """The README's CPU examples cut a recipe to 200 (or 100) steps: the warm-up is cut with it."""
     for steps in (100, 200):
         train = load_config(FinetuneConfig, recipe, [f"train.max_steps={steps}"]).train
-        assert train.warmup_ratio is not None and train.warmup_steps <= steps // 10
+        assert train.warmup_steps is None and train.resolved_warmup_steps <= steps // 10
 
 
 # --------------------------------------------------------------------------------------- data + collate
@@ -295,7 +293,7 @@ def test_config_yaml_records_the_settings_the_run_resolved(tiny_model: Path, sci
     # one epoch over the pairs in batches of 8 sets the steps, and the warm-up is a quarter of them
     steps = summary["steps"]
     assert recorded["train"]["max_steps"] == steps == -(-summary["examples_per_epoch"] // 8)
-    assert recorded["train"]["warmup_steps"] == -(-steps // 4)
+    assert TrainConfig(**recorded["train"]).resolved_warmup_steps == -(-steps // 4)
 
 
 def test_the_title_mode_is_trained_recorded_and_used_by_encode(tiny_model: Path, scifact_small: Path,

@@ -62,7 +62,7 @@ def test_every_recipe_is_a_valid_configuration_of_its_objective(recipe):
     config = load_config(PretrainConfig, recipe)
     objective_class = OBJECTIVES.get(config.objective_name)
     from_dict(objective_class.config_class, config.objective, "objective")  # unknown option → ValueError
-    assert config.train.warmup_steps < config.train.max_steps
+    assert config.train.resolved_warmup_steps < config.train.max_steps
     assert "CPU-scale variant" in recipe.read_text()
 
 

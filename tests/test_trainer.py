@@ -29,6 +29,7 @@ from seedr.engine.trainer import Callback, TrainConfig, Trainer
 from seedr.objectives.base import Objective, ObjectiveOutput
 from seedr.objectives.masking import pad_token_ids
 from seedr.objectives.mlm import MaskedLanguageModel, MLMConfig
+from seedr.settings import FinetuneConfig, PretrainConfig
 
 SEQ_LEN = 64
 
@@ -156,16 +157,23 @@ def test_each_scheduler_gives_its_rate_at_chosen_steps(scheduler, expected):
         assert rates[6] > 7.5e-5
 
 
-def test_warmup_ratio_is_a_share_of_the_run_and_wins_over_steps():
-    config = TrainConfig(max_steps=200, warmup_ratio=0.1, warmup_steps=10_000)
-    assert config.warmup_steps == 20  # what the schedule uses, and what config.yaml records
-    assert TrainConfig(max_steps=15, warmup_ratio=0.1).warmup_steps == 2  # rounded up, as transformers
+def test_the_warmup_is_a_tenth_of_the_run_unless_given_in_steps():
+    """One default (``warmup_ratio: 0.1``, in ``TrainConfig`` alone), one derivation
+    (``resolved_warmup_steps``), and steps given replace the share, as in transformers' TrainingArguments."""
+    config = TrainConfig(max_steps=200)
+    assert config.resolved_warmup_steps == 20  # what the schedule uses
+    assert TrainConfig(max_steps=200, warmup_steps=30).resolved_warmup_steps == 30
+    assert TrainConfig(max_steps=200, warmup_ratio=None).resolved_warmup_steps == 0
+    assert TrainConfig(max_steps=15).resolved_warmup_steps == 2  # rounded up, as transformers
     with pytest.warns(UserWarning, match="warm-up takes 7 of 10 steps"):  # not 8, from 7.000000000000001
         TrainConfig(max_steps=10, warmup_ratio=0.7)
     shorter = dataclasses.replace(config, max_steps=50)  # fine-tuning's `epochs` sets max_steps this way
-    assert shorter.warmup_steps == 5
+    assert shorter.resolved_warmup_steps == 5
     with pytest.raises(ValueError, match="warmup_ratio"):
         TrainConfig(warmup_ratio=1.0)
+    defaults = {field.name: field.default for field in dataclasses.fields(TrainConfig)}
+    assert defaults["warmup_ratio"] == 0.1 and defaults["warmup_steps"] is None
+    assert FinetuneConfig().train.warmup_ratio == PretrainConfig().train.warmup_ratio == 0.1
 
 
 def test_warmup_as_long_as_the_run_is_refused_and_a_long_one_warned():
@@ -177,7 +185,7 @@ def test_warmup_as_long_as_the_run_is_refused_and_a_long_one_warned():
         TrainConfig(max_steps=200, warmup_steps=120)
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        TrainConfig(max_steps=200, warmup_ratio=0.1)
+        TrainConfig(max_steps=200)
 
 
 def test_gradient_clipping_can_be_turned_off_and_the_norm_is_still_logged(tokenizer, shards, tmp_path):
@@ -240,12 +248,12 @@ def test_the_last_partial_batch_is_dropped_or_kept(tokenizer, shards, tmp_path):
 
 def test_logged_parts_add_up_to_the_loss_when_a_batch_lacks_one(tokenizer, shards, tmp_path):
     """A two-tower mix may have no pair of some task in a batch: that part counts as 0 for that batch."""
-    from seedr.engine.trainer import _RunningMeans
+    from seedr.engine.run_metrics import RunningMeans
 
     objective = mlm_objective(tokenizer)
     accelerator = Trainer(objective, TokenShardData(shards), objective.collate, TrainConfig(), tmp_path,
                           save_encoder).accelerator
-    running = _RunningMeans()
+    running = RunningMeans()
     value = torch.tensor
     running.add(ObjectiveOutput(value(3.0), {"ict": value(1.0), "wlp": value(2.0)}, {"accuracy": value(0.5)}))
     running.add(ObjectiveOutput(value(1.0), {"ict": value(1.0)}, {}))
@@ -493,7 +501,7 @@ def fake_run(folder: Path, step: int = 2) -> Path:
 
 
 def test_check_run_folder_refuses_what_training_would_refuse(tmp_path):
-    from seedr.engine.trainer import check_run_folder
+    from seedr.engine.run_state import check_run_folder
     from seedr.io import DataError
 
     check_run_folder(tmp_path / "new", resume=False)  # nothing there: fine

@@ -126,7 +126,7 @@ def pretrain(out: str | os.PathLike, *, config: str | os.PathLike | None = None,
         PosixPath('runs/seed/encoder')
     """
     from seedr.data.corpus import materialize_corpus
-    from seedr.engine.trainer import check_run_folder
+    from seedr.engine.run_state import check_run_folder
     from seedr.training.pretrain import pretrain as run_pretraining
 
     if model is not None and size is not None:
@@ -176,7 +176,7 @@ def finetune(out: str | os.PathLike, *, model: str | os.PathLike | None = None,
         >>> retriever = seedr.finetune("runs/ft", model=run, train="scifact", loss="nll",
         ...                            settings={"train.max_steps": 50})
     """
-    from seedr.engine.trainer import check_run_folder
+    from seedr.engine.run_state import check_run_folder
     from seedr.training.finetune import finetune as run_finetuning
 
     out = Path(out)

@@ -6,7 +6,8 @@ averaging (``averaging.py``) and memory-mapped token shards (``shards.py``).
 It sits below the objectives and the negative strategies, which hook into it (a callback, a checkpoint's
 head), and below ``seedr.training``, which builds runs out of them."""
 
+from seedr.engine.batches import TrainData
 from seedr.engine.shards import TokenShardData, write_token_shards
-from seedr.engine.trainer import Callback, TrainConfig, TrainData, Trainer
+from seedr.engine.trainer import Callback, TrainConfig, Trainer
 
 __all__ = ["Callback", "TokenShardData", "TrainConfig", "TrainData", "Trainer", "write_token_shards"]

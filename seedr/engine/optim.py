@@ -27,7 +27,7 @@ class OptimizerSettings(Protocol):
     adam_beta1: float
     adam_beta2: float
     adam_epsilon: float
-    warmup_steps: int
+    resolved_warmup_steps: int
     max_steps: int
     scheduler: str
 
@@ -71,7 +71,7 @@ def build_optimizer(model: nn.Module, config: OptimizerSettings) -> torch.optim.
 
 
 def build_scheduler(optimizer: torch.optim.Optimizer, config: OptimizerSettings) -> torch.optim.lr_scheduler.LambdaLR:
-    """``config.scheduler`` over ``max_steps`` optimiser steps: a linear warm-up over ``warmup_steps`` (none
+    """``config.scheduler`` over ``max_steps`` optimiser steps: a linear warm-up over ``resolved_warmup_steps`` (none
     for ``constant``), then linear or cosine decay to 0 at ``max_steps`` or a constant rate."""
-    return get_scheduler(config.scheduler, optimizer, num_warmup_steps=config.warmup_steps,
+    return get_scheduler(config.scheduler, optimizer, num_warmup_steps=config.resolved_warmup_steps,
                          num_training_steps=config.max_steps)

@@ -44,32 +44,29 @@ do weights that are not finite, or give a non-finite loss, when a checkpoint is 
 saved only once its weights are checked, so the last one is always good. A
 checkpoint records the run's settings; ``resume`` refuses other settings except
 ``SAFE_TO_CHANGE_ON_RESUME``, skips a damaged newest checkpoint for the one before (with a warning),
-and re-publishes ``out/encoder`` when a kill left it missing or older than the checkpoint.
-"""
+and re-publishes ``out/encoder`` when a kill left it missing or older than the checkpoint."""
 
 from __future__ import annotations
 
 import dataclasses
 import json
 import math
-import random
 import sys
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any, Protocol, runtime_checkable
+from typing import Any
 
-import numpy as np
 import torch
-from accelerate import Accelerator, PartialState
+from accelerate import Accelerator
 from accelerate.state import AcceleratorState
-from accelerate.utils import gather_object, set_seed
+from accelerate.utils import set_seed
 from torch import Tensor, nn
 from tqdm.auto import tqdm
 
 from seedr.config import to_dict
 from seedr.data.training_log import METRICS, append_metrics, read_metrics
+from seedr.engine.batches import IndexedDataset, SeededCollate, TrainData
 from seedr.engine.checkpoint import (
     STATE,
     checkpoint_path,
@@ -84,53 +81,29 @@ from seedr.engine.checkpoint import (
     save_checkpoint,
     verify_checkpoint,
 )
+from seedr.engine.divergence import (
+    stop_if_gradients_not_finite,
+    stop_if_loss_not_finite,
+    stop_if_weights_not_good,
+)
 from seedr.engine.gradient_cache import (
     GradientCacheModel,
     average_gradients,
-    gradient_cache_loss,
     gradient_cache_step,
 )
 from seedr.engine.optim import build_optimizer, build_scheduler
 from seedr.engine.part_gradients import part_gradient_norms
+from seedr.engine.run_metrics import TRACKERS, RunningMeans, flat_settings
+from seedr.engine.run_state import (
+    SAFE_TO_CHANGE_ON_RESUME,
+    already_a_run,
+    process_state,
+    uses_cpu,
+)
 from seedr.hardware import resolve_mixed_precision
-from seedr.io import DataError, atomic_write, check_output_folder
+from seedr.io import DataError, atomic_write
 from seedr.provenance import record_run
-from seedr.settings import SCHEDULERS, TrainConfig
-
-#: Settings a resumed run may change: they decide what is logged and kept, never the trained weights.
-#: Anything else (learning rate, batch size, max steps — the schedule decays to 0 at max_steps —,
-#: seed, data, model, objective) must stay as the checkpoint was made, or the run would be a mix of
-#: two runs that ``config.yaml`` describes as one.
-SAFE_TO_CHANGE_ON_RESUME = frozenset({"train.log_every", "train.save_every", "train.keep_checkpoints",
-                                      "train.report_to", "dev_every", "dev_metrics", "dev_depth"})
-#: Where ``train.report_to``'s trackers write, in the run folder (those that write locally: TensorBoard, Aim ...).
-TRACKERS = "trackers"
-
-
-class NonFiniteLossError(ValueError):
-    """The loss became NaN or infinite: training stops before the weights are updated with it."""
-
-
-def _flat(settings: Any, prefix: str = "") -> dict[str, Any]:
-    """``{"train.learning_rate": 1e-4, ...}``: nested settings as dotted keys with JSON values."""
-    flat: dict[str, Any] = {}
-    for key, value in settings.items():
-        if isinstance(value, dict) and value:
-            flat.update(_flat(value, f"{prefix}{key}."))
-        else:
-            flat[f"{prefix}{key}"] = value
-    return flat
-
-
-@runtime_checkable
-class TrainData(Protocol):
-    """Examples for one epoch, deterministic in (seed, epoch) so a resumed run sees the same batches.
-
-    Optionally ``state_dict()`` / ``load_state_dict(d)`` for data that changes during training (ANCE
-    negatives); the state is saved in every checkpoint and restored before the epoch is rebuilt.
-    """
-
-    def dataset(self, epoch: int) -> torch.utils.data.Dataset: ...
+from seedr.settings import TrainConfig
 
 
 class Callback:
@@ -145,117 +118,6 @@ class Callback:
 
     def load_state_dict(self, state: dict) -> None:
         return None
-
-
-def _already_a_run(out_dir: Path) -> ValueError:
-    return ValueError(f"{out_dir} already holds checkpoints of a run; resume it (--resume) or choose another "
-                      "output folder")
-
-
-def check_run_folder(out_dir: str | Path, resume: bool) -> None:
-    """Refuse, before anything is loaded or tokenised, an output that training would refuse only when it
-    starts: a file, a folder that is not a training run (``seedr.io.check_output_folder``) or —
-    without ``resume`` — a run that holds checkpoints, in its own folder or in those of its rounds
-    (``round-<r>/``) and few-shot seeds (``seed-<s>/``). ``pretrain`` and ``finetune`` call it first;
-    ``Trainer.train`` checks its own folder again."""
-    out_dir = Path(out_dir)
-    check_output_folder(out_dir, "training run", replaces=False)
-    if resume:
-        return
-    runs = [out_dir, *out_dir.glob("round-*"), *out_dir.glob("seed-*"), *out_dir.glob("seed-*/round-*")]
-    if any(latest_checkpoint(run) is not None for run in runs):
-        raise _already_a_run(out_dir)
-
-
-def uses_cpu() -> bool:
-    """True on a machine without an accelerator (GPU, MPS, XPU ...): Accelerate then gets ``cpu=True``."""
-    return not torch.accelerator.is_available()
-
-
-def process_state() -> PartialState:
-    """Accelerate's process state (rank, world size), made as the ``Trainer``'s ``Accelerator`` makes it."""
-    return PartialState(cpu=uses_cpu())
-
-
-@contextmanager
-def _isolated_rng(seed: int) -> Iterator[None]:
-    """Seed python/numpy/torch-CPU RNGs for a block, then put the outer states back untouched."""
-    python_state, numpy_state = random.getstate(), np.random.get_state()
-    with torch.random.fork_rng(devices=[]):
-        random.seed(seed)
-        np.random.seed(seed)
-        torch.random.default_generator.manual_seed(seed)  # CPU only: GPU RNGs belong to dropout
-        try:
-            yield
-        finally:
-            random.setstate(python_state)
-            np.random.set_state(numpy_state)
-
-
-class _Indexed(torch.utils.data.Dataset):
-    """Items of ``dataset`` paired with their index, so collation can be seeded by position."""
-
-    def __init__(self, dataset: torch.utils.data.Dataset) -> None:
-        self.dataset = dataset
-
-    def __len__(self) -> int:
-        return len(self.dataset)  # type: ignore[arg-type]
-
-    def __getitem__(self, index: int) -> tuple[int, Any]:
-        return index, self.dataset[index]
-
-
-class _SeededCollate:
-    """``collate`` run under RNGs seeded by ``(seed, epoch, index of the batch's first example)``."""
-
-    def __init__(self, collate: Callable[[list], dict[str, Tensor]], seed: int, epoch: int) -> None:
-        self.collate, self.seed, self.epoch = collate, seed, epoch
-
-    def __call__(self, indexed: list[tuple[int, Any]]) -> dict[str, Tensor]:
-        batch_seed = int(np.random.SeedSequence([self.seed, self.epoch, indexed[0][0]]).generate_state(1)[0])
-        with _isolated_rng(batch_seed):
-            return self.collate([example for _, example in indexed])
-
-
-class _RunningMeans:
-    """The logged values since the last log line, averaged over micro-batches and processes.
-
-    ``loss`` and the parts average over every micro-batch: a part missing from a batch (a two-tower
-    task with no pair in it) contributed 0 to that batch's loss, so the logged parts still add up to
-    the logged loss. ``metrics`` average over the batches that report them.
-    """
-
-    def __init__(self) -> None:
-        self.reset()
-
-    def reset(self) -> None:
-        self.sums: dict[str, Tensor] = {}
-        self.counts: dict[str, int] = {}
-        self.metric_names: set[str] = set()
-        self.batches = 0
-
-    def add(self, output: Any) -> None:
-        self.batches += 1
-        self.metric_names.update(output.metrics)
-        for name, value in {"loss": output.loss, **output.parts, **output.metrics}.items():
-            value = torch.as_tensor(value).detach().float()
-            self.sums[name] = self.sums[name] + value if name in self.sums else value
-            self.counts[name] = self.counts.get(name, 0) + 1
-
-    def reduce(self, accelerator: Accelerator) -> dict[str, float]:
-        """Means over every process (a collective: call on all of them at the same step)."""
-        names, metric_names = sorted(self.sums), set(self.metric_names)
-        if accelerator.num_processes > 1:  # processes may have seen different parts
-            seen = gather_object([(names, sorted(metric_names))])
-            names = sorted({name for rank_names, _ in seen for name in rank_names})
-            metric_names = {name for _, rank_metrics in seen for name in rank_metrics}
-        totals = torch.tensor(
-            [[float(self.sums[name]) if name in self.sums else 0.0,
-              self.counts.get(name, 0) if name in metric_names else self.batches] for name in names],
-            device=accelerator.device).reshape(-1, 2)  # (V, 2): sum, batches counted
-        totals = accelerator.reduce(totals, reduction="sum")
-        self.reset()
-        return {name: total / count for name, (total, count) in zip(names, totals.tolist()) if count}
 
 
 class Trainer:
@@ -341,7 +203,7 @@ class Trainer:
         accelerator, config = self.accelerator, self.config
         checkpoint = latest_checkpoint(self.out_dir)
         if checkpoint is not None and not resume:
-            raise _already_a_run(self.out_dir)
+            raise already_a_run(self.out_dir)
         if checkpoint is not None:
             checkpoint = self._usable_checkpoint()
             self._check_resumed_settings(checkpoint)
@@ -379,7 +241,7 @@ class Trainer:
         last_logged: dict[str, float] = self._last_metrics()
         progress = tqdm(total=config.max_steps, initial=self.step, desc="training", unit="step",
                         disable=not accelerator.is_local_main_process, dynamic_ncols=True)
-        running = _RunningMeans()
+        running = RunningMeans()
         grad_norm: Tensor | None = None
         started = time.perf_counter()
         self.model.train()
@@ -391,19 +253,19 @@ class Trainer:
                     if config.gradient_cache:
                         output = gradient_cache_step(self.unwrapped_model(), batch, config.gradient_cache_chunk,
                                                      accelerator.backward, accelerator.autocast)
-                        self._stop_if_not_finite(output)
+                        stop_if_loss_not_finite(self.accelerator, output, self.out_dir, self.step)
                         if accelerator.sync_gradients:  # the chunks ran outside DDP's forward: average here
                             average_gradients(self.model.parameters())
                     else:
                         output = self.model(**batch)
-                        self._stop_if_not_finite(output)
+                        stop_if_loss_not_finite(self.accelerator, output, self.out_dir, self.step)
                         if accelerator.sync_gradients and self._logs_at(self.step + 1):
                             output.metrics.update(part_gradient_norms(self.unwrapped_model(), output.parts))
                         accelerator.backward(output.loss)
                     if accelerator.sync_gradients:  # clipping at ∞ only measures the norm, to log it
                         grad_norm = accelerator.clip_grad_norm_(
                             self.model.parameters(), config.max_grad_norm if config.clips_gradients else math.inf)
-                        self._stop_if_gradients_not_finite(grad_norm)
+                        stop_if_gradients_not_finite(self.accelerator, grad_norm, self.step)
                     self.optimizer.step()
                     if accelerator.sync_gradients and not accelerator.optimizer_step_was_skipped:
                         self.scheduler.step()
@@ -429,7 +291,8 @@ class Trainer:
                     self._write_metrics(line)
                     last_logged = line
                 if self.step % config.save_every == 0 or self.step == config.max_steps:
-                    self._stop_if_weights_not_good(batch)
+                    stop_if_weights_not_good(self.accelerator, self.model, self.unwrapped_model(), self.config, batch,
+                                             self.out_dir, self.step)
                     self._save()
                 if self.step >= config.max_steps:
                     break
@@ -449,18 +312,18 @@ class Trainer:
 
     def _epoch_loader(self, epoch: int) -> torch.utils.data.DataLoader:
         return torch.utils.data.DataLoader(
-            _Indexed(self.data.dataset(epoch)), batch_size=self.config.batch_size, shuffle=False,
-            drop_last=self.drop_last, collate_fn=_SeededCollate(self.collate, self.config.seed, epoch),
+            IndexedDataset(self.data.dataset(epoch)), batch_size=self.config.batch_size, shuffle=False,
+            drop_last=self.drop_last, collate_fn=SeededCollate(self.collate, self.config.seed, epoch),
             # Its own generator: creating a loader iterator must not draw from the global RNG.
             generator=torch.Generator().manual_seed(self.config.seed))
 
     def _settings(self) -> dict[str, Any]:
-        """The run's settings as JSON values, dotted keys (``_flat``): recorded in every checkpoint."""
+        """The run's settings as JSON values, dotted keys (``flat_settings``): recorded in every checkpoint."""
         run_config = self.run_config if self.run_config is not None else {"train": self.config}
         settings = to_dict(run_config) if dataclasses.is_dataclass(run_config) else dict(run_config)
         settings = {key: to_dict(value) if dataclasses.is_dataclass(value) else value
                     for key, value in settings.items()}
-        return _flat(json.loads(json.dumps(settings, default=str)))
+        return flat_settings(json.loads(json.dumps(settings, default=str)))
 
     def _check_resumed_settings(self, checkpoint: Path) -> None:
         """Refuse to resume ``checkpoint`` with settings other than those that made it (but the
@@ -512,71 +375,6 @@ class Trainer:
             accelerator.load_state(str(checkpoint / STATE))
         finally:
             accelerator._optimizers = optimizers
-
-    def _stop_if_not_finite(self, output: Any) -> None:
-        """Raise ``NonFiniteLossError`` (on every process) before a NaN/inf loss reaches the weights: the
-        last checkpoint and ``out/encoder`` stay as the last good step left them."""
-        local = (~torch.isfinite(output.loss.detach())).float().reshape(1)
-        bad = self.accelerator.reduce(local, reduction="sum") if self.accelerator.num_processes > 1 else local
-        if not bool(bad.item()):
-            return
-        parts = [name for name, value in output.parts.items()
-                 if not bool(torch.isfinite(torch.as_tensor(value).detach()).all())]
-        where = (f"the loss is {float(output.loss.detach())}" + (f" (not finite: {', '.join(parts)})" if parts else "")
-                 if bool(local.item()) else "the loss is not finite on another process")
-        last = latest_checkpoint(self.out_dir)
-        kept = (f"{last.name} and {self.out_dir / 'encoder'} are the last good ones" if last
-                else "no checkpoint was made")
-        raise NonFiniteLossError(
-            f"training diverged at step {self.step + 1}: {where}; stopped before updating the weights, {kept}. "
-            f"Start again with a lower train.learning_rate (or train.max_grad_norm / warm-up)")
-
-    def _stop_if_gradients_not_finite(self, grad_norm: Tensor | float | None) -> None:
-        """A finite loss can still give infinite gradients, and one optimizer step with them makes every
-        weight NaN: stop before it. (Under fp16 the grad scaler skips such steps itself.)"""
-        if grad_norm is None or self.accelerator.scaler is not None or math.isfinite(float(grad_norm)):
-            return
-        raise NonFiniteLossError(f"training diverged at step {self.step + 1}: the gradient norm is "
-                                 f"{float(grad_norm)}; stopped before updating the weights. Start again with a "
-                                 f"lower train.learning_rate (or train.max_grad_norm / warm-up)")
-
-    def _stop_if_weights_not_good(self, batch: dict[str, Tensor]) -> None:
-        """Raise ``NonFiniteLossError`` (on every process) before a checkpoint of bad weights is saved, and
-        so called good. A step's loss is measured before its update, so a finite loss does not vouch for
-        the updated weights: a learning rate of 1e30 makes them ~1e30, finite, and every output after them
-        NaN. The weights must be finite and give a finite loss on the step's last batch, computed without
-        gradients, dropout or draws from the training's random generators (a resumed run stays exact)."""
-        model = self.unwrapped_model()
-        bad_weights = [name for name, parameter in model.named_parameters()
-                       if not bool(torch.isfinite(parameter.detach()).all())]
-        loss: float | None = None
-        if not bad_weights:
-            devices = [torch.cuda.current_device()] if torch.cuda.is_available() else []
-            self.model.eval()
-            try:
-                with torch.no_grad(), torch.random.fork_rng(devices=devices), _isolated_rng(self.config.seed):
-                    output = (gradient_cache_loss(model, batch, self.config.gradient_cache_chunk,
-                                                  self.accelerator.autocast)
-                              if self.config.gradient_cache else self.model(**batch))
-                    loss = float(output.loss.detach().float())
-            finally:
-                self.model.train()
-        local = torch.tensor([float(bool(bad_weights) or not math.isfinite(loss))], device=self.accelerator.device)
-        bad = self.accelerator.reduce(local, reduction="sum") if self.accelerator.num_processes > 1 else local
-        if not bool(bad.item()):
-            return
-        if bad_weights:
-            where = f"its weights are not finite ({', '.join(bad_weights[:3])}{' ...' if len(bad_weights) > 3 else ''})"
-        elif loss is not None and not math.isfinite(loss):
-            where = f"the updated weights give a loss of {loss} (their values have blown up)"
-        else:
-            where = "the updated weights are not finite on another process"
-        last = latest_checkpoint(self.out_dir)
-        kept = (f"{last.name} and {self.out_dir / 'encoder'} are the last good ones" if last
-                else "no checkpoint was made")
-        raise NonFiniteLossError(
-            f"training diverged at step {self.step}: {where}; stopped before saving them, {kept}. "
-            f"Start again with a lower train.learning_rate (or train.max_grad_norm / warm-up)")
 
     def _save(self) -> None:
         position = {"step": self.step, "epoch": self.epoch, "batch_in_epoch": self.batch_in_epoch,
@@ -655,7 +453,3 @@ class Trainer:
     def _last_metrics(self) -> dict[str, float]:
         lines = self._read_metrics() if self.accelerator.is_main_process else []
         return lines[-1] if lines else {"step": self.step}
-
-
-__all__ = ["METRICS", "SAFE_TO_CHANGE_ON_RESUME", "SCHEDULERS", "TRACKERS", "Callback", "NonFiniteLossError",
-           "TrainConfig", "TrainData", "Trainer", "check_run_folder", "process_state", "uses_cpu"]

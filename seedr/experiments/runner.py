@@ -18,18 +18,15 @@ the same work folder (the from-scratch pre-trainings of ``few_shot`` and ``diagn
 ``from_scratch``), whichever spelling their settings use (``train.warmup_ratio: 0.1`` or the
 ``warmup_steps`` it comes to); while a changed setting, a changed default or a fixed bug in seedr gives
 a new folder instead of reusing what the old code computed. The report says which steps and retrievals
-were reused, and which code computed them.
-"""
+were reused, and which code computed them."""
 
 from __future__ import annotations
 
 import hashlib
 import json
-import platform
 import shutil
 import sys
 import time
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -41,6 +38,8 @@ from seedr.config import from_dict, identity, merge_settings
 from seedr.data.runs import read_trec_run, write_trec_run
 from seedr.evaluation.case_study import case_study
 from seedr.experiments.figures import figures, references, seed_spread, with_seed_sd
+from seedr.experiments.preamble import machine, report_preamble
+from seedr.experiments.progress import Progress, Work
 from seedr.experiments.results_markdown import results_markdown
 from seedr.experiments.spec import Condition, Experiment, substitute
 from seedr.experiments.steps import (
@@ -91,75 +90,6 @@ class Outcome:
     results: dict[str, Any]
     executed: list[str] = field(default_factory=list)  # step / retrieval folders computed by this run
     reused: list[str] = field(default_factory=list)  # finished by an earlier run, read back
-
-
-#: A unit's kind of work and its size (``ExperimentStep.work``); ``None``: not known yet.
-Work = Callable[[], tuple[str, float | None]]
-
-
-class _Progress:
-    """Units of work done / to do, with an ETA from the units' sizes: each kind of work (training,
-    retrieval on a task, BM25 ...) takes time in proportion to its size (tokens × parameters for training,
-    the model's size × the documents' length for a task's dense retrieval), at the rate its units computed
-    so far ran. Units of a kind that has not run yet, or whose size is not known yet (a model another step
-    makes), are counted apart rather than guessed: "ETA 0:04:10 + 3 units not yet timed"."""
-
-    def __init__(self, units: dict[Path, Work], console: Console) -> None:
-        self.units, self.pending = units, list(units)
-        self.total, self.done = len(units), 0
-        self.seconds: dict[str, float] = {}
-        self.sizes: dict[str, float] = {}
-        self.console = console
-        self.started = time.perf_counter()
-
-    def finished(self, unit: Path, what: str, seconds: float | None) -> None:
-        self.done += 1
-        if unit in self.pending:
-            self.pending.remove(unit)
-        if seconds is not None:
-            kind, size = self.units[unit]() if unit in self.units else ("other", None)
-            if size:
-                self.seconds[kind] = self.seconds.get(kind, 0.0) + seconds
-                self.sizes[kind] = self.sizes.get(kind, 0.0) + size
-        how = "reused" if seconds is None else f"{seconds:.0f} s"
-        self.console.print(f"[{self.done}/{self.total}] {what} ({how}); elapsed "
-                           f"{self._clock(time.perf_counter() - self.started)}{self.eta()}", highlight=False)
-
-    def eta(self) -> str:
-        """``, ETA h:mm:ss`` of the units left, ``+ N units not yet timed`` for those it cannot size."""
-        if not self.pending:
-            return ""
-        estimate, untimed = 0.0, 0
-        for unit in self.pending:
-            kind, size = self.units[unit]() if unit in self.units else ("other", None)
-            if size is None or kind not in self.sizes:
-                untimed += 1
-            else:
-                estimate += size * self.seconds[kind] / self.sizes[kind]
-        if untimed == len(self.pending):
-            return f", ETA once a unit of each kind has run ({untimed} not yet timed)"
-        rest = f" + {untimed} unit{'s' if untimed != 1 else ''} not yet timed" if untimed else ""
-        return f", ETA {self._clock(estimate)}{rest}"
-
-    @staticmethod
-    def _clock(seconds: float) -> str:
-        minutes, seconds = divmod(int(seconds), 60)
-        return f"{minutes // 60}:{minutes % 60:02d}:{seconds:02d}"
-
-
-def machine() -> dict[str, Any]:
-    """The machine a run was made on, for the report. Whether its CPU computes bf16 natively is recorded
-    too: ``mixed_precision: auto`` trains in bf16 there and in float32 elsewhere, and on the 2-core CPUs
-    of this project the same experiment's steps took 2.8× as long without it."""
-    import os
-
-    import torch
-
-    from seedr.hardware import native_bf16
-
-    return {"platform": platform.platform(), "processor": platform.processor() or platform.machine(),
-            "cpus": os.cpu_count(), "torch_threads": torch.get_num_threads(), "cpu_native_bf16": native_bf16("cpu"),
-            "gpu": torch.cuda.get_device_name(0) if torch.cuda.is_available() else None}
 
 
 class _Runner:
@@ -239,7 +169,7 @@ class _Runner:
         return self.out_dir / "retrieval" / f"{task.name}-{key}"
 
     # ---------------------------------------------------------------- running
-    def run_step(self, step: Any, folder: Path, progress: _Progress, label: str) -> None:
+    def run_step(self, step: Any, folder: Path, progress: Progress, label: str) -> None:
         if (folder / "step.json").exists():
             self.outcome_reused.append(str(folder))
             progress.finished(folder, f"{label} {folder.name}", None)
@@ -258,7 +188,7 @@ class _Runner:
         progress.finished(folder, label, seconds)
 
     def run_retrieval(self, task: RetrievalTask, condition: Any, model: str | None, folder: Path,
-                      progress: _Progress) -> None:
+                      progress: Progress) -> None:
         label = f"{condition.name}: retrieve {task.name}"
         if not (folder / "run.trec").exists():
             with output_lock(folder):
@@ -269,7 +199,7 @@ class _Runner:
         progress.finished(folder, label, None)
 
     def _retrieve(self, task: RetrievalTask, condition: Any, model: str | None, folder: Path,
-                  progress: _Progress, label: str) -> None:
+                  progress: Progress, label: str) -> None:
         self.console.rule(f"{label} → {folder}")
         started = time.perf_counter()
         retrieve, fused = self.retrieve_config(condition), {}
@@ -435,7 +365,7 @@ def _plan(experiment: Experiment, runner: _Runner) -> _Plan:
 def _execute(experiment: Experiment, plan: _Plan, runner: _Runner) -> None:
     """Compute every unit of ``plan`` that is not finished (set-up, then each condition's steps and its
     retrievals, then the reference BM25 runs), with progress and an ETA."""
-    progress = _Progress(plan.work(experiment, runner), runner.console)
+    progress = Progress(plan.work(experiment, runner), runner.console)
     runner.console.print(f"experiment [bold]{experiment.name}[/] ({experiment.scale} scale): "
                          f"{len(experiment.conditions)} conditions, {len(plan.tasks)} task(s), "
                          f"{progress.total} units of work → {runner.out_dir}", highlight=False)
@@ -542,7 +472,7 @@ def _report(experiment: Experiment, plan: _Plan, scores: _Scores, runner: _Runne
             for history in step.history_dirs(folder):
                 run_names.setdefault(history, f"{name}/{step.kind}")
     report = render_report(list(run_names), report_dir, title=experiment.title,
-                           preamble=_preamble(experiment, results),
+                           preamble=report_preamble(experiment, results),
                            results_markdown=results_markdown(results),
                            figures=plots, names=list(run_names.values()))
     runner.console.print(f"done in {wall:.0f} s; report: [bold]{report}[/]")
@@ -561,60 +491,4 @@ def _case_study(experiment: Experiment, tasks: dict[str, RetrievalTask],
     documents = {document.id: document for document in task.documents()}
     return {"task": task.name, **case_study(runs, task.labels(), task.queries(), documents, wanted.queries)}
 
-
-def _bf16_text(machine_text: dict[str, Any]) -> str:
-    """", CPU with native bf16" or ", CPU without native bf16"; nothing for runs recorded before it was."""
-    if "cpu_native_bf16" not in machine_text:
-        return ""
-    return f", CPU {'with' if machine_text['cpu_native_bf16'] else 'without'} native bf16"
-
-
-def _preamble(experiment: Experiment, results: dict[str, Any]) -> str:
-    machine_text = results["machine"]
-    lines = [experiment.description.strip(), "",
-             f"- scale: **{experiment.scale}**; command: `{results['command']}`",
-             f"- machine: {machine_text['processor']}, {machine_text['cpus']} CPUs, torch threads "
-             f"{machine_text['torch_threads']}{_bf16_text(machine_text)}, GPU {machine_text['gpu'] or 'none'} "
-             f"({machine_text['platform']})",
-             f"- wall time of this run: {results['wall_seconds']:.0f} s; every step and retrieval of the "
-             f"experiment, as each was timed when it ran (also those reused from earlier runs or shared with other "
-             f"experiments): {results['compute_seconds']:.0f} s; started {results['started']}"]
-    if experiment.skipped:
-        lines.append(f"- not run at this scale (the file's `scales.{experiment.scale}.skip`): "
-                     + ", ".join(f"`{name}`" for name in experiment.skipped))
-    return "\n".join([*lines, *provenance_lines(results)])
-
-
-def _code_label(code: dict[str, str] | None) -> str:
-    return "an unrecorded code" if code is None else f"seedr {code['version']} source `{code['source']}`"
-
-
-def provenance_lines(results: dict[str, Any]) -> list[str]:
-    """The report's lines on the code behind its figures (``results.json``'s ``code`` and ``provenance``):
-    the library this run ran, what it computed, and the steps and retrievals it reused from earlier runs,
-    by folder, grouped by the code that computed them — each folder's step.json or settings.json records
-    the fingerprint of the code it ran, which its key covers (``ExperimentStep.code``, ``retrieval_code``),
-    so a figure computed by other code is never presented as this code's."""
-    units = results["provenance"]
-    computed = [unit for unit in units if not unit["reused"]]
-    lines = [f"- code: {_code_label(results['code'])}; computed by this run: {_count(computed)}"]
-    by_code: dict[str, list[str]] = {}
-    for unit in units:
-        if unit["reused"]:
-            by_code.setdefault(_code_label(unit["code"]), []).append(f"`{unit['folder']}`")
-    if by_code:
-        reused = [unit for unit in units if unit["reused"]]
-        lines.append(f"- reused from earlier runs: {_count(reused)}; "
-                     + "; ".join(f"{len(folders)} computed by {label}: {', '.join(folders)}"
-                                 for label, folders in by_code.items()))
-    return lines
-
-
-def _count(units: list[dict[str, Any]]) -> str:
-    steps = sum(unit["folder"].startswith("steps/") for unit in units)
-    retrievals = len(units) - steps
-    return (f"{steps} step{'s' * (steps != 1)} and {retrievals} "
-            f"retrieval{'s' * (retrievals != 1)}")
-
-
-__all__ = ["Outcome", "machine", "provenance_lines", "run_experiment", "step_folder"]
+__all__ = ["Outcome", "retrieval_code", "run_experiment", "step_folder"]

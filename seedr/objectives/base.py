@@ -13,8 +13,8 @@ import torch
 from torch import nn
 from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
+from seedr.engine.batches import TrainData
 from seedr.engine.shards import TokenShardData
-from seedr.engine.trainer import TrainData
 from seedr.modeling.encoder import save_encoder
 from seedr.modeling.outputs import ObjectiveOutput
 from seedr.registry import Registry

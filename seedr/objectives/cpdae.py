@@ -64,7 +64,7 @@ import torch
 from torch.nn import functional as F
 from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
-from seedr.engine.trainer import process_state
+from seedr.engine.run_state import process_state
 from seedr.io import DataError, atomic_write
 from seedr.losses.gather import gather_rows, row_offset, world_size
 from seedr.modeling.bow_decoder import BagOfWordsDecoder, at_least_float32, word_distribution

@@ -59,7 +59,7 @@ def command(
 
     Example: seedr pretrain --config seed --corpus ../shared/data/wiki --model minilm --out runs/seed --set train.max_steps=200
     """
-    from seedr.engine.trainer import process_state
+    from seedr.engine.run_state import process_state
 
     speaks = process_state().is_main_process  # under accelerate launch / torchrun, one process reports
     if speaks:

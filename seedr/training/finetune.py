@@ -40,9 +40,11 @@ from seedr.config import to_dict
 from seedr.data.corpus import load_corpus
 from seedr.data.queries import read_qrels, read_queries
 from seedr.data.records import Document, Qrels
+from seedr.data.training_log import METRICS
 from seedr.data.training_sets import TrainingSet, load_training_set
 from seedr.engine.checkpoint import PRODUCT, latest_checkpoint
-from seedr.engine.trainer import METRICS, Callback, Trainer, check_run_folder, uses_cpu
+from seedr.engine.run_state import check_run_folder, uses_cpu
+from seedr.engine.trainer import Callback, Trainer
 from seedr.evaluation.metrics import deeper_than, evaluate_run
 from seedr.hardware import resolve_mixed_precision
 from seedr.io import DataError, atomic_directory, atomic_write

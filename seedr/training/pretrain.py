@@ -41,13 +41,15 @@ from seedr.data.corpus import read_corpus
 from seedr.data.default import default_corpus_path, default_documents
 from seedr.data.inputs import input_files
 from seedr.data.records import Document
+from seedr.engine.batches import TrainData
+from seedr.engine.run_state import check_run_folder, process_state
 from seedr.engine.shards import (
     TokenShardData,
     ensure_token_shards,
     shard_key,
     source_fingerprint,
 )
-from seedr.engine.trainer import TrainData, Trainer, check_run_folder, process_state
+from seedr.engine.trainer import Trainer
 from seedr.modeling.bow_mlp import build_bow_mlp
 from seedr.modeling.encoder import build_encoder, check_lengths, load_encoder, load_tokenizer
 from seedr.objectives import OBJECTIVES, Objective, PretrainingCorpus
