@@ -1,6 +1,7 @@
 """Experiment files share blocks instead of copying them (``extends:``, ``seedr.experiments.files``): the
 shared files merge in order under the experiment's own keys and may extend each other; a cycle, a missing
-or malformed shared file and a name that is a path are refused in one line naming the file."""
+or malformed shared file and a name that is a path are refused in one line naming the file; and no block of
+ten lines is written twice among the shipped experiment files and their shared files."""
 
 from __future__ import annotations
 
@@ -11,13 +12,58 @@ import pytest
 from typer.testing import CliRunner
 
 from seedr.cli import app
+from seedr.config import parse_yaml
 from seedr.data.io import DataError
-from seedr.experiments.files import SHARED_FOLDER, read_experiment_file
-from seedr.experiments.spec import experiments_dir, load_experiment
+from seedr.experiments.files import SHARED_FOLDER, experiment_path, read_experiment_file
+from seedr.experiments.spec import experiment_names, experiments_dir, load_experiment
 
 SHARED = experiments_dir() / SHARED_FOLDER
+SHIPPED = [*sorted(experiments_dir().glob("*.yaml")), *sorted(SHARED.glob("*.yaml"))]
+#: The longest run of lines two files (or two places of one) may have in common: a longer one is a copy.
+BLOCK_LINES = 10
 
 runner = CliRunner()
+
+
+def _normalised_lines(path: Path) -> list[tuple[int, str]]:
+    """``(line number, text)`` of the lines that say something: stripped (a block copied at another
+    indentation is still a copy), without blank and comment-only lines (a comment between copied lines
+    does not make them different); a comment at the end of a line stays part of it."""
+    text = path.read_text(encoding="utf-8")
+    lines = [(number, line.strip()) for number, line in enumerate(text.splitlines(), 1)]
+    return [(number, text) for number, text in lines if text and not text.startswith("#")]
+
+
+def test_no_block_of_ten_lines_is_written_twice():
+    """Ten consecutive lines (as ``_normalised_lines`` reads them) that occur twice — in two experiment
+    files, two shared files, or twice in one — are a block that belongs in a shared file, named by
+    ``extends:`` wherever it is used."""
+    first_seen: dict[tuple[str, ...], str] = {}
+    copies = []
+    for path in SHIPPED:
+        lines = _normalised_lines(path)
+        in_copy = False  # a copy of more than ten lines is reported once, where it starts
+        for start in range(len(lines) - BLOCK_LINES + 1):
+            block = tuple(text for _, text in lines[start:start + BLOCK_LINES])
+            where = f"{path.relative_to(experiments_dir())}:{lines[start][0]}"
+            if block in first_seen and not in_copy:
+                copies.append(f"{where} repeats {first_seen[block]}")
+            first_seen.setdefault(block, where)
+            in_copy = block in first_seen and first_seen[block] != where
+    assert not copies, (f"blocks of {BLOCK_LINES} lines written twice (move each into a file of "
+                        f"seedr/experiments/{SHARED_FOLDER}/ named in extends:):\n" + "\n".join(copies[:20]))
+
+
+def test_shared_files_are_no_experiments_and_each_is_extended():
+    shared = {path.stem for path in SHARED.glob("*.yaml")}
+    assert shared and not shared & set(experiment_names())
+    with pytest.raises(FileNotFoundError, match="no experiment 'shared/scifact'"):
+        experiment_path(f"{SHARED_FOLDER}/scifact")
+    extended = set()
+    for path in SHIPPED:
+        names = parse_yaml(path.read_text(encoding="utf-8")).get("extends") or []
+        extended.update([names] if isinstance(names, str) else names)
+    assert extended == shared, f"shared files no file extends: {sorted(shared - extended)}"
 
 
 # ------------------------------------------------------------------ extends: how files merge
@@ -126,6 +172,18 @@ def test_a_missing_shared_file_is_refused_naming_the_file(tmp_path):
     assert message.startswith(f"{path}: field 'extends': no shared file 'nope': no nope.yaml in "
                               f"{tmp_path / SHARED_FOLDER} nor in {SHARED} (shared files: "), message
     assert "present" in message
+
+
+def test_a_file_elsewhere_extends_the_shipped_shared_files_unless_its_own_folder_has_the_name(tmp_path):
+    """A shipped experiment copied elsewhere, or a file of one's own, finds the shipped shared files by
+    name; a shared file of the same name beside it comes first."""
+    shipped = experiments_dir() / "headline.yaml"
+    copy = _write(tmp_path / "headline.yaml", shipped.read_text(encoding="utf-8"))
+    assert read_experiment_file(copy) == read_experiment_file(shipped)
+    corpus = load_experiment(copy, "cpu").tasks["scifact"].settings["corpus"]
+    assert corpus == "../shared/data/scifact/corpus.jsonl"
+    _write(tmp_path / SHARED_FOLDER / "scifact.yaml", "tasks: {scifact: {kind: qrels, corpus: mine}}\n")
+    assert load_experiment(copy, "cpu").tasks["scifact"].settings["corpus"] == "mine"
 
 
 @pytest.mark.parametrize("entry", ['"../secret"', '"/etc/hostname"', '"sub/file"', '".."', '".hidden"',
