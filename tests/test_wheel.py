@@ -1,7 +1,7 @@
 """seedr as a user installs it (issue 22.1): its wheel, built from this checkout and installed without
 its dependencies into a scratch folder (the suite's environment provides them, so this stays fast), run
-from a folder outside any checkout, finds the experiment files and recipes it ships by name,
-validates them, and refuses ``--record`` there in one line."""
+from a folder outside any checkout, finds the experiment files (with the shared files they extend) and
+recipes it ships by name, validates them, and refuses ``--record`` there in one line."""
 
 from __future__ import annotations
 
@@ -59,7 +59,12 @@ def test_the_wheel_runs_from_any_folder(installed: Path, tmp_path: Path) -> None
 
     listing = run(seedr, "experiment", "--list")
     assert listing.returncode == 0, listing.stderr
-    assert {"demo", "domain_adaptation", "from_scratch"} <= {line.split()[0] for line in listing.stdout.splitlines()}
+    listed = {line.split()[0] for line in listing.stdout.splitlines()}
+    assert {"demo", "domain_adaptation", "from_scratch"} <= listed
+    assert not {"scifact", "minilm_calibrated"} & listed  # shared files, not experiments
+
+    extending = run(seedr, "experiment", "headline", "--scale", "paper")  # finds the shared files it extends
+    assert extending.returncode == 0, extending.stderr
 
     unknown = run(seedr, "pretrain", "--config", "nope", "--out", "run")  # the CLI's lookup, from the wheel
     assert unknown.returncode == 1 and "no pretrain recipe 'nope'; known: " in unknown.stderr

@@ -1,7 +1,8 @@
 """Experiments as data: orchestration over the stages (``seedr experiment``, ``seedr demo``).
 
-An experiment file (``seedr/experiments/NAME.yaml``, shipped in this package; ``seedr.experiments.spec``)
-lists conditions — chains of the stages' own steps (``seedr.experiments.steps``) — and the tasks they
+An experiment file (``seedr/experiments/NAME.yaml``, shipped in this package; read, with the shared files
+it extends, by ``seedr.experiments.files``; resolved by ``seedr.experiments.spec``) lists conditions —
+chains of the stages' own steps (``seedr.experiments.steps``) — and the tasks they
 are evaluated on (``seedr.experiments.tasks``); ``seedr.experiments.runner`` runs them resumably, tests the differences
 and renders one report. What a run records: its figures and what each is read against
 (``seedr.experiments.figures``), its claims' verdicts (``seedr.experiments.verdicts``), their Markdown

@@ -3,6 +3,8 @@
 An experiment is a YAML file shipped in this package, ``seedr/experiments/NAME.yaml`` (``seedr experiment
 NAME``; ``seedr experiment --list`` lists them), or any YAML file given by its path::
 
+    extends: [scifact, minilm_calibrated]   # shared files (shared/NAME.yaml) merged under its keys
+                                        # (seedr.experiments.files)
     title: Domain-adaptive pre-training of MiniLM on SciFact
     description: |                      # Markdown, the report's preamble
       ...
@@ -55,24 +57,25 @@ import itertools
 import math
 import re
 from dataclasses import dataclass, field
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
-import yaml
-
-from seedr.config import YAMLExpansionError, merge_settings, parse_yaml, yaml_problem
+from seedr.config import merge_settings, parse_yaml
+from seedr.experiments.files import (
+    experiment_names,
+    experiment_path,
+    experiment_titles,
+    experiments_dir,
+    read_experiment_file,
+)
 from seedr.experiments.steps import validate
-from seedr.io import DataError, read_text
+from seedr.io import DataError
 
 #: Scales an experiment file declares: ``cpu`` runs on a 2-core machine, ``gpu`` on one GPU for minutes
 #: (a larger budget, more seeds), ``paper`` holds the papers' settings (validated only).
 SCALES = ("cpu", "gpu", "paper")
 #: Scales that ``seedr experiment`` runs (the others are validated only).
 RUN_SCALES = ("cpu", "gpu")
-#: Top-level keys of an experiment file.
-KEYS = {"title", "description", "variables", "setup", "tasks", "defaults", "conditions", "baseline", "groups",
-        "tolerance", "claims", "scales", "test", "alpha", "resamples", "case_study"}
 #: Where a claim comes from: a paper, or seedr's own target (an issue's).
 CLAIM_SOURCES = ("paper", "seedr")
 #: ``{name}``, ``{setup.NAME}``, and ``{conditions.NAME}`` with any condition name (``seed-2``, ``plain@512``).
@@ -222,40 +225,6 @@ def checkout(path: str | Path) -> Path | None:
     return None
 
 
-def experiments_dir() -> Path:
-    """The experiment files shipped with seedr (``seedr/experiments/*.yaml``), found with
-    ``importlib.resources`` so that ``seedr experiment NAME`` works from any folder. seedr is installed
-    as files (a wheel unpacks; a checkout is files), so the resource is a folder on disk."""
-    return Path(str(resources.files(__package__)))
-
-
-def experiment_names() -> list[str]:
-    """The names ``seedr experiment`` takes, sorted."""
-    return sorted(path.stem for path in experiments_dir().glob("*.yaml"))
-
-
-def experiment_titles() -> dict[str, str]:
-    """Name → title of every shipped experiment (``seedr experiment --list``), read without validating
-    the files, which would import the stages' libraries."""
-    return {name: str((parse_yaml((experiments_dir() / f"{name}.yaml").read_text(encoding="utf-8")) or {})
-                      .get("title", "")) for name in experiment_names()}
-
-
-def experiment_path(name: str | Path) -> Path:
-    """The file of experiment ``name`` (``seedr/experiments/NAME.yaml``), or ``name`` itself when it is a
-    path (a ``.yaml`` name or an existing file)."""
-    path = Path(name)
-    if path.suffix in (".yaml", ".yml") or path.is_file():
-        if not path.is_file():
-            raise FileNotFoundError(f"{path}: no such experiment file")
-        return path
-    candidate = experiments_dir() / f"{name}.yaml"
-    if not candidate.is_file():
-        known = ", ".join(experiment_names()) or "(none)"
-        raise FileNotFoundError(f"{candidate}: no experiment {name!r}; known: {known}")
-    return candidate
-
-
 def _merge(base: dict[str, Any], update: dict[str, Any]) -> dict[str, Any]:
     """``base`` updated by ``update`` by ``seedr.config.merge_settings``'s rule (dotted keys nested, the
     update winning whichever spelling either uses)."""
@@ -384,18 +353,7 @@ def load_experiment(name: str | Path, scale: str = "cpu", overrides: list[str] |
     if scale not in SCALES:
         raise ValueError(f"unknown scale {scale!r}; valid: {', '.join(SCALES)}")
     check_experiment_name(path)
-    try:
-        raw = parse_yaml(read_text(path)) or {}
-    except YAMLExpansionError as error:
-        raise DataError(path, str(error)) from None
-    except yaml.YAMLError as error:
-        mark = getattr(error, "problem_mark", None)
-        raise DataError(path, f"malformed YAML: {yaml_problem(error)}", line=mark.line + 1 if mark else None) from None
-    if not isinstance(raw, dict):
-        raise DataError(path, "expected a mapping at the top level")
-    unknown = sorted(set(raw) - KEYS)
-    if unknown:
-        raise DataError(path, f"unknown key(s) {unknown}; valid: {sorted(KEYS)}")
+    raw = read_experiment_file(path)  # with the shared files it extends merged under it
     for required in ("title", "tasks", "conditions", "baseline"):
         if required not in raw:
             raise DataError(path, f"missing {required!r}", field=required)
