@@ -343,7 +343,7 @@ def test_resumed_experiment_redoes_only_the_unfinished_condition(tiny_run, tmp_p
     markdown = (out / "reports" / "tiny" / "report.md").read_text()
     line = next(line for line in markdown.splitlines() if line.startswith("- reused from earlier runs"))
     assert "0 steps and 2 retrievals" in line
-    assert all(f"`{unit['folder']}`" in line for unit in reused) and code["source"] in line
+    assert all(f"`{unit['folder']}`" in line and unit['code']['source'] in line for unit in reused)
     assert "computed by this run: 1 step and 1 retrieval" in markdown
 
 
