@@ -165,12 +165,13 @@ class TrainConfig:
     def resolved_warmup_steps(self) -> int:
         """The optimizer steps of warm-up: ``warmup_steps`` when given, else ``warmup_ratio`` of
         ``max_steps`` rounded up (as transformers' ``TrainingArguments.get_warmup_steps``, after rounding
-        away float noise: 0.7 × 10 is 7.000000000000001), else none."""
+        away float noise: 0.7 × 10 is 7.000000000000001) and at most ``max_steps − 1``, else none."""
         if self.warmup_steps is not None:
             return self.warmup_steps
         if self.warmup_ratio is None:
             return 0
-        return math.ceil(round(self.warmup_ratio * self.max_steps, 9))
+        # a share never takes the whole run: a one-step run would otherwise train at a rate of 0
+        return min(math.ceil(round(self.warmup_ratio * self.max_steps, 9)), self.max_steps - 1)
 
     def identity(self, length_from_data: bool = False) -> dict[str, Any]:
         """These settings as what they train (``seedr.config.identity``, an experiment step's key): the

@@ -69,18 +69,18 @@ def test_every_recipe_is_a_valid_configuration_of_its_objective(recipe):
 def test_recipes_hold_the_papers_settings():
     seed = load_config(PretrainConfig, RECIPES / "seed.yaml")
     assert (seed.objective["decoder_layers"], seed.objective["attention_span"]) == (3, 2)
-    assert (seed.train.max_steps, seed.train.learning_rate, seed.train.warmup_steps) == (1_000_000, 1e-4, 10_000)
+    assert (seed.train.max_steps, seed.train.learning_rate, seed.train.resolved_warmup_steps) == (1_000_000, 1e-4, 10_000)
     assert seed.train.adam_epsilon == 1e-6 and seed.data.max_seq_length == 512 and seed.model.init is None
     strong = load_config(PretrainConfig, RECIPES / "seed_strong.yaml")
     assert (strong.objective["decoder_layers"], strong.objective["attention_span"]) == (5, "all")
     cpdae = load_config(PretrainConfig, RECIPES / "cpdae.yaml")
     assert (cpdae.train.learning_rate, cpdae.train.batch_size, cpdae.objective["contrastive_weight"]) == (5e-5, 64, 0.1)
-    assert cpdae.train.warmup_steps == cpdae.train.max_steps // 10 and cpdae.model.init is not None
+    assert cpdae.train.resolved_warmup_steps == cpdae.train.max_steps // 10 and cpdae.model.init is not None
     for name in ("ict", "bfs", "wlp", "ict_bfs_wlp"):
         two_tower = load_config(PretrainConfig, RECIPES / f"{name}.yaml")
         assert two_tower.objective_name == name
         assert (two_tower.objective["query_max_length"], two_tower.objective["document_max_length"]) == (64, 288)
-        assert (two_tower.train.max_steps, two_tower.train.warmup_steps) == (100_000, 10_000)
+        assert (two_tower.train.max_steps, two_tower.train.resolved_warmup_steps) == (100_000, 10_000)
 
 
 def test_unknown_config_key_is_one_clear_line_and_exit_1(tmp_path):

@@ -159,6 +159,17 @@ def _billion_laughs(levels: int = 9) -> str:
     return "variables:\n" + "\n".join(lines) + "\n"
 
 
+def test_a_retrieve_that_is_neither_bm25_nor_settings_is_refused_in_one_line(tmp_path):
+    """Found by tests/test_fuzz_readers.py: ``retrieve: bm1e-999`` (a mistyped bm25) crashed with an
+    AttributeError instead of naming the file and the field."""
+    path = tmp_path / "typo.yaml"
+    path.write_text(bm25_experiment("a typo", conditions="  bm25: {retrieve: bm1e-999}\n"))
+    result = runner.invoke(app, ["experiment", str(path), "--out", str(tmp_path / "work"), "--scale", "paper"])
+    assert result.exit_code == 1, result.output
+    line = _one_error_line(result.output)
+    assert "typo.yaml" in line and "conditions.bm25.retrieve" in line and "bm1e-999" in line
+
+
 @pytest.mark.timeout(60)
 def test_an_alias_bomb_is_refused_in_an_experiment_file(tmp_path):
     """A ~750-byte experiment file expanding to 10**9 strings wrote a 1.9 GB temporary in two minutes:

@@ -421,6 +421,9 @@ def load_experiment(name: str | Path, scale: str = "cpu", overrides: list[str] |
                      for i, entry in enumerate(body.get("steps") or [])]
             steps = [Step(step.kind, _merge(defaults.get(step.kind) or {}, step.settings)) for step in steps]
             retrieve = body.get("retrieve", {})
+            if not (retrieve in ("bm25", "none") or retrieve is None or isinstance(retrieve, dict)):
+                raise DataError(path, f"conditions.{name}.retrieve is bm25, none or a mapping of retrieval "
+                                f"settings, got {retrieve!r}", field=f"conditions.{name}.retrieve")
             if retrieve not in ("bm25", "none") and not (isinstance(retrieve, dict) and "fuse" in retrieve):
                 retrieve = _merge(defaults.get("retrieve") or {}, retrieve or {})
             conditions[name] = Condition(name, steps, retrieve, None if only is None else [str(t) for t in only])
