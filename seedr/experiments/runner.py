@@ -41,6 +41,7 @@ from seedr.experiments.figures import figures, references, seed_spread, with_see
 from seedr.experiments.preamble import machine, report_preamble
 from seedr.experiments.progress import Progress, Work
 from seedr.experiments.results_markdown import results_markdown
+from seedr.experiments.scoring import compare
 from seedr.experiments.spec import Condition, Experiment, substitute
 from seedr.experiments.steps import (
     ExperimentStep,
@@ -239,13 +240,12 @@ class _Runner:
                                               "selection": selection.to_dict() if selection else None}
 
 
-def _group_scores(members: list[dict[str, dict[str, float]]]) -> dict[str, dict[str, float]]:
-    """Per-query scores averaged over a group's members (e.g. seeds), on the queries all of them have."""
-    result = {}
-    for metric in members[0]:
-        common = set.intersection(*(set(member[metric]) for member in members))
-        result[metric] = {qid: sum(member[metric][qid] for member in members) / len(members) for qid in common}
-    return result
+def experiment_scores(experiment: Experiment, out_dir: str | Path) -> dict[str, dict[str, dict[str, dict[str, float]]]]:
+    """The per-query scores of every system of ``experiment`` on every task, from the finished runs in the
+    work folder ``out_dir`` (``run_scores``; nothing runs): what a seed run apart brings back for
+    ``seedr.experiments.combine``."""
+    runner = _Runner(experiment, Path(out_dir), Console(quiet=True))
+    return run_scores(_plan(experiment, runner))
 
 
 def run_experiment(experiment: Experiment, out_dir: str | Path, console: Console | None = None,
@@ -393,29 +393,29 @@ def _grouped(experiment: Experiment) -> set[str]:
     return {member for members in experiment.groups.values() for member in members}
 
 
+def run_scores(plan: _Plan) -> dict[str, dict[str, dict[str, dict[str, float]]]]:
+    """Every retrieval's run scored per query: ``{task: {system: {metric: {query: score}}}}``."""
+    return {task.name: {name: task.per_query(read_trec_run(folder / "run.trec"))
+                        for (task_name, name), folder in plan.retrievals.items() if task_name == task.name}
+            for task in plan.tasks.values()}
+
+
 def _score(experiment: Experiment, plan: _Plan, console: Console) -> _Scores:
     """Score every run per query, average the groups, test every system against the baseline per task,
     and read the diagnose steps' results."""
-    from seedr.evaluation.compare import comparison_table
-
-    tables, comparisons, per_query = {}, {}, {}
+    tables, comparisons, per_query = {}, {}, run_scores(plan)
     grouped = _grouped(experiment)
     for task in plan.tasks.values():
-        scores = {name: task.per_query(read_trec_run(folder / "run.trec"))
-                  for (task_name, name), folder in plan.retrievals.items() if task_name == task.name}
-        for group, members in experiment.groups.items():
-            if all(member in scores for member in members):  # validate(): a group's members share their tasks
-                scores[group] = _group_scores([scores[member] for member in members])
-        table = comparison_table(scores, experiment.baseline, task.metrics, test=experiment.test,
-                                 alpha=experiment.alpha, n_resamples=experiment.resamples)
-        tables[task.name], per_query[task.name], comparisons[task.name] = table, scores, table.to_dict()
+        scores = per_query[task.name]
         bm25 = (scores[plan.bm25_system] if plan.bm25_system in scores
                 else task.per_query(read_trec_run(plan.bm25_folders[task.name] / "run.trec")))
         bm25_means = {metric: sum(bm25[metric].values()) / len(bm25[metric]) for metric in task.metrics}
-        comparisons[task.name].update(references(task.chance(), bm25_means, plan.bm25_system,
-                                                 len(task.documents())))
-        console.print(table.to_rich(title=f"{experiment.title}: {task.name}",
-                                    systems=[system for system in table.systems if system not in grouped]))
+        tables[task.name], comparisons[task.name] = compare(
+            experiment, task.metrics, scores,
+            references(task.chance(), bm25_means, plan.bm25_system, len(task.documents())))
+        console.print(tables[task.name].to_rich(title=f"{experiment.title}: {task.name}",
+                                                systems=[system for system in tables[task.name].systems
+                                                         if system not in grouped]))
     diagnosed = {name: json.loads((folder / "diagnostics.json").read_text(encoding="utf-8"))
                  for name, chained in plan.chains.items() for _, folder in chained
                  if (folder / "diagnostics.json").exists()}
@@ -491,4 +491,4 @@ def _case_study(experiment: Experiment, tasks: dict[str, RetrievalTask],
     documents = {document.id: document for document in task.documents()}
     return {"task": task.name, **case_study(runs, task.labels(), task.queries(), documents, wanted.queries)}
 
-__all__ = ["Outcome", "retrieval_code", "run_experiment", "step_folder"]
+__all__ = ["Outcome", "experiment_scores", "retrieval_code", "run_experiment", "run_scores", "step_folder"]
