@@ -13,6 +13,13 @@ must find a prepared, tested job:
   of at most 16 MiB in ``$OUT``.
 - ``python gpu/pack.py record FILES_AT`` (here): each returned job's files into
   ``docs/results/gpu/JOB/DATE-DEVICE/`` with a README that says what it ran on, and a line in the queue.
+- ``python gpu/pack.py combine NAME`` (here): once every lease of an experiment split by seeds (the jobs
+  whose ``combine`` is NAME) has come back, the experiment judged as one run over all of them
+  (``seedr.experiments.combine``) into ``docs/results/gpu/NAME/``.
+
+Data a job reads that ``../shared/data`` does not hold as files (``derived``: the NQ-open training file and
+test pool, built from the whole Wikipedia, which does not travel) is built here once, cached under
+``runs/gpu-derived/``, and carried compressed; ``run.sh`` unpacks it beside the carried data.
 """
 
 from __future__ import annotations
@@ -126,12 +133,53 @@ def tree_bytes() -> int:
     return sum((ROOT / name).lstat().st_size for name in listing if name and (ROOT / name).exists())
 
 
+#: Where derived data is built and kept between preparations (it takes minutes).
+DERIVED_CACHE = ROOT / "runs" / "gpu-derived"
+
+
+def seedr_command(*arguments: str) -> None:
+    subprocess.run([sys.executable, "-m", "seedr", *arguments], cwd=ROOT, check=True)
+
+
+def build_open_qa(folder: Path) -> Path:
+    """NQ-open's training file and test pool over the whole shared Wikipedia (``seedr prepare --open-qa``
+    with the committed split, as docs/results/nq-open-pool/run.sh builds it: about six minutes here)."""
+    passages, run = folder / "passages", folder / "bm25.trec"
+    questions = SHARED / "nq-open" / "NQ-open.dev.jsonl"
+    if not (passages / "prepared.json").exists():
+        seedr_command("prepare", "--corpus", str(SHARED / "wiki"), "--passage-words", "100", "--out", str(passages),
+                      "--overwrite")
+    if not run.exists():
+        seedr_command("search", "--bm25", "--corpus", str(passages), "--questions", str(questions), "--k", "100",
+                      "--out", str(run))
+    seedr_command("prepare", "--open-qa", str(questions), "--corpus", str(passages), "--split",
+                  str(ROOT / "seedr" / "experiments" / "splits" / "nq-open-dev.json"), "--bm25-run", str(run),
+                  "--out", str(folder / "open-qa"), "--overwrite")
+    return folder / "open-qa"
+
+
+#: Data built here for the jobs that name it in ``derived``: the folder it makes, which travels as
+#: ``.gpu/derived-NAME.tar.xz`` and arrives as ``../shared/data/NAME``.
+DERIVED = {"open-qa": build_open_qa}
+
+
+def derived_archive(name: str, target: Path) -> Path:
+    """The derived data ``name`` (built once into ``DERIVED_CACHE``) as a ``.tar.xz`` of its folder."""
+    cache = DERIVED_CACHE / name
+    folder = cache / name if (cache / name / "open_qa.json").exists() else DERIVED[name](cache)
+    with tarfile.open(target, "w:xz") as archive:
+        archive.add(folder, arcname=name)
+    return target
+
+
 def prepare(name: str | None) -> None:
     job = chosen_job(load_queue(), name)
     shutil.rmtree(CARRIED, ignore_errors=True)
     (CARRIED / "data").mkdir(parents=True)
     for entry in job.get("data", []):
         copy_data(entry, CARRIED / "data")
+    for derived in job.get("derived", []):
+        derived_archive(derived, CARRIED / f"derived-{derived}.tar.xz")
     if job.get("wheels"):
         wheel_site(job["wheels"], CARRIED / "site.tar.xz")
     (CARRIED / "job").write_text(job["name"] + "\n")
@@ -251,6 +299,41 @@ def record(files_at: Path, results_root: Path = ROOT / "docs" / "results" / "gpu
     return recorded
 
 
+def combine(name: str, results_root: Path = ROOT / "docs" / "results" / "gpu", queue: Path = QUEUE) -> Path:
+    """The experiment whose seeds the jobs with ``combine: NAME`` ran apart, judged as one run over every
+    lease recorded for them (``seedr.experiments.combine``), into ``results_root/NAME/``: results.json and
+    report.md. Refused while a job of it has not run."""
+    from seedr.experiments.combine import combine_seed_runs
+    from seedr.experiments.results_markdown import results_markdown
+    from seedr.experiments.spec import load_experiment
+
+    jobs = [job for job in load_queue(queue) if job.get("combine") == name]
+    if not jobs:
+        raise SystemExit(f"no job of {queue} combines into {name!r}")
+    missing = [job["name"] for job in jobs if not job.get("runs")]
+    if missing:
+        raise SystemExit(f"{name}: not every lease has run yet ({', '.join(missing)} to go)")
+    runs, seeds = [], []
+    for job in jobs:
+        folder = ROOT / job["runs"][-1]["folder"]
+        lease = json.loads((folder / "lease.json").read_text())
+        seeds += lease["seeds"] or []
+        runs.append({"results": json.loads((folder / "results.json").read_text()),
+                     "per_query": json.loads((folder / "per_query.json").read_text())})
+    settings = [setting for setting in lease["settings"] if not setting.startswith("seeds=")]
+    experiment = load_experiment(jobs[0]["experiment"], lease["scale"], [f"seeds={sorted(seeds)}", *settings])
+    results = combine_seed_runs(experiment, runs)
+    target = results_root / name
+    target.mkdir(parents=True, exist_ok=True)
+    (target / "results.json").write_text(json.dumps(results, indent=2))
+    leases = "\n".join(f"- `{job['name']}`: {job['runs'][-1]['run_on']}, {job['runs'][-1]['date']} "
+                        f"({job['runs'][-1]['folder']})" for job in jobs)
+    (target / "report.md").write_text(f"# {experiment.title}\n\nRun on: one lease a seed, combined here "
+                                      f"(`python gpu/pack.py combine {name}`):\n\n{leases}\n\n"
+                                      + results_markdown(results))
+    return target
+
+
 def _append_run(text: str, name: str, entry: str) -> str:
     """The queue's text with ``entry`` added to job ``name``'s ``runs`` (its comments and layout kept)."""
     lines = text.splitlines(keepends=True)
@@ -278,11 +361,15 @@ def main() -> None:
     run_parser.add_argument("--started", type=float, default=time.time(), help="when the device command began")
     record_parser = commands.add_parser("record", help="record returned files into docs/results/gpu/")
     record_parser.add_argument("files_at", type=Path)
+    combine_parser = commands.add_parser("combine", help="judge an experiment whose seeds ran on separate leases")
+    combine_parser.add_argument("name")
     args = parser.parse_args()
     if args.command == "prepare":
         prepare(args.job)
     elif args.command == "run":
         raise SystemExit(run(args.job, args.tiny, args.out, args.started))
+    elif args.command == "combine":
+        print(f"combined into {combine(args.name)}")
     else:
         for target in record(args.files_at):
             print(f"recorded {target}")

@@ -12,6 +12,9 @@ if [ -f .gpu/site.tar.xz ]; then  # the wheels the device image lacks
     export PYTHONPATH="/tmp/gpu-site${PYTHONPATH:+:$PYTHONPATH}"
 fi
 export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}"  # seedr from this tree, installed or not
+for archive in .gpu/derived-*.tar.xz; do  # data built here (e.g. NQ-open's pool), beside the carried files
+    [ -f "$archive" ] && { tar xJf "$archive" -C .gpu/data || exit 3; }
+done
 if [ ! -e ../shared/data ] && [ -d .gpu/data ]; then  # the data that travelled, where seedr looks for it
     mkdir -p ../shared && ln -sfn "$PWD/.gpu/data" ../shared/data
 fi

@@ -92,3 +92,41 @@ def test_a_system_scored_differently_by_two_runs_is_refused(tmp_path, scifact_sl
     with pytest.raises(ValueError, match="tiny-s1"):
         combine_seed_runs(experiment, [{"results": results, "per_query": per_query},
                                        {"results": results, "per_query": changed}])
+
+
+def test_the_gpu_pack_combines_the_leases_of_a_split_experiment(tmp_path, scifact_slice, models):
+    """``python gpu/pack.py combine NAME``: the leases recorded for the jobs that combine into NAME (each
+    folder as ``record`` files it: results.json, per_query.json, lease.json), judged as one run."""
+    import sys
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "gpu"))
+    import pack
+
+    path = tmp_path / "apart.yaml"
+    path.write_text(EXPERIMENT)
+    variables = [f"data={scifact_slice}", f"models={models}"]
+    whole = run_experiment(_load(path, scifact_slice, models, "[1, 2]"), tmp_path / "whole").results
+    queue = "jobs:\n"
+    for seed in (1, 2):
+        experiment = _load(path, scifact_slice, models, f"[{seed}]")
+        results = run_experiment(experiment, tmp_path / f"work-{seed}").results
+        lease = tmp_path / "gpu" / f"apart_{seed}" / "2026-11-28-NVIDIA-H100"
+        lease.mkdir(parents=True)
+        (lease / "results.json").write_text(json.dumps(results))
+        (lease / "per_query.json").write_text(json.dumps(experiment_scores(experiment, tmp_path / f"work-{seed}")))
+        (lease / "lease.json").write_text(json.dumps({"experiment": str(path), "scale": "cpu", "seeds": [seed],
+                                                      "settings": [f"seeds=[{seed}]", *variables], "tiny": False}))
+        queue += (f"  - {{name: apart_{seed}, goal: g, experiment: {path}, combine: apart, done: false,\n"
+                  f"     runs: [{{date: 2026-11-28, run_on: NVIDIA H100, exit: 0, folder: {lease}}}]}}\n")
+    (tmp_path / "queue.yaml").write_text(queue)
+    target = pack.combine("apart", tmp_path / "gpu", tmp_path / "queue.yaml")
+    combined = json.loads((target / "results.json").read_text())
+    assert combined["claims"] == whole["claims"] and combined["seed_spread"] == whole["seed_spread"]
+    report = (target / "report.md").read_text()
+    assert "apart_1" in report and "NVIDIA H100" in report and "mean pooling beats [CLS]" in report
+
+    lines = (tmp_path / "queue.yaml").read_text().splitlines()
+    (tmp_path / "queue.yaml").write_text("\n".join(lines[:3]) + "\n  - {name: apart_3, goal: g, experiment: x, "
+                                         "combine: apart, done: false, runs: []}\n")
+    with pytest.raises(SystemExit, match="apart_3 to go"):
+        pack.combine("apart", tmp_path / "gpu", tmp_path / "queue.yaml")

@@ -28,6 +28,17 @@ def test_the_queue_names_ready_jobs_with_a_command_and_a_tiny_run():
             assert "{out}" in job["command"] and "{out}" in job["tiny"] and "--tiny" in job["tiny"]
             for entry in job.get("data", []):
                 assert (pack.SHARED / entry.partition(":")[0]).is_file(), entry
+            assert set(job.get("derived", [])) <= set(pack.DERIVED)
+        if "experiment" in job:  # an experiment job: a shipped experiment with a gpu scale
+            from seedr.experiments.spec import load_experiment
+
+            seeds = [f"seeds=[{job['command'].split('--seeds ')[1].split()[0]}]"] if "--seeds" in job["command"] else []
+            assert load_experiment(job["experiment"], "gpu", seeds).conditions
+    combined = {job["combine"] for job in jobs if "combine" in job}
+    assert combined == {"seed_vs_mlm_at_scale", "ict_vs_mlm_1024"}
+    for name in combined:  # one seed a lease, every seed of the experiment once
+        assert sorted(job["command"].split("--seeds ")[1].split()[0] for job in jobs
+                      if job.get("combine") == name) == ["1", "2", "3"]
     assert pack.chosen_job(jobs, None)["name"] == "throughput"
 
 
@@ -74,3 +85,18 @@ def test_stronger_base_runs_tiny(tmp_path):
         results = json.load(archive.extractfile("stronger_base/results.json"))
     assert "stronger_base/encoder/model.safetensors" in names
     assert set(results["heldout"]) == {"seedr-base", "new"} and results["steps_logged"] == 3
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("job", ["seed_vs_mlm_at_scale_1", "objectives_at_scale", "ict_vs_mlm_1024_1"])
+def test_experiment_jobs_run_tiny(tmp_path, job):
+    """Each experiment job at a toy size: its report, and the per-query scores a combination needs."""
+    out = tmp_path / "OUT"
+    result = run_tiny(job, out)
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    with tarfile.open(out / f"{job}.tgz") as archive:
+        names = archive.getnames()
+        per_query = json.load(archive.extractfile(f"{job}/per_query.json"))
+        results = json.load(archive.extractfile(f"{job}/results.json"))
+    assert f"{job}/report.md" in names and f"{job}/lease.json" in names
+    assert set(per_query) == set(results["tasks"]) and all(per_query.values())

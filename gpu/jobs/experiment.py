@@ -1,0 +1,101 @@
+"""GPU pack, experiment jobs: seeds of a shipped experiment at its ``gpu`` scale, one lease at a time.
+
+    python gpu/jobs/experiment.py NAME [--seeds 1] --out OUT [--set KEY=VALUE ...] [--tiny]
+
+runs ``seedr experiment NAME --scale gpu --set seeds=[1] ...`` in a work folder of its own (models,
+embeddings and runs stay there: they do not come back), then writes into ``OUT`` what the recording
+session needs to judge the experiment once every seed has run (``python gpu/pack.py combine``:
+``seedr.experiments.combine``): the run's ``results.json`` and ``report.md``, its plots, and
+``per_query.json``, every system's per-query scores on every task. A lease has minutes, so the queue gives
+each seed (or pair of seeds) a job of its own.
+
+``--tiny`` runs the same code on the CPU in a minute or two, at the experiment's ``cpu`` scale cut to a
+few steps (``TINY``); an experiment that reads the NQ-open data builds a toy open-QA folder for it from a
+few hundred passages of Wikipedia shard 00 (``tiny_open_qa``). Its numbers mean nothing.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+SHARED = Path(os.environ.get("SEEDR_SHARED_DATA", ROOT / ".." / "shared" / "data"))
+
+#: Each experiment cut to a toy size for ``--tiny`` (its variables), on top of its cpu scale.
+TINY = {
+    "seed_vs_mlm": ["steps=2", "batch_size=4", "max_documents=20", "wiki_shards=00", "warmup_steps=0",
+                    "finetune_epochs=1", "max_length=64", "passage_length=64"],
+    "objectives_from_base": ["steps=2", "batch_size=4", "max_documents=20", "wiki_shards=00", "warmup_steps=0",
+                             "max_length=64"],
+    "ict_vs_mlm": ["steps=2", "batch_size=4", "max_documents=20", "wiki_shards=00", "warmup_steps=0",
+                   "max_length=64", "pair_articles=40"],
+}
+#: The experiments that read NQ-open's training data and test pool (``--set open_qa=FOLDER``).
+READS_OPEN_QA = {"seed_vs_mlm"}
+
+
+def seedr(*arguments: str) -> None:
+    """A seedr command in a fresh process (its output goes to the job's log)."""
+    subprocess.run([sys.executable, "-m", "seedr", *arguments], cwd=ROOT, check=True)
+
+
+def tiny_open_qa(folder: Path) -> Path:
+    """A toy NQ-open folder (``seedr prepare --open-qa``) over 300 passages of shard 00, built in seconds."""
+    passages, run = folder / "passages", folder / "bm25.trec"
+    seedr("prepare", "--corpus", str(SHARED / "wiki" / "enwiki-2015-00.jsonl.xz"), "--max-articles", "40",
+          "--passage-words", "100", "--out", str(passages))
+    questions = SHARED / "nq-open" / "NQ-open.dev.jsonl"
+    seedr("search", "--bm25", "--corpus", str(passages), "--questions", str(questions), "--k", "100",
+          "--out", str(run))
+    seedr("prepare", "--open-qa", str(questions), "--corpus", str(passages), "--split",
+          str(ROOT / "seedr" / "experiments" / "splits" / "nq-open-dev.json"), "--bm25-run", str(run),
+          "--pool-random", "100", "--out", str(folder / "open-qa"))
+    return folder / "open-qa"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("name", help="a shipped experiment with a gpu scale")
+    parser.add_argument("--seeds", help="the training seeds of this lease, e.g. 1 or 2,3 (for an experiment "
+                                         "with a seeds variable)")
+    parser.add_argument("--out", type=Path, required=True)
+    parser.add_argument("--set", dest="settings", action="append", default=[], help="a variable, KEY=VALUE")
+    parser.add_argument("--tiny", action="store_true", help="a toy size on the CPU")
+    args = parser.parse_args()
+    args.out.mkdir(parents=True, exist_ok=True)
+    work = Path(tempfile.mkdtemp(prefix=f"seedr-{args.name}-"))
+    seeds = [int(seed) for seed in args.seeds.split(",")] if args.seeds else None
+    settings = [*([f"seeds={seeds}"] if seeds else []), *args.settings]
+    if args.tiny:
+        settings += TINY[args.name]
+        if args.name in READS_OPEN_QA:
+            settings.append(f"open_qa={tiny_open_qa(work / 'data')}")
+    scale = "cpu" if args.tiny else "gpu"
+    seedr("experiment", args.name, "--scale", scale, "--out", str(work / "runs"),
+          *(item for setting in settings for item in ("--set", setting)))
+
+    from seedr.experiments.runner import experiment_scores
+    from seedr.experiments.spec import load_experiment
+
+    experiment = load_experiment(args.name, scale, settings)
+    report = work / "runs" / "reports" / args.name
+    for name in ("results.json", "report.md"):
+        shutil.copyfile(report / name, args.out / name)
+    if (report / "plots").is_dir():
+        shutil.copytree(report / "plots", args.out / "plots", dirs_exist_ok=True)
+    (args.out / "per_query.json").write_text(json.dumps(experiment_scores(experiment, work / "runs")))
+    (args.out / "lease.json").write_text(json.dumps({"experiment": args.name, "scale": scale, "seeds": seeds,
+                                                     "settings": settings, "tiny": args.tiny}, indent=2))
+    shutil.rmtree(work, ignore_errors=True)
+    print(f"{args.name}{f' seeds {seeds}' if seeds else ''} at the {scale} scale: results in {args.out}")
+
+
+if __name__ == "__main__":
+    main()
