@@ -30,11 +30,11 @@ SHARED = Path(os.environ.get("SEEDR_SHARED_DATA", ROOT / ".." / "shared" / "data
 
 #: Each experiment cut to a toy size for ``--tiny`` (its variables), on top of its cpu scale.
 TINY = {
-    "seed_vs_mlm": ["steps=2", "batch_size=4", "max_documents=20", "wiki_shards=00", "warmup_steps=0",
+    "seed_vs_mlm": ["steps=2", "batch_size=4", "max_documents=20", "wiki_shards='00'", "warmup_steps=0",
                     "finetune_epochs=1", "max_length=64", "passage_length=64"],
-    "objectives_from_base": ["steps=2", "batch_size=4", "max_documents=20", "wiki_shards=00", "warmup_steps=0",
+    "objectives_from_base": ["steps=2", "batch_size=4", "max_documents=20", "wiki_shards='00'", "warmup_steps=0",
                              "max_length=64"],
-    "ict_vs_mlm": ["steps=2", "batch_size=4", "max_documents=20", "wiki_shards=00", "warmup_steps=0",
+    "ict_vs_mlm": ["steps=2", "batch_size=4", "max_documents=20", "wiki_shards='00'", "warmup_steps=0",
                    "max_length=64", "pair_articles=40"],
 }
 #: The experiments that read NQ-open's training data and test pool (``--set open_qa=FOLDER``).
