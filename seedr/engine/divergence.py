@@ -22,6 +22,12 @@ class NonFiniteLossError(ValueError):
     """The loss became NaN or infinite: training stops before the weights are updated with it."""
 
 
+def _last_good(out_dir: Path) -> str:
+    """What a stopped run keeps, for its error: the newest checkpoint and the product it published."""
+    last = latest_checkpoint(out_dir)
+    return f"{last.name} and {out_dir / 'encoder'} are the last good ones" if last else "no checkpoint was made"
+
+
 def stop_if_loss_not_finite(accelerator: Accelerator, output: Any, out_dir: Path, step: int) -> None:
     """Raise ``NonFiniteLossError`` (on every process) before a NaN/inf loss reaches the weights: the
     last checkpoint and ``out/encoder`` stay as the last good step left them."""
@@ -33,12 +39,11 @@ def stop_if_loss_not_finite(accelerator: Accelerator, output: Any, out_dir: Path
              if not bool(torch.isfinite(torch.as_tensor(value).detach()).all())]
     where = (f"the loss is {float(output.loss.detach())}" + (f" (not finite: {', '.join(parts)})" if parts else "")
              if bool(local.item()) else "the loss is not finite on another process")
-    last = latest_checkpoint(out_dir)
-    kept = (f"{last.name} and {out_dir / 'encoder'} are the last good ones" if last
-            else "no checkpoint was made")
+    kept = _last_good(out_dir)
     raise NonFiniteLossError(
         f"training diverged at step {step + 1}: {where}; stopped before updating the weights, {kept}. "
         f"Start again with a lower train.learning_rate (or train.max_grad_norm / warm-up)")
+
 
 def stop_if_gradients_not_finite(accelerator: Accelerator, grad_norm: Tensor | float | None, step: int) -> None:
     """A finite loss can still give infinite gradients, and one optimizer step with them makes every
@@ -80,9 +85,7 @@ def stop_if_weights_not_good(accelerator: Accelerator, model: nn.Module, unwrapp
         where = f"the updated weights give a loss of {loss} (their values have blown up)"
     else:
         where = "the updated weights are not finite on another process"
-    last = latest_checkpoint(out_dir)
-    kept = (f"{last.name} and {out_dir / 'encoder'} are the last good ones" if last
-            else "no checkpoint was made")
+    kept = _last_good(out_dir)
     raise NonFiniteLossError(
         f"training diverged at step {step}: {where}; stopped before saving them, {kept}. "
         f"Start again with a lower train.learning_rate (or train.max_grad_norm / warm-up)")
