@@ -14,31 +14,21 @@ from seedr.experiments.combine import combine_seed_runs
 from seedr.experiments.runner import experiment_scores, run_experiment
 from seedr.experiments.spec import load_experiment
 from seedr.modeling.encoder import save_encoder
-from tests.helpers import tiny_bert
+from tests.helpers import bm25_experiment, tiny_bert
 
-EXPERIMENT = """\
-title: seeds that ran apart
-variables: {data: "", models: "", seeds: [1, 2, 3]}
-tasks:
-  scifact:
-    kind: qrels
-    corpus: "{data}/corpus.jsonl"
-    queries: "{data}/queries.jsonl"
-    qrels: "{data}/qrels/test.tsv"
-    metrics: [nDCG@10, R@100]
-conditions:
-  bm25: {retrieve: bm25}
-  "tiny-s{seed}":
-    grid: {seed: "{seeds}"}
-    retrieve: {model: "{models}/s{seed}", pooling: cls, normalize: false, max_length: 64}
-  "mean-s{seed}":
-    grid: {seed: "{seeds}"}
-    retrieve: {model: "{models}/s{seed}", pooling: mean, normalize: true, max_length: 64}
+EXPERIMENT = bm25_experiment(
+    "seeds that ran apart", metrics="nDCG@10, R@100", resamples=200,
+    conditions=("  bm25: {retrieve: bm25}\n"
+                '  "tiny-s{seed}":\n'
+                '    grid: {seed: "{seeds}"}\n'
+                '    retrieve: {model: "{models}/s{seed}", pooling: cls, normalize: false, max_length: 64}\n'
+                '  "mean-s{seed}":\n'
+                '    grid: {seed: "{seeds}"}\n'
+                '    retrieve: {model: "{models}/s{seed}", pooling: mean, normalize: true, max_length: 64}\n'),
+).replace('variables: {data: ""}', 'variables: {data: "", models: "", seeds: [1, 2, 3]}') + """\
 groups:
   tiny: ["tiny-s*"]
   mean: ["mean-s*"]
-baseline: bm25
-resamples: 200
 claims:
   - {claim: "mean pooling beats [CLS] (three seeds)", condition: mean, against: tiny, task: scifact,
      metric: nDCG@10, expect: higher}
