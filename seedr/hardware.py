@@ -11,8 +11,14 @@ float32 elsewhere; ``run.json`` records which (``seedr.config.environment``).
 from __future__ import annotations
 
 import functools
+import platform
+from pathlib import Path
 
 import torch
+
+#: The CPU flags (``/proc/cpuinfo``) that decide how fast a CPU trains, under the names ``lscpu`` shows
+#: them and the names a report gives them: float32 runs on AVX2 or AVX-512, bf16 natively only on the last two.
+VECTOR_EXTENSIONS = {"avx2": "AVX2", "avx512f": "AVX-512", "avx512_bf16": "AVX512-BF16", "amx_bf16": "AMX-BF16"}
 
 
 @functools.cache
@@ -33,6 +39,23 @@ def native_bf16(device: str | torch.device) -> bool:
     return _native_bf16(torch.device(device).type)
 
 
+def cpu_description(cpuinfo: Path = Path("/proc/cpuinfo")) -> dict[str, object]:
+    """The CPU's model name and its vector extensions among ``VECTOR_EXTENSIONS``, read from
+    ``/proc/cpuinfo`` (Linux; elsewhere the model as ``platform`` gives it and no extensions): timings on
+    the two CPUs of this project (an AMD EPYC with AVX2 alone, an Intel Xeon with AVX512-BF16 and AMX)
+    differ threefold, so a report says which one it ran on."""
+    model, flags = platform.processor() or platform.machine(), set()
+    if cpuinfo.is_file():
+        for line in cpuinfo.read_text(errors="replace").splitlines():
+            key, _, value = line.partition(":")
+            if key.strip() == "model name":
+                model = value.strip()
+            elif key.strip() == "flags":
+                flags = set(value.split())
+                break
+    return {"model": model, "extensions": [name for flag, name in VECTOR_EXTENSIONS.items() if flag in flags]}
+
+
 def default_compute_dtype(device: str | torch.device) -> str:
     """What ``compute_dtype: auto`` (``seedr encode --compute-dtype auto``) runs under: ``bfloat16``
     autocast where ``native_bf16``, else ``float32``. Vectors are stored in float32 either way, and bf16
@@ -48,4 +71,4 @@ def resolve_mixed_precision(value: str, device: str | torch.device) -> str:
     return value
 
 
-__all__ = ["default_compute_dtype", "native_bf16", "resolve_mixed_precision"]
+__all__ = ["VECTOR_EXTENSIONS", "cpu_description", "default_compute_dtype", "native_bf16", "resolve_mixed_precision"]

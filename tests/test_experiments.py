@@ -22,7 +22,7 @@ from seedr.data.runs import read_trec_run
 from seedr.experiments.claims_page import claims_table, page_claims
 from seedr.experiments.figures import chance_floor
 from seedr.experiments.spec import SCALES, experiments_dir, load_experiment
-from seedr.hardware import native_bf16
+from seedr.hardware import cpu_description, native_bf16
 from seedr.io import DataError
 from seedr.reporting.html import render_report_html
 
@@ -236,6 +236,8 @@ def test_tiny_experiment_report_results_and_verify(tiny_run):
     bf16 = native_bf16("cpu")  # auto precision trains in bf16 only there: the report says which CPU it was
     assert results["machine"]["cpu_native_bf16"] is bf16
     assert f"CPU {'with' if bf16 else 'without'} native bf16" in markdown
+    cpu = cpu_description()  # and its model and vector extensions: AVX2 alone runs float32 threefold slower
+    assert results["machine"]["cpu_model"] == cpu["model"] and f"{cpu['model']} (" in markdown
     systems = results["tasks"]["scifact"]["systems"]
     assert set(systems) == {"bm25", "zeroshot", "finetuned", "dense"}
     assert systems["bm25"]["nDCG@10"]["mean"] > 0.3  # BM25 is strong on SciFact

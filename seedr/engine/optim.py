@@ -64,7 +64,7 @@ def build_optimizer(model: nn.Module, config: OptimizerSettings) -> torch.optim.
     Face's ``Trainer`` (``optim="adamw_torch_fused"``) and so of sentence-transformers' trainer: the same
     update as the multi-tensor one, without its passes of temporaries over every parameter: on the
     2-core development CPU, 21 ms a step against 125 ms for the 18M parameters of BERT-mini with
-    CPDAE's decoder, about 5% of that objective's step (issue 24).
+    CPDAE's decoder, about 5% of that objective's step.
     """
     return torch.optim.AdamW(parameter_groups(model, config.weight_decay), lr=config.learning_rate,
                              betas=(config.adam_beta1, config.adam_beta2), eps=config.adam_epsilon, fused=True)

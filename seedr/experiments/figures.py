@@ -5,7 +5,7 @@ it by (``--verify``), measured from the spread of its training seeds where it ha
 (``seed_spread``), else the experiment file's number. Each task carries its references (``references``):
 its pool's chance level per metric, BM25's value and the floor.
 
-The floor (issue 21): a verdict between two encoders at chance says nothing, so a claim on a retrieval
+The floor: a verdict between two encoders at chance says nothing, so a claim on a retrieval
 metric is judged only when at least one of the two systems it compares reaches the task's floor on that
 metric — at least ``FLOOR_CHANCE`` × the chance level (the expected value of a random ranking of the
 task's pool, ``seedr.evaluation.chance``), taken on the odds scale so that it stays below 1 where chance

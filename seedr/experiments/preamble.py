@@ -17,25 +17,38 @@ def machine() -> dict[str, Any]:
 
     import torch
 
-    from seedr.hardware import native_bf16
+    from seedr.hardware import cpu_description, native_bf16
 
+    cpu = cpu_description()
     return {"platform": platform.platform(), "processor": platform.processor() or platform.machine(),
-            "cpus": os.cpu_count(), "torch_threads": torch.get_num_threads(), "cpu_native_bf16": native_bf16("cpu"),
+            "cpu_model": cpu["model"], "cpu_extensions": cpu["extensions"], "cpus": os.cpu_count(), "torch_threads": torch.get_num_threads(), "cpu_native_bf16": native_bf16("cpu"),
             "gpu": torch.cuda.get_device_name(0) if torch.cuda.is_available() else None}
 
 
+def _cpu_text(machine_text: dict[str, Any]) -> str:
+    """The CPU's model and vector extensions, e.g. "AMD EPYC 7B13 (AVX2)"; the processor field alone for
+    runs recorded before these were."""
+    if "cpu_model" not in machine_text:
+        return machine_text["processor"]
+    extensions = ", ".join(machine_text["cpu_extensions"]) or "no AVX2"
+    return f"{machine_text['cpu_model']} ({extensions})"
+
+
 def _bf16_text(machine_text: dict[str, Any]) -> str:
-    """", CPU with native bf16" or ", CPU without native bf16"; nothing for runs recorded before it was."""
+    """", CPU with native bf16 …" or ", CPU without native bf16 …", with what ``auto`` precision computes in
+    there; nothing for runs recorded before it was."""
     if "cpu_native_bf16" not in machine_text:
         return ""
-    return f", CPU {'with' if machine_text['cpu_native_bf16'] else 'without'} native bf16"
+    native = machine_text["cpu_native_bf16"]
+    return (f", CPU {'with' if native else 'without'} native bf16 (precision `auto` computes in "
+            f"{'bf16' if native else 'float32'})")
 
 
 def report_preamble(experiment: Experiment, results: dict[str, Any]) -> str:
     machine_text = results["machine"]
     lines = [experiment.description.strip(), "",
              f"- scale: **{experiment.scale}**; command: `{results['command']}`",
-             f"- machine: {machine_text['processor']}, {machine_text['cpus']} CPUs, torch threads "
+             f"- machine: {_cpu_text(machine_text)}, {machine_text['cpus']} CPUs, torch threads "
              f"{machine_text['torch_threads']}{_bf16_text(machine_text)}, GPU {machine_text['gpu'] or 'none'} "
              f"({machine_text['platform']})",
              f"- wall time of this run: {results['wall_seconds']:.0f} s; every step and retrieval of the "

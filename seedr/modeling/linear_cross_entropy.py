@@ -5,7 +5,7 @@ SEED-Encoder's decoder predicts every token of the input (eq. 9 of Lu et al., EM
 logits are a (B·T × V) matrix: at BERT-mini with BERT's 30,522-token vocabulary and 16 × 128 tokens,
 250 MB in float32, written by the projection, read and written again by log-softmax, and once more by
 the backward pass. Those passes over memory, not the projection's FLOPs, made a SEED step cost more
-than its FLOP ratio to MLM (issue 24). Fused linear-cross-entropy kernels (Liger's
+than its FLOP ratio to MLM. Fused linear-cross-entropy kernels (Liger's
 ``LigerFusedLinearCrossEntropy``, Apple's Cut Cross-Entropy, Wijmans et al. 2025) avoid them; they are
 Triton (GPU) kernels. This is the same computation in plain torch, so it runs on CPUs as well:
 

@@ -1,6 +1,6 @@
 """The recipes: one YAML file per setting of the papers, for ``seedr pretrain`` (``pretrain/``) and
 ``seedr finetune`` (``finetune/``), shipped inside the package and found with ``importlib.resources``,
-so that ``--config seed`` works wherever seedr is installed, not only from a checkout (issue 22.1).
+so that ``--config seed`` works wherever seedr is installed, not only from a checkout.
 """
 
 from __future__ import annotations

@@ -1,0 +1,28 @@
+"""What a report says about the CPU it ran on (``seedr.hardware.cpu_description``)."""
+
+from __future__ import annotations
+
+import platform
+
+from seedr.hardware import cpu_description
+
+AMD_AVX2 = """processor\t: 0
+vendor_id\t: AuthenticAMD
+model name\t: AMD EPYC 7B13
+flags\t\t: fpu vme sse sse2 avx avx2 fma bmi2
+"""
+
+
+def test_the_cpu_model_and_its_vector_extensions_come_from_cpuinfo(tmp_path):
+    cpuinfo = tmp_path / "cpuinfo"
+    cpuinfo.write_text(AMD_AVX2 + AMD_AVX2.replace(": 0", ": 1"))
+    assert cpu_description(cpuinfo) == {"model": "AMD EPYC 7B13", "extensions": ["AVX2"]}
+    cpuinfo.write_text(AMD_AVX2.replace("AMD EPYC 7B13", "Intel(R) Xeon(R) Processor")
+                       .replace("bmi2", "bmi2 avx512f avx512_bf16 amx_bf16 amx_tile"))
+    assert cpu_description(cpuinfo) == {"model": "Intel(R) Xeon(R) Processor",
+                                        "extensions": ["AVX2", "AVX-512", "AVX512-BF16", "AMX-BF16"]}
+
+
+def test_without_cpuinfo_the_model_is_platforms_and_no_extension_is_claimed(tmp_path):
+    assert cpu_description(tmp_path / "absent") == {"model": platform.processor() or platform.machine(),
+                                                    "extensions": []}
