@@ -113,7 +113,7 @@ def comparison_markdown(task: dict[str, Any]) -> str:
     if "chance" in task:
         notes.append(f"Chance: the expected value of a random ranking of the task's pool; floor: the larger of "
                      f"{FLOOR_CHANCE:g}× chance (as odds) and {FLOOR_BM25:.0%} of BM25 — a claim is judged only when one "
-                     "of its two systems reaches it (README, \"Experiments and the papers' claims\").")
+                     "of its two systems reaches it (docs/experiments.md, \"Experiments and the papers' claims\").")
     return "\n".join(lines) + ("\n\n" + " ".join(notes) if notes else "") + "\n"
 
 
