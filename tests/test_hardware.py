@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import platform
 
+from seedr.experiments.results_markdown import machine_label
 from seedr.hardware import cpu_description
 
 AMD_AVX2 = """processor\t: 0
@@ -26,3 +27,13 @@ def test_the_cpu_model_and_its_vector_extensions_come_from_cpuinfo(tmp_path):
 def test_without_cpuinfo_the_model_is_platforms_and_no_extension_is_claimed(tmp_path):
     assert cpu_description(tmp_path / "absent") == {"model": platform.processor() or platform.machine(),
                                                     "extensions": []}
+
+
+def test_the_claims_table_names_what_decides_a_cpus_speed():
+    intel = {"cpus": 2, "gpu": None, "cpu_extensions": ["AVX2", "AVX-512", "AVX512-BF16", "AMX-BF16"]}
+    assert machine_label(intel) == "CPU: 2 cores (AVX512-BF16)"
+    assert machine_label({"cpus": 2, "gpu": None, "cpu_extensions": ["AVX2"]}) == "CPU: 2 cores (AVX2)"
+    # recorded before the extensions were: whether it computes bf16 natively, else the count alone
+    assert machine_label({"cpus": 2, "gpu": None, "cpu_native_bf16": False}) == "CPU: 2 cores (no native bf16)"
+    assert machine_label({"cpus": 2, "gpu": None}) == "CPU: 2 cores"
+    assert machine_label({"cpus": 16, "gpu": "NVIDIA H200"}) == "GPU: NVIDIA H200"

@@ -10,10 +10,20 @@ from seedr.experiments.verdicts import verdict_text
 
 
 def machine_label(machine: dict[str, Any] | None) -> str:
-    """Where a run was made, in a few words: the GPU's name, else the CPU count."""
+    """Where a run was made, in a few words: the GPU's name, else the CPU count and what decides its speed
+    (its widest vector extension, e.g. "CPU: 2 cores (AVX2)"; for runs recorded before the extensions
+    were, whether it computes bf16 natively, where that was recorded)."""
     if not machine:
         return "–"
-    return f"GPU: {machine['gpu']}" if machine.get("gpu") else f"CPU: {machine.get('cpus')} cores"
+    if machine.get("gpu"):
+        return f"GPU: {machine['gpu']}"
+    label = f"CPU: {machine.get('cpus')} cores"
+    widest = [name for name in ("AVX512-BF16", "AVX-512", "AVX2") if name in machine.get("cpu_extensions", ())]
+    if widest:
+        return f"{label} ({widest[0]})"
+    if "cpu_native_bf16" in machine:
+        return f"{label} ({'native bf16' if machine['cpu_native_bf16'] else 'no native bf16'})"
+    return label
 
 
 def _figure(value: float | None) -> str:
