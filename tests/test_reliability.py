@@ -6,6 +6,7 @@ kind of bad input. Tiny BERTs over MiniLM's vocabulary, real SciFact and Wikiped
 from __future__ import annotations
 
 import bz2
+import dataclasses
 import errno
 import gzip
 import itertools
@@ -44,6 +45,7 @@ from seedr.io import (
 from seedr.modeling.encoder import model_fingerprint, save_encoder
 from seedr.objectives.base import ObjectiveOutput
 from seedr.objectives.mlm import MaskedLanguageModel, MLMConfig
+from seedr.training.finetune import DEV_SETTINGS
 
 runner = CliRunner()
 SEQ_LEN = 64
@@ -254,7 +256,10 @@ def shards(tmp_path_factory, wiki_shard, tokenizer) -> Path:
     return directory
 
 
-def trainer(module: nn.Module, shards: Path, out: Path, **settings) -> Trainer:
+def trainer(module: nn.Module, shards: Path, out: Path, run_settings: dict | None = None,
+            safe_to_change: tuple[str, ...] = (), **settings) -> Trainer:
+    """A Trainer of ``module``; ``run_settings``: the run's own settings beside ``train`` (as a fine-tuning
+    run's dev_every), recorded in its checkpoints."""
     config = TrainConfig(**{"max_steps": 4, "batch_size": 2, "warmup_steps": 1, "log_every": 1, "save_every": 2,
                             "seed": 7, **settings})
     objective = module.objective if isinstance(module, NaNFrom) else module
@@ -262,7 +267,9 @@ def trainer(module: nn.Module, shards: Path, out: Path, **settings) -> Trainer:
     def save_product(unwrapped, directory):
         objective.save_encoder(directory, max_seq_length=SEQ_LEN)
 
-    return Trainer(module, TokenShardData(shards, seed=7), objective.collate, config, out, save_product)
+    run_config = {"train": dataclasses.asdict(config), **run_settings} if run_settings else None
+    return Trainer(module, TokenShardData(shards, seed=7), objective.collate, config, out, save_product,
+                   run_config=run_config, safe_to_change=safe_to_change)
 
 
 def mlm(tokenizer, seed: int = 0) -> MaskedLanguageModel:
@@ -439,6 +446,17 @@ def test_resume_refuses_changed_settings_but_safe_ones(tokenizer, shards, finish
     with pytest.raises(ValueError, match=r"train\.learning_rate 0\.0001 → 0\.001.*train\.max_steps 4 → 6"):
         trainer(mlm(tokenizer), shards, out, learning_rate=1e-3, max_steps=6).train(resume=True)
     trainer(mlm(tokenizer), shards, out, log_every=3, save_every=4, keep_checkpoints=3).train(resume=True)
+
+
+def test_a_run_names_its_own_settings_that_a_resume_may_change(tokenizer, shards, tmp_path) -> None:
+    """The engine knows only its own safe settings (logging, saving); a run adds its own, as fine-tuning
+    does with its development evaluation's (``seedr.training.finetune.DEV_SETTINGS``)."""
+    out = tmp_path / "run"
+    trainer(mlm(tokenizer), shards, out, run_settings={"dev_every": 2}).train()
+    with pytest.raises(ValueError, match=r"dev_every 2 → 3"):
+        trainer(mlm(tokenizer), shards, out, run_settings={"dev_every": 3}).train(resume=True)
+    trainer(mlm(tokenizer), shards, out, run_settings={"dev_every": 3},
+            safe_to_change=tuple(DEV_SETTINGS)).train(resume=True)
 
 
 def test_a_crafted_pickle_in_a_run_folder_is_never_run(tokenizer, shards, finished, tmp_path) -> None:

@@ -18,8 +18,10 @@ from seedr.io import check_output_folder
 #: Anything else (learning rate, batch size, max steps — the schedule decays to 0 at max_steps —,
 #: seed, data, model, objective) must stay as the checkpoint was made, or the run would be a mix of
 #: two runs that ``config.yaml`` describes as one.
+#: A run's own settings of that kind (a fine-tuning run's development evaluation) are named by the run
+#: (``Trainer(safe_to_change=...)``): the engine knows only its own.
 SAFE_TO_CHANGE_ON_RESUME = frozenset({"train.log_every", "train.save_every", "train.keep_checkpoints",
-                                      "train.report_to", "dev_every", "dev_metrics", "dev_depth"})
+                                      "train.report_to"})
 
 
 def already_a_run(out_dir: Path) -> ValueError:

@@ -53,7 +53,7 @@ import json
 import math
 import sys
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -149,8 +149,10 @@ class Trainer:
     def __init__(self, model: nn.Module, data: TrainData, collate: Callable[[list], dict[str, Tensor]],
                  config: TrainConfig, out_dir: Path, save_product: Callable[[nn.Module, Path], None],
                  callbacks: Sequence[Callback] = (), run_config: Any = None, drop_last: bool = True,
-                 described: Mapping[str, str] | None = None) -> None:
+                 described: Mapping[str, str] | None = None, safe_to_change: Iterable[str] = ()) -> None:
         self.config, self.data, self.collate, self.drop_last = config, data, collate, drop_last
+        # settings a resume may change besides the engine's own (run_config's keys, e.g. "dev_every")
+        self.safe_to_change = SAFE_TO_CHANGE_ON_RESUME | frozenset(safe_to_change)
         self.described = dict(described or {})
         self.out_dir = Path(out_dir)
         self.save_product, self.callbacks, self.run_config = save_product, list(callbacks), run_config
@@ -327,7 +329,7 @@ class Trainer:
 
     def _check_resumed_settings(self, checkpoint: Path) -> None:
         """Refuse to resume ``checkpoint`` with settings other than those that made it (but the
-        ``SAFE_TO_CHANGE_ON_RESUME`` ones). Settings the checkpoint does not record (written by an
+        ``safe_to_change`` ones). Settings the checkpoint does not record (written by an
         older seedr, or new options) are not compared."""
         recorded = read_position(checkpoint).get("settings")
         if not isinstance(recorded, dict):
@@ -338,10 +340,10 @@ class Trainer:
         derived = ({"train.gradient_accumulation_steps"} if recorded.get("train.global_batch_size") is not None
                    else set())
         changed = [f"{key} {recorded[key]!r} → {current[key]!r}" for key in sorted(set(recorded) & set(current))
-                   if recorded[key] != current[key] and key not in SAFE_TO_CHANGE_ON_RESUME | derived]
+                   if recorded[key] != current[key] and key not in self.safe_to_change | derived]
         if changed:
             raise ValueError(f"{checkpoint} was trained with other settings: {'; '.join(changed)}. Resume with "
-                             f"the same settings (only {', '.join(sorted(SAFE_TO_CHANGE_ON_RESUME))} may "
+                             f"the same settings (only {', '.join(sorted(self.safe_to_change))} may "
                              f"change), or start a new run in another --out")
 
     def _usable_checkpoint(self) -> Path:

@@ -176,6 +176,11 @@ class FinetuneCollator:
 # ----------------------------------------------------------------------------------- dev evaluation
 
 
+#: The development evaluation's settings: when and how a run is scored on its dev set, not what it
+#: trains, so a resumed run may change them (``Trainer(safe_to_change=...)``).
+DEV_SETTINGS = frozenset({"dev_every", "dev_metrics", "dev_depth"})
+
+
 @dataclass
 class DevSet:
     corpus: Mapping[str, Document]
@@ -300,7 +305,8 @@ def _train_one(config: FinetuneConfig, training: TrainingSet, dev: DevSet | None
                                    scale=model.similarity.scale, title=model.title)
     trainer = Trainer(model, data, collate, train_config, out_dir,
                       lambda unwrapped, directory: unwrapped.save(directory), callbacks,
-                      run_config=resolved, drop_last=config.drop_last, described=describe_run(to_dict(resolved)))
+                      run_config=resolved, drop_last=config.drop_last, described=describe_run(to_dict(resolved)),
+                      safe_to_change=DEV_SETTINGS)
     if evaluation is not None and not resuming and trainer.accelerator.is_main_process:
         initial = evaluation.log_initial(model, out_dir)
         console.print("dev before fine-tuning: " + ", ".join(f"{k} {v:.4f}" for k, v in initial.items()))
