@@ -8,7 +8,7 @@ in float32 and under bf16 autocast, all in this one run. FLOPs are counted analy
 (``bench/flops.py``: matrix products only), so the fractions are lower bounds. One more training step
 per precision runs under ``torch.profiler``: its operators' own time, grouped by kind (matrix products,
 attention, casts, the optimizer, ...), says where the step's time goes beyond the matrix products the
-fraction counts (issue 24 §2: a bf16 step at 38% of the bf16 matmul rate).
+fraction counts (a bf16 step was measured at 38% of the bf16 matmul rate).
 """
 
 from __future__ import annotations

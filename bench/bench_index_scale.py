@@ -1,4 +1,4 @@
-"""Dense indexes at the size of a whole corpus (issue 24 §1): Flat, HNSW and IVF over every vector of
+"""Dense indexes at the size of a whole corpus: Flat, HNSW and IVF over every vector of
 one ``seedr encode`` folder, built and searched as ``seedr index`` and ``seedr search`` do.
 
 The folder is ``$SEEDR_INDEX_EMBEDDINGS`` (``docs/results/whole-wikipedia/run.sh`` makes the one of

@@ -20,8 +20,8 @@ machine, computed once per run), which saved encoding the 20,000 passages again 
 on the 2-core CPU; the int8 run of 2026-11-26 timed both on all 20,000). Both sets of vectors are
 searched exactly (inner product). Reported:
 passages per second, Top-20 and Top-100 answer coverage of the questions over these passages (DPR's
-string match), and int8's R@100: the share of seedr's exact top 100 that int8's top 100 keeps. Issue 24
-adopts int8 as an option if it is at least 1.5× faster with Top-20 coverage within 0.5 points and R@100
+string match), and int8's R@100: the share of seedr's exact top 100 that int8's top 100 keeps. The goal:
+adopt int8 as an option if it is at least 1.5× faster with Top-20 coverage within 0.5 points and R@100
 at least 0.995.
 """
 

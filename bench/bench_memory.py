@@ -154,7 +154,7 @@ def run(tiny: bool, threads: int) -> Section:
         ("a BERT-base encoder (768 dimensions, the papers' models) doubles the float32/float16 index sizes and "
         "costs about 8× MiniLM's FLOPs per token"),
     ]
-    # Issue 24's goal: building an index costs at most twice the vectors it holds. Judged on the fitted
+    # The goal: building an index costs at most twice the vectors it holds. Judged on the fitted
     # slope (memory per added vector), since the process's fixed ~55 MiB dwarfs 20,000 vectors' 29 MiB.
     vector_kib = dim * 4 / 1024
     flat_kib = fits["float32 (Flat)"][1] * 1024

@@ -16,7 +16,7 @@ Each system runs alone in a fresh process; seedr's start as the ``seedr`` comman
 allocator policy (``seedr.allocator``; ``common.system_in_fresh_process``). Tokens/s is counted over
 the steps after the warm-up, from the end of one step to the end of the last (data loading and
 collation included for the two trainers). seed/mlm and cpdae/mlm time ratios
-are set beside their analytic FLOP ratios (``bench/flops.py``): issue 24 asks seed's time to be within
+are set beside their analytic FLOP ratios (``bench/flops.py``): the goal asks seed's time to be within
 10% of its FLOP ratio, which is judged one-sided (at most 10% above), since the chunked decoder brought
 it below (2.79× against 3.21× at BERT-mini: its projection runs faster per FLOP than the encoder), a
 change made after seeing that result; and CPDAE to reach 60 GFLOP/s at BERT-mini (it ran at 31 against

@@ -2,8 +2,8 @@
 
 ``seedr.evaluation.significance.permutation_test`` draws its resamples in chunks of about
 ``RESAMPLE_CHUNK_VALUES`` values; drawing all of them at once holds resamples × questions values
-(3,610 NQ-open questions × 10,000 resamples: GBs under scipy's generic resampling, the peak issue 11
-saw in a two-run ``seedr evaluate``; about 10 bytes a value since the test is one matrix product per
+(3,610 NQ-open questions × 10,000 resamples: GBs under scipy's generic resampling, the peak once
+seen in a two-run ``seedr evaluate``; about 10 bytes a value since the test is one matrix product per
 chunk). Both run on real per-question scores:
 the Top-20 answer coverage of two BM25 settings (k1 0.9 and 1.2) over passages cut from the first
 ``--articles`` articles of the shared Wikipedia, for all NQ-open dev questions. The p-values are

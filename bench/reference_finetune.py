@@ -1,4 +1,4 @@
-"""An independent reference for seedr's calibrated plain fine-tuning (issue 8): the same recipe written
+"""An independent reference for seedr's calibrated plain fine-tuning: the same recipe written
 with sentence-transformers and plain PyTorch, no seedr code in the training or the evaluation.
 
 all-MiniLM-L6-v2 (mean pooling, as its folder declares) is fine-tuned with MultipleNegativesRankingLoss
