@@ -21,7 +21,8 @@ def machine() -> dict[str, Any]:
 
     cpu = cpu_description()
     return {"platform": platform.platform(), "processor": platform.processor() or platform.machine(),
-            "cpu_model": cpu["model"], "cpu_extensions": cpu["extensions"], "cpus": os.cpu_count(), "torch_threads": torch.get_num_threads(), "cpu_native_bf16": native_bf16("cpu"),
+            "cpu_model": cpu["model"], "cpu_extensions": cpu["extensions"], "cpus": os.cpu_count(),
+            "torch_threads": torch.get_num_threads(), "cpu_native_bf16": native_bf16("cpu"),
             "gpu": torch.cuda.get_device_name(0) if torch.cuda.is_available() else None}
 
 
