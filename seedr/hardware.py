@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import functools
 import platform
+import time
 from pathlib import Path
 
 import torch
@@ -19,6 +20,12 @@ import torch
 #: The CPU flags (``/proc/cpuinfo``) that decide how fast a CPU trains, under the names ``lscpu`` shows
 #: them and the names a report gives them: float32 runs on AVX2 or AVX-512, bf16 natively only on the last two.
 VECTOR_EXTENSIONS = {"avx2": "AVX2", "avx512f": "AVX-512", "avx512_bf16": "AVX512-BF16", "amx_bf16": "AMX-BF16"}
+
+
+def default_device() -> torch.device:
+    """Where seedr computes when not told: a CUDA GPU when there is one (as Accelerate chooses for
+    training), else the CPU."""
+    return torch.device("cuda" if torch.cuda.is_available() else "cpu")
 
 
 @functools.cache
@@ -71,4 +78,39 @@ def resolve_mixed_precision(value: str, device: str | torch.device) -> str:
     return value
 
 
-__all__ = ["VECTOR_EXTENSIONS", "cpu_description", "default_compute_dtype", "native_bf16", "resolve_mixed_precision"]
+#: ``train.mixed_precision`` as ``resolve_mixed_precision`` gives it, as the dtype it computes in.
+PRECISION_DTYPES = {"no": "float32", "bf16": "bfloat16", "fp16": "float16"}
+
+
+def training_dtype(mixed_precision: str, device: str | torch.device) -> str:
+    """The dtype training computes its matrix products in under ``train.mixed_precision``."""
+    return PRECISION_DTYPES.get(resolve_mixed_precision(mixed_precision, device), "float32")
+
+
+def matmul_rate(dtype: str, device: str | torch.device = "cpu", seconds: float = 0.1) -> float:
+    """How many floating-point operations per second ``device`` reaches on square matrix products in
+    ``dtype`` (512² on a CPU, 4096² on a GPU), timed for about ``seconds`` after one untimed product. It
+    scales estimates of work that has not run yet (an experiment's ETA, ``seedr.experiments.progress``)
+    to this machine: 2 cores with AVX2 and a GPU differ a thousandfold. A CPU that emulates bf16 takes
+    about a second for one such product."""
+    device = torch.device(device)
+    size = 4096 if device.type == "cuda" else 512
+    generator = torch.Generator().manual_seed(0)
+    left = torch.randn(size, size, generator=generator).to(device=device, dtype=getattr(torch, dtype))
+    right = torch.randn(size, size, generator=generator).to(device=device, dtype=getattr(torch, dtype))
+
+    def product() -> None:
+        torch.matmul(left, right)
+        if device.type == "cuda":
+            torch.cuda.synchronize(device)
+
+    product()
+    products, elapsed, started = 0, 0.0, time.perf_counter()
+    while elapsed < seconds or products < 2:
+        product()
+        products, elapsed = products + 1, time.perf_counter() - started
+    return 2.0 * size ** 3 * products / elapsed
+
+
+__all__ = ["PRECISION_DTYPES", "VECTOR_EXTENSIONS", "cpu_description", "default_compute_dtype", "default_device",
+           "matmul_rate", "native_bf16", "resolve_mixed_precision", "training_dtype"]

@@ -10,6 +10,7 @@ import json
 import re
 import shutil
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
@@ -1130,30 +1131,86 @@ def test_reqa_split_setup_step_writes_the_folder_fine_tuning_and_reqa_read(share
         build_step("reqa_split", {}, "here").validate()
 
 
-def test_the_eta_comes_from_the_units_sizes_and_says_what_it_cannot_size():
-    """After one training unit of size 10 took 20 s, the training units left (sizes 30 and 5) take 70 s;
-    retrievals have not run, so they are counted apart, not guessed from training's rate."""
+def test_the_eta_comes_from_the_units_sizes_from_the_first_unit_on():
+    """Arithmetic-bound units of a kind not yet run are estimated from the machine's matrix-product rate
+    (1 FLOP/s here) at their kind's share of it, corrected by how the units run so far compared with the
+    same estimate; units of a kind that has run take its measured rate; the rest are counted apart."""
+    import io
+
+    from rich.console import Console
+
+    from seedr.experiments.progress import SHARE_OF_MATMUL, UnitWork
+    from seedr.experiments.progress import Progress as _Progress
+
+    sizes = {Path("setup"): UnitWork("retrieval_task"),
+             Path("pretrain"): UnitWork("pre-training (mlm)", 10.0, "training"),
+             Path("finetune"): UnitWork("fine-tuning", 30.0, "training"),
+             Path("later"): UnitWork("pre-training (mlm)", 5.0, "training"),
+             Path("retrieve-a"): UnitWork("dense retrieval", 2.0, "inference"),
+             Path("retrieve-b"): UnitWork("dense retrieval", None, "inference"),
+             Path("bm25"): UnitWork("BM25 on t")}
+    measured: list[str] = []
+    printed = io.StringIO()
+    progress = _Progress({unit: (lambda work=work: work) for unit, work in sizes.items()},
+                         Console(file=printed, width=200), lambda dtype: measured.append(dtype) or 1.0)
+    training, inference = 1 / SHARE_OF_MATMUL["training"]["float32"], 1 / SHARE_OF_MATMUL["inference"]["float32"]
+    progress.finished(Path("setup"), "setup", 3.0)
+    # before any arithmetic-bound unit has run: 45 FLOPs of training and 2 of encoding at the shares
+    assert progress.eta() == f", ETA about {progress._clock(45 * training + 2 * inference)} + 2 units not yet timed"
+    progress.finished(Path("pretrain"), "pretrain", 5.0)  # the estimate said 10 × training: correction
+    correction = 5.0 / (10 * training)
+    expected = 30 * training * correction + 5 * 0.5 + 2 * inference * correction  # MLM's own rate: 0.5 s/FLOP
+    assert progress.eta() == f", ETA about {progress._clock(expected)} + 2 units not yet timed"
+    progress.finished(Path("finetune"), "finetune", None)  # reused: no time, no rate
+    progress.finished(Path("later"), "later", 2.5)
+    progress.finished(Path("retrieve-a"), "retrieve a", 4.0)
+    assert progress.eta() == ", ETA once a unit of each kind has run (2 not yet timed)"
+    assert "[5/7] retrieve a (4 s)" in printed.getvalue()
+    assert measured == ["float32"]  # measured once, when first needed
+
+
+def test_the_eta_is_plain_once_every_kind_left_has_run():
     import io
 
     from rich.console import Console
 
     from seedr.experiments.progress import Progress as _Progress
+    from seedr.experiments.progress import UnitWork
 
-    sizes = {Path("setup"): ("retrieval_task", 1.0), Path("pretrain"): ("training", 10.0),
-             Path("finetune"): ("training", 30.0), Path("later"): ("training", 5.0),
-             Path("retrieve-a"): ("retrieval on t", 2.0), Path("retrieve-b"): ("retrieval on t", None)}
-    printed = io.StringIO()
-    progress = _Progress({unit: (lambda work=work: work) for unit, work in sizes.items()},
-                         Console(file=printed, width=200))
-    progress.finished(Path("setup"), "setup", 3.0)
-    assert progress.eta() == ", ETA once a unit of each kind has run (5 not yet timed)"
-    progress.finished(Path("pretrain"), "pretrain", 20.0)
-    assert progress.eta() == ", ETA 0:01:10 + 2 units not yet timed"
-    progress.finished(Path("finetune"), "finetune", None)  # reused: no time, no rate
-    progress.finished(Path("later"), "later", 10.0)
-    progress.finished(Path("retrieve-a"), "retrieve a", 4.0)
-    assert progress.eta() == ", ETA once a unit of each kind has run (1 not yet timed)"
-    assert "[5/6] retrieve a (4 s)" in printed.getvalue()
+    units = {Path("a"): UnitWork("fine-tuning", 10.0, "training"), Path("b"): UnitWork("fine-tuning", 20.0, "training"),
+             Path("c"): UnitWork("fusion")}
+    progress = _Progress({unit: (lambda work=work: work) for unit, work in units.items()},
+                         Console(file=io.StringIO()), lambda dtype: 1.0)
+    progress.finished(Path("a"), "a", 30.0)
+    assert progress.eta() == ", ETA 0:01:00 + 1 unit not yet timed"
+    progress.finished(Path("c"), "c", 1.0)
+    assert progress.eta() == ", ETA 0:01:00"
+    progress.finished(Path("b"), "b", 50.0)
+    assert progress.eta() == ""
+
+
+def test_work_is_sized_by_what_each_objective_computes():
+    """SEED-Encoder's decoder runs every token through its layers and the vocabulary, CPDAE encodes two
+    masked views, a two-tower pair is a query and a document at their own lengths."""
+    from seedr.modeling.encoder import EncoderShape, encoder_shape
+    from seedr.objectives import OBJECTIVES
+
+    shape = encoder_shape("seedr-base")
+    assert shape is not None and (shape.layers, shape.hidden) == (4, 256)
+    assert encoder_shape("/nonexistent/model") is None and encoder_shape(None) is None
+
+    def per_example(name: str, **options: Any) -> float:
+        objective = OBJECTIVES.get(name)
+        return objective.multiply_adds_per_example(objective.config_class(**options), 128, shape)
+
+    encoder = 128 * shape.token_multiply_adds
+    mlm = per_example("mlm")
+    assert mlm == pytest.approx(encoder + 0.15 * 128 * (256 ** 2 + shape.vocab * 256))
+    assert per_example("seed") == pytest.approx(mlm + 128 * (3 * shape.layer_multiply_adds + shape.vocab * 256))
+    assert per_example("cpdae") == pytest.approx(2 * per_example("cpdae", contrastive_weight=0.0))
+    assert per_example("ict", query_max_length=64, document_max_length=288) == pytest.approx(
+        352 * shape.token_multiply_adds)
+    assert EncoderShape(layers=2, hidden=4, intermediate=16, vocab=10).layer_multiply_adds == 4 * 16 + 2 * 4 * 16
 
 
 def test_a_claim_on_a_model_that_learned_nothing_is_inconclusive(tmp_path):

@@ -49,6 +49,7 @@ from seedr.evaluation.diagnostics import (
     word_probabilities,
 )
 from seedr.evaluation.masked_lm import heldout_masked_lm
+from seedr.hardware import default_device
 from seedr.io import DataError, atomic_write
 from seedr.modeling.encoder import check_model_folder, load_encoder, load_tokenizer, resolve_model_path
 from seedr.objectives import OBJECTIVES
@@ -68,11 +69,6 @@ PositivePair = tuple[str, Document]
 # ------------------------------------------------------------------------ the encoder under test
 
 
-def _device() -> torch.device:
-    """Where a model loaded from a folder runs: a GPU when there is one (as ``TextEncoder``)."""
-    return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-
-
 
 def load_encoder_parts(encoder: EncoderSource, tokenizer: PreTrainedTokenizerBase | None = None,
                        pooling: DiagnosticPooling = "cls") -> tuple[PreTrainedModel, PreTrainedTokenizerBase, str]:
@@ -90,7 +86,7 @@ def load_encoder_parts(encoder: EncoderSource, tokenizer: PreTrainedTokenizerBas
     path = resolve_model_path(encoder)
     if pooling == "model":
         pooling = model_defaults(path)["pooling"]
-    return load_encoder(path).to(_device()).eval(), tokenizer or load_tokenizer(path), pooling
+    return load_encoder(path).to(default_device()).eval(), tokenizer or load_tokenizer(path), pooling
 
 
 
@@ -106,7 +102,7 @@ def embed_pairs(encoder: EncoderSource, positive_pairs: Sequence[PositivePair], 
         towers = DualEncoder(model, tokenizer, pooling=pooling)
     else:
         towers = DualEncoder.from_pretrained(encoder, pooling=None if pooling == "model" else pooling)
-        towers.to(_device())
+        towers.to(default_device())
     queries = towers.embed_queries([query for query, _ in positive_pairs], batch_size, show_progress)
     documents = towers.embed_documents([document for _, document in positive_pairs], batch_size,
                                        show_progress)
@@ -223,7 +219,7 @@ def _load_decoder(run_dir: str | os.PathLike, require: Callable[[Any], Any]) -> 
     """``(objective on the device, its training input length)``, the objective checked by ``require``."""
     objective, config = load_objective(run_dir)
     require(objective)
-    objective.to(_device())
+    objective.to(default_device())
     return objective, min(config.data.max_seq_length, objective.encoder.config.max_position_embeddings)
 
 
@@ -268,7 +264,7 @@ def masked_lm_curve(run_dir: str | os.PathLike, texts: Sequence[str], max_length
     for step in steps if every_checkpoint else steps[-1:]:
         objective, config = load_objective(run_dir, step)
         length = max_length or min(config.data.max_seq_length, objective.encoder.config.max_position_embeddings)
-        scores = heldout_masked_lm(objective.to(_device()), texts, length, batch_size, seed)
+        scores = heldout_masked_lm(objective.to(default_device()), texts, length, batch_size, seed)
         curve.append({"step": step, "max_length": length, **scores})
     return curve
 

@@ -22,6 +22,7 @@ were reused, and which code computed them."""
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import shutil
@@ -30,7 +31,7 @@ import time
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
 
@@ -39,7 +40,7 @@ from seedr.data.runs import read_trec_run, write_trec_run
 from seedr.evaluation.case_study import case_study
 from seedr.experiments.figures import figures, references, seed_spread, with_seed_sd
 from seedr.experiments.preamble import machine, report_preamble
-from seedr.experiments.progress import Progress, Work
+from seedr.experiments.progress import Progress, UnitWork, Work
 from seedr.experiments.results_markdown import results_markdown
 from seedr.experiments.scoring import compare
 from seedr.experiments.spec import Condition, Experiment, substitute
@@ -47,7 +48,6 @@ from seedr.experiments.steps import (
     ExperimentStep,
     build_step,
     condition_references,
-    model_parameters,
     record_step,
 )
 from seedr.experiments.tasks import TASKS, FuseConfig, RetrievalTask, RetrieveConfig, fuses
@@ -57,6 +57,9 @@ from seedr.provenance import code_fingerprint, record_run
 from seedr.reporting.diagnostics import plot_reliance
 from seedr.reporting.report import plot_comparison, render_report
 from seedr.retrieval.fusion import fuse
+
+if TYPE_CHECKING:
+    from seedr.modeling.encoder import EncoderShape
 
 #: Every task's BM25 run, the reference of its floor (``seedr.experiments.figures.references``): the
 #: folder of an experiment's BM25 condition on that task when it has one (same key), else its own.
@@ -283,27 +286,43 @@ class _Plan:
 
     def work(self, experiment: Experiment, runner: _Runner) -> dict[Path, Work]:
         """Every unit's kind and size of work (for the ETA), each asked when needed: a size that depends on
-        what an earlier unit makes (a model, training labels) is known once it has run."""
-        units: dict[Path, Work] = {folder: step.work for step, folder in self.setup.values()}
-        for chained in self.chains.values():
-            units.update({folder: step.work for step, folder in chained})
+        what an earlier unit makes (training labels, a corpus) is known once it has run. A model a chain
+        will make has the shape of the one it starts from (``ExperimentStep.encoder_shape``)."""
+        from seedr.hardware import default_compute_dtype, default_device
+        from seedr.modeling.encoder import encoder_shape
 
-        def retrieval(task: str, condition: Any) -> Work:
-            def work() -> tuple[str, float | None]:
+        makers = {step.product(folder): step for chained in self.chains.values() for step, folder in chained}
+
+        def shape_of(model: str | None) -> EncoderShape | None:
+            shape = encoder_shape(model)
+            if shape is None and model in makers:
+                return makers[model].encoder_shape(shape_of)
+            return shape
+
+        units: dict[Path, Work] = {folder: functools.partial(step.work, shape_of)
+                                   for step, folder in self.setup.values()}
+        for chained in self.chains.values():
+            units.update({folder: functools.partial(step.work, shape_of) for step, folder in chained})
+
+        def retrieval(task: RetrievalTask, condition: Any) -> Work:
+            def work() -> UnitWork:
                 if condition is None or condition.retrieve == "bm25":
-                    return f"BM25 on {task}", 1.0
+                    return UnitWork(f"BM25 on {task.name}")
                 if fuses(condition.retrieve):
-                    return "fusion", 1.0
+                    return UnitWork("fusion")
                 retrieve = runner.retrieve_config(condition)
-                parameters = model_parameters(self.models[condition.name])
-                length = (retrieve.max_length if retrieve and retrieve.max_length else 512)
-                return f"retrieval on {task}", None if parameters is None else parameters * length
+                shape = shape_of(self.models[condition.name])
+                tokens = task.encoded_tokens(retrieve.max_length or 512)
+                dtype = (default_compute_dtype(default_device()) if retrieve.compute_dtype in (None, "auto")
+                         else retrieve.compute_dtype)
+                size = None if shape is None or tokens is None else 2.0 * tokens * shape.token_multiply_adds
+                return UnitWork("dense retrieval", size, "inference", dtype)
             return work
 
         for (task, name), folder in self.retrievals.items():
-            units.setdefault(folder, retrieval(task, experiment.conditions[name]))
+            units.setdefault(folder, retrieval(self.tasks[task], experiment.conditions[name]))
         for task, folder in self.bm25_folders.items():
-            units.setdefault(folder, retrieval(task, None))
+            units.setdefault(folder, retrieval(self.tasks[task], None))
         return {folder: units[folder] for folder in self.units}
 
 
@@ -365,7 +384,10 @@ def _plan(experiment: Experiment, runner: _Runner) -> _Plan:
 def _execute(experiment: Experiment, plan: _Plan, runner: _Runner) -> None:
     """Compute every unit of ``plan`` that is not finished (set-up, then each condition's steps and its
     retrievals, then the reference BM25 runs), with progress and an ETA."""
-    progress = Progress(plan.work(experiment, runner), runner.console)
+    from seedr.hardware import default_device, matmul_rate
+
+    progress = Progress(plan.work(experiment, runner), runner.console,
+                        functools.partial(matmul_rate, device=default_device()))
     runner.console.print(f"experiment [bold]{experiment.name}[/] ({experiment.scale} scale): "
                          f"{len(experiment.conditions)} conditions, {len(plan.tasks)} task(s), "
                          f"{progress.total} units of work → {runner.out_dir}", highlight=False)

@@ -10,6 +10,7 @@ otherwise, and the projection head, if any, as a ``Dense`` module (``seedr.model
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import warnings
@@ -226,6 +227,53 @@ def model_positions(name_or_path: str | os.PathLike) -> int | None:
     folder = resolve_model_path(name_or_path)
     check_model_folder(folder)
     return usable_positions(read_settings(folder / "config.json"))
+
+
+@dataclasses.dataclass(frozen=True)
+class EncoderShape:
+    """What a Transformer encoder's arithmetic grows with: its layers, their width and feed-forward width,
+    and its vocabulary (for the heads that predict tokens). It sizes work before it runs, for an
+    experiment's ETA (``seedr.experiments.progress``)."""
+
+    layers: int
+    hidden: int
+    intermediate: int
+    vocab: int
+
+    @property
+    def layer_multiply_adds(self) -> float:
+        """One token through one layer: attention's four projections (4·H²) and the feed-forward's two
+        (2·H·I); the attention scores, which grow with the length, are left out."""
+        return 4.0 * self.hidden ** 2 + 2.0 * self.hidden * self.intermediate
+
+    @property
+    def token_multiply_adds(self) -> float:
+        """One token through every layer."""
+        return self.layers * self.layer_multiply_adds
+
+    @property
+    def prediction_multiply_adds(self) -> float:
+        """One token predicted over the vocabulary from a hidden state (an MLM or decoder head: V·H)."""
+        return float(self.vocab * self.hidden)
+
+    @classmethod
+    def from_config(cls, config: dict) -> EncoderShape:
+        """From a ``config.json`` (BERT's names; ``intermediate_size`` defaults to 4 × hidden)."""
+        hidden = int(config.get("hidden_size", 0))
+        return cls(layers=int(config.get("num_hidden_layers", 0)), hidden=hidden,
+                   intermediate=int(config.get("intermediate_size") or 4 * hidden),
+                   vocab=int(config.get("vocab_size", 0)))
+
+
+def encoder_shape(name_or_path: str | os.PathLike | None) -> EncoderShape | None:
+    """The ``EncoderShape`` of a model folder (or built-in name); ``None`` where there is none yet (a
+    model another step will make) or its ``config.json`` cannot be read."""
+    if name_or_path is None:
+        return None
+    try:
+        return EncoderShape.from_config(read_settings(resolve_model_path(name_or_path) / "config.json"))
+    except (FileNotFoundError, ValueError, TypeError):  # DataError is a ValueError
+        return None
 
 
 def check_lengths(model: str | os.PathLike, lengths: dict[str, int]) -> None:

@@ -15,7 +15,7 @@ from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
 from seedr.engine.batches import TrainData
 from seedr.engine.shards import TokenShardData
-from seedr.modeling.encoder import save_encoder
+from seedr.modeling.encoder import EncoderShape, save_encoder
 from seedr.modeling.outputs import ObjectiveOutput
 from seedr.registry import Registry
 
@@ -63,6 +63,13 @@ class Objective(nn.Module):
     def complete_options(cls, options: Any, corpus: PretrainingCorpus) -> None:
         """Fill in the options that come from the corpus before the objective is built (CPDAE's IDF table
         of ``idf_path: auto``); none by default."""
+
+    @classmethod
+    def multiply_adds_per_example(cls, options: Any, max_seq_length: int, shape: EncoderShape) -> float:
+        """Multiply-adds of one training example's forward pass through the encoder and the objective's
+        own parts, to size a run before it starts (an experiment's ETA, ``seedr.experiments.progress``):
+        by default one text of ``max_seq_length`` tokens through the encoder."""
+        return max_seq_length * shape.token_multiply_adds
 
     @classmethod
     def training_data(cls, options: Any, corpus: PretrainingCorpus) -> TrainData:

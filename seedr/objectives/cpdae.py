@@ -68,7 +68,7 @@ from seedr.engine.run_state import process_state
 from seedr.io import DataError, atomic_write
 from seedr.losses.gather import gather_rows, row_offset, world_size
 from seedr.modeling.bow_decoder import BagOfWordsDecoder, at_least_float32, word_distribution
-from seedr.modeling.encoder import Pooling, pool
+from seedr.modeling.encoder import EncoderShape, Pooling, pool
 from seedr.objectives.base import OBJECTIVES, ObjectiveOutput, PretrainingCorpus
 from seedr.objectives.mlm import MaskedLanguageModel, MLMConfig
 
@@ -317,6 +317,14 @@ class Cpdae(MaskedLanguageModel):
     name = "cpdae"
     config_class = CpdaeConfig
     diagnostics = frozenset({"masked_lm", "decoded_words"})
+
+    @classmethod
+    def multiply_adds_per_example(cls, options: CpdaeConfig, max_seq_length: int, shape: EncoderShape) -> float:
+        """MLM's for each masked view (eq. 1: two with the contrastive term, one without), and the MLP
+        decoder from each view's [CLS] to the vocabulary (eq. 2: a dense layer, then V·H)."""
+        per_view = (super().multiply_adds_per_example(options, max_seq_length, shape)
+                    + shape.hidden ** 2 + shape.prediction_multiply_adds)
+        return options.views * per_view
 
     @classmethod
     def complete_options(cls, options: CpdaeConfig, corpus: PretrainingCorpus) -> None:

@@ -17,6 +17,7 @@ from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
 from seedr.engine.checkpoint import latest_checkpoint, model_weights_path
 from seedr.io import DataError
+from seedr.modeling.encoder import EncoderShape
 from seedr.modeling.mlm_head import MaskedLMHead
 from seedr.objectives.base import OBJECTIVES, Objective, ObjectiveOutput
 from seedr.objectives.masking import IGNORE_INDEX, mask_tokens, pad_token_ids, special_tokens_mask
@@ -64,6 +65,13 @@ class MaskedLanguageModel(Objective):
     name = "mlm"
     config_class = MLMConfig
     diagnostics = frozenset({"masked_lm"})
+
+    @classmethod
+    def multiply_adds_per_example(cls, options: MLMConfig, max_seq_length: int, shape: EncoderShape) -> float:
+        """The text through the encoder, and the head (a dense layer, then the vocabulary) at its masked
+        tokens only (``mlm_logits``)."""
+        head = options.mask_probability * max_seq_length * (shape.hidden ** 2 + shape.prediction_multiply_adds)
+        return max_seq_length * shape.token_multiply_adds + head
 
     def __init__(self, encoder: PreTrainedModel, tokenizer: PreTrainedTokenizerBase,
                  config: MLMConfig | None = None) -> None:

@@ -33,7 +33,7 @@ from dataclasses import dataclass
 import torch
 from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
-from seedr.modeling.encoder import Pooling, pool
+from seedr.modeling.encoder import EncoderShape, Pooling, pool
 from seedr.modeling.linear_cross_entropy import linear_cross_entropy
 from seedr.modeling.weak_decoder import ClsPath, WeakDecoder
 from seedr.objectives.base import OBJECTIVES, ObjectiveOutput
@@ -104,6 +104,14 @@ class SeedEncoder(MaskedLanguageModel):
     name = "seed"
     config_class = SeedConfig
     diagnostics = frozenset({"masked_lm", "cls_reliance"})
+
+    @classmethod
+    def multiply_adds_per_example(cls, options: SeedConfig, max_seq_length: int, shape: EncoderShape) -> float:
+        """MLM's, and the decoder's: every token through its layers (as wide as the encoder's; their
+        cross-attention reads [CLS] alone) and predicted over the vocabulary (eq. 9)."""
+        decoder = max_seq_length * (options.decoder_layers * shape.layer_multiply_adds
+                                    + shape.prediction_multiply_adds)
+        return super().multiply_adds_per_example(options, max_seq_length, shape) + decoder
 
     def __init__(self, encoder: PreTrainedModel, tokenizer: PreTrainedTokenizerBase,
                  config: SeedConfig | None = None) -> None:

@@ -45,6 +45,7 @@ from seedr.io import DataError, iter_jsonl
 from seedr.losses.base import Similarity, in_batch_false_negatives
 from seedr.losses.gather import document_key
 from seedr.losses.in_batch_softmax import InBatchSoftmaxLoss
+from seedr.modeling.encoder import EncoderShape
 from seedr.modeling.projection import Projection
 from seedr.objectives.base import OBJECTIVES, Objective, ObjectiveOutput, PretrainingCorpus
 from seedr.registry import Registry
@@ -323,6 +324,13 @@ class TwoTowerObjective(Objective):
     input_kind = "pairs"
     #: Names of the ``PAIR_TASKS`` whose pairs this objective trains on.
     tasks: ClassVar[tuple[str, ...]] = ()
+
+    @classmethod
+    def multiply_adds_per_example(cls, options: TwoTowerConfig, max_seq_length: int,
+                                  shape: EncoderShape) -> float:
+        """A pair: the query and the ``title [SEP] passage`` document through a tower each (their own
+        lengths, not ``max_seq_length``)."""
+        return (options.query_max_length + options.document_max_length) * shape.token_multiply_adds
 
     @classmethod
     def training_data(cls, options: TwoTowerConfig, corpus: PretrainingCorpus) -> PairData:

@@ -34,7 +34,7 @@ from tqdm.auto import tqdm
 from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
 from seedr.data.records import Document
-from seedr.hardware import default_compute_dtype
+from seedr.hardware import default_compute_dtype, default_device
 from seedr.io import DataError
 from seedr.modeling.encoder import (
     SETTINGS_FILE,
@@ -247,7 +247,7 @@ class TextEncoder:
                              f"model {self.model_path} (its config.json's max_position_embeddings): use at most "
                              f"{positions}")
         self.tokenizer = load_tokenizer(self.model_path)
-        self.device = torch.device(device or ("cuda" if torch.cuda.is_available() else "cpu"))
+        self.device = torch.device(device) if device else default_device()
         self.model = load_encoder(self.model_path).to(self.device).eval()
         projection = load_projection(self.model_path)
         self.projection = projection.to(self.device).eval() if projection is not None else None

@@ -51,7 +51,7 @@ from seedr.engine.shards import (
 )
 from seedr.engine.trainer import Trainer
 from seedr.modeling.bow_mlp import build_bow_mlp
-from seedr.modeling.encoder import build_encoder, check_lengths, load_encoder, load_tokenizer
+from seedr.modeling.encoder import EncoderShape, build_encoder, check_lengths, load_encoder, load_tokenizer
 from seedr.objectives import OBJECTIVES, Objective, PretrainingCorpus
 from seedr.registry import Registry
 from seedr.settings import DataConfig, ModelConfig, PretrainConfig
@@ -90,6 +90,14 @@ def build_model(config: ModelConfig, max_seq_length: int) -> tuple[PreTrainedMod
                              ignored_token_ids=tokenizer.all_special_ids, **config.bow_mlp), tokenizer
     if config.architecture != "bert":
         raise ValueError(f"unknown model.architecture {config.architecture!r}; valid: bert, bow_mlp")
+    encoder = build_encoder(vocab_size=len(tokenizer), intermediate_size=config.intermediate_size,
+                            max_position_embeddings=max(512, max_seq_length), dropout=config.dropout,
+                            pad_token_id=tokenizer.pad_token_id or 0, **_new_bert_shape(config))
+    return encoder, tokenizer
+
+
+def _new_bert_shape(config: ModelConfig) -> dict[str, int]:
+    """Layers, hidden size and heads of a new BERT: ``config.size``'s, overridden field by field."""
     shape = dict(MODEL_SIZES.get(config.size))
     for name in ("hidden_size", "num_hidden_layers", "num_attention_heads"):
         if getattr(config, name) is not None:
@@ -97,10 +105,22 @@ def build_model(config: ModelConfig, max_seq_length: int) -> tuple[PreTrainedMod
     if shape["hidden_size"] % shape["num_attention_heads"]:
         raise ValueError(f"model.hidden_size {shape['hidden_size']} is not a multiple of "
                          f"model.num_attention_heads {shape['num_attention_heads']}")
-    encoder = build_encoder(vocab_size=len(tokenizer), intermediate_size=config.intermediate_size,
-                            max_position_embeddings=max(512, max_seq_length), dropout=config.dropout,
-                            pad_token_id=tokenizer.pad_token_id or 0, **shape)
-    return encoder, tokenizer
+    return shape
+
+
+def new_model_shape(config: ModelConfig) -> EncoderShape | None:
+    """The shape of the new BERT ``build_model`` makes from scratch, without making it (to size a run
+    before it starts); ``None`` for the BoW-MLP, or while the tokenizer (which sets the vocabulary) does
+    not exist yet."""
+    if config.architecture != "bert" or config.tokenizer is None:
+        return None
+    try:
+        vocab = len(load_tokenizer(config.tokenizer))
+    except (OSError, ValueError):
+        return None
+    shape = _new_bert_shape(config)
+    return EncoderShape(layers=shape["num_hidden_layers"], hidden=shape["hidden_size"],
+                        intermediate=config.intermediate_size or 4 * shape["hidden_size"], vocab=vocab)
 
 
 def _documents(files: list[Path], format: str) -> Iterator[Document]:
@@ -193,5 +213,5 @@ def pretrain(config: PretrainConfig, out_dir: str | Path, resume: bool = False) 
     return trainer.train(resume=resume)
 
 
-__all__ = ["MODEL_SIZES", "DataConfig", "ModelConfig", "PretrainConfig", "build_model", "build_objective", "pretrain",
-           "pretraining_corpus", "token_data"]
+__all__ = ["MODEL_SIZES", "DataConfig", "ModelConfig", "PretrainConfig", "build_model", "build_objective",
+           "new_model_shape", "pretrain", "pretraining_corpus", "token_data"]

@@ -11,15 +11,14 @@ the stage config's keys (dotted for nested fields); a step that follows another 
 from seedr.experiments.steps.base import (
     STEPS,
     ExperimentStep,
+    ShapeOf,
     build_step,
     condition_references,
-    model_parameters,
     record_step,
 )
 from seedr.experiments.steps.setup import RetrievalTaskConfig, shipped_split
 from seedr.experiments.steps.training import AverageConfig, DiagnoseConfig, check_options
 from seedr.experiments.steps.validation import validate
 
-__all__ = ["STEPS", "AverageConfig", "DiagnoseConfig", "ExperimentStep", "RetrievalTaskConfig", "build_step",
-           "check_options", "condition_references", "model_parameters", "record_step", "shipped_split",
-           "validate"]
+__all__ = ["STEPS", "AverageConfig", "DiagnoseConfig", "ExperimentStep", "RetrievalTaskConfig", "ShapeOf",
+           "build_step", "check_options", "condition_references", "record_step", "shipped_split", "validate"]

@@ -5,17 +5,25 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from seedr.config import identity, merge_settings, read_recipe
+from seedr.experiments.progress import UnitWork
 from seedr.io import atomic_write
 from seedr.recipes import recipe_path
 from seedr.registry import Registry
 
+if TYPE_CHECKING:
+    from seedr.modeling.encoder import EncoderShape
+
 #: The step kinds an experiment file names, filled by the modules that define them
 #: (``seedr.experiments.steps.training`` and ``.setup``, which the package imports).
 STEPS: Registry[type[ExperimentStep]] = Registry("experiment step")
+
+#: A model's shape (``seedr.modeling.encoder.encoder_shape``), also of a model an earlier step will make.
+ShapeOf = Callable[[str | None], "EncoderShape | None"]
 
 
 class ExperimentStep:
@@ -38,14 +46,18 @@ class ExperimentStep:
 
     def with_model(self, model: str | None) -> ExperimentStep:
         """This step starting from ``model`` (the previous step's product) unless it names its own."""
-        if model is None or self.model_key is None:
-            return self
-        given: Any = merge_settings(self.settings)
-        for part in self.model_key.split("."):  # named by a dotted key or inside a nested mapping
-            given = given.get(part) if isinstance(given, dict) else None
-        if given is not None:
+        if model is None or self.model_key is None or self.given_model() is not None:
             return self
         return type(self)(merge_settings(self.settings, {self.model_key: model}), self.where)
+
+    def given_model(self) -> str | None:
+        """The model the settings name under ``model_key`` (dotted, or inside a nested mapping), if any."""
+        if self.model_key is None:
+            return None
+        given: Any = merge_settings(self.settings)
+        for part in self.model_key.split("."):
+            given = given.get(part) if isinstance(given, dict) else None
+        return given
 
     def settings_over_recipe(self) -> dict[str, Any]:
         """The settings, nested, over the recipe their ``config`` names (a recipe's name or a YAML file,
@@ -101,11 +113,16 @@ class ExperimentStep:
         """The model this step produced (for the next step and for retrieval), if any."""
         return str(self.run_folder(out_dir) / "encoder")
 
-    def work(self) -> tuple[str, float | None]:
-        """What kind of work this step is and how much of it, for the experiment's ETA: units of one kind
-        take time in proportion to their size (``None``: not known until earlier units have run, e.g. a
-        model another step produces). Set-up and analysis steps count one each of their kind."""
-        return self.kind, 1.0
+    def work(self, shape_of: ShapeOf) -> UnitWork:
+        """What kind of work this step is and how much of it, for the experiment's ETA
+        (``seedr.experiments.progress``); ``shape_of(model)`` gives a model's shape, also of one an earlier
+        step of the chain will make. Set-up and analysis steps count one each of their kind."""
+        return UnitWork(self.kind)
+
+    def encoder_shape(self, shape_of: ShapeOf) -> EncoderShape | None:
+        """The shape of the encoder this step makes: that of the one it starts from (training, averaging
+        and fine-tuning keep it)."""
+        return shape_of(self.given_model())
 
     def history_dirs(self, out_dir: Path) -> list[Path]:
         """Run folders whose training curves (and result JSONs) the report shows."""
@@ -114,21 +131,6 @@ class ExperimentStep:
     def figures(self, out_dir: Path) -> list[Path]:
         """Figures of the step itself that the report shows."""
         return []
-
-
-def model_parameters(model: str | None) -> float | None:
-    """About how many weights the encoder of ``model`` multiplies per token (layers × 12 × hidden², from its
-    ``config.json``), to size work for the ETA; ``None`` while the folder does not exist (another step's
-    product not made yet)."""
-    from seedr.modeling.encoder import resolve_model_path
-
-    if model is None:
-        return None
-    try:
-        config = json.loads((resolve_model_path(model) / "config.json").read_text(encoding="utf-8"))
-    except (FileNotFoundError, json.JSONDecodeError):
-        return None
-    return float(config.get("num_hidden_layers", 1) * 12 * config.get("hidden_size", 1) ** 2)
 
 
 #: ``{conditions.NAME}`` in a step's settings: the model condition NAME's steps produced.
