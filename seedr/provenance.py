@@ -14,6 +14,8 @@ register it, counts by its own text only: the member a step uses is named by the
 from __future__ import annotations
 
 import ast
+import contextlib
+import contextvars
 import copy
 import dataclasses
 import functools
@@ -21,7 +23,7 @@ import hashlib
 import json
 import platform
 import sys
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -124,9 +126,32 @@ def _definitions(tree: ast.Module) -> dict[str, ast.stmt]:
     return found
 
 
+#: Inside ``sources_as_first_read``: each library root's files (path, time, size) as first read there.
+_FIRST_READ: contextvars.ContextVar[dict[Path, tuple[tuple[str, int, int], ...]] | None] = contextvars.ContextVar(
+    "seedr_sources_first_read", default=None)
+
+
+@contextlib.contextmanager
+def sources_as_first_read() -> Iterator[None]:
+    """Within it, the library's sources are fingerprinted as they were when first read there: one
+    experiment keys all its units on one version of the code, so an edit saved while it runs (the process
+    runs the code it loaded) cannot give a later unit another key than the one its plan gave it."""
+    token = _FIRST_READ.set({})
+    try:
+        yield
+    finally:
+        _FIRST_READ.reset(token)
+
+
 def _source_graph(root: Path) -> tuple[dict[str, bytes], dict[str, set[str]]]:
-    """``_read_sources`` of ``root``, read again only when a file there has changed (by size and time)."""
+    """``_read_sources`` of ``root``, read again only when a file there has changed (by size and time),
+    and never inside ``sources_as_first_read``."""
+    first_read = _FIRST_READ.get()
+    if first_read is not None and root in first_read:
+        return _read_sources(root, first_read[root])
     state = tuple((str(path), path.stat().st_mtime_ns, path.stat().st_size) for path in sorted(root.rglob("*.py")))
+    if first_read is not None:
+        first_read[root] = state
     return _read_sources(root, state)
 
 

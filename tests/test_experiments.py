@@ -1160,10 +1160,12 @@ def test_the_eta_comes_from_the_units_sizes_from_the_first_unit_on():
     progress.finished(Path("pretrain"), "pretrain", 5.0)  # the estimate said 10 × training: correction
     correction = 5.0 / (10 * training)
     expected = 30 * training * correction + 5 * 0.5 + 2 * inference * correction  # MLM's own rate: 0.5 s/FLOP
+    assert progress._correction("inference") == progress._correction("training") == correction  # none run yet
     assert progress.eta() == f", ETA about {progress._clock(expected)} + 2 units not yet timed"
     progress.finished(Path("finetune"), "finetune", None)  # reused: no time, no rate
     progress.finished(Path("later"), "later", 2.5)
     progress.finished(Path("retrieve-a"), "retrieve a", 4.0)
+    assert progress._correction("inference") == pytest.approx(4.0 / (2 * inference))  # its own sort's now
     assert progress.eta() == ", ETA once a unit of each kind has run (2 not yet timed)"
     assert "[5/7] retrieve a (4 s)" in printed.getvalue()
     assert measured == ["float32"]  # measured once, when first needed
@@ -1362,6 +1364,22 @@ def test_step_keys_ignore_comments_docstrings_and_layout_but_not_code(tmp_path):
     assert "0.8" in masking.read_text()
     masking.write_text(masking.read_text().replace("0.8", "0.7", 1))  # BERT's 80% [MASK] share changed
     assert source_fingerprint(mlm, library) != before and source_fingerprint(None, library) != whole
+
+
+def test_an_edit_saved_while_an_experiment_runs_does_not_re_key_its_later_units(tmp_path):
+    """Inside ``sources_as_first_read`` (``run_experiment``) the sources count as first read: a later unit's
+    key (a fusion's members, looked up after they ran) is the one the plan gave it."""
+    from seedr.provenance import source_fingerprint, sources_as_first_read
+
+    library = tmp_path / "seedr"
+    shutil.copytree(ROOT / "seedr", library, ignore=shutil.ignore_patterns("__pycache__", "builtin_models"))
+    fusion = ["seedr.retrieval.fusion"]
+    module = library / "retrieval" / "fusion.py"
+    with sources_as_first_read():
+        before = source_fingerprint(fusion, library)
+        module.write_text(module.read_text() + "\nRRF_EDITED = 61\n")
+        assert source_fingerprint(fusion, library) == before
+    assert source_fingerprint(fusion, library) != before  # outside a run, the edit counts
 
 
 def _step_keys(monkeypatch, library: Path, out: Path) -> dict[str, str]:

@@ -5,8 +5,8 @@ and dense retrieval in floating-point operations (``UnitWork.compute``), set-up 
 each. Units of a kind that has run take its measured time per unit of size. Arithmetic-bound units of a
 kind that has not run yet are estimated from the machine's measured matrix-product rate
 (``seedr.hardware.matmul_rate``) and the share of it such work reaches (``SHARE_OF_MATMUL``), corrected by
-how long the arithmetic-bound units that have run took against the same estimate; the ETA says "about"
-while any of it rests on such an estimate. Other units of a kind not yet run are counted apart.
+how long the units of the same sort (training, inference; else any) that have run took against the same
+estimate; the ETA says "about" while any of it rests on such an estimate. Other units of a kind not yet run are counted apart.
 """
 
 from __future__ import annotations
@@ -64,7 +64,8 @@ class Progress:
         self.total, self.done = len(units), 0
         self.seconds: dict[str, float] = {}
         self.sizes: dict[str, float] = {}
-        self.computed_seconds = self.computed_estimate = 0.0  # arithmetic-bound units run: taken, estimated
+        # arithmetic-bound units run, by ``compute``: [seconds taken, seconds estimated from the matmul rate]
+        self.computed: dict[str, list[float]] = {}
         self.console = console
         self.started = time.perf_counter()
         self._matmul_rate = matmul_rate
@@ -91,8 +92,8 @@ class Progress:
                 self.sizes[work.kind] = self.sizes.get(work.kind, 0.0) + work.size
                 estimate = self._from_matmul(work)
                 if estimate is not None:
-                    self.computed_seconds += seconds
-                    self.computed_estimate += estimate
+                    taken = self.computed.setdefault(str(work.compute), [0.0, 0.0])
+                    taken[0], taken[1] = taken[0] + seconds, taken[1] + estimate
         how = "reused" if seconds is None else f"{seconds:.0f} s"
         self.console.print(f"[{self.done}/{self.total}] {what} ({how}); elapsed "
                            f"{self._clock(time.perf_counter() - self.started)}{self.eta()}", highlight=False)
@@ -103,20 +104,25 @@ class Progress:
         if not self.pending:
             return ""
         total, untimed, estimated = 0.0, 0, False
-        correction = self.computed_seconds / self.computed_estimate if self.computed_estimate else 1.0
         for unit in self.pending:
             work = self.work(unit)
             guess = self._from_matmul(work) if work.kind not in self.sizes else None
             if work.size is not None and work.kind in self.sizes:
                 total += work.size * self.seconds[work.kind] / self.sizes[work.kind]
             elif guess is not None:
-                total, estimated = total + guess * correction, True
+                total, estimated = total + guess * self._correction(str(work.compute)), True
             else:
                 untimed += 1
         if untimed == len(self.pending):
             return f", ETA once a unit of each kind has run ({untimed} not yet timed)"
         rest = f" + {untimed} unit{'s' if untimed != 1 else ''} not yet timed" if untimed else ""
         return f", ETA {'about ' if estimated else ''}{self._clock(total)}{rest}"
+
+    def _correction(self, compute: str) -> float:
+        """Seconds taken per second estimated by the arithmetic-bound units run so far: those of the same
+        ``compute`` (training, inference) where one has run, else all of them, else 1."""
+        taken = self.computed.get(compute) or [sum(values) for values in zip(*self.computed.values(), strict=True)]
+        return taken[0] / taken[1] if taken and taken[1] else 1.0
 
     def _from_matmul(self, work: UnitWork) -> float | None:
         """Seconds for arithmetic-bound ``work`` at its kind's share of the machine's matrix-product rate."""

@@ -53,7 +53,7 @@ from seedr.experiments.steps import (
 from seedr.experiments.tasks import TASKS, FuseConfig, RetrievalTask, RetrieveConfig, fuses
 from seedr.experiments.verdicts import claim_results, seed_scores
 from seedr.io import atomic_write, output_lock
-from seedr.provenance import code_fingerprint, record_run
+from seedr.provenance import code_fingerprint, record_run, sources_as_first_read
 from seedr.reporting.diagnostics import plot_reliance
 from seedr.reporting.report import plot_comparison, render_report
 from seedr.retrieval.fusion import fuse
@@ -258,7 +258,8 @@ def run_experiment(experiment: Experiment, out_dir: str | Path, console: Console
     ``results.json``). The report folder is locked for the run (``seedr.io.output_lock``), and
     each step and retrieval folder while it is computed."""
     out_dir = Path(out_dir)
-    with output_lock(out_dir / "reports" / experiment.name):  # two runs of one experiment: one report folder
+    # two runs of one experiment: one report folder; all its units keyed on one version of the code
+    with output_lock(out_dir / "reports" / experiment.name), sources_as_first_read():
         return _run_experiment(experiment, out_dir, console or Console(stderr=True),
                                command or " ".join(["seedr", *sys.argv[1:]]))
 
