@@ -6,7 +6,8 @@ each. Units of a kind that has run take its measured time per unit of size. Arit
 kind that has not run yet are estimated from the machine's measured matrix-product rate
 (``seedr.hardware.matmul_rate``) and the share of it such work reaches (``SHARE_OF_MATMUL``), corrected by
 how long the units of the same sort (training, inference; else any) that have run took against the same
-estimate; the ETA says "about" while any of it rests on such an estimate. Other units of a kind not yet run are counted apart.
+estimate; the ETA says "about" while any of it rests on such an estimate. Other units of a kind not yet
+run are counted apart.
 """
 
 from __future__ import annotations
