@@ -1143,9 +1143,9 @@ def test_the_eta_comes_from_the_units_sizes_from_the_first_unit_on():
     from seedr.experiments.progress import Progress as _Progress
 
     sizes = {Path("setup"): UnitWork("retrieval_task"),
-             Path("pretrain"): UnitWork("pre-training (mlm)", 10.0, "training"),
-             Path("finetune"): UnitWork("fine-tuning", 30.0, "training"),
-             Path("later"): UnitWork("pre-training (mlm)", 5.0, "training"),
+             Path("pretrain"): UnitWork("pre-training (mlm)", 10.0, "pre-training"),
+             Path("finetune"): UnitWork("fine-tuning", 30.0, "fine-tuning"),
+             Path("later"): UnitWork("pre-training (mlm)", 5.0, "pre-training"),
              Path("retrieve-a"): UnitWork("dense retrieval", 2.0, "inference"),
              Path("retrieve-b"): UnitWork("dense retrieval", None, "inference"),
              Path("bm25"): UnitWork("BM25 on t")}
@@ -1153,14 +1153,17 @@ def test_the_eta_comes_from_the_units_sizes_from_the_first_unit_on():
     printed = io.StringIO()
     progress = _Progress({unit: (lambda work=work: work) for unit, work in sizes.items()},
                          Console(file=printed, width=200), lambda dtype: measured.append(dtype) or 1.0)
-    training, inference = 1 / SHARE_OF_MATMUL["training"]["float32"], 1 / SHARE_OF_MATMUL["inference"]["float32"]
+    # seconds per FLOP at 1 FLOP/s
+    pretraining, finetuning, inference = (1 / SHARE_OF_MATMUL[sort]["float32"]
+                                          for sort in ("pre-training", "fine-tuning", "inference"))
     progress.finished(Path("setup"), "setup", 3.0)
-    # before any arithmetic-bound unit has run: 45 FLOPs of training and 2 of encoding at the shares
-    assert progress.eta() == f", ETA about {progress._clock(45 * training + 2 * inference)} + 2 units not yet timed"
-    progress.finished(Path("pretrain"), "pretrain", 5.0)  # the estimate said 10 × training: correction
-    correction = 5.0 / (10 * training)
-    expected = 30 * training * correction + 5 * 0.5 + 2 * inference * correction  # MLM's own rate: 0.5 s/FLOP
-    assert progress._correction("inference") == progress._correction("training") == correction  # none run yet
+    # before any arithmetic-bound unit has run: the FLOPs at the shares
+    first = 15 * pretraining + 30 * finetuning + 2 * inference
+    assert progress.eta() == f", ETA about {progress._clock(first)} + 2 units not yet timed"
+    progress.finished(Path("pretrain"), "pretrain", 5.0)  # the estimate said 10 × pretraining: correction
+    correction = 5.0 / (10 * pretraining)
+    expected = 30 * finetuning * correction + 5 * 0.5 + 2 * inference * correction  # MLM's own rate: 0.5 s/FLOP
+    assert progress._correction("inference") == progress._correction("fine-tuning") == correction  # none run
     assert progress.eta() == f", ETA about {progress._clock(expected)} + 2 units not yet timed"
     progress.finished(Path("finetune"), "finetune", None)  # reused: no time, no rate
     progress.finished(Path("later"), "later", 2.5)
@@ -1179,8 +1182,8 @@ def test_the_eta_is_plain_once_every_kind_left_has_run():
     from seedr.experiments.progress import Progress as _Progress
     from seedr.experiments.progress import UnitWork
 
-    units = {Path("a"): UnitWork("fine-tuning", 10.0, "training"), Path("b"): UnitWork("fine-tuning", 20.0, "training"),
-             Path("c"): UnitWork("fusion")}
+    units = {Path("a"): UnitWork("fine-tuning", 10.0, "fine-tuning"),
+             Path("b"): UnitWork("fine-tuning", 20.0, "fine-tuning"), Path("c"): UnitWork("fusion")}
     progress = _Progress({unit: (lambda work=work: work) for unit, work in units.items()},
                          Console(file=io.StringIO()), lambda dtype: 1.0)
     progress.finished(Path("a"), "a", 30.0)
@@ -1200,6 +1203,7 @@ def test_work_is_sized_by_what_each_objective_computes():
     shape = encoder_shape("seedr-base")
     assert shape is not None and (shape.layers, shape.hidden) == (4, 256)
     assert encoder_shape("/nonexistent/model") is None and encoder_shape(None) is None
+    assert EncoderShape.from_config({"architectures": ["BowMlp"], "embedding_dim": 4096}) is None  # not sized
 
     def per_example(name: str, **options: Any) -> float:
         objective = OBJECTIVES.get(name)

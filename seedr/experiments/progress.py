@@ -5,9 +5,9 @@ and dense retrieval in floating-point operations (``UnitWork.compute``), set-up 
 each. Units of a kind that has run take its measured time per unit of size. Arithmetic-bound units of a
 kind that has not run yet are estimated from the machine's measured matrix-product rate
 (``seedr.hardware.matmul_rate``) and the share of it such work reaches (``SHARE_OF_MATMUL``), corrected by
-how long the units of the same sort (training, inference; else any) that have run took against the same
-estimate; the ETA says "about" while any of it rests on such an estimate. Other units of a kind not yet
-run are counted apart.
+how long the units of the same sort (pre-training, fine-tuning, inference; else any) that have run took
+against the same estimate; the ETA says "about" while any of it rests on such an estimate. Other units of
+a kind not yet run, and the units of models it cannot size (the BoW-MLP), are counted apart.
 """
 
 from __future__ import annotations
@@ -19,13 +19,17 @@ from pathlib import Path
 
 from rich.console import Console
 
-#: The share of ``seedr.hardware.matmul_rate`` that seedr's training and encoding reach, by the dtype they
-#: compute in, as their sizes count operations (``multiply_adds_per_example`` × 2, × 3 for a training
-#: step's backward pass). Measured on ``seedr demo`` on the 2-core Intel Xeon (AVX512-BF16) in bf16 and in
-#: float32; other dtypes (float16) take bf16's. A kind's own rate replaces them once a unit of it has run,
-#: and the correction from the units that have run carries them to other machines (a GPU reaches far less
-#: of its rate on models this small).
-SHARE_OF_MATMUL = {"training": {"float32": 0.45, "bfloat16": 0.22},
+#: The share of ``seedr.hardware.matmul_rate`` that seedr's pre-training, fine-tuning and encoding reach,
+#: by the dtype they compute in, as their sizes count operations (``multiply_adds_per_example`` × 2, × 3
+#: for a training step's backward pass): each unit's size over the seconds its ``step.json`` or
+#: ``settings.json`` records, over the rate. Measured on the 2-core Intel Xeon (AVX512-BF16) on ``seedr demo``
+#: in bf16 and in float32 and on ``reqa_from_base`` in bf16: pre-training 0.17-0.22 in bf16 and 0.38-0.42
+#: in float32; fine-tuning, whose texts are often shorter than the lengths it is sized at, 0.26-0.48 and
+#: 0.44-0.51; encoding 0.37-0.59 and 0.49-0.6. Other dtypes (float16) take bf16's. A kind's own rate
+#: replaces them once a unit of it has run, and the correction from the units that have run carries them to
+#: other machines (a GPU reaches far less of its rate on models this small).
+SHARE_OF_MATMUL = {"pre-training": {"float32": 0.4, "bfloat16": 0.19},
+                   "fine-tuning": {"float32": 0.46, "bfloat16": 0.3},
                    "inference": {"float32": 0.55, "bfloat16": 0.5}}
 
 
@@ -37,8 +41,8 @@ class UnitWork:
         kind: units of one kind take time in proportion to their size ("pre-training (seed)",
             "fine-tuning", "dense retrieval", "BM25 on heldout", "retrieval_task").
         size: in the kind's measure; ``None`` while it depends on what an earlier unit makes.
-        compute: ``"training"`` or ``"inference"`` for arithmetic-bound work, whose size is then its
-            floating-point operations; ``None`` for the rest (one per unit).
+        compute: ``"pre-training"``, ``"fine-tuning"`` or ``"inference"`` for arithmetic-bound work, whose
+            size is then its floating-point operations; ``None`` for the rest (one per unit).
         dtype: what arithmetic-bound work computes in ("float32", "bfloat16").
     """
 
@@ -121,7 +125,7 @@ class Progress:
 
     def _correction(self, compute: str) -> float:
         """Seconds taken per second estimated by the arithmetic-bound units run so far: those of the same
-        ``compute`` (training, inference) where one has run, else all of them, else 1."""
+        ``compute`` where one has run, else all of them, else 1."""
         taken = self.computed.get(compute) or [sum(values) for values in zip(*self.computed.values(), strict=True)]
         return taken[0] / taken[1] if taken and taken[1] else 1.0
 

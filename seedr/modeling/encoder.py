@@ -257,12 +257,14 @@ class EncoderShape:
         return float(self.vocab * self.hidden)
 
     @classmethod
-    def from_config(cls, config: dict) -> EncoderShape:
-        """From a ``config.json`` (BERT's names; ``intermediate_size`` defaults to 4 × hidden)."""
-        hidden = int(config.get("hidden_size", 0))
-        return cls(layers=int(config.get("num_hidden_layers", 0)), hidden=hidden,
-                   intermediate=int(config.get("intermediate_size") or 4 * hidden),
-                   vocab=int(config.get("vocab_size", 0)))
+    def from_config(cls, config: dict) -> EncoderShape | None:
+        """From a ``config.json`` with BERT's names (``intermediate_size`` defaults to 4 × hidden); ``None``
+        for a model without them (the BoW-MLP baseline), whose work is then not sized."""
+        layers, hidden, vocab = (config.get(name) for name in ("num_hidden_layers", "hidden_size", "vocab_size"))
+        if not all(isinstance(value, int) and value > 0 for value in (layers, hidden, vocab)):
+            return None
+        return cls(layers=layers, hidden=hidden, intermediate=int(config.get("intermediate_size") or 4 * hidden),
+                   vocab=vocab)
 
 
 def encoder_shape(name_or_path: str | os.PathLike | None) -> EncoderShape | None:

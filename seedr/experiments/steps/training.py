@@ -87,12 +87,12 @@ class PretrainStep(ExperimentStep):
         dtype = training_dtype(config.train.mixed_precision, default_device())
         shape = self.encoder_shape(shape_of)
         if shape is None:
-            return UnitWork(kind, None, "training", dtype)
+            return UnitWork(kind, None, "pre-training", dtype)
         train = config.train
         per_example = OBJECTIVES.get(config.objective_name).multiply_adds_per_example(
             self.objective_config(config), config.data.max_seq_length, shape)
         return UnitWork(kind, 6.0 * train.max_steps * (train.global_batch_size or train.batch_size) * per_example,
-                        "training", dtype)
+                        "pre-training", dtype)
 
 
 @STEPS.register("finetune")
@@ -147,9 +147,9 @@ class FinetuneStep(ExperimentStep):
         shape = self.encoder_shape(shape_of)
         dtype = training_dtype(train.mixed_precision, default_device())
         if steps is None or shape is None:
-            return UnitWork("fine-tuning", None, "training", dtype)
+            return UnitWork("fine-tuning", None, "fine-tuning", dtype)
         tokens = config.query_max_length + config.document_max_length * (1 + config.negatives_per_query)
-        return UnitWork("fine-tuning", 6.0 * steps * batch * tokens * shape.token_multiply_adds, "training", dtype)
+        return UnitWork("fine-tuning", 6.0 * steps * batch * tokens * shape.token_multiply_adds, "fine-tuning", dtype)
 
     def run_folder(self, out_dir: Path) -> Path:
         config = self.config()
