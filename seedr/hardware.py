@@ -70,6 +70,14 @@ def default_compute_dtype(device: str | torch.device) -> str:
     return "bfloat16" if native_bf16(device) else "float32"
 
 
+def encoding_dtype(value: str | torch.dtype | None, device: str | torch.device) -> str | torch.dtype:
+    """What encoding's ``compute_dtype`` computes in: ``auto`` as ``default_compute_dtype(device)``, ``None``
+    as float32, any other as given."""
+    if value == "auto":
+        return default_compute_dtype(device)
+    return "float32" if value is None else value
+
+
 def resolve_mixed_precision(value: str, device: str | torch.device) -> str:
     """``train.mixed_precision`` as it will run: ``auto`` becomes ``bf16`` where ``native_bf16(device)``
     and ``no`` elsewhere; ``no``, ``bf16`` and ``fp16`` stand as given."""
@@ -113,4 +121,4 @@ def matmul_rate(dtype: str, device: str | torch.device = "cpu", seconds: float =
 
 
 __all__ = ["PRECISION_DTYPES", "VECTOR_EXTENSIONS", "cpu_description", "default_compute_dtype", "default_device",
-           "matmul_rate", "native_bf16", "resolve_mixed_precision", "training_dtype"]
+           "encoding_dtype", "matmul_rate", "native_bf16", "resolve_mixed_precision", "training_dtype"]

@@ -1,11 +1,17 @@
-"""What a report says about the CPU it ran on (``seedr.hardware.cpu_description``)."""
+"""What a report says about the CPU it ran on (``seedr.hardware.cpu_description``), and what a stage computes in."""
 
 from __future__ import annotations
 
 import platform
 
 from seedr.experiments.results_markdown import machine_label
-from seedr.hardware import cpu_description
+from seedr.hardware import (
+    cpu_description,
+    default_compute_dtype,
+    encoding_dtype,
+    matmul_rate,
+    training_dtype,
+)
 
 AMD_AVX2 = """processor\t: 0
 vendor_id\t: AuthenticAMD
@@ -37,3 +43,12 @@ def test_the_claims_table_names_what_decides_a_cpus_speed():
     assert machine_label({"cpus": 2, "gpu": None, "cpu_native_bf16": False}) == "CPU: 2 cores (no native bf16)"
     assert machine_label({"cpus": 2, "gpu": None}) == "CPU: 2 cores"
     assert machine_label({"cpus": 16, "gpu": "NVIDIA H200"}) == "GPU: NVIDIA H200"
+
+
+def test_the_dtypes_stages_compute_in_and_the_matrix_product_rate():
+    """``auto`` is bf16 where native, else float32, for encoding and training alike; no setting is float32."""
+    native = default_compute_dtype("cpu")
+    assert encoding_dtype("auto", "cpu") == native == training_dtype("auto", "cpu")
+    assert encoding_dtype(None, "cpu") == "float32" == training_dtype("no", "cpu")
+    assert encoding_dtype("float16", "cpu") == "float16" and training_dtype("bf16", "cpu") == "bfloat16"
+    assert matmul_rate("float32", seconds=0.01) > 1e8  # any CPU multiplies faster than 0.1 GFLOP/s

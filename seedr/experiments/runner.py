@@ -289,7 +289,7 @@ class _Plan:
         """Every unit's kind and size of work (for the ETA), each asked when needed: a size that depends on
         what an earlier unit makes (training labels, a corpus) is known once it has run. A model a chain
         will make has the shape of the one it starts from (``ExperimentStep.encoder_shape``)."""
-        from seedr.hardware import default_compute_dtype, default_device
+        from seedr.hardware import default_device, encoding_dtype
         from seedr.modeling.encoder import encoder_shape
 
         makers = {step.product(folder): step for chained in self.chains.values() for step, folder in chained}
@@ -314,10 +314,9 @@ class _Plan:
                 retrieve = runner.retrieve_config(condition)
                 shape = shape_of(self.models[condition.name])
                 tokens = task.encoded_tokens(retrieve.max_length or 512)
-                dtype = (default_compute_dtype(default_device()) if retrieve.compute_dtype in (None, "auto")
-                         else retrieve.compute_dtype)
                 size = None if shape is None or tokens is None else 2.0 * tokens * shape.token_multiply_adds
-                return UnitWork("dense retrieval", size, "inference", dtype)
+                return UnitWork("dense retrieval", size, "inference",
+                                str(encoding_dtype(retrieve.compute_dtype, default_device())))
             return work
 
         for (task, name), folder in self.retrievals.items():

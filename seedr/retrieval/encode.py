@@ -34,7 +34,7 @@ from tqdm.auto import tqdm
 from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
 from seedr.data.records import Document
-from seedr.hardware import default_compute_dtype, default_device
+from seedr.hardware import default_device, encoding_dtype
 from seedr.io import DataError
 from seedr.modeling.encoder import (
     SETTINGS_FILE,
@@ -254,7 +254,7 @@ class TextEncoder:
         self.pooling: Pooling = pooling or defaults["pooling"]
         self.normalize: bool = defaults["normalize"] if normalize is None else normalize
         self.max_length: int = max_length or defaults["max_length"]
-        self.autocast_dtype = _autocast_dtype(default_compute_dtype(self.device) if dtype == "auto" else dtype)
+        self.autocast_dtype = _autocast_dtype(encoding_dtype(dtype, self.device))
         self.query_prefix, self.document_prefix = query_prefix, document_prefix
         self.title: str = title or defaults["title"]
 
