@@ -1194,6 +1194,18 @@ def test_the_eta_is_plain_once_every_kind_left_has_run():
     assert progress.eta() == ""
 
 
+def test_an_estimate_is_not_part_of_any_result_key():
+    """Step and retrieval folders are keyed on the code that computes them; the ETA's sizing and progress
+    line are not part of it, so that tuning an estimate recomputes nothing."""
+    from seedr.experiments.steps import STEPS
+    from seedr.experiments.tasks import TASKS
+    from seedr.provenance import code_closure
+
+    for kind in [*(STEPS.get(name) for name in STEPS.names()), *(TASKS.get(name) for name in TASKS.names())]:
+        closure = code_closure([f"{kind.__module__}:{kind.__qualname__}"])
+        assert not {"seedr.experiments.progress", "seedr.experiments.sizing"} & set(closure), kind
+
+
 def test_work_is_sized_by_what_each_objective_computes():
     """SEED-Encoder's decoder runs every token through its layers and the vocabulary, CPDAE encodes two
     masked views, a two-tower pair is a query and a document at their own lengths."""
@@ -1217,6 +1229,42 @@ def test_work_is_sized_by_what_each_objective_computes():
     assert per_example("ict", query_max_length=64, document_max_length=288) == pytest.approx(
         352 * shape.token_multiply_adds)
     assert EncoderShape(layers=2, hidden=4, intermediate=16, vocab=10).layer_multiply_adds == 4 * 16 + 2 * 4 * 16
+
+
+def test_fine_tuning_is_sized_at_the_lengths_its_batches_are_padded_to(tmp_path):
+    """A fine-tuning unit counts its queries and documents at the length a batch of them is padded to (the
+    expected longest of a batch drawn from the training data's lengths), hard negatives only for a
+    strategy that adds them; before its training data exists it is not sized."""
+    from seedr.experiments.sizing import padded_length, step_work, tokens_of
+    from seedr.experiments.steps import STEPS
+    from seedr.modeling.encoder import EncoderShape
+
+    assert padded_length([7.0] * 5, 4) == pytest.approx(7.0)
+    assert padded_length([2.0, 4.0], 1) == pytest.approx(3.0)  # one text: the mean
+    assert padded_length([2.0, 4.0], 2) == pytest.approx(2.0 * 0.25 + 4.0 * 0.75)  # the longer of two draws
+    assert padded_length([1.0] * 99 + [50.0], 400) == pytest.approx(50.0, rel=0.05)  # large batches: the longest
+    assert tokens_of(45, 64) == pytest.approx(12.0) and tokens_of(10_000, 64) == 64.0
+
+    data = tmp_path / "train"
+    shape = EncoderShape(layers=2, hidden=8, intermediate=32, vocab=100)
+
+    def work(**settings: Any) -> float | None:
+        step = STEPS.get("finetune")({"model": "model", "train_data": str(data),
+                                      "train": {"max_steps": 10, "batch_size": 4}, "query_max_length": 16, "document_max_length": 64,
+                                      **settings}, "t")
+        return step_work(step, lambda model: shape).size
+
+    assert work(negatives="bm25") is None  # the data is made by an earlier unit
+    (data / "qrels").mkdir(parents=True)
+    texts = {"d1": "x" * 90, "d2": "y" * 900, "d3": "z" * 45}
+    (data / "corpus.jsonl").write_text("".join(json.dumps({"_id": i, "title": "", "text": t}) + "\n"
+                                               for i, t in texts.items()))
+    (data / "queries.jsonl").write_text("".join(json.dumps({"_id": q, "text": "q" * 27}) + "\n" for q in "ab"))
+    (data / "qrels" / "train.tsv").write_text("query-id\tcorpus-id\tscore\na\td1\t1\nb\td2\t1\nb\td3\t0\n")
+    documents = padded_length([tokens_of(90, 64), 64.0], 4 * 2)  # d3 is not relevant; d2 is cut at 64
+    per_token = 6.0 * 10 * 4 * shape.token_multiply_adds
+    assert work(negatives="bm25") == pytest.approx(per_token * (8.0 + 2 * documents))
+    assert work(negatives="in_batch") == pytest.approx(per_token * (8.0 + padded_length([22.0, 64.0], 4)))
 
 
 def test_a_claim_on_a_model_that_learned_nothing_is_inconclusive(tmp_path):

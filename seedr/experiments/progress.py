@@ -20,16 +20,17 @@ from pathlib import Path
 from rich.console import Console
 
 #: The share of ``seedr.hardware.matmul_rate`` that seedr's pre-training, fine-tuning and encoding reach,
-#: by the dtype they compute in, as their sizes count operations (``multiply_adds_per_example`` × 2, × 3
-#: for a training step's backward pass): each unit's size over the seconds its ``step.json`` or
-#: ``settings.json`` records, over the rate. Measured on the 2-core Intel Xeon (AVX512-BF16) on ``seedr demo``
-#: in bf16 and in float32 and on ``reqa_from_base`` in bf16: pre-training 0.17-0.22 in bf16 and 0.38-0.42
-#: in float32; fine-tuning, whose texts are often shorter than the lengths it is sized at, 0.26-0.48 and
-#: 0.44-0.51; encoding 0.37-0.59 and 0.49-0.6. Other dtypes (float16) take bf16's. A kind's own rate
-#: replaces them once a unit of it has run, and the correction from the units that have run carries them to
-#: other machines (a GPU reaches far less of its rate on models this small).
+#: by the dtype they compute in, as their sizes (``seedr.experiments.sizing``) count operations
+#: (``multiply_adds_per_example`` × 2, × 3 for a training step's backward pass): each unit's size over the
+#: seconds its ``step.json`` or ``settings.json`` records, over the rate. Measured on the 2-core Intel Xeon
+#: (AVX512-BF16) on ``seedr demo`` in bf16 and in float32 and on ``reqa_from_base`` in bf16: pre-training
+#: 0.17-0.22 in bf16 and 0.38-0.42 in float32; fine-tuning, sized at the lengths its batches are padded to,
+#: 0.16-0.25 in bf16 and as much as pre-training in float32 (1.0×, the same run); encoding 0.37-0.59 and
+#: 0.49-0.6. The float32 rate itself varies by a fifth between measurements. Other dtypes (float16) take
+#: bf16's. A kind's own rate replaces them once a unit of it has run, and the correction from the units
+#: that have run carries them to other machines (a GPU reaches far less of its rate on models this small).
 SHARE_OF_MATMUL = {"pre-training": {"float32": 0.4, "bfloat16": 0.19},
-                   "fine-tuning": {"float32": 0.46, "bfloat16": 0.3},
+                   "fine-tuning": {"float32": 0.4, "bfloat16": 0.2},
                    "inference": {"float32": 0.55, "bfloat16": 0.5}}
 
 

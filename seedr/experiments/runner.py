@@ -43,6 +43,7 @@ from seedr.experiments.preamble import machine, report_preamble
 from seedr.experiments.progress import Progress, UnitWork, Work
 from seedr.experiments.results_markdown import results_markdown
 from seedr.experiments.scoring import compare
+from seedr.experiments.sizing import EncodedTokens, made_shape, step_work
 from seedr.experiments.spec import Condition, Experiment, substitute
 from seedr.experiments.steps import (
     ExperimentStep,
@@ -286,24 +287,25 @@ class _Plan:
                 *dict.fromkeys([*self.retrievals.values(), *self.bm25_folders.values()])]
 
     def work(self, experiment: Experiment, runner: _Runner) -> dict[Path, Work]:
-        """Every unit's kind and size of work (for the ETA), each asked when needed: a size that depends on
-        what an earlier unit makes (training labels, a corpus) is known once it has run. A model a chain
-        will make has the shape of the one it starts from (``ExperimentStep.encoder_shape``)."""
+        """Every unit's kind and size of work (for the ETA: ``seedr.experiments.sizing``), each asked when
+        needed: a size that depends on what an earlier unit makes (training labels, a corpus) is known once
+        it has run. A model a chain will make has the shape of the one it starts from (``made_shape``)."""
         from seedr.hardware import default_device, encoding_dtype
         from seedr.modeling.encoder import encoder_shape
 
         makers = {step.product(folder): step for chained in self.chains.values() for step, folder in chained}
+        encoded_tokens = EncodedTokens()
 
         def shape_of(model: str | None) -> EncoderShape | None:
             shape = encoder_shape(model)
             if shape is None and model in makers:
-                return makers[model].encoder_shape(shape_of)
+                return made_shape(makers[model], shape_of)
             return shape
 
-        units: dict[Path, Work] = {folder: functools.partial(step.work, shape_of)
+        units: dict[Path, Work] = {folder: functools.partial(step_work, step, shape_of)
                                    for step, folder in self.setup.values()}
         for chained in self.chains.values():
-            units.update({folder: functools.partial(step.work, shape_of) for step, folder in chained})
+            units.update({folder: functools.partial(step_work, step, shape_of) for step, folder in chained})
 
         def retrieval(task: RetrievalTask, condition: Any) -> Work:
             def work() -> UnitWork:
@@ -313,7 +315,7 @@ class _Plan:
                     return UnitWork("fusion")
                 retrieve = runner.retrieve_config(condition)
                 shape = shape_of(self.models[condition.name])
-                tokens = task.encoded_tokens(retrieve.max_length or 512)
+                tokens = encoded_tokens(task, retrieve.max_length or 512)
                 size = None if shape is None or tokens is None else 2.0 * tokens * shape.token_multiply_adds
                 return UnitWork("dense retrieval", size, "inference",
                                 str(encoding_dtype(retrieve.compute_dtype, default_device())))

@@ -136,10 +136,6 @@ class FuseConfig:
         return selection.best, selection
 
 
-#: Characters per WordPiece token of English text, about: to size an encoding before its texts are tokenised.
-CHARACTERS_PER_TOKEN = 4.5
-
-
 class RetrievalTask:
     """A task kind: its settings dataclass, the collection its conditions retrieve from, and the
     library's evaluation task (``seedr.evaluation.tasks``) that holds its queries and scores its runs,
@@ -150,7 +146,6 @@ class RetrievalTask:
     def __init__(self, name: str, settings: dict[str, Any], metrics: list[str], where: str) -> None:
         self.name, self.metrics, self.where = name, list(metrics), where
         self.config = from_dict(self.config_class, settings, where)
-        self._text_lengths: list[int] | None = None
 
     def validate(self) -> None:
         """Check the metrics this task can report (building its evaluation task checks them)."""
@@ -172,18 +167,6 @@ class RetrievalTask:
     def documents(self) -> list[Document]:
         """The collection BM25 and the dense index rank."""
         raise NotImplementedError
-
-    def encoded_tokens(self, max_length: int) -> float | None:
-        """About how many tokens a dense retrieval on this task encodes: every document and query, each
-        cut at ``max_length`` (at ``CHARACTERS_PER_TOKEN``), to size it for an experiment's ETA; ``None``
-        while its files do not exist yet (a set-up step makes them)."""
-        if self._text_lengths is None:
-            try:
-                self._text_lengths = ([len(document.title or "") + len(document.text) for document in self.documents()]
-                                      + [len(query) for query in self.queries().values()])
-            except (OSError, ValueError):  # not made yet (a DataError is a ValueError)
-                return None
-        return sum(min(max_length, 2 + length / CHARACTERS_PER_TOKEN) for length in self._text_lengths)
 
     def per_query(self, run: Run) -> dict[str, dict[str, float]]:
         """``{metric: {qid: value}}`` of ``run``."""

@@ -11,7 +11,6 @@ the stage config's keys (dotted for nested fields); a step that follows another 
 from seedr.experiments.steps.base import (
     STEPS,
     ExperimentStep,
-    ShapeOf,
     build_step,
     condition_references,
     record_step,
@@ -20,5 +19,5 @@ from seedr.experiments.steps.setup import RetrievalTaskConfig, shipped_split
 from seedr.experiments.steps.training import AverageConfig, DiagnoseConfig, check_options
 from seedr.experiments.steps.validation import validate
 
-__all__ = ["STEPS", "AverageConfig", "DiagnoseConfig", "ExperimentStep", "RetrievalTaskConfig", "ShapeOf",
+__all__ = ["STEPS", "AverageConfig", "DiagnoseConfig", "ExperimentStep", "RetrievalTaskConfig",
            "build_step", "check_options", "condition_references", "record_step", "shipped_split", "validate"]

@@ -5,26 +5,17 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import Any, ClassVar
 
 from seedr.config import identity, merge_settings, read_recipe
-from seedr.experiments.progress import UnitWork
 from seedr.io import atomic_write
 from seedr.recipes import recipe_path
 from seedr.registry import Registry
 
-if TYPE_CHECKING:
-    from seedr.modeling.encoder import EncoderShape
-
 #: The step kinds an experiment file names, filled by the modules that define them
 #: (``seedr.experiments.steps.training`` and ``.setup``, which the package imports).
 STEPS: Registry[type[ExperimentStep]] = Registry("experiment step")
-
-#: A model's shape (``seedr.modeling.encoder.encoder_shape``), also of a model an earlier step will make.
-ShapeOf = Callable[[str | None], "EncoderShape | None"]
-
 
 class ExperimentStep:
     """A kind of step: validate its settings, run it into a folder, name the model it produced."""
@@ -112,17 +103,6 @@ class ExperimentStep:
     def product(self, out_dir: Path) -> str | None:
         """The model this step produced (for the next step and for retrieval), if any."""
         return str(self.run_folder(out_dir) / "encoder")
-
-    def work(self, shape_of: ShapeOf) -> UnitWork:
-        """What kind of work this step is and how much of it, for the experiment's ETA
-        (``seedr.experiments.progress``); ``shape_of(model)`` gives a model's shape, also of one an earlier
-        step of the chain will make. Set-up and analysis steps count one each of their kind."""
-        return UnitWork(self.kind)
-
-    def encoder_shape(self, shape_of: ShapeOf) -> EncoderShape | None:
-        """The shape of the encoder this step makes: that of the one it starts from (training, averaging
-        and fine-tuning keep it)."""
-        return shape_of(self.given_model())
 
     def history_dirs(self, out_dir: Path) -> list[Path]:
         """Run folders whose training curves (and result JSONs) the report shows."""

@@ -7,15 +7,11 @@ from __future__ import annotations
 
 import dataclasses
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from seedr.config import from_dict, identity, merge_settings
-from seedr.experiments.progress import UnitWork
-from seedr.experiments.steps.base import STEPS, ExperimentStep, ShapeOf
+from seedr.experiments.steps.base import STEPS, ExperimentStep
 from seedr.registry import Registry
-
-if TYPE_CHECKING:
-    from seedr.modeling.encoder import EncoderShape
 
 
 def check_options(registry: Registry[Any], name: str, options: dict[str, Any] | None, where: str) -> None:
@@ -24,11 +20,6 @@ def check_options(registry: Registry[Any], name: str, options: dict[str, Any] | 
         registry.check(name, options)
     except ValueError as error:
         raise ValueError(f"{where}: {error}") from None
-
-
-def _line_count(path: Path) -> int:
-    with open(path, "rb") as stream:
-        return sum(1 for _ in stream)
 
 
 @STEPS.register("pretrain")
@@ -69,32 +60,6 @@ class PretrainStep(ExperimentStep):
 
         return {"last": pretrain(self.config(), out_dir, resume=True)}
 
-    def encoder_shape(self, shape_of: ShapeOf) -> EncoderShape | None:
-        from seedr.training.pretrain import new_model_shape
-
-        model = self.config().model
-        return shape_of(model.init) if model.init else new_model_shape(model)
-
-    def work(self, shape_of: ShapeOf) -> UnitWork:
-        """Training: every step's examples through the encoder and the objective's parts
-        (``Objective.multiply_adds_per_example``), forward and backward (× 3), two operations per
-        multiply-add; one kind per objective, whose parts cost differently."""
-        from seedr.hardware import default_device, training_dtype
-        from seedr.objectives import OBJECTIVES
-
-        config = self.config()
-        kind = f"pre-training ({config.objective_name})"
-        dtype = training_dtype(config.train.mixed_precision, default_device())
-        shape = self.encoder_shape(shape_of)
-        if shape is None:
-            return UnitWork(kind, None, "pre-training", dtype)
-        train = config.train
-        per_example = OBJECTIVES.get(config.objective_name).multiply_adds_per_example(
-            self.objective_config(config), config.data.max_seq_length, shape)
-        return UnitWork(kind, 6.0 * train.max_steps * (train.global_batch_size or train.batch_size) * per_example,
-                        "pre-training", dtype)
-
-
 @STEPS.register("finetune")
 class FinetuneStep(ExperimentStep):
     """``seedr finetune``: settings are ``FinetuneConfig`` keys (``model``, ``train_data``, ``loss``,
@@ -130,26 +95,6 @@ class FinetuneStep(ExperimentStep):
         from seedr.training.finetune import finetune
 
         return finetune(self.config(), out_dir, resume=True)
-
-    def work(self, shape_of: ShapeOf) -> UnitWork:
-        """Training: every step's queries, positives and negatives through the encoder, forward and
-        backward (× 3), two operations per multiply-add; a run of epochs is sized once its training labels
-        exist (made by a set-up step)."""
-        from seedr.hardware import default_device, training_dtype
-
-        config = self.config()
-        train = config.train
-        batch = train.global_batch_size or train.batch_size
-        steps: float | None = train.max_steps
-        if config.epochs is not None:
-            labels = Path(config.train_data) / "qrels" / f"{config.train_split}.tsv"
-            steps = config.epochs * _line_count(labels) / batch if labels.is_file() else None
-        shape = self.encoder_shape(shape_of)
-        dtype = training_dtype(train.mixed_precision, default_device())
-        if steps is None or shape is None:
-            return UnitWork("fine-tuning", None, "fine-tuning", dtype)
-        tokens = config.query_max_length + config.document_max_length * (1 + config.negatives_per_query)
-        return UnitWork("fine-tuning", 6.0 * steps * batch * tokens * shape.token_multiply_adds, "fine-tuning", dtype)
 
     def run_folder(self, out_dir: Path) -> Path:
         config = self.config()

@@ -1,0 +1,170 @@
+"""What each unit of an experiment computes, sized before it runs, for its ETA (``seedr.experiments.progress``).
+
+Training and dense retrieval are sized in floating-point operations: pre-training from what its objective
+computes per example (``Objective.multiply_adds_per_example``), fine-tuning from its batches at the length
+they are padded to, dense retrieval from the texts it encodes; set-up and analysis steps count one each.
+A model a chain will make has the shape of the one it starts from.
+
+This module is apart from the steps and tasks on purpose: a step's or a retrieval's folder is keyed on the
+code that computes its result (``seedr.provenance.code_closure`` of the step class or task class), and an
+estimate of how long that takes is not part of it. An edit here or in the progress line recomputes
+nothing (``tests/test_experiments.py`` keeps it so).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from seedr.experiments.progress import UnitWork
+
+if TYPE_CHECKING:
+    from seedr.experiments.steps.base import ExperimentStep
+    from seedr.experiments.tasks import RetrievalTask
+    from seedr.modeling.encoder import EncoderShape
+
+#: A model's shape (``seedr.modeling.encoder.encoder_shape``), also of a model an earlier step will make.
+ShapeOf = Callable[[str | None], "EncoderShape | None"]
+
+#: Characters per WordPiece token of English text, about: to size an encoding before its texts are tokenised.
+CHARACTERS_PER_TOKEN = 4.5
+
+
+def tokens_of(characters: float, max_length: int) -> float:
+    """About how many tokens a text of ``characters`` is encoded as, [CLS] and [SEP] included, cut at
+    ``max_length``."""
+    return min(float(max_length), 2 + characters / CHARACTERS_PER_TOKEN)
+
+
+def padded_length(lengths: Sequence[float], batch: int) -> float:
+    """The length a batch of ``batch`` texts drawn at random from ``lengths`` is padded to, expected: the
+    expected maximum of ``batch`` draws, ``sum_i l_(i) [(i/n)^b - ((i-1)/n)^b]`` over the ``n`` lengths in
+    ascending order (a padded batch's arithmetic grows with its longest text, not its average one)."""
+    ordered, count = sorted(lengths), len(lengths)
+    return sum(length * (((i + 1) / count) ** batch - (i / count) ** batch) for i, length in enumerate(ordered))
+
+
+def made_shape(step: ExperimentStep, shape_of: ShapeOf) -> EncoderShape | None:
+    """The shape of the encoder ``step`` makes: a pre-training from scratch that of the new model
+    (``seedr.training.pretrain.new_model_shape``), every other step that of the one it starts from
+    (training, averaging and fine-tuning keep it)."""
+    if step.kind == "pretrain":
+        from seedr.training.pretrain import new_model_shape
+
+        model = step.config().model
+        return shape_of(model.init) if model.init else new_model_shape(model)
+    return shape_of(step.given_model())
+
+
+def step_work(step: ExperimentStep, shape_of: ShapeOf) -> UnitWork:
+    """What kind of work ``step`` is and how much of it; ``shape_of(model)`` gives a model's shape, also of
+    one an earlier step of the chain will make. Steps other than training count one each of their kind."""
+    sizer = _STEP_SIZERS.get(step.kind)
+    return sizer(step, shape_of) if sizer else UnitWork(step.kind)
+
+
+def _pretraining(step: ExperimentStep, shape_of: ShapeOf) -> UnitWork:
+    """Every step's examples through the encoder and the objective's parts
+    (``Objective.multiply_adds_per_example``), forward and backward (× 3), two operations per multiply-add;
+    one kind per objective, whose parts cost differently."""
+    from seedr.hardware import default_device, training_dtype
+    from seedr.objectives import OBJECTIVES
+
+    config = step.config()
+    kind = f"pre-training ({config.objective_name})"
+    dtype = training_dtype(config.train.mixed_precision, default_device())
+    shape = made_shape(step, shape_of)
+    if shape is None:
+        return UnitWork(kind, None, "pre-training", dtype)
+    train = config.train
+    per_example = OBJECTIVES.get(config.objective_name).multiply_adds_per_example(
+        step.objective_config(config), config.data.max_seq_length, shape)
+    return UnitWork(kind, 6.0 * train.max_steps * (train.global_batch_size or train.batch_size) * per_example,
+                    "pre-training", dtype)
+
+
+def _fine_tuning(step: ExperimentStep, shape_of: ShapeOf) -> UnitWork:
+    """Every step's queries, positives and hard negatives through the encoder, forward and backward (× 3),
+    two operations per multiply-add, each batch at the length it is padded to (``training_lengths``,
+    ``padded_length``); a run of epochs is sized once its training data exists (a set-up step may make it)."""
+    from seedr.hardware import default_device, training_dtype
+    from seedr.negatives import NEGATIVES
+
+    config = step.config()
+    train = config.train
+    batch = train.global_batch_size or train.batch_size
+    steps: float | None = train.max_steps
+    if config.epochs is not None:
+        labels = Path(config.train_data) / "qrels" / f"{config.train_split}.tsv"
+        steps = config.epochs * _line_count(labels) / batch if labels.is_file() else None
+    shape = made_shape(step, shape_of)
+    dtype = training_dtype(train.mixed_precision, default_device())
+    lengths = training_lengths(config)
+    if steps is None or shape is None or lengths is None:
+        return UnitWork("fine-tuning", None, "fine-tuning", dtype)
+    queries, documents = lengths
+    per_query = config.negatives_per_query if NEGATIVES.get(config.negatives).hard_negatives else 0
+    tokens = (padded_length(queries, train.batch_size)
+              + (1 + per_query) * padded_length(documents, train.batch_size * (1 + per_query)))
+    return UnitWork("fine-tuning", 6.0 * steps * batch * tokens * shape.token_multiply_adds, "fine-tuning", dtype)
+
+
+_STEP_SIZERS: dict[str, Callable[[Any, ShapeOf], UnitWork]] = {"pretrain": _pretraining, "finetune": _fine_tuning}
+
+#: ``training_lengths`` by training data (and when it last changed), split, title mode and lengths.
+_TRAINING_LENGTHS: dict[tuple[Any, ...], tuple[list[float], list[float]]] = {}
+
+
+def training_lengths(config: Any) -> tuple[list[float], list[float]] | None:
+    """The token counts (``tokens_of``) of a fine-tuning config's labelled queries and of their relevant
+    documents as it feeds them (its title mode, cut at its lengths); ``None`` while its training data does
+    not exist yet. Negatives are taken to be as long as positives."""
+    from seedr.data.training_sets import load_training_set
+    from seedr.retrieval.encode import document_input
+
+    path = Path(config.train_data)
+    if not path.exists():
+        return None
+    key = (str(path), path.stat().st_mtime_ns, config.train_split, config.title, config.query_max_length,
+           config.document_max_length)
+    if key not in _TRAINING_LENGTHS:
+        try:
+            training = load_training_set(path, config.train_split)
+        except (OSError, ValueError):  # not made yet, or not readable yet (a DataError is a ValueError)
+            return None
+        documents = [training.corpus[document] for judged in training.qrels.values()
+                     for document, grade in judged.items() if grade > 0 and document in training.corpus]
+        _TRAINING_LENGTHS[key] = (
+            [tokens_of(len(training.queries[query]), config.query_max_length) for query in training.qrels],
+            [tokens_of(sum(len(part or "") for part in document_input(document, config.title or "pair")),
+                       config.document_max_length) for document in documents])
+    return _TRAINING_LENGTHS[key]
+
+
+def _line_count(path: Path) -> int:
+    with open(path, "rb") as stream:
+        return sum(1 for _ in stream)
+
+
+class EncodedTokens:
+    """About how many tokens a dense retrieval on a task encodes: every document and query, each cut at
+    the length (``tokens_of``); each task's texts are read once, when its files exist (a set-up step may
+    make them)."""
+
+    def __init__(self) -> None:
+        self._characters: dict[str, list[int]] = {}
+
+    def __call__(self, task: RetrievalTask, max_length: int) -> float | None:
+        if task.name not in self._characters:
+            try:
+                self._characters[task.name] = (
+                    [len(document.title or "") + len(document.text) for document in task.documents()]
+                    + [len(query) for query in task.queries().values()])
+            except (OSError, ValueError):  # not made yet (a DataError is a ValueError)
+                return None
+        return sum(tokens_of(characters, max_length) for characters in self._characters[task.name])
+
+
+__all__ = ["CHARACTERS_PER_TOKEN", "EncodedTokens", "ShapeOf", "made_shape", "padded_length", "step_work",
+           "tokens_of", "training_lengths"]
