@@ -19,7 +19,7 @@ from seedr.experiments.figures import figures, floor, with_seed_sd
 from seedr.experiments.results_markdown import results_markdown
 from seedr.experiments.spec import is_experiment_name
 from seedr.experiments.verdicts import claim_results, recorded_seed_scores
-from seedr.io import DataError, atomic_directory, atomic_write
+from seedr.io import DataError, atomic_directory, atomic_write, json_text
 
 
 def load_results(path: str | Path) -> dict[str, Any]:
@@ -127,7 +127,7 @@ def rerender(results_dir: str | Path, experiment: Any) -> dict[str, Any]:
     results["claims"] = claim_results(experiment, results["tasks"], recorded_seed_scores(results.get("seed_scores")),
                                       results.get("diagnostics"), p_values, seed_tests)
     with atomic_write(results_dir / "results.json") as stream:
-        json.dump(results, stream, indent=2)
+        stream.write(json_text(results))
     report = (results_dir / "report.md").read_text(encoding="utf-8")
     markdown = _replace_comparison(report, results_markdown(results))
     with atomic_write(results_dir / "report.md") as stream:

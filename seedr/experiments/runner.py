@@ -53,7 +53,7 @@ from seedr.experiments.steps import (
 )
 from seedr.experiments.tasks import TASKS, FuseConfig, RetrievalTask, RetrieveConfig, fuses
 from seedr.experiments.verdicts import claim_results, seed_scores
-from seedr.io import atomic_write, output_lock
+from seedr.io import atomic_write, json_text, output_lock
 from seedr.provenance import code_fingerprint, record_run, sources_as_first_read
 from seedr.reporting.diagnostics import plot_reliance
 from seedr.reporting.report import plot_comparison, render_report
@@ -480,7 +480,7 @@ def _report(experiment: Experiment, plan: _Plan, scores: _Scores, runner: _Runne
     }
     (report_dir / "plots").mkdir(parents=True, exist_ok=True)
     with atomic_write(report_dir / "results.json") as stream:
-        json.dump(results, stream, indent=2)
+        stream.write(json_text(results))
     grouped = _grouped(experiment)
     plots = [plot_comparison(table, report_dir / "plots" / f"comparison-{task}.png", title=task,
                              systems=[system for system in table.systems if system not in grouped])
