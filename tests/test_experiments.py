@@ -1278,6 +1278,8 @@ def test_fine_tuning_is_sized_at_the_lengths_its_batches_are_padded_to(tmp_path)
     per_token = 6.0 * 10 * 4 * shape.token_multiply_adds
     assert work(negatives="bm25") == pytest.approx(per_token * (8.0 + 2 * documents))
     assert work(negatives="in_batch") == pytest.approx(per_token * (8.0 + padded_length([22.0, 64.0], 4)))
+    # epochs pass over the two labelled pairs (or queries): 3 epochs of 2 at a batch of 4 are 1.5 steps, not 10
+    assert work(negatives="bm25", epochs=3) == pytest.approx(0.15 * work(negatives="bm25"))
 
 
 def test_a_claim_on_a_model_that_learned_nothing_is_inconclusive(tmp_path):

@@ -87,23 +87,22 @@ def _pretraining(step: ExperimentStep, shape_of: ShapeOf) -> UnitWork:
 def _fine_tuning(step: ExperimentStep, shape_of: ShapeOf) -> UnitWork:
     """Every step's queries, positives and hard negatives through the encoder, forward and backward (× 3),
     two operations per multiply-add, each batch at the length it is padded to (``training_lengths``,
-    ``padded_length``); a run of epochs is sized once its training data exists (a set-up step may make it)."""
+    ``padded_length``); sized once its training data exists (a set-up step may make it)."""
     from seedr.hardware import default_device, training_dtype
     from seedr.negatives import NEGATIVES
 
     config = step.config()
     train = config.train
-    batch = train.global_batch_size or train.batch_size
-    steps: float | None = train.max_steps
-    if config.epochs is not None:
-        labels = Path(config.train_data) / "qrels" / f"{config.train_split}.tsv"
-        steps = config.epochs * _line_count(labels) / batch if labels.is_file() else None
     shape = made_shape(step, shape_of)
     dtype = training_dtype(train.mixed_precision, default_device())
     lengths = training_lengths(config)
-    if steps is None or shape is None or lengths is None:
+    if shape is None or lengths is None:
         return UnitWork("fine-tuning", None, "fine-tuning", dtype)
     queries, documents = lengths
+    batch = train.global_batch_size or train.batch_size
+    steps = train.max_steps
+    if config.epochs is not None:  # passes over the (query, positive) pairs or the queries
+        steps = config.epochs * (len(documents) if config.epoch_over == "pairs" else len(queries)) / batch
     per_query = config.negatives_per_query if NEGATIVES.get(config.negatives).hard_negatives else 0
     tokens = (padded_length(queries, train.batch_size)
               + (1 + per_query) * padded_length(documents, train.batch_size * (1 + per_query)))
@@ -118,7 +117,7 @@ _TRAINING_LENGTHS: dict[tuple[Any, ...], tuple[list[float], list[float]]] = {}
 
 def training_lengths(config: Any) -> tuple[list[float], list[float]] | None:
     """The token counts (``tokens_of``) of a fine-tuning config's labelled queries and of their relevant
-    documents as it feeds them (its title mode, cut at its lengths); ``None`` while its training data does
+    documents (one per labelled pair) as it feeds them (its title mode, cut at its lengths); ``None`` while its training data does
     not exist yet. Negatives are taken to be as long as positives."""
     from seedr.data.training_sets import load_training_set
     from seedr.retrieval.encode import document_input
@@ -140,11 +139,6 @@ def training_lengths(config: Any) -> tuple[list[float], list[float]] | None:
             [tokens_of(sum(len(part or "") for part in document_input(document, config.title or "pair")),
                        config.document_max_length) for document in documents])
     return _TRAINING_LENGTHS[key]
-
-
-def _line_count(path: Path) -> int:
-    with open(path, "rb") as stream:
-        return sum(1 for _ in stream)
 
 
 class EncodedTokens:
