@@ -1,6 +1,6 @@
 """An experiment's progress line and its ETA, estimated from the units' sizes from the first unit on.
 
-Each unit of work is sized before it runs (``ExperimentStep.work``, and the runner's retrievals): training
+Each unit of work is sized before it runs (``seedr.experiments.sizing``): training
 and dense retrieval in floating-point operations (``UnitWork.compute``), set-up and analysis steps one
 each. Units of a kind that has run take its measured time per unit of size. Arithmetic-bound units of a
 kind that has not run yet are estimated from the machine's measured matrix-product rate
