@@ -1194,6 +1194,35 @@ def test_the_eta_is_plain_once_every_kind_left_has_run():
     assert progress.eta() == ""
 
 
+def test_a_setup_step_reads_an_earlier_ones_folder(tmp_path):
+    """nq_open.yaml's default: the set-up ``nq`` reads ``{setup.wiki}/corpus.jsonl``. The plan gives it
+    wiki's folder (it was left as the placeholder, so ``seedr experiment seed_vs_mlm`` without ``--set
+    open_qa`` stopped at its second unit) and nq's key rests on it; a set-up step that reads a later or
+    unknown one is refused when the file is read."""
+    from rich.console import Console
+
+    from seedr.experiments import runner as experiment_runner
+    from seedr.experiments.spec import load_experiment
+    from seedr.io import DataError
+
+    experiment = load_experiment("seed_vs_mlm", "cpu", [])
+    runner = experiment_runner._Runner(experiment, tmp_path, Console(quiet=True))
+    plan = experiment_runner._plan(experiment, runner)
+    (wiki, wiki_folder), (nq, _) = plan.setup["wiki"], plan.setup["nq"]
+    assert nq.settings["passages"] == [f"{wiki.product(wiki_folder)}/corpus.jsonl"]
+
+    base = {"title": "t", "description": "d", "baseline": "bm25", "conditions": {"bm25": {"retrieve": "bm25"}},
+            "tasks": {"t": {"kind": "qrels", "corpus": "{setup.b}/corpus.jsonl", "queries": "q.jsonl",
+                            "qrels": "qrels.tsv", "metrics": ["nDCG@10"]}}}
+    for setup, problem in [({"b": {"kind": "prepare", "corpus": "{setup.a}"}, "a": {"kind": "prepare", "corpus": "x"}},
+                            "setup.b reads {setup.a}, which is not a set-up step before it"),
+                           ({"a": {"kind": "prepare", "corpus": "x"}}, "{setup.b} names no set-up step")]:
+        path = tmp_path / "forward.yaml"
+        path.write_text(yaml.safe_dump({**base, "setup": setup}, sort_keys=False))
+        with pytest.raises(DataError, match=re.escape(problem)):
+            load_experiment(str(path), "cpu", [])
+
+
 def test_results_json_keeps_lists_of_scalars_on_one_line():
     """results.json holds per-query scores of every seed (ReQA: 10,387 questions × 18 members): written a
     value per line they made ict_vs_mlm's 3.2 MB; each list of scalars on one line, 0.7 MB, the same data."""

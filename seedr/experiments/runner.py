@@ -362,11 +362,12 @@ def _run_experiment(experiment: Experiment, out_dir: Path, console: Console, com
 def _plan(experiment: Experiment, runner: _Runner) -> _Plan:
     """Resolve every step and retrieval of ``experiment`` to its folder in the work folder (nothing runs)."""
     setup = {}
-    for name, spec in experiment.setup.items():
-        step = build_step(spec.kind, spec.settings, f"{experiment.path}: setup.{name}")
-        setup[name] = (step, step_folder(runner.out_dir, name, step))
-    runner.setup_folders = {name: str(step.product(folder) or folder)
-                            for name, (step, folder) in setup.items()}
+    runner.setup_folders = {}
+    for name, spec in experiment.setup.items():  # in order: one may read an earlier one's ({setup.NAME})
+        step = build_step(spec.kind, runner.resolve(spec.settings), f"{experiment.path}: setup.{name}")
+        folder = step_folder(runner.out_dir, name, step)
+        setup[name] = (step, folder)
+        runner.setup_folders[name] = str(step.product(folder) or folder)
     chains = {name: runner.chain(condition) for name, condition in experiment.conditions.items()}
     tasks = {name: TASKS.get(task.kind)(name, runner.resolve(task.settings), task.metrics,
                                         f"{experiment.path}: tasks.{name}")

@@ -317,10 +317,21 @@ def _expand_grid(name: str, body: dict[str, Any], variables: dict[str, Any],
 _SETUP_REFERENCE = re.compile(r"\{setup\.([^{}.]+)\}")
 
 
-def _referenced_setup(setup: dict[str, Step], users: Any) -> dict[str, Step]:
+def _referenced_setup(setup: dict[str, Step], users: Any, path: Path) -> dict[str, Step]:
     """The set-up steps that ``users`` (the tasks and conditions) refer to as ``{setup.NAME}``, and those
-    that these refer to in turn: a step whose folder a ``--set`` variable replaced is not run."""
+    that these refer to in turn: a step whose folder a ``--set`` variable replaced is not run. A reference
+    names a set-up step, and a set-up step reads only those before it (they run, and are resolved, in
+    order)."""
     needed = set(_SETUP_REFERENCE.findall(repr(users)))
+    if needed - set(setup):
+        raise DataError(path, f"{{setup.{sorted(needed - set(setup))[0]}}} names no set-up step; set-up steps: "
+                              f"{', '.join(setup) or 'none'}")
+    for position, (name, step) in enumerate(setup.items()):
+        earlier = list(setup)[:position]
+        for used in _SETUP_REFERENCE.findall(repr(step.settings)):
+            if used not in earlier:
+                raise DataError(path, f"setup.{name} reads {{setup.{used}}}, which is not a set-up step before "
+                                      f"it ({', '.join(earlier) or 'none is'})", field=f"setup.{name}")
     pending = list(needed)
     while pending:
         step = setup.get(pending.pop())
@@ -439,7 +450,7 @@ def load_experiment(name: str | Path, scale: str = "cpu", overrides: list[str] |
     # a claim, group or case study naming a skipped condition is then an error of validate(): the file
     # must say what its scale can check
     conditions = {name: condition for name, condition in conditions.items() if name not in skipped}
-    setup = _referenced_setup(setup, [tasks, conditions])
+    setup = _referenced_setup(setup, [tasks, conditions], path)
 
     groups = {str(k): _group_members(v, conditions) for k, v in (raw.get("groups") or {}).items()}
     claims = []
