@@ -306,6 +306,7 @@ def combine(name: str, results_root: Path = ROOT / "docs" / "results" / "gpu", q
     from seedr.experiments.combine import combine_seed_runs
     from seedr.experiments.results_markdown import results_markdown
     from seedr.experiments.spec import load_experiment
+    from seedr.io import json_text
 
     jobs = [job for job in load_queue(queue) if job.get("combine") == name]
     if not jobs:
@@ -325,7 +326,7 @@ def combine(name: str, results_root: Path = ROOT / "docs" / "results" / "gpu", q
     results = combine_seed_runs(experiment, runs)
     target = results_root / name
     target.mkdir(parents=True, exist_ok=True)
-    (target / "results.json").write_text(json.dumps(results, indent=2))
+    (target / "results.json").write_text(json_text(results))
     leases = "\n".join(f"- `{job['name']}`: {job['runs'][-1]['run_on']}, {job['runs'][-1]['date']} "
                         f"({job['runs'][-1]['folder']})" for job in jobs)
     (target / "report.md").write_text(f"# {experiment.title}\n\nRun on: one lease a seed, combined here "

@@ -1214,8 +1214,8 @@ def test_a_setup_step_reads_an_earlier_ones_folder(tmp_path):
     base = {"title": "t", "description": "d", "baseline": "bm25", "conditions": {"bm25": {"retrieve": "bm25"}},
             "tasks": {"t": {"kind": "qrels", "corpus": "{setup.b}/corpus.jsonl", "queries": "q.jsonl",
                             "qrels": "qrels.tsv", "metrics": ["nDCG@10"]}}}
-    for setup, problem in [({"b": {"kind": "prepare", "corpus": "{setup.a}"}, "a": {"kind": "prepare", "corpus": "x"}},
-                            "setup.b reads {setup.a}, which is not a set-up step before it"),
+    later = {"b": {"kind": "prepare", "corpus": "{setup.a}"}, "a": {"kind": "prepare", "corpus": "x"}}
+    for setup, problem in [(later, "setup.b reads {setup.a}, which is not a set-up step before it"),
                            ({"a": {"kind": "prepare", "corpus": "x"}}, "{setup.b} names no set-up step")]:
         path = tmp_path / "forward.yaml"
         path.write_text(yaml.safe_dump({**base, "setup": setup}, sort_keys=False))

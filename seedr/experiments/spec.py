@@ -323,9 +323,9 @@ def _referenced_setup(setup: dict[str, Step], users: Any, path: Path) -> dict[st
     names a set-up step, and a set-up step reads only those before it (they run, and are resolved, in
     order)."""
     needed = set(_SETUP_REFERENCE.findall(repr(users)))
-    if needed - set(setup):
-        raise DataError(path, f"{{setup.{sorted(needed - set(setup))[0]}}} names no set-up step; set-up steps: "
-                              f"{', '.join(setup) or 'none'}")
+    unknown = sorted(needed - set(setup))
+    if unknown:
+        raise DataError(path, f"{{setup.{unknown[0]}}} names no set-up step; set-up steps: {', '.join(setup) or 'none'}")
     for position, (name, step) in enumerate(setup.items()):
         earlier = list(setup)[:position]
         for used in _SETUP_REFERENCE.findall(repr(step.settings)):

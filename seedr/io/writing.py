@@ -233,8 +233,8 @@ def check_output_folder(path: str | os.PathLike, kind: str, *, replaces: bool, o
 
 def json_text(data: Any) -> str:
     """``data`` as JSON indented by two, each list of scalars (numbers, strings, booleans, nulls) on one
-    line: a results file's per-query scores stay about a quarter of the size one value per line gives them,
-    and a diff still shows which entry moved."""
+    line: a results file's per-query scores stay about a quarter of the size one value per line gives them
+    (the runner, ``record`` and the GPU pack's ``combine`` write results.json so)."""
     inline: list[str] = []
     marker = f"@inline-{os.getpid()}-{id(inline)}-"
 
