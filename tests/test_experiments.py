@@ -1276,7 +1276,9 @@ def test_work_is_sized_by_what_each_objective_computes():
 def test_fine_tuning_is_sized_at_the_lengths_its_batches_are_padded_to(tmp_path):
     """A fine-tuning unit counts its queries and documents at the length a batch of them is padded to (the
     expected longest of a batch drawn from the training data's lengths), hard negatives only for a
-    strategy that adds them; before its training data exists it is not sized."""
+    strategy that adds them, a few-shot run's epochs over its sample, and its dev evaluations; before its
+    training data exists it is not sized."""
+    from seedr.experiments.progress import SHARE_OF_MATMUL
     from seedr.experiments.sizing import padded_length, step_work, tokens_of
     from seedr.experiments.steps import STEPS
     from seedr.modeling.encoder import EncoderShape
@@ -1309,6 +1311,18 @@ def test_fine_tuning_is_sized_at_the_lengths_its_batches_are_padded_to(tmp_path)
     assert work(negatives="in_batch") == pytest.approx(per_token * (8.0 + padded_length([22.0, 64.0], 4)))
     # epochs pass over the two labelled pairs (or queries): 3 epochs of 2 at a batch of 4 are 1.5 steps, not 10
     assert work(negatives="bm25", epochs=3) == pytest.approx(0.15 * work(negatives="bm25"))
+    # a few-shot run's epochs pass over its sample (half the queries here, by fraction or count: half the steps)
+    assert work(negatives="bm25", epochs=3, few_shot=0.5) == pytest.approx(0.5 * work(negatives="bm25", epochs=3))
+    assert work(negatives="bm25", epochs=3, few_shot=1) == pytest.approx(0.5 * work(negatives="bm25", epochs=3))
+    # dev evaluations before step 1, at steps 4 and 8 and after step 10 each encode the dev corpus (d1, d2
+    # cut at 64, d3) and queries forward, at the share of the matrix-product rate encoding reaches
+    dtype = step_work(STEPS.get("finetune")({"model": "model", "train_data": str(data)}, "t"), lambda model: shape).dtype
+    relative = SHARE_OF_MATMUL["fine-tuning"][dtype] / SHARE_OF_MATMUL["inference"][dtype]
+    encoded = tokens_of(90, 64) + 64.0 + tokens_of(45, 64) + 2 * tokens_of(27, 16)
+    dev = {"negatives": "bm25", "dev_qrels": str(data / "qrels" / "train.tsv")}
+    assert work(**dev, dev_every=4) - work(negatives="bm25") == pytest.approx(
+        4 * 2.0 * encoded * shape.token_multiply_adds * relative)
+    assert work(**dev) - work(negatives="bm25") == pytest.approx(2 * 2.0 * encoded * shape.token_multiply_adds * relative)
 
 
 def test_a_claim_on_a_model_that_learned_nothing_is_inconclusive(tmp_path):

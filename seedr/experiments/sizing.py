@@ -13,11 +13,12 @@ nothing (``tests/test_experiments.py`` keeps it so).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from seedr.experiments.progress import UnitWork
+from seedr.experiments.progress import SHARE_OF_MATMUL, UnitWork
 
 if TYPE_CHECKING:
     from seedr.experiments.steps.base import ExperimentStep
@@ -87,7 +88,8 @@ def _pretraining(step: ExperimentStep, shape_of: ShapeOf) -> UnitWork:
 def _fine_tuning(step: ExperimentStep, shape_of: ShapeOf) -> UnitWork:
     """Every step's queries, positives and hard negatives through the encoder, forward and backward (× 3),
     two operations per multiply-add, each batch at the length it is padded to (``training_lengths``,
-    ``padded_length``); sized once its training data exists (a set-up step may make it)."""
+    ``padded_length``), and its dev evaluations (``_dev_evaluations``); a few-shot fine-tuning's epochs
+    pass over its sample of the queries; sized once its training data exists (a set-up step may make it)."""
     from seedr.hardware import default_device, training_dtype
     from seedr.negatives import NEGATIVES
 
@@ -101,12 +103,32 @@ def _fine_tuning(step: ExperimentStep, shape_of: ShapeOf) -> UnitWork:
     queries, documents = lengths
     batch = train.global_batch_size or train.batch_size
     steps = train.max_steps
+    share = 1.0  # of the labelled queries that are trained on
+    if config.few_shot is not None:  # a sample of them (seedr.training.few_shot; one seed per step)
+        share = min(1.0, config.few_shot / max(1, len(queries)) if config.few_shot >= 1 else config.few_shot)
     if config.epochs is not None:  # passes over the (query, positive) pairs or the queries
-        steps = config.epochs * (len(documents) if config.epoch_over == "pairs" else len(queries)) / batch
+        steps = config.epochs * share * (len(documents) if config.epoch_over == "pairs" else len(queries)) / batch
     per_query = config.negatives_per_query if NEGATIVES.get(config.negatives).hard_negatives else 0
     tokens = (padded_length(queries, train.batch_size)
               + (1 + per_query) * padded_length(documents, train.batch_size * (1 + per_query)))
-    return UnitWork("fine-tuning", 6.0 * steps * batch * tokens * shape.token_multiply_adds, "fine-tuning", dtype)
+    training = 6.0 * steps * batch * tokens * shape.token_multiply_adds
+    return UnitWork("fine-tuning", training + _dev_evaluations(config, steps, shape, dtype), "fine-tuning", dtype)
+
+
+def _dev_evaluations(config: Any, steps: float, shape: EncoderShape, dtype: str) -> float:
+    """A fine-tuning's dev evaluations (``seedr.training.finetune.DevEvaluation``: before the first step,
+    every ``dev_every`` steps and after the last), each encoding the dev corpus and queries forward (two
+    operations per multiply-add), in fine-tuning's measure: scaled by the two sorts' shares of the
+    matrix-product rate (``SHARE_OF_MATMUL``), since encoding reaches more of it than training does."""
+    if config.dev_qrels is None:
+        return 0.0
+    texts = _dev_tokens(config)
+    if texts is None:
+        return 0.0
+    evaluations = 2 + (math.ceil(steps / config.dev_every) - 1 if config.dev_every else 0)
+    shares = SHARE_OF_MATMUL["fine-tuning"], SHARE_OF_MATMUL["inference"]
+    relative = shares[0].get(dtype, shares[0]["bfloat16"]) / shares[1].get(dtype, shares[1]["bfloat16"])
+    return evaluations * 2.0 * texts * shape.token_multiply_adds * relative
 
 
 _STEP_SIZERS: dict[str, Callable[[Any, ShapeOf], UnitWork]] = {"pretrain": _pretraining, "finetune": _fine_tuning}
@@ -139,6 +161,31 @@ def training_lengths(config: Any) -> tuple[list[float], list[float]] | None:
             [tokens_of(sum(len(part or "") for part in document_input(document, config.title or "pair")),
                        config.document_max_length) for document in documents])
     return _TRAINING_LENGTHS[key]
+
+
+#: ``_dev_tokens`` by dev files, training data and lengths.
+_DEV_TOKENS: dict[tuple[Any, ...], float] = {}
+
+
+def _dev_tokens(config: Any) -> float | None:
+    """The tokens one dev evaluation encodes (``seedr.training.finetune.load_dev_set``'s corpus and queries,
+    each cut at its length); ``None`` while its files do not exist yet."""
+    from seedr.data.training_sets import load_training_set
+    from seedr.retrieval.encode import document_input
+    from seedr.training.finetune import load_dev_set
+
+    key = (config.dev_qrels, config.dev_queries, config.dev_corpus, config.train_data, config.train_split,
+           config.title, config.query_max_length, config.document_max_length)
+    if key not in _DEV_TOKENS:
+        try:
+            dev = load_dev_set(config, load_training_set(Path(config.train_data), config.train_split))
+        except (OSError, ValueError):  # not made yet, or not readable yet (a DataError is a ValueError)
+            return None
+        _DEV_TOKENS[key] = (
+            sum(tokens_of(sum(len(part or "") for part in document_input(document, config.title or "pair")),
+                          config.document_max_length) for document in dev.corpus.values())
+            + sum(tokens_of(len(query), config.query_max_length) for query in dev.queries.values()))
+    return _DEV_TOKENS[key]
 
 
 class EncodedTokens:
