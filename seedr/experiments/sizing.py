@@ -142,7 +142,6 @@ def training_lengths(config: Any) -> tuple[list[float], list[float]] | None:
     documents (one per labelled pair) as it feeds them (its title mode, cut at its lengths); ``None`` while its training data does
     not exist yet. Negatives are taken to be as long as positives."""
     from seedr.data.training_sets import load_training_set
-    from seedr.retrieval.encode import document_input
 
     path = Path(config.train_data)
     if not path.exists():
@@ -158,9 +157,15 @@ def training_lengths(config: Any) -> tuple[list[float], list[float]] | None:
                      for document, grade in judged.items() if grade > 0 and document in training.corpus]
         _TRAINING_LENGTHS[key] = (
             [tokens_of(len(training.queries[query]), config.query_max_length) for query in training.qrels],
-            [tokens_of(sum(len(part or "") for part in document_input(document, config.title or "pair")),
-                       config.document_max_length) for document in documents])
+            [tokens_of(_characters(document, config.title), config.document_max_length) for document in documents])
     return _TRAINING_LENGTHS[key]
+
+
+def _characters(document: Any, title: str | None) -> int:
+    """The characters of a document as a fine-tuning feeds it (``document_input`` in its title mode)."""
+    from seedr.retrieval.encode import document_input
+
+    return sum(len(part or "") for part in document_input(document, title or "pair"))
 
 
 #: ``_dev_tokens`` by dev files, training data and lengths.
@@ -171,7 +176,6 @@ def _dev_tokens(config: Any) -> float | None:
     """The tokens one dev evaluation encodes (``seedr.training.finetune.load_dev_set``'s corpus and queries,
     each cut at its length); ``None`` while its files do not exist yet."""
     from seedr.data.training_sets import load_training_set
-    from seedr.retrieval.encode import document_input
     from seedr.training.finetune import load_dev_set
 
     key = (config.dev_qrels, config.dev_queries, config.dev_corpus, config.train_data, config.train_split,
@@ -182,8 +186,8 @@ def _dev_tokens(config: Any) -> float | None:
         except (OSError, ValueError):  # not made yet, or not readable yet (a DataError is a ValueError)
             return None
         _DEV_TOKENS[key] = (
-            sum(tokens_of(sum(len(part or "") for part in document_input(document, config.title or "pair")),
-                          config.document_max_length) for document in dev.corpus.values())
+            sum(tokens_of(_characters(document, config.title), config.document_max_length)
+                for document in dev.corpus.values())
             + sum(tokens_of(len(query), config.query_max_length) for query in dev.queries.values()))
     return _DEV_TOKENS[key]
 
