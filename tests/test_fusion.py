@@ -342,7 +342,7 @@ def test_fuse_option_ranges_are_checked_when_parsed(scifact, tmp_path):
         result = seedr("fuse", *runs, option, value, "--out", tmp_path / "out.trec")
         assert result.exit_code == 2, (option, result.output)
     result = seedr("fuse", *runs, "--out", runs[0])
-    assert result.exit_code == 1 and "is one of the runs read" in result.output
+    assert result.exit_code == 1 and "an input of this command" in result.output
 
 
 def test_evaluate_refuses_a_changed_component_and_warns_about_a_missing_one(scifact, tmp_path):
@@ -393,7 +393,7 @@ def test_fuse_chooses_on_a_qa_development_split(tmp_path, wiki_shard, shared_dat
     assert selection["metric"] == "Top-5" and len(selection["candidates"]) == 3
     assert selection["development"]["qa_answers"] == [str(tmp_path / "dev.jsonl")]
     # development runs scored against other questions are refused
-    result = seedr(*fuse_args, "--dev-qa-answers", tmp_path / "test.jsonl")
+    result = seedr(*fuse_args, "--overwrite", "--dev-qa-answers", tmp_path / "test.jsonl")
     assert result.exit_code == 1 and "searched with other questions" in " ".join(result.output.split())
     result = seedr("evaluate", tmp_path / "h.trec", "--qa-answers", tmp_path / "test.jsonl", "--corpus",
                    tmp_path / "passages.jsonl", "--ks", "5,20", "--resamples", 200, "--json", tmp_path / "qa.json")

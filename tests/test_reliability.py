@@ -124,7 +124,7 @@ def encode(model: Path, corpus: Path, out: Path, *extra: object):
 def test_index_refuses_to_replace_its_input_or_another_kind_of_folder(embeddings: Path, tmp_path: Path) -> None:
     before = snapshot(embeddings)
     result = seedr("index", "--embeddings", embeddings, "--out", embeddings)
-    assert_one_clear_line(result, "embeddings folder", "choose a new --out")
+    assert_one_clear_line(result, "an input of this command", "write the output elsewhere")
     assert snapshot(embeddings) == before
 
     run = tmp_path / "finetune-run"  # what a training run folder holds
@@ -1004,7 +1004,10 @@ def test_qa_coverage_leaves_out_cutoffs_deeper_than_the_runs(wiki_shard: Path, s
 
 
 def test_refusals_read_well(embeddings: Path, model: Path, corpus: Path, tmp_path: Path) -> None:
-    result = seedr("index", "--embeddings", embeddings, "--out", embeddings)
+    other = tmp_path / "other-embeddings"
+    other.mkdir()
+    (other / "settings.json").write_text("{}")
+    result = seedr("index", "--embeddings", embeddings, "--out", other)
     assert_one_clear_line(result, "exists and is an embeddings folder")
     assert "a embeddings" not in result.output
     index = tmp_path / "index"

@@ -91,7 +91,8 @@ def test_dense_pipeline_and_comparison_with_bm25(tmp_path, scifact_slice):
     assert comparison["baseline"] == "bm25" and comparison["test"] == "ttest"
     assert set(comparison["systems"]) == {"bm25", "dense"}
     assert 0 < comparison["systems"]["dense"]["nDCG@10"]["mean"] <= 1
-    assert (tmp_path / "compare.md").read_text().startswith("| system | nDCG@10 | MRR@10 | R@10 |")
+    marker, table = (tmp_path / "compare.md").read_text().split("\n", 1)  # marked as seedr's (check_output)
+    assert marker == "<!-- seedr evaluate -->" and table.startswith("| system | nDCG@10 | MRR@10 | R@10 |")
     ndcg = comparison["systems"]["dense"]["nDCG@10"]  # the console shows the effect and p, not only marks
     assert f"{ndcg['delta']:+.4f} p={ndcg['p_value']:.2g}" in result.output
 

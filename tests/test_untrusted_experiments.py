@@ -72,9 +72,14 @@ def test_record_refuses_an_experiment_whose_name_is_not_plain(fake_checkout, sci
     assert _files(fake_checkout / "docs") == before and not out.exists()
 
 
-def _report(folder: Path, experiment: str) -> Path:
+def _results(experiment: str, file: str | None = None) -> str:
+    """A results.json of ``experiment`` run from ``file`` (default: its own file in a checkout)."""
+    return json.dumps({"experiment": experiment, "file": file or f"/repo/seedr/experiments/{experiment}.yaml"})
+
+
+def _report(folder: Path, experiment: str, file: str | None = None) -> Path:
     folder.mkdir(parents=True)
-    (folder / "results.json").write_text(json.dumps({"experiment": experiment}))
+    (folder / "results.json").write_text(_results(experiment, file))
     (folder / "report.md").write_text(f"# {experiment}\n")
     (folder / "report.html").write_text("<html></html>")
     return folder
@@ -88,7 +93,7 @@ def test_record_replaces_only_a_recorded_report_of_that_experiment(fake_checkout
     (results / "tiny").mkdir()
     (results / "tiny" / "notes.md").write_text("not a report\n")  # a folder without results.json
     (results / "other").mkdir()
-    (results / "other" / "results.json").write_text(json.dumps({"experiment": "other"}))
+    (results / "other" / "results.json").write_text(_results("other"))
     elsewhere = _report(tmp_path / "elsewhere" / "linked", "linked")
     (results / "linked").symlink_to(elsewhere, target_is_directory=True)
     linked_report = _report(tmp_path / "run" / "reports" / "linked", "linked")
@@ -105,11 +110,44 @@ def test_record_replaces_only_a_recorded_report_of_that_experiment(fake_checkout
     assert _files(fake_checkout) == before and _files(elsewhere) == outside
 
     (results / "tiny" / "notes.md").unlink()
-    (results / "tiny" / "results.json").write_text(json.dumps({"experiment": "tiny"}))
-    (results / "tiny" / "stale.png").write_bytes(b"old plot")
+    (results / "tiny" / "results.json").write_text(_results("tiny"))
+    (results / "tiny" / "plots").mkdir()
+    (results / "tiny" / "plots" / "stale.png").write_bytes(b"old plot")
+    (results / "tiny" / "PROVENANCE.md").write_text("how the record was made\n")
+    (results / "tiny" / "trial").mkdir()
+    (results / "tiny" / "trial" / "results.json").write_text("{}")
+    (report / "plots").mkdir()
+    (report / "plots" / "loss.png").write_bytes(b"new plot")
     assert record(report, results / "tiny") == results / "tiny"  # a recorded report of tiny is replaced
-    assert sorted(path.name for path in (results / "tiny").iterdir()) == ["report.md", "results.json"]
+    # what the report writes is replaced whole (plots/ too); what it does not write is kept
+    assert sorted(str(path.relative_to(results / "tiny")) for path in (results / "tiny").rglob("*")) == [
+        "PROVENANCE.md", "plots", "plots/loss.png", "report.md", "results.json", "trial", "trial/results.json"]
     assert sorted(path.name for path in results.iterdir()) == ["linked", "other", "recorded", "tiny"]
+
+
+def test_record_refuses_a_report_of_a_stray_file_of_the_experiments_name(fake_checkout, tmp_path):
+    """#58 item 4: a 13-line BM25-only ``demo.yaml`` elsewhere in the checkout, run with ``--record``, once
+    replaced docs/results/demo (PROVENANCE, trials, plots) and the claims page: only a report made by
+    ``seedr/experiments/NAME.yaml`` is recorded, and the stage refuses the stray file before running."""
+    results = fake_checkout / "docs" / "results"
+    (results / "demo").mkdir()
+    (results / "demo" / "results.json").write_text(_results("demo"))
+    (results / "demo" / "PROVENANCE.md").write_text("how the record was made\n")
+    stray = _report(tmp_path / "run" / "reports" / "demo", "demo", file=str(fake_checkout / "notes" / "demo.yaml"))
+    before = _files(fake_checkout)
+    with pytest.raises(DataError, match="not by experiment 'demo'.s own file"):
+        record(stray, results / "demo")
+    assert _files(fake_checkout) == before
+
+    path = fake_checkout / "notes" / "demo.yaml"
+    path.parent.mkdir()
+    path.write_text(BM25_ONLY)
+    out = fake_checkout.parent / "work"
+    result = runner.invoke(app, ["experiment", str(path), "--out", str(out), "--record"])
+    assert result.exit_code == 1, result.output
+    assert "seedr/experiments/demo.yaml" in _one_error_line(result.output)
+    assert _files(fake_checkout) == {**before, "notes": None, "notes/demo.yaml": BM25_ONLY.encode()}
+    assert not out.exists()
 
 
 # ------------------------------------------------------------------ names that become paths (item 4)
@@ -234,7 +272,7 @@ def test_average_refuses_an_output_inside_a_member_or_holding_one(tokenizer, tmp
     first, second = _saved_model(tokenizer, models / "m1", 0), _saved_model(tokenizer, models / "m2", 1)
     before = _files(tmp_path)
     for out, message in ((first / "soup", "inside"), (first / "deeper" / "soup", "inside"),
-                         (models, "holds"), (first, "one of the models")):
+                         (models, "holds"), (first, "an input of this command")):
         result = runner.invoke(app, ["average", str(first), str(second), "--out", str(out)])
         assert result.exit_code == 1, result.output
         assert message in _one_error_line(result.output)

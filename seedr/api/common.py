@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager, nullcontext
+from pathlib import Path
 from typing import Any
 
 from seedr.io import output_lock
@@ -30,6 +31,22 @@ def _is_paths(source: Source) -> bool:
 def _paths(source: Source) -> list[str]:
     """A path or several as the strings a config holds."""
     return [os.fspath(source)] if isinstance(source, str | os.PathLike) else [os.fspath(item) for item in source]
+
+
+def _input_paths(*sources: Any) -> list[Path]:
+    """The existing files and folders among a command's inputs (paths, lists of paths, run objects; rows in
+    memory and built-in model names are none), for ``seedr.io.check_output`` to keep its output apart."""
+    found = []
+    for source in sources:
+        if source is None or isinstance(source, Mapping) or not (
+                isinstance(source, str | os.PathLike) or _is_paths(source)):
+            continue
+        try:
+            named = _paths(source)
+        except TypeError:  # a run held in memory only (``SearchRun`` of ``search(out=None)``)
+            continue
+        found += [Path(path) for path in named if Path(path).exists()]
+    return found
 
 
 def _model_name(model: str | os.PathLike | None) -> str | None:

@@ -10,10 +10,10 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from seedr.api.common import Source, _is_paths, _length, _locked, _model_name
+from seedr.api.common import Source, _input_paths, _is_paths, _length, _locked, _model_name
 from seedr.data.inputs import input_files
 from seedr.data.queries import read_queries
-from seedr.io import check_output_folder
+from seedr.io import check_output
 
 
 @dataclasses.dataclass(frozen=True)
@@ -64,7 +64,7 @@ def encode(model: str | os.PathLike, corpus: Source, out: str | os.PathLike, *, 
         raise ValueError(f"shard_size and batch_size must be at least 1, got {shard_size} and {batch_size}")
     out, model = Path(out), _model_name(model)
     with _locked(out):
-        check_output_folder(out, "embeddings", replaces=False)
+        check_output(out, "embeddings", replaces=False, inputs=_input_paths(corpus, model))
         state = PartialState(cpu=device == "cpu")  # the launcher's process group; one process without one
         defaults = model_defaults(model)
         encoder = TextEncoder(model, pooling=pooling or defaults["pooling"],
@@ -196,7 +196,7 @@ def index(embeddings: str | os.PathLike, out: str | os.PathLike, *, factory: str
         raise ValueError(f"train_sample (--train-sample) must be at least 1, got {train_sample}")
     out = Path(out)
     with _locked(out):
-        check_output_folder(out, "faiss index", replaces=True, overwrite=overwrite)
+        check_output(out, "faiss index", overwrite=overwrite, inputs=_input_paths(embeddings))
         manifest = read_manifest(embeddings)
         ids, vectors = load_embeddings(embeddings)
         built = DenseIndex.build(vectors, ids, factory=factory, metric=metric, train_sample=train_sample, seed=seed,
@@ -268,8 +268,11 @@ def search(out: str | os.PathLike | None = None, *, queries: Source | Mapping[st
         raise ValueError("choose one way to search: bm25 (--bm25), or a dense index (--index; reqa: a dense model)")
     if k < 1 or batch_size < 1:
         raise ValueError(f"k and batch_size must be at least 1, got {k} and {batch_size}")
+    read = _input_paths(queries, questions, reqa, corpus, index, model)
     if bm25 and bm25_index is not None and (corpus is not None or reqa is not None):  # it will be written
-        check_output_folder(bm25_index, "BM25 index", replaces=True, overwrite=overwrite)
+        check_output(bm25_index, "BM25 index", overwrite=overwrite, inputs=read)
+    if out is not None:  # nor the run inside a BM25 index, read or written
+        check_output(out, "TREC run", overwrite=overwrite, inputs=[*read, *_input_paths(bm25_index)])
     reqa_task = None  # the questions come from the evaluation task `seedr evaluate` scores them with
     if reqa is not None:
         reqa_task = ReqaTask(reqa)

@@ -34,7 +34,7 @@ from seedr.data.passages import split_passages
 from seedr.data.queries import write_qrels, write_queries
 from seedr.data.records import Article, Qrels
 from seedr.data.tokenizer import train_wordpiece
-from seedr.io import atomic_directory, atomic_write, check_output_folder
+from seedr.io import atomic_directory, atomic_write, check_output
 from seedr.provenance import record_run
 
 
@@ -100,7 +100,8 @@ def prepare_corpus(out_dir: str | os.PathLike, options: PrepareOptions | None = 
     if options.max_articles is not None and not options.corpus:
         raise ValueError("max_articles cuts a given corpus; the embedded one comes whole, with its queries")
     out_dir = Path(out_dir)
-    check_output_folder(out_dir, "prepared corpus", replaces=True, overwrite=overwrite)
+    check_output(out_dir, "prepared corpus", overwrite=overwrite,
+                 inputs=[Path(path) for path in options.corpus if Path(path).exists()])
     summary = PrepareSummary(out_dir=out_dir)
     with atomic_directory(out_dir) as folder:
         articles: Iterable[Article] = _source_articles(options)

@@ -34,7 +34,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from seedr.engine.checkpoint import PRODUCT, list_checkpoints
-from seedr.io import DataError, atomic_directory, output_lock
+from seedr.io import DataError, atomic_directory, check_output, output_lock
 from seedr.modeling.encoder import (
     PLACEHOLDER_POOLER,
     POOLER_KEYS,
@@ -123,24 +123,8 @@ def _average_file(files: Sequence[Path], weights: Sequence[float], out: Path) ->
     return len(averaged)
 
 
-def _check_output_apart(out: str | os.PathLike, members: Sequence[Path]) -> None:
-    """Refuse an output that is a member, lies inside one (the template's copy would copy its own
-    temporary, and the member would hold the average from then on) or holds one (it would be replaced):
-    resolved paths, so no link or ``..`` gets round it."""
-    target = Path(out).resolve()
-    for member in members:
-        model = member.resolve()
-        if target == model:
-            raise DataError(out, "is one of the models averaged: write the average elsewhere")
-        if model in target.parents:
-            raise DataError(out, f"is inside {member}, one of the models averaged: write the average elsewhere")
-        if target in model.parents:
-            raise DataError(out, f"holds {member}, one of the models averaged, which writing it would replace: "
-                                 "write the average elsewhere")
-
-
 def average_encoders(models: Sequence[str | os.PathLike], out: str | os.PathLike,
-                     weights: Sequence[float] | None = None) -> dict[str, object]:
+                     weights: Sequence[float] | None = None, overwrite: bool = False) -> dict[str, object]:
     """Write to ``out`` the encoder whose weights are the weighted mean of ``models``' (see the module
     docstring); returns its record (``AVERAGE_RECORD``).
 
@@ -149,15 +133,18 @@ def average_encoders(models: Sequence[str | os.PathLike], out: str | os.PathLike
             or more; the first is the template whose folder is copied.
         out: the averaged encoder's folder (replaced only once complete; locked while it is written,
             ``seedr.io.output_lock``), apart from every model: neither one of them, inside one, nor
-            holding one.
+            holding one (``seedr.io.check_output``).
         weights: one per model, normalised to sum to 1; default equal (a uniform soup).
+        overwrite: replace an averaged encoder already at ``out`` (anything else there is refused).
     """
 
     if len(models) < 2:
         raise ValueError(f"averaging needs two or more models, got {len(models)}")
     members = [resolve_model_path(model) for model in models]
     shares = _normalised(weights, len(members))
-    _check_output_apart(out, members)
+    # every name the template's copy brings, so that --overwrite never deletes a file a user put there
+    writes = [path.name for path in members[0].iterdir()] + [AVERAGE_RECORD, "README.md"]
+    check_output(out, "averaged encoder", overwrite=overwrite, inputs=members, inside_inputs=False, writes=writes)
     _check_vocabularies(members)
     files = sorted(path.relative_to(members[0]) for path in members[0].rglob("*.safetensors"))
     if not files:

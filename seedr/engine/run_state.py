@@ -12,7 +12,7 @@ from accelerate import PartialState
 from seedr.engine.checkpoint import (
     latest_checkpoint,
 )
-from seedr.io import check_output_folder
+from seedr.io import check_output
 
 #: Settings a resumed run may change: they decide what is logged and kept, never the trained weights.
 #: Anything else (learning rate, batch size, max steps — the schedule decays to 0 at max_steps —,
@@ -31,12 +31,12 @@ def already_a_run(out_dir: Path) -> ValueError:
 
 def check_run_folder(out_dir: str | Path, resume: bool) -> None:
     """Refuse, before anything is loaded or tokenised, an output that training would refuse only when it
-    starts: a file, a folder that is not a training run (``seedr.io.check_output_folder``) or —
+    starts: a file, a folder that is not a training run (``seedr.io.check_output``) or —
     without ``resume`` — a run that holds checkpoints, in its own folder or in those of its rounds
     (``round-<r>/``) and few-shot seeds (``seed-<s>/``). ``pretrain`` and ``finetune`` call it first;
     ``Trainer.train`` checks its own folder again."""
     out_dir = Path(out_dir)
-    check_output_folder(out_dir, "training run", replaces=False)
+    check_output(out_dir, "training run", replaces=False)
     if resume:
         return
     runs = [out_dir, *out_dir.glob("round-*"), *out_dir.glob("seed-*"), *out_dir.glob("seed-*/round-*")]

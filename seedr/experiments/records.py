@@ -46,42 +46,66 @@ def verify(new: dict[str, Any], recorded: dict[str, Any]) -> list[str]:
     return problems
 
 
-def _recorded_experiment(folder: Path) -> str | None:
-    """The experiment whose report ``folder`` holds (its results.json's ``experiment``), or None."""
+def _recorded(folder: Path) -> dict[str, Any]:
+    """The results.json of the report ``folder`` holds, or an empty mapping."""
     try:
         recorded = json.loads((folder / "results.json").read_text(encoding="utf-8"))
     except (OSError, ValueError):
-        return None
-    return recorded.get("experiment") if isinstance(recorded, dict) else None
+        return {}
+    return recorded if isinstance(recorded, dict) else {}
+
+
+def shipped_file(name: str) -> tuple[str, ...]:
+    """The last parts of the path of experiment ``name``'s own file in a checkout: a report is recorded
+    only when that file made it (not a file of the same name elsewhere)."""
+    return ("seedr", "experiments", f"{name}.yaml")
+
+
+def _made_by_shipped_file(recorded: dict[str, Any], name: str) -> bool:
+    return recorded.get("experiment") == name and Path(str(recorded.get("file", ""))).parts[-3:] == shipped_file(name)
 
 
 def record(report_dir: str | Path, results_dir: str | Path) -> Path:
     """Copy a run's report (``report.md``, ``plots/``, ``results.json``) to the experiment's results folder
-    ``results_dir`` (``docs/results/NAME``), replacing what was recorded before, whole
-    (``atomic_directory``). Its ``report.html`` stays behind: the record keeps what is read in the
-    repository (Markdown, PNG, JSON) and ``seedr report docs/results/NAME`` makes the page again.
+    ``results_dir`` (``docs/results/NAME``), replacing what the previous report wrote there; what else the
+    folder holds (``PROVENANCE.md``, earlier trials) stays. Written whole (``atomic_directory``). Its
+    ``report.html`` stays behind: the record keeps what is read in the repository (Markdown, PNG, JSON)
+    and ``seedr report docs/results/NAME`` makes the page again.
 
-    Only a recorded report of that experiment is replaced: ``NAME`` must be an experiment's name
-    (``seedr.experiments.spec.is_experiment_name``), the report one of experiment NAME, and an existing
-    ``results_dir`` a folder (not a link) holding a results.json of NAME; anything else is refused before
-    anything is removed, so that no name can point the removal at another folder."""
+    Only a recorded report of that experiment is replaced, by a report its own file made: ``NAME`` must be
+    an experiment's name (``seedr.experiments.spec.is_experiment_name``), the report one of experiment
+    NAME run from ``seedr/experiments/NAME.yaml`` (not a stray file of the same name), and an existing
+    ``results_dir`` a folder (not a link) holding a results.json of the same; anything else is refused
+    before anything is removed, so that no name or stray file can point the removal at another folder."""
     report_dir, results_dir = Path(report_dir), Path(results_dir)
     name = results_dir.name
     if not (report_dir / "results.json").is_file():
         raise DataError(report_dir, "no results.json: not a finished experiment report")
     if not is_experiment_name(name):
         raise DataError(results_dir, f"{name!r} is no experiment's name: refusing to record into it")
-    reported = _recorded_experiment(report_dir)
-    if reported != name:
-        raise DataError(report_dir, f"is a report of experiment {reported!r}, not of {name!r}: refusing to "
-                                    f"record it in {results_dir}")
+    reported = _recorded(report_dir)
+    if reported.get("experiment") != name:
+        raise DataError(report_dir, f"is a report of experiment {reported.get('experiment')!r}, not of {name!r}: "
+                                    f"refusing to record it in {results_dir}")
+    if not _made_by_shipped_file(reported, name):
+        raise DataError(report_dir, f"was made by {reported.get('file')}, not by experiment {name!r}'s own file "
+                                    f"({'/'.join(shipped_file(name))}): refusing to record it in {results_dir}")
     if results_dir.is_symlink():
         raise DataError(results_dir, "is a link: a recorded report is a folder of its own; refusing to replace "
                                      "where it leads")
-    if results_dir.exists() and not (results_dir.is_dir() and _recorded_experiment(results_dir) == name):
+    if results_dir.exists() and not (results_dir.is_dir() and _made_by_shipped_file(_recorded(results_dir), name)):
         raise DataError(results_dir, f"not a recorded report of experiment {name!r} (a folder holding its "
                                      "results.json): refusing to replace it; move it away to record here")
+    written = {entry.name for entry in report_dir.iterdir()} - {"report.html"}
     with atomic_directory(results_dir) as folder:
+        if results_dir.is_dir():  # what the report does not write (PROVENANCE.md, trials) is kept
+            for entry in results_dir.iterdir():
+                if entry.name in written:
+                    continue
+                if entry.is_dir() and not entry.is_symlink():
+                    shutil.copytree(entry, folder / entry.name, symlinks=True)
+                else:
+                    shutil.copy2(entry, folder / entry.name, follow_symlinks=False)
         shutil.copytree(report_dir, folder, ignore=shutil.ignore_patterns("report.html"), dirs_exist_ok=True)
     return results_dir
 
@@ -135,4 +159,4 @@ def rerender(results_dir: str | Path, experiment: Any) -> dict[str, Any]:
     return results
 
 
-__all__ = ["load_results", "record", "rerender", "verify"]
+__all__ = ["load_results", "record", "rerender", "shipped_file", "verify"]

@@ -1,6 +1,7 @@
 """Low-level I/O shared by every layer: one error for bad input (``errors``), transparent compression and
 line-numbered parsing (``reading``), atomic writes so that a failed run never leaves half-written output
-(``writing``), and the lock that keeps two runs off one output (``locks``)."""
+(``writing``), whether a stage may write an output at all (``outputs``), and the lock that keeps two runs
+off one output (``locks``)."""
 
 from seedr.io.errors import (
     TOO_DEEP,
@@ -24,15 +25,20 @@ from seedr.io.reading import (
     read_json,
     read_text,
 )
-from seedr.io.writing import (
-    OUTPUT_FILES,
+from seedr.io.outputs import (
+    EVALUATION_MARKDOWN_MARKER,
+    OUTPUT_KINDS,
     OUTPUT_MARKERS,
+    REPORT_MARKER,
+    REPORT_PAGE_MARKER,
+    check_output,
+    foreign_files,
+    output_kind,
+)
+from seedr.io.writing import (
     atomic_directory,
     atomic_write,
-    check_output_folder,
-    foreign_files,
     json_text,
-    output_kind,
     process_alive,
     remove_stale_temporaries,
     write_jsonl,
@@ -42,13 +48,16 @@ __all__ = [
     "BOM",
     "CORRUPT_STREAM_ERRORS",
     "DataError",
+    "EVALUATION_MARKDOWN_MARKER",
     "LOCK_SUFFIX",
-    "OUTPUT_FILES",
+    "OUTPUT_KINDS",
     "OUTPUT_MARKERS",
+    "REPORT_MARKER",
+    "REPORT_PAGE_MARKER",
     "TOO_DEEP",
     "atomic_directory",
     "atomic_write",
-    "check_output_folder",
+    "check_output",
     "disk_full",
     "foreign_files",
     "iter_jsonl",

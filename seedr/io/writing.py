@@ -1,6 +1,6 @@
 """Writing outputs so that a failed run never leaves half-written ones: atomic files and folders,
 temporaries named by their process (and removed once it is gone), a full disk reported in one line, and
-the check of an output folder before anything is written."""
+the JSON layout of results files (whether an output may be written at all is ``seedr.io.outputs``)."""
 
 from __future__ import annotations
 
@@ -147,88 +147,6 @@ def _open_up_modes(directory: Path) -> None:
     for file in directory.rglob("*"):
         if file.is_file() and not file.is_symlink() and (file.stat().st_mode & 0o777) != wanted:
             file.chmod(wanted)
-
-
-#: The file that marks a folder as the output of each kind of stage; ``check_output_folder`` refuses
-#: to write into a folder that holds another kind's.
-OUTPUT_MARKERS: dict[str, str] = {
-    "prepared corpus": "prepared.json",
-    "embeddings": "settings.json",
-    "faiss index": "index.json",
-    "BM25 index": "seedr_bm25.json",
-    "training run": "config.yaml",
-    "negatives": "provenance.json",
-}
-
-
-#: What seedr writes into each kind of folder that a stage replaces whole (``fnmatch`` patterns of the
-#: names at the top of the folder): ``--overwrite`` refuses a folder holding anything else, which a user
-#: put there and which replacing the folder would delete.
-OUTPUT_FILES: dict[str, tuple[str, ...]] = {
-    "prepared corpus": ("prepared.json", "config.yaml", "run.json", "corpus.jsonl", "queries.jsonl", "qrels",
-                        "links.jsonl", "tokenizer"),
-    "faiss index": ("index.json", "index.faiss", "ids.txt"),
-    "BM25 index": ("seedr_bm25.json", "ids.txt", "*.index.json", "*.index.npy", "*.tokenizer.json",
-                   "corpus.jsonl", "corpus.mmindex.json"),
-    "negatives": ("provenance.json", "negatives.jsonl"),
-}
-
-
-def foreign_files(path: str | os.PathLike, kind: str) -> list[str]:
-    """The names at the top of a ``kind`` folder that seedr does not write there (``OUTPUT_FILES``)."""
-    from fnmatch import fnmatchcase
-
-    patterns = OUTPUT_FILES.get(kind)
-    if patterns is None:
-        return []
-    return sorted(entry.name for entry in Path(path).iterdir()
-                  if not any(fnmatchcase(entry.name, pattern) for pattern in patterns))
-
-
-def output_kind(path: str | os.PathLike) -> str | None:
-    """The kind of stage output ``path`` is (a key of ``OUTPUT_MARKERS``), ``None`` for anything else."""
-    path = Path(path)
-    found = [kind for kind, marker in OUTPUT_MARKERS.items() if (path / marker).is_file()]
-    if "prepared corpus" in found:  # a prepared folder records its run (config.yaml) too
-        return "prepared corpus"
-    return found[0] if len(found) == 1 else None
-
-
-def _a(kind: str) -> str:
-    """``kind`` with its indefinite article: "an embeddings", "a faiss index"."""
-    return f"{'an' if kind[:1].lower() in 'aeiou' else 'a'} {kind}"
-
-
-def check_output_folder(path: str | os.PathLike, kind: str, *, replaces: bool, overwrite: bool = False) -> bool:
-    """Check, before anything is written, that a stage making a ``kind`` folder may write to ``path``.
-
-    A missing or empty folder is always fine. A file, or a folder that is not a ``kind`` output
-    (its marker, ``OUTPUT_MARKERS[kind]``, missing, or another kind's present), is refused: the stage
-    would delete it (``replaces``) or mix its files into it. A ``kind`` folder is continued by stages
-    that resume (``replaces=False``); stages that replace the folder whole need ``overwrite``.
-    Returns whether ``path`` is an existing ``kind`` folder.
-    """
-    path = Path(path)
-    if not path.exists():
-        return False
-    if not path.is_dir():
-        raise DataError(path, f"exists and is a file; --out needs a folder for the {kind}")
-    if not any(path.iterdir()):
-        return False
-    found = output_kind(path)
-    if found != kind:
-        what = f"{_a(found)} folder" if found else f"not {_a(kind)} folder (no {OUTPUT_MARKERS[kind]})"
-        raise DataError(path, f"exists and is {what}; writing the {kind} here would "
-                              f"{'delete' if replaces else 'mix into'} it: choose a new --out")
-    if replaces and not overwrite:
-        raise DataError(path, f"{_a(kind)} folder is already here; pass --overwrite to replace it")
-    foreign = foreign_files(path, kind) if replaces else []
-    if foreign:
-        shown = ", ".join(foreign[:5]) + (f" and {len(foreign) - 5} more" if len(foreign) > 5 else "")
-        raise DataError(path, f"holds {shown}, which seedr did not write; replacing the {kind} would delete "
-                              f"{'them' if len(foreign) > 1 else 'it'}: move {'them' if len(foreign) > 1 else 'it'} "
-                              "out or choose a new --out")
-    return True
 
 
 def json_text(data: Any) -> str:

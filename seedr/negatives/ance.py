@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 from seedr.data.records import Document, Qrels
 from seedr.engine.checkpoint import PRODUCT, TRAINER_STATE, checkpoint_path, read_position
 from seedr.engine.trainer import Callback
-from seedr.io import check_output_folder
+from seedr.io import check_output
 from seedr.negatives.base import (
     NEGATIVES,
     PROVENANCE_FILE,
@@ -160,7 +160,7 @@ def ance_refresh(checkpoint: str | Path, corpus: Mapping[str, Document], queries
     if out_dir is None:
         raise ValueError(f"{checkpoint} is not a trainer checkpoint (no {TRAINER_STATE}): give the output folder")
     # a refresh replaces its folder whole: never another kind of folder (a run given as --out by mistake)
-    check_output_folder(out_dir, "negatives", replaces=True, overwrite=True)
+    check_output(out_dir, "negatives", replaces=True, overwrite=True)
     model = DualEncoder.from_pretrained(checkpoint, query_max_length=query_max_length,
                                        document_max_length=document_max_length)
     table = dense_negatives(model, corpus, queries, qrels, top, _provenance(step or 0, str(checkpoint)),

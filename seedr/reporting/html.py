@@ -12,7 +12,7 @@ import html
 import mimetypes
 from pathlib import Path
 
-from seedr.io import DataError, atomic_write
+from seedr.io import REPORT_PAGE_MARKER, DataError, atomic_write
 
 _STYLE = """
 body { font-family: system-ui, sans-serif; max-width: 60rem; margin: 2rem auto; padding: 0 1rem;
@@ -48,7 +48,7 @@ def markdown_to_html(markdown: str, base: str | Path, title: str = "seedr report
                 raise DataError(base, f"image {source!r} is not a file inside the report folder")
             child.attrSet("src", _data_uri(image))
     body = parser.renderer.render(tokens, parser.options, {})
-    return (f"<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
+    return (f"<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n{REPORT_PAGE_MARKER}\n"
             f"<title>{html.escape(title)}</title>\n<style>{_STYLE}</style>\n</head>\n<body>\n{body}</body>\n</html>\n")
 
 

@@ -17,7 +17,7 @@ def command(
         help="Model folders, seedr run folders or built-in names (minilm), of one architecture and "
              "vocabulary; the first is the template whose tokenizer, pooling and settings the result keeps."
     )],
-    out: Annotated[Path, typer.Option("--out", help="Folder of the averaged encoder (replaced once complete).")],
+    out: Annotated[Path, typer.Option("--out", help="Folder of the averaged encoder (written once complete).")],
     weight: Annotated[list[float] | None, typer.Option(
         "--weight", min=0.0, help="One per model, in their order (normalised to sum to 1). Default: equal "
                                   "(a uniform soup)."
@@ -28,6 +28,8 @@ def command(
                                      "averaging. The run must have kept them (train.keep_checkpoints, "
                                      "train.save_every)."
     )] = None,
+    overwrite: Annotated[bool, typer.Option(
+        "--overwrite", help="Replace OUT when it already holds an averaged encoder (nothing else is replaced).")] = False,
 ) -> None:
     """Average the weights of fine-tuned encoders into one (no cost at inference).
 
@@ -55,6 +57,6 @@ def command(
         members += [str(path) for path in checkpoint_encoders(run, checkpoints)]
     # average_encoders takes the output's lock itself, once it has refused an output inside a model:
     # a lock taken first would be written into that model
-    record = average_encoders(members, out, weight)
+    record = average_encoders(members, out, weight, overwrite=overwrite)
     console.print(f"averaged {record['weights_averaged']} weights of {len(members)} models into [bold]{out}[/]",
                   highlight=False)

@@ -64,6 +64,8 @@ def command(
     )] = 100,
     seed: Annotated[int, typer.Option("--seed", min=0, help="Seed of the random pairs and samples.")] = 13,
     batch_size: Annotated[int, typer.Option("--batch-size", min=1, help="Sequences per forward pass.")] = 16,
+    overwrite: Annotated[bool, typer.Option(
+        "--overwrite", help="Replace the diagnostics.json and .png seedr wrote in OUT before (nothing else).")] = False,
 ) -> None:
     """Diagnose an encoder as the papers do, beyond retrieval metrics; writes OUT/diagnostics.json + .png.
 
@@ -82,7 +84,11 @@ def command(
     from rich.table import Table
 
     from seedr.experiments.diagnostics import corpus_texts, diagnose, positive_pairs, write_diagnostics
+    from seedr.io import check_output
 
+    read = [path for path in (Path(model), *(corpus or []), positives) if path and path.exists()]
+    check_output(out / "diagnostics.json", "diagnostics", overwrite=overwrite, inputs=read)
+    check_output(out / "diagnostics.png", "diagnostics plot", overwrite=overwrite, inputs=read)
     try:
         wanted_lengths = [int(length) for length in lengths.split(",") if length.strip()]
     except ValueError:

@@ -10,7 +10,7 @@ import typer
 
 from seedr.api import evaluate
 from seedr.evaluation import DEFAULT_METRICS
-from seedr.io import atomic_write
+from seedr.io import EVALUATION_MARKDOWN_MARKER, atomic_write, check_output
 from seedr.stages.common import clear_errors, console
 
 
@@ -66,6 +66,9 @@ def command(
     markdown_out: Annotated[Path | None, typer.Option(
         "--markdown", help="Write the table as Markdown."
     )] = None,
+    overwrite: Annotated[bool, typer.Option(
+        "--overwrite", help="Replace --json / --markdown files seedr evaluate wrote before (nothing else)."
+    )] = False,
 ) -> None:
     """Evaluate runs (queries missing from a run score 0; ties broken by document id) and compare them.
 
@@ -79,6 +82,10 @@ def command(
     """
     from rich.console import Console
 
+    read = [path for path in (*runs, qrels, *(qa_answers or []), *(corpus or []), reqa) if path and path.exists()]
+    for path, kind in ((json_out, "evaluation JSON"), (markdown_out, "evaluation Markdown")):
+        if path is not None:
+            check_output(path, kind, overwrite=overwrite, inputs=read)
     try:
         cutoffs = [int(k) for k in ks.split(",") if k.strip()]
     except ValueError:
@@ -98,4 +105,4 @@ def command(
             json.dump(evaluation.to_dict(), stream, indent=2)
     if markdown_out is not None:
         with atomic_write(markdown_out) as stream:
-            stream.write(evaluation.to_markdown())
+            stream.write(f"{EVALUATION_MARKDOWN_MARKER}\n{evaluation.to_markdown()}")

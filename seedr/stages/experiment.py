@@ -10,10 +10,11 @@ from typing import Annotated
 import typer
 
 from seedr.experiments.claims_page import update_claims_page
-from seedr.experiments.records import load_results
+from seedr.experiments.records import load_results, shipped_file
 from seedr.experiments.records import record as record_results
 from seedr.experiments.records import verify as check
 from seedr.experiments.spec import RUN_SCALES, experiment_titles, load_experiment
+from seedr.io import DataError
 from seedr.stages.common import clear_errors, console
 
 
@@ -77,6 +78,11 @@ def command(
                                  "on this machine", param_hint="--scale")
     # outside a checkout there is nothing to verify against nor to record into: refused before running
     results_dir = experiment.results_dir if verify or record else None
+    if record:  # a file of the same name elsewhere would replace the experiment's record
+        own = results_dir.parents[2].joinpath(*shipped_file(experiment.name))
+        if experiment.path.resolve() != own.resolve():
+            raise DataError(experiment.path, f"--record records only the experiment's own file ({own}); this file "
+                                             "is another of the same name: run it without --record")
     recorded = load_results(results_dir) if verify else None
     work = out
     if verify and not reuse:  # finished steps in OUT would verify only the evaluation, not the training

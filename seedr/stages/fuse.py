@@ -68,6 +68,9 @@ def command(
         "--grid-step", min=0.01, max=1.0, help="Development split: weights tried on the simplex in steps "
                                                "of this (must divide 1)."
     )] = 0.1,
+    overwrite: Annotated[bool, typer.Option(
+        "--overwrite", help="Replace OUT when it is a run seedr wrote (with its record); nothing else is replaced."
+    )] = False,
 ) -> None:
     """Fuse runs into one (hybrid retrieval), choosing the weights on a development split.
 
@@ -84,6 +87,7 @@ def command(
     from seedr.data.runs import read_trec_run
     from seedr.evaluation.development import development_objective
     from seedr.evaluation.metrics import run_depth
+    from seedr.io import check_output
     from seedr.retrieval.fusion import (
         RRF_K,
         Fusion,
@@ -99,9 +103,6 @@ def command(
     ks = list(dict.fromkeys(rrf_k or [RRF_K]))
     if len(runs) < 2:
         raise ValueError(f"give at least two runs to fuse, got {len(runs)}")
-    inputs = [*runs, *(dev_run or [])]
-    if out.resolve() in {path.resolve() for path in inputs}:
-        raise ValueError(f"--out {out} is one of the runs read: write the fused run elsewhere")
     if weight is not None and len(weight) != len(runs):
         raise ValueError(f"{len(weight)} --weight for {len(runs)} runs: give one per run, in their order")
     if dev_qrels is not None and dev_qa_answers:
@@ -117,6 +118,8 @@ def command(
         raise ValueError("--dev-qa-answers needs --corpus, the passage corpus the runs rank")
     if dev_run and weight is None:
         weight_grid(len(runs), grid_step)  # a step that does not divide 1: said before anything is read
+    read = [*runs, *(dev_run or []), dev_qrels, *(dev_qa_answers or []), *(corpus or [])]
+    check_output(out, "TREC run", overwrite=overwrite, inputs=[path for path in read if path and path.exists()])
 
     loaded = [read_trec_run(path) for path in runs]
     for path, run in zip(runs, loaded):

@@ -66,7 +66,8 @@ def command(
         "--pool-random", min=0,
         help="--open-qa: passages drawn uniformly from the whole corpus into the pool.")] = 20000,
     overwrite: Annotated[bool, typer.Option(
-        "--overwrite", help="Replace OUT when it already holds a prepared corpus.")] = False,
+        "--overwrite", help="Replace OUT when it already holds what this command writes (a prepared corpus, a "
+                            "ReQA split, open-QA data); nothing else is replaced.")] = False,
 ) -> None:
     """Convert a corpus (BEIR, MS MARCO, wiki articles, wikiextractor, FOLDOC, ...) into seedr corpus JSONL,
     optionally cut into DPR passages, with links and a trained tokenizer; or split ReQA SQuAD for fine-tuning;
@@ -77,12 +78,16 @@ def command(
     from rich.console import Console
     from rich.table import Table
 
+    from seedr.io import check_output
+
     if open_qa is not None:
         from seedr.data.open_qa import build_open_qa_from_files
 
         if not corpus or split is None or bm25_run is None:
             raise ValueError("--open-qa needs the passages (--corpus), the question split (--split) and BM25's "
                              "run (--bm25-run)")
+        read = [open_qa, *corpus, split, bm25_run, *(distractor_run or [])]
+        check_output(out, "open-QA data", overwrite=overwrite, inputs=[path for path in read if path.exists()])
         summary = build_open_qa_from_files(out, open_qa, corpus, split, bm25_run, distractor_run or [],
                                            test_questions=test_questions, seed=seed, show_progress=True,
                                            run_depth=run_depth, answer_passages=answer_passages,
@@ -99,6 +104,7 @@ def command(
 
         if corpus is not None:
             raise ValueError("give --corpus or --reqa-split, not both")
+        check_output(out, "ReQA split", overwrite=overwrite, inputs=[reqa_split])
         summary = write_reqa_split(read_squad(reqa_split), out, test_fraction, seed)
         Console().print(f"ReQA split of {reqa_split} written to [bold]{out}[/]: {summary.train_articles} "
                         f"articles, {summary.train_questions} training and {summary.validation_questions} "

@@ -61,9 +61,9 @@ def command(
     """
     from seedr.engine.run_state import process_state
 
-    speaks = process_state().is_main_process  # under accelerate launch / torchrun, one process reports
-    if speaks:
-        console.print(f"pre-training → {escape(str(out))}")
+    # under accelerate launch / torchrun, one process reports; the run's own first lines say what it
+    # trains, once its output has been checked (a refused --out is the only line)
+    speaks = process_state().is_main_process
     run = pretrain(out, config=config, objective=objective, model=model, size=size, tokenizer=tokenizer,
                    corpus=corpus, settings=parse_overrides(overrides), resume=resume)
     if speaks:

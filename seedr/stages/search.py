@@ -66,7 +66,8 @@ def command(
         "--tag", help="Run tag, last column (default: bm25 or the index folder name, spaces as _)."
     )] = None,
     overwrite: Annotated[bool, typer.Option(
-        "--overwrite", help="BM25: replace --bm25-index when it already holds an index.")] = False,
+        "--overwrite", help="Replace OUT when it is a run seedr wrote (with its record), and, BM25, "
+                            "--bm25-index when it holds an index; nothing else is replaced.")] = False,
 ) -> None:
     """Search a dense index or BM25 with a batch of queries and write the top k as a TREC run.
 
