@@ -218,6 +218,22 @@ def test_damaged_table_files_are_data_errors(beir, tmp_path):
     check_data_error(info, shard, None, None, "no such file")
 
 
+def test_a_saved_dataset_reads_only_its_own_files(beir, tmp_path):
+    """#58 item 8: a ``save_to_disk`` folder whose state.json names ``../other/data-….arrow`` (or an
+    absolute path) had another dataset's rows read as its corpus."""
+    datasets.Dataset.from_list(beir["corpus"][:5]).save_to_disk(tmp_path / "other")
+    datasets.Dataset.from_list(beir["corpus"]).save_to_disk(tmp_path / "corpus")
+    state_path = tmp_path / "corpus" / "state.json"
+    state = json.loads(state_path.read_text())
+    other = next((tmp_path / "other").glob("data-*.arrow"))
+    for name in (f"../other/{other.name}", str(other)):
+        state["_data_files"] = [{"filename": name}]
+        state_path.write_text(json.dumps(state))
+        with pytest.raises(DataError, match="lies outside the folder") as info:
+            list(read_corpus(tmp_path / "corpus"))
+        check_data_error(info, state_path, None, "_data_files", "lies outside the folder")
+
+
 def seedr(*args: str | Path):
     return runner.invoke(app, [str(arg) for arg in args])
 

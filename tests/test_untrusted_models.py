@@ -223,6 +223,28 @@ def test_modules_outside_the_folder_are_refused(projected: Path, tmp_path: Path)
         assert info.value.path == str(folder / "modules.json")
 
 
+def test_a_module_folder_linked_out_of_the_model_is_refused(projected: Path, tmp_path: Path) -> None:
+    """#58 item 7: ``1_Pooling -> /`` had the fingerprint walk and hash the whole file system. A module
+    folder resolves inside the model folder, refused in one line before anything is read; the link to a
+    file (as a Hugging Face cache makes) still reads."""
+    folder = copy_model(projected, tmp_path / "model")
+    pooling = folder / "1_Pooling"
+    for path in pooling.iterdir():
+        path.unlink()
+    pooling.rmdir()
+    pooling.symlink_to("/", target_is_directory=True)
+    with pytest.raises(DataError, match="link leading out of the model folder") as info:
+        model_fingerprint(folder)
+    assert info.value.path == str(pooling) and "\n" not in str(info.value)
+    result = seedr("encode", "--model", folder, "--corpus", tmp_path / "none.jsonl", "--out", tmp_path / "emb")
+    assert_one_error_line(result, "link leading out of the model folder")
+    linked = copy_model(projected, tmp_path / "linked")
+    weights = linked / "model.safetensors"
+    weights.rename(tmp_path / "blob")
+    weights.symlink_to(tmp_path / "blob")
+    assert model_fingerprint(linked) == model_fingerprint(projected)
+
+
 def test_the_fingerprint_of_a_standard_folder_is_unchanged(projected: Path) -> None:
     """Indexes recorded before every module was covered stay valid: a folder as seedr saves it has the files
     it had (config.json and the weights in 2_Dense/, 1_Pooling/config.json)."""

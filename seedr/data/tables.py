@@ -205,7 +205,8 @@ def _open_arrow_files(where: Path, files: Sequence[Path]) -> Table:
 
 
 def _dataset_files(folder: Path) -> list[Path]:
-    """The data files of a ``Dataset.save_to_disk`` folder, in order, as its ``state.json`` lists them."""
+    """The data files of a ``Dataset.save_to_disk`` folder, in order, as its ``state.json`` lists them; each
+    must resolve inside the folder (no ``..``, absolute path or link leading out)."""
     state_path = folder / "state.json"
     state = read_json(state_path)
     entries = state.get("_data_files") if isinstance(state, dict) else None
@@ -213,6 +214,11 @@ def _dataset_files(folder: Path) -> list[Path]:
             isinstance(entry, dict) and isinstance(entry.get("filename"), str) for entry in entries):
         raise DataError(state_path, "expected a list of {\"filename\": ...} (the folder's data files)",
                         field="_data_files")
+    inside = folder.resolve()
+    for entry in entries:  # another dataset's rows, or any file, must not be read as this folder's
+        if not (folder / entry["filename"]).resolve().is_relative_to(inside):
+            raise DataError(state_path, f"data file {entry['filename']!r} lies outside the folder; a saved "
+                                        "dataset's files are inside it", field="_data_files")
     return [require_file(folder / entry["filename"]) for entry in entries]
 
 

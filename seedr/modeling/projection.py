@@ -57,8 +57,8 @@ def read_modules(model_dir: str | os.PathLike) -> list[dict]:
 
     Raises:
         DataError: ``modules.json`` is not a list of modules, or names a module folder outside the model
-            folder (an absolute path, or one through ``..``): what a folder loads, and its fingerprint
-            hashes, stays inside it.
+            folder (an absolute path, one through ``..``, or a link leading out): what a folder loads, and
+            its fingerprint hashes, stays inside it.
     """
     path = Path(model_dir) / MODULES_FILE
     if not path.exists():
@@ -66,10 +66,16 @@ def read_modules(model_dir: str | os.PathLike) -> list[dict]:
     modules = read_json(path)
     if not isinstance(modules, list) or not all(isinstance(module, dict) for module in modules):
         raise DataError(path, "expected a JSON list of modules (objects with a type and a path)")
+    inside = Path(model_dir).resolve()
     for module in modules:
         folder = module.get("path", "")
         if not isinstance(folder, str) or Path(folder).is_absolute() or ".." in Path(folder).parts:
             raise DataError(path, f"module path {folder!r} is not a folder inside the model folder", field="path")
+        # a module folder that is a link leading out (``1_Pooling -> /``) would have the fingerprint hash
+        # whatever it leads to; links to files stay allowed (a Hugging Face cache links its blobs)
+        if not (Path(model_dir) / folder).resolve().is_relative_to(inside):
+            raise DataError(Path(model_dir) / folder, "is a link leading out of the model folder; a module "
+                                                      "folder must lie inside it", field="path")
     return modules
 
 
