@@ -41,6 +41,7 @@ import tempfile
 import time
 import tomllib
 import zipfile
+import zlib
 from pathlib import Path
 
 import yaml
@@ -369,31 +370,94 @@ def run(name: str | None, tiny: bool, out: Path, started: float) -> int:
 # ----------------------------------------------------------------------------------- record (here)
 
 
-def record(files_at: Path, results_root: Path = ROOT / "docs" / "results" / "gpu", queue: Path = QUEUE) -> list[Path]:
-    """Each job returned in ``files_at`` (``NAME.tgz`` or its parts) into ``results_root/NAME/DATE-DEVICE/``,
-    with a README naming where it ran, and a line in the queue's ``runs`` (``done`` when it met its goal is
-    for the recording session to decide and write)."""
-    text = queue.read_text(encoding="utf-8")
-    jobs = {job["name"]: job for job in load_queue(queue)}
-    recorded = []
+#: What ``run`` writes into ``run_on.json``, each field checked before it names a folder or a line of the
+#: queue: a returned archive is data from elsewhere, never told where to write.
+RUN_ON_FIELDS = {
+    "job": (str, re.compile(r"[a-z0-9_]+")),
+    "device": (str, re.compile(r"[A-Za-z0-9][A-Za-z0-9 ._()-]{0,99}")),
+    "tiny": (bool, None),
+    "exit": (int, None),
+    "seconds": ((int, float), None),
+    "date": (str, re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}[+-]\d{2}:\d{2}")),
+    "commit": ((str, type(None)), re.compile(r"[0-9a-f]{4,40}")),
+}
+
+
+def _checked_run_on(archive: tarfile.TarFile, name: str, source: Path) -> dict:
+    """The job's ``run_on.json``, read from the archive, whose every field has ``run``'s form (a date such
+    as 2026-11-28T21:00:00+00:00, a device name without ``/``), or a one-line refusal."""
+    try:
+        run_on = json.load(archive.extractfile(f"{name}/run_on.json"))
+    except (KeyError, AttributeError, ValueError) as error:
+        raise SystemExit(f"{source}: no readable {name}/run_on.json ({error})") from None
+    if not isinstance(run_on, dict):
+        raise SystemExit(f"{source}: {name}/run_on.json is not an object")
+    for field, (kind, pattern) in RUN_ON_FIELDS.items():
+        value = run_on.get(field)
+        if (not isinstance(value, kind) or (isinstance(value, bool) and kind is int)
+                or (pattern is not None and isinstance(value, str) and not pattern.fullmatch(value))):
+            raise SystemExit(f"{source}: {name}/run_on.json's {field} {value!r} is not what gpu/pack.py run "
+                             "writes")
+    if run_on["job"] != name:
+        raise SystemExit(f"{source}: {name}/run_on.json is of job {run_on['job']!r}")
+    return run_on
+
+
+def _check_members(archive: tarfile.TarFile, name: str, source: Path) -> None:
+    """Refuse, in one line, an archive that is not one folder ``name/`` of plain files and folders: a link
+    (symbolic or hard), an absolute member, one that goes up (``..``) or one beside the job's folder."""
+    for member in archive.getmembers():
+        parts = Path(member.name).parts
+        if not (member.isfile() or member.isdir()):
+            raise SystemExit(f"{source}: {member.name} is a link or a special file; a job returns plain "
+                             "files")
+        if not parts or parts[0] != name or ".." in parts:
+            raise SystemExit(f"{source}: {member.name} lies outside the job's folder {name}/")
+
+
+def _returned(files_at: Path, queue: Path, results_root: Path) -> list[tuple[str, bytes, dict, Path]]:
+    """Each job returned in ``files_at``: its name, archive, ``run_on.json`` and the folder it is to be
+    recorded in, all checked before anything is written."""
+    jobs, returned, targets = {job["name"] for job in load_queue(queue)}, [], set()
     for first in sorted(files_at.glob("*.tgz")) + sorted(files_at.glob("*.tgz.00")):
         name = first.name.split(".tgz")[0]
         if name not in jobs:
             raise SystemExit(f"{first}: no job {name!r} in {queue}")
         parts = [first] if first.suffix == ".tgz" else sorted(files_at.glob(f"{name}.tgz.*"))
         data = b"".join(part.read_bytes() for part in parts)
-        with tarfile.open(fileobj=io.BytesIO(data), mode="r:gz") as archive:
-            staging = results_root / f".{name}.incoming"
-            shutil.rmtree(staging, ignore_errors=True)
-            archive.extractall(staging, filter="data")  # no links out, no absolute paths
-        run_on = json.loads((staging / name / "run_on.json").read_text())
+        try:
+            with tarfile.open(fileobj=io.BytesIO(data), mode="r:gz") as archive:
+                _check_members(archive, name, first)
+                run_on = _checked_run_on(archive, name, first)
+        except (tarfile.TarError, EOFError, OSError, zlib.error) as error:
+            raise SystemExit(f"{first}: not a whole .tgz ({error})") from None
         device = re.sub(r"[^A-Za-z0-9]+", "-", run_on["device"]).strip("-")
         target = results_root / name / f"{run_on['date'][:10]}-{device}"
-        if target.exists():
+        if target.exists() or target in targets:
             raise SystemExit(f"{target} is already recorded")
-        target.parent.mkdir(parents=True, exist_ok=True)
-        (staging / name).rename(target)
-        shutil.rmtree(staging)
+        targets.add(target)
+        returned.append((name, data, run_on, target))
+    return returned
+
+
+def record(files_at: Path, results_root: Path = ROOT / "docs" / "results" / "gpu", queue: Path = QUEUE) -> list[Path]:
+    """Each job returned in ``files_at`` (``NAME.tgz`` or its parts) into ``results_root/NAME/DATE-DEVICE/``,
+    with a README naming where it ran, and a line in the queue's ``runs`` (``done`` when it met its goal is
+    for the recording session to decide and write). Every archive is checked first (``_returned``): a
+    refusal is one line, with nothing written."""
+    text = queue.read_text(encoding="utf-8")
+    jobs = {job["name"]: job for job in load_queue(queue)}
+    recorded = []
+    for name, data, run_on, target in _returned(files_at, queue, results_root):
+        staging = results_root / f".{name}.incoming"
+        shutil.rmtree(staging, ignore_errors=True)
+        try:
+            with tarfile.open(fileobj=io.BytesIO(data), mode="r:gz") as archive:
+                archive.extractall(staging, filter="data")
+            target.parent.mkdir(parents=True, exist_ok=True)
+            (staging / name).rename(target)
+        finally:
+            shutil.rmtree(staging, ignore_errors=True)
         log = files_at / f"{name}.log"
         if log.exists():
             shutil.copyfile(log, target / "log.txt")

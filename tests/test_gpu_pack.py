@@ -4,6 +4,7 @@ what would come back, and ``gpu/pack.py record`` files it under docs/results/gpu
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import shutil
@@ -217,3 +218,84 @@ def test_every_job_runs_on_the_device_image(tmp_path):
     subprocess.run(["tar", "cJf", str(carried / "site.tar.xz"), "-C", str(site), "."], check=True)
     result = run_tiny("throughput", tmp_path / "OUT" / "without", environment, offline)
     assert result.returncode == 4 and "module ir_measures of ir-measures" in result.stdout + result.stderr
+
+RUN_ON = {"job": "throughput", "device": "NVIDIA H200", "tiny": False, "exit": 0, "seconds": 412.3,
+          "date": "2026-11-28T21:00:00+00:00", "commit": "3d8e6d2"}
+
+
+def returned(files_at: Path, run_on: dict, *extra: tarfile.TarInfo) -> None:
+    """``files_at/throughput.tgz`` as a lease would bring it back, with ``run_on`` and ``extra`` members."""
+    files_at.mkdir()
+    with tarfile.open(files_at / "throughput.tgz", "w:gz") as archive:
+        for folder in ("throughput", "throughput/results"):
+            info = tarfile.TarInfo(folder)
+            info.type, info.mode = tarfile.DIRTYPE, 0o755
+            archive.addfile(info)
+        for name, data in [("throughput/run_on.json", json.dumps(run_on).encode()),
+                           ("throughput/results/results.json", b"{}")]:
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            archive.addfile(info, io.BytesIO(data))
+        for info in extra:
+            data = b"written where the archive says\n" if info.isfile() else b""
+            info.size = len(data)
+            archive.addfile(info, io.BytesIO(data) if data else None)
+
+
+def member(name: str, kind: bytes = tarfile.REGTYPE, link: str = "") -> tarfile.TarInfo:
+    info = tarfile.TarInfo(name)
+    info.type, info.linkname = kind, link
+    return info
+
+
+def files_under(folder: Path) -> list[str]:
+    return sorted(str(path.relative_to(folder)) for path in folder.rglob("*"))
+
+
+@pytest.mark.parametrize(("run_on", "extra", "said"), [
+    ({"date": "/elsewhere/Z"}, [], "date"),
+    ({"date": "../../../Z"}, [], "date"),
+    ({"date": "2026/11/28T21:00:00+00:00"}, [], "date"),
+    ({"device": "../../H200"}, [], "device"),
+    ({"exit": "0, done: true"}, [], "exit"),
+    ({}, [member("/tmp/seedr-58-6-absolute.txt")], "/tmp/seedr-58-6-absolute.txt"),
+    ({"commit": "abc"}, [member("throughput/fifo", tarfile.FIFOTYPE)], "special"),
+    ({}, [member("throughput/../../escaped.txt")], "throughput/../../escaped.txt"),
+    ({}, [member("throughput/results/link", tarfile.SYMTYPE, "results.json")], "link"),
+    ({}, [member("throughput/results/outside", tarfile.SYMTYPE, "/etc/passwd")], "link"),
+    ({}, [member("throughput/results/hard", tarfile.LNKTYPE, "throughput/results/results.json")], "link"),
+    ({}, [member("elsewhere.txt")], "elsewhere.txt"),
+], ids=["date-absolute", "date-up", "date-slash", "device-up", "exit-yaml", "member-absolute", "fifo",
+        "member-up", "symlink", "symlink-out", "hardlink", "member-beside"])
+def test_record_refuses_an_archive_that_says_where_to_write(tmp_path, run_on, extra, said):
+    """Issue 58.6: every field of a returned archive that becomes a path or a line of the queue is checked,
+    and tar members that are links, absolute, go up or lie outside the job's folder are refused: one line,
+    nothing written (no staging folder, the queue as it was), however the archive was made."""
+    files_at, results = tmp_path / "files", tmp_path / "repo" / "docs" / "results" / "gpu"
+    returned(files_at, {**RUN_ON, **run_on}, *extra)
+    (files_at / "throughput.log").write_text("log\n")
+    queue = tmp_path / "queue.yaml"
+    shutil.copyfile(pack.QUEUE, queue)
+    results.mkdir(parents=True)
+    before = files_under(tmp_path)
+    with pytest.raises(SystemExit) as refused:
+        pack.record(files_at, results, queue)
+    message = str(refused.value.code)
+    assert isinstance(refused.value.code, str) and "\n" not in message and said in message, message
+    assert files_under(tmp_path) == before and queue.read_bytes() == pack.QUEUE.read_bytes()
+    assert not Path("/tmp/seedr-58-6-absolute.txt").exists() and not list(Path("/").glob("elsewhere*"))
+
+
+def test_record_files_a_well_formed_archive_and_refuses_it_twice(tmp_path):
+    files_at, results, queue = tmp_path / "files", tmp_path / "results", tmp_path / "queue.yaml"
+    returned(files_at, RUN_ON)
+    shutil.copyfile(pack.QUEUE, queue)
+    (target,) = pack.record(files_at, results, queue)
+    assert target == results / "throughput" / "2026-11-28-NVIDIA-H200"
+    assert (target / "results" / "results.json").read_text() == "{}"
+    (job,) = [job for job in pack.load_queue(queue) if job["name"] == "throughput"]
+    assert job["runs"][0]["run_on"] == "NVIDIA H200"
+    recorded, written = queue.read_bytes(), files_under(results)
+    with pytest.raises(SystemExit, match="already recorded"):
+        pack.record(files_at, results, queue)
+    assert queue.read_bytes() == recorded and files_under(results) == written

@@ -12,12 +12,14 @@ import gzip
 import itertools
 import json
 import lzma
+import multiprocessing
 import os
 import random
 import shutil
 import socket
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import numpy as np
@@ -34,6 +36,7 @@ from seedr.engine.divergence import NonFiniteLossError
 from seedr.engine.shards import TokenShardData, write_token_shards
 from seedr.engine.trainer import TrainConfig, Trainer
 from seedr.io import (
+    LOCK_SUFFIX,
     DataError,
     atomic_directory,
     atomic_write,
@@ -224,6 +227,54 @@ def test_a_stale_lock_is_taken_over(model: Path, corpus: Path, tmp_path: Path) -
     result = encode(model, corpus, out)
     assert result.exit_code == 0, result.output
     assert not lock_path(out).exists() and (out / "manifest.json").exists()
+
+
+def hold_briefly(out: Path, barrier, holders, most, taken) -> None:
+    """One taker of ``test_concurrent_takers_never_hold_one_output_at_once``: start with the others, and
+    while holding the lock count how many hold it at once. Removing a lock file is slowed down, as on a
+    loaded machine: a pid file's takers, each judging a lock stale and removing it, were then overtaken
+    in the first round (and in one round of a hundred without it)."""
+    unlink = os.unlink
+
+    def slow_unlink(path, *args, **kwargs):
+        if str(path).endswith(LOCK_SUFFIX):
+            time.sleep(0.002)
+        unlink(path, *args, **kwargs)
+
+    os.unlink = slow_unlink  # in this forked taker only
+    barrier.wait()
+    try:
+        with output_lock(out):
+            with holders.get_lock():
+                holders.value += 1
+                most.value = max(most.value, holders.value)
+                taken.value += 1
+            time.sleep(0.01)
+            with holders.get_lock():
+                holders.value -= 1
+    except DataError:
+        pass  # refused: another holds it
+
+
+def test_concurrent_takers_never_hold_one_output_at_once(tmp_path: Path) -> None:
+    """Issue 58.5: takers started together, on a free output or on one whose lock a dead process left
+    (where two takers of the old pid file could both take it over), never hold it two at once."""
+    fork = multiprocessing.get_context("fork")
+    out = tmp_path / "emb"
+    for round in range(8):
+        if round % 4:  # three rounds in four start from a stale lock
+            lock_path(out).write_text(json.dumps({"pid": dead_pid(), "host": socket.gethostname()}))
+        barrier = fork.Barrier(8)
+        holders, most, taken = fork.Value("i", 0), fork.Value("i", 0), fork.Value("i", 0)
+        counts = (holders, most, taken)
+        takers = [fork.Process(target=hold_briefly, args=(out, barrier, *counts)) for _ in range(8)]
+        for taker in takers:
+            taker.start()
+        for taker in takers:
+            taker.join(30)
+        assert [taker.exitcode for taker in takers] == [0] * 8
+        assert taken.value >= 1 and most.value == 1, f"round {round}: {most.value} held it at once"
+    assert not lock_path(out).exists()
 
 
 # ------------------------------------------------------------------ 5. a diverging run

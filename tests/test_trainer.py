@@ -422,6 +422,38 @@ def test_resuming_a_finished_run_changes_nothing(finished_run, tokenizer, shards
         assert torch.equal(parameters(objective)[name], value), name
 
 
+def test_resuming_with_other_code_says_so_in_one_line(finished_run, tokenizer, shards, tmp_path, capsys):
+    """Issue 58.12: run.json records the code that started the run (``code_fingerprint``), a resume keeps
+    it, and each resume by other code says, in one line, that the result mixes the two; a run.json of an
+    older seedr, without it, is one line that it cannot be checked; the same code says nothing."""
+    import shutil
+
+    from seedr.provenance import code_fingerprint
+
+    out_dir = tmp_path / "copy"
+    shutil.copytree(finished_run[0], out_dir)
+    record = json.loads((out_dir / "run.json").read_text())
+    assert record["code"] == code_fingerprint()
+    run(mlm_objective(tokenizer), shards, out_dir, resume=True)
+    assert "warning" not in capsys.readouterr().out
+
+    started_by = {"version": record["code"]["version"], "source": "0123456789ab"}
+    (out_dir / "run.json").write_text(json.dumps({**record, "code": started_by}))
+    for _ in range(2):  # the resume keeps the code that started the run: the next one says it again
+        run(mlm_objective(tokenizer), shards, out_dir, resume=True)
+        lines = [line for line in capsys.readouterr().out.splitlines() if "warning" in line]
+        assert lines == [f"warning: resuming {out_dir}, started by other code (fingerprint 0123456789ab → "
+                         f"{code_fingerprint()['source']}); the result mixes the two"]
+        assert json.loads((out_dir / "run.json").read_text())["code"] == started_by
+
+    del record["code"]
+    (out_dir / "run.json").write_text(json.dumps(record))
+    run(mlm_objective(tokenizer), shards, out_dir, resume=True)
+    lines = [line for line in capsys.readouterr().out.splitlines() if "warning" in line]
+    assert len(lines) == 1 and "records no code fingerprint" in lines[0] and "cannot be checked" in lines[0]
+    assert "code" not in json.loads((out_dir / "run.json").read_text())
+
+
 def test_skipping_batches_replays_the_same_masked_batches(tokenizer, shards, tmp_path):
     """Resume skips the first batches of an epoch; the rest, masks included, are those of a full pass."""
     objective = mlm_objective(tokenizer)

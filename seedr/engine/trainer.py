@@ -26,8 +26,9 @@ the encoder as ``grad_norm/<part>`` every ``log_every`` steps (``seedr.engine.pa
 last micro-batch of the step, averaged over processes; not under ``gradient_cache``). What a run writes
 (see ``seedr.engine.checkpoint``): ``out/encoder/`` (the product), ``out/checkpoints/step-N/``, ``out/metrics.jsonl`` (one JSON line per logged step),
 ``out/config.yaml`` + ``out/run.json`` (``seedr.provenance.record_run``; ``train.gradient_accumulation_steps``
-as the run used it), and with ``train.report_to`` the same lines to Accelerate's experiment trackers
-(TensorBoard's files in ``out/trackers/``). Each run starts by saying what its batch is (global = per
+as the run used it, and the ``code_fingerprint`` of the code that started the run), and with
+``train.report_to`` the same lines to Accelerate's experiment trackers (TensorBoard's files in
+``out/trackers/``). Each run starts by saying what its batch is (global = per
 process × processes × accumulation steps).
 
 Exact resumption: a checkpoint holds the parameters, optimiser, scheduler, the RNG states of every
@@ -44,6 +45,7 @@ do weights that are not finite, or give a non-finite loss, when a checkpoint is 
 saved only once its weights are checked, so the last one is always good. A
 checkpoint records the run's settings; ``resume`` refuses other settings except
 ``SAFE_TO_CHANGE_ON_RESUME``, skips a damaged newest checkpoint for the one before (with a warning),
+says in one line when other code resumes the run than started it (``seedr.provenance.other_code``),
 and re-publishes ``out/encoder`` when a kill left it missing or older than the checkpoint."""
 
 from __future__ import annotations
@@ -102,7 +104,7 @@ from seedr.engine.run_state import (
 )
 from seedr.hardware import resolve_mixed_precision
 from seedr.io import DataError, atomic_write
-from seedr.provenance import record_run
+from seedr.provenance import code_fingerprint, other_code, record_run
 from seedr.settings import TrainConfig
 
 
@@ -210,6 +212,9 @@ class Trainer:
             checkpoint = self._usable_checkpoint()
             self._check_resumed_settings(checkpoint)
             self._restore_position(checkpoint)
+            warning = other_code(self.out_dir) if accelerator.is_main_process else None
+            if warning is not None:
+                tqdm.write(warning)
         loader = self._epoch_loader(self.epoch)
         if not self._prepared:
             self.model, self.optimizer, loader, self.scheduler = accelerator.prepare(
@@ -228,7 +233,10 @@ class Trainer:
             if accelerator.is_main_process and not product_is_current(checkpoint, self.out_dir):
                 publish_product(checkpoint, self.out_dir, self.described)  # a kill came between the checkpoint and the product
         if accelerator.is_main_process:
-            record_run(self.out_dir, self.run_config if self.run_config is not None else self.config, config.seed)
+            # run.json names the code that started the run: a resume keeps it, so every resume can compare
+            settings = self.run_config if self.run_config is not None else self.config
+            code = None if checkpoint is not None else code_fingerprint()
+            record_run(self.out_dir, settings, config.seed, code=code)
             self._truncate_metrics(self.step)
             tqdm.write(config.describe_batch(accelerator.num_processes), file=sys.stderr)
         self._start_trackers()

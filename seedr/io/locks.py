@@ -1,19 +1,18 @@
-"""The output lock: one process writes an output at a time, and a lock left by a killed process is
-taken over."""
+"""The output lock: one process writes an output at a time, and the lock of a process that died is free."""
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import sys
-import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 from seedr.io.errors import DataError
-from seedr.io.writing import _HOST, _temporary_prefix, process_alive
+from seedr.io.writing import _HOST
 
 LOCK_SUFFIX = ".lock"
 
@@ -31,70 +30,69 @@ def lock_path(path: str | os.PathLike) -> Path:
     return resolved.with_name(f".{resolved.name}{LOCK_SUFFIX}")
 
 
-def _lock_holder(lock: Path) -> dict[str, Any] | None:
+def _lock_holder(lock: Path) -> dict[str, Any]:
+    """What the holder of ``lock`` wrote there: ``{}`` if it has not written it yet (or is gone)."""
     try:
         holder = json.loads(lock.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        return None
     except (OSError, ValueError):
         return {}
     return holder if isinstance(holder, dict) else {}
 
 
-def _create_whole(source: str, target: Path) -> None:
-    """Create ``target`` with the content of ``source``, failing with ``FileExistsError`` if it exists:
-    a hard link (never seen half-written), or an exclusive create where the file system has no links."""
+def _is_file(handle: int, lock: Path) -> bool:
+    """Whether ``lock`` still names the file open as ``handle``: a holder removes its lock file before
+    releasing it, so a taker that opened the file just before may lock one that no longer counts."""
     try:
-        os.link(source, target)
-    except FileExistsError:
-        raise
-    except OSError:
-        with open(target, "x", encoding="utf-8") as stream:
-            stream.write(Path(source).read_text(encoding="utf-8"))
+        named = os.stat(lock)
+    except FileNotFoundError:
+        return False
+    opened = os.fstat(handle)
+    return (named.st_dev, named.st_ino) == (opened.st_dev, opened.st_ino)
+
+
+def _take(lock: Path, path: str | os.PathLike) -> int:
+    """Open and lock ``lock`` (``flock``, without waiting), returning its descriptor; a ``DataError``
+    naming the holder if another open file holds it, this process's own included."""
+    while True:
+        handle = os.open(lock, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o666)
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(handle)
+            holder = _lock_holder(lock)
+            who = (f"process {holder.get('pid')} on {holder.get('host')} (since {holder.get('started')}: "
+                   f"{holder.get('command')})" if holder else "a process that is still writing its lock")
+            raise DataError(path, f"in use by {who}; wait for it to finish") from None
+        except BaseException:
+            os.close(handle)
+            raise
+        if _is_file(handle, lock):
+            return handle
+        os.close(handle)  # its holder released it meanwhile: take the file now in its place
 
 
 @contextmanager
 def output_lock(path: str | os.PathLike) -> Iterator[Path]:
     """Hold an exclusive lock on output ``path`` (file or folder) for the length of a run.
 
-    The lock is a file beside the output (``lock_path``) holding the pid, host, start time and command
-    of its holder, created atomically (written whole, then hard-linked into place, which fails if the
-    lock exists). A second run on the same output gets a ``DataError`` naming the holder; a lock whose
-    process is dead (same host) is stale and taken over. Released on exit, errors included.
+    The lock is the operating system's (``flock``) on a file beside the output (``lock_path``), so at
+    most one process holds it, and a process that dies, however it dies, lets it go. The file names its
+    holder (pid, host, start time and command) for the ``DataError`` a second run on the same output
+    gets; a file that a dead process left, in this format or an older one, is simply taken. Released on
+    exit, errors included, removing the file.
     """
     from datetime import UTC, datetime
 
     lock = lock_path(path)
     lock.parent.mkdir(parents=True, exist_ok=True)
-    me = {"pid": os.getpid(), "host": _HOST, "started": datetime.now(UTC).isoformat(timespec="seconds"),
-          "command": " ".join(sys.argv)}
-    handle, temporary = tempfile.mkstemp(dir=lock.parent, prefix=_temporary_prefix(lock), suffix=".tmp")
-    with os.fdopen(handle, "w", encoding="utf-8") as stream:
-        json.dump(me, stream)
+    handle = _take(lock, path)
     try:
-        for _ in range(3):
-            try:
-                _create_whole(temporary, lock)
-                break
-            except FileExistsError:
-                holder = _lock_holder(lock)
-                if holder is None:
-                    continue  # released meanwhile
-                alive = process_alive(int(holder.get("pid", -1)), str(holder.get("host", "")))
-                if holder and alive is False:
-                    if _lock_holder(lock) == holder:  # stale: its process is gone (and no one took it over)
-                        lock.unlink(missing_ok=True)
-                    continue
-                who = (f"process {holder.get('pid')} on {holder.get('host')} (since {holder.get('started')}: "
-                       f"{holder.get('command')})" if holder else "a process that is still writing its lock")
-                raise DataError(path, f"in use by {who}; wait for it to finish, or delete {lock} if that "
-                                      "process is gone") from None
-        else:
-            raise DataError(path, f"could not take the lock {lock}; try again")
-    finally:
-        Path(temporary).unlink(missing_ok=True)
-    try:
+        me = {"pid": os.getpid(), "host": _HOST, "started": datetime.now(UTC).isoformat(timespec="seconds"),
+              "command": " ".join(sys.argv)}
+        os.ftruncate(handle, 0)  # a stale holder's record
+        os.pwrite(handle, json.dumps(me).encode("utf-8"), 0)
         yield lock
     finally:
-        if (_lock_holder(lock) or {}).get("pid") == me["pid"]:
+        if _is_file(handle, lock):  # removed while still held, so no taker locks a file that no longer counts
             lock.unlink(missing_ok=True)
+        os.close(handle)
