@@ -93,6 +93,26 @@ def test_unknown_config_key_is_one_clear_line_and_exit_1(tmp_path):
     assert not (tmp_path / "run").exists()
 
 
+def test_an_unknown_key_suggests_the_nearest_valid_one(tmp_path):
+    result = pretrain("--objective", "mlm", "--out", str(tmp_path / "run"), "--set", "train.batchsize=8")
+    assert result.exit_code == 1 and "did you mean `train.batch_size`?" in result.output
+    result = pretrain("--objective", "seed", "--out", str(tmp_path / "run"), "--set", "objective.attention_spn=3",
+                      *TINY)
+    assert result.exit_code == 1 and "did you mean `objective.attention_span`?" in result.output
+    result = pretrain("--objective", "mlm", "--out", str(tmp_path / "run"), "--set", "objectiv_name=seed")
+    assert result.exit_code == 1 and "did you mean `objective_name`?" in result.output
+
+
+def test_a_warning_before_an_error_is_one_line_without_source(tmp_path):
+    """Python prints a warning as two lines, file:line then its source; the command prints its message."""
+    result = pretrain("--objective", "mlm", "--corpus", str(tmp_path / "missing.jsonl"), "--out",
+                      str(tmp_path / "run"), "--set", "train.max_steps=2", *TINY)
+    assert result.exit_code == 1 and "no such corpus file" in result.output
+    lines = result.output.splitlines()
+    assert any(line.startswith("warning: warm-up takes 1 of 2 steps (50%)") for line in lines), result.output
+    assert "UserWarning" not in result.output and ".py:" not in result.output and "cls(**values)" not in result.output
+
+
 def test_contradictory_or_missing_model_options_exit_1(tmp_path):
     result = pretrain("--objective", "mlm", "--out", str(tmp_path / "a"), "--model", "minilm", "--size", "tiny")
     assert result.exit_code == 1 and "exclude each other" in result.output
