@@ -1,6 +1,6 @@
 """The README's examples run as written: its Python example (the your-corpus how-to) is executed verbatim in
 a scratch folder laid out as the README assumes (``../shared/data`` beside the working folder), and what it
-promises is checked: a pre-trained seed, a retriever, hits with ids, scores and titles, an evaluation table."""
+promises is checked: a pre-trained seed, a retriever, hits with ids, scores and texts, an evaluation table."""
 
 from __future__ import annotations
 
@@ -45,8 +45,9 @@ def test_the_readme_python_example_runs_as_written(shared_data, tmp_path, monkey
     assert len(hits) == 3 and all(isinstance(hit, seedr.Hit) and hit.text for hit in hits)
     assert hits[0].score >= hits[1].score >= hits[2].score
     output = printed.getvalue()
-    assert hits[0].id in output  # the example printed its hits
-    assert "nDCG@10" in output and "bm25" in output  # and the evaluation table
+    assert f"{hits[0].id}  {hits[0].text[:60]}" in output  # the example printed its hits, by what every corpus has
+    assert "nDCG@10" in output and "bm25" in output  # and the evaluation table,
+    assert re.search(r"[+-]\d\.\d{4} p=", output)  # with differences and p-values, as `seedr evaluate`
 
 
 @pytest.mark.parametrize("phrase", ["make", "pip install", "seedr-base", "import seedr"])
