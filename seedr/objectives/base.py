@@ -58,6 +58,11 @@ class Objective(nn.Module):
     #: "cls_reliance" (SEED-Encoder's weak decoder: its reliance on [CLS] by position, Figure 4),
     #: "decoded_words" (CPDAE's bag-of-words decoder: the words it decodes).
     diagnostics: ClassVar[frozenset[str]] = frozenset()
+    #: The pooled vector the objective trains to stand for the text, in words, ``{pooling}`` for how it pools
+    #: (``[CLS]`` or ``mean``): "SEED-Encoder's {pooling} bottleneck"; empty where the loss never reads a
+    #: pooled vector (MLM). Fine-tuning a seed keeps the pooling its objective trained, and says so
+    #: (``seedr.training.finetune.pretrained_seed``).
+    trained_representation: ClassVar[str] = ""
 
     @classmethod
     def complete_options(cls, options: Any, corpus: PretrainingCorpus) -> None:

@@ -316,6 +316,7 @@ class Cpdae(MaskedLanguageModel):
 
     name = "cpdae"
     config_class = CpdaeConfig
+    trained_representation = "CPDAE's {pooling} bottleneck"
     diagnostics = frozenset({"masked_lm", "decoded_words"})
 
     @classmethod

@@ -103,6 +103,7 @@ class SeedEncoder(MaskedLanguageModel):
 
     name = "seed"
     config_class = SeedConfig
+    trained_representation = "SEED-Encoder's {pooling} bottleneck"
     diagnostics = frozenset({"masked_lm", "cls_reliance"})
 
     @classmethod
