@@ -223,10 +223,10 @@ def test_every_recipe_s_model_card_gives_seedr_s_vectors(recipe, tokenizer, scif
     exec(compile(code, "model card", "exec"), namespace)  # noqa: S102 (seedr's own card)
     assert cosines(model.embed_queries(queries), namespace["query_vectors"]).min() >= 0.99999
     assert cosines(model.embed_documents(scifact_documents), namespace["document_vectors"]).min() >= 0.99999
-    if model.shared:  # `seedr encode` and `seedr search` (a separate document tower: see the card)
-        seedr_encoder = TextEncoder(product, device="cpu", dtype="float32")
-        assert seedr_encoder.title == model.title
-        assert cosines(seedr_encoder.encode_documents(scifact_documents), namespace["document_vectors"]).min() >= 0.99999
+    seedr_encoder = TextEncoder(product, device="cpu", dtype="float32")  # `seedr encode` and `seedr search`
+    assert seedr_encoder.title == model.title
+    assert cosines(seedr_encoder.encode_queries(queries), namespace["query_vectors"]).min() >= 0.99999
+    assert cosines(seedr_encoder.encode_documents(scifact_documents), namespace["document_vectors"]).min() >= 0.99999
 
 
 def test_the_readme_s_call_is_the_card_s_for_its_retriever(tokenizer, scifact_documents, tmp_path):

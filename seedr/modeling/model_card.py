@@ -41,7 +41,7 @@ CARD = "README.md"
 #: The folder of a run's product (``seedr.engine.checkpoint.PRODUCT``): its run names it.
 PRODUCT = "encoder"
 #: seedr's settings beside a fine-tuned encoder (``seedr.modeling.encoder.SETTINGS_FILE``, which imports
-#: this module) and its document tower (``seedr.retrieval.dual_encoder.DOCUMENT_TOWER``).
+#: this module) and its document tower (``seedr.retrieval.encode.DOCUMENT_TOWER``).
 SETTINGS_FILE, DOCUMENT_TOWER = "seedr_dual_encoder.json", "doc_encoder"
 #: A temporary of ``seedr.io.atomic_directory``: ``.<name>.<pid>@<host>.<random>.tmp``, renamed to
 #: ``<name>`` once complete — which is when its card is read.

@@ -37,10 +37,8 @@ from seedr.modeling.encoder import (
 )
 from seedr.modeling.outputs import ObjectiveOutput
 from seedr.modeling.projection import Projection, load_projection
-from seedr.retrieval.encode import TITLE_MODES, document_input, encode_texts, model_defaults
+from seedr.retrieval.encode import DOCUMENT_TOWER, TITLE_MODES, document_input, encode_texts, model_defaults
 from seedr.retrieval.faiss_index import DenseIndex
-
-DOCUMENT_TOWER = "doc_encoder"
 
 
 def saved_settings(model: str | os.PathLike) -> dict[str, object]:
