@@ -25,13 +25,13 @@ from typer.testing import CliRunner
 
 from seedr.cli import app
 from seedr.data.records import Document
-from seedr.recipes import recipes_dir
 from seedr.modeling.encoder import (
     PLACEHOLDER_POOLER,
     POOLER_KEYS,
     load_encoder,
     save_encoder,
 )
+from seedr.recipes import recipes_dir
 from seedr.retrieval.embeddings import load_embeddings
 from seedr.retrieval.encode import TextEncoder
 

@@ -101,10 +101,9 @@ class MaskedLanguageModel(Objective):
         """The base's, after the MLM head's when ``init`` has none: a new head guesses over the vocabulary,
         so the first MLM loss is about ln V (10.3 for BERT's 30,522 tokens), not the encoder's own."""
         vocabulary = self.encoder.config.vocab_size
-        head = [] if self.head_loaded else [
-            f"MLM head: new, from random weights ({init} has no cls.predictions.*, nor a seedr run's head): the "
-            f"first MLM loss is about ln {vocabulary:,} = {math.log(vocabulary):.1f}"]
-        return head + super().changes(init)
+        head = (f"MLM head: new, from random weights ({init} has no cls.predictions.*, nor a seedr run's head): "
+                f"the first MLM loss is about ln {vocabulary:,} = {math.log(vocabulary):.1f}")
+        return ([] if self.head_loaded else [head]) + super().changes(init)
 
     def _load_run_head(self, run_dir: Path) -> bool:
         """Load the head trained by a seedr run (MLM, SEED-Encoder or CPDAE): ``mlm_head.*`` of its newest
