@@ -10,7 +10,7 @@ import typer
 from seedr.allocator import keep_freed_memory
 from seedr.progress import plain_progress
 from seedr.stages import STAGES
-from seedr.stages.common import StageCommand
+from seedr.stages.common import StageCommand, one_line_warnings
 from seedr.version import __version__
 
 app = typer.Typer(
@@ -32,6 +32,7 @@ def _version(value: bool) -> None:
 def main(version: bool = typer.Option(False, "--version", callback=_version, is_eager=True,
                                       help="Print the version and exit.")) -> None:
     """Better seeds for dense retrievers."""
+    one_line_warnings()  # here, where every command starts, from the shell or typer's test runner
 
 
 for _stage in STAGES:

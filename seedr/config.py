@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import difflib
 import math
 import re
 import types
@@ -161,7 +162,8 @@ def from_dict(cls: type[C], data: dict[str, Any], where: str = "config") -> C:
     fields = {f.name: f for f in dataclasses.fields(cls)}
     unknown = set(data) - set(fields)
     if unknown:
-        raise ValueError(f"{where}: unknown option(s) {sorted(unknown)}; valid: {sorted(fields)}")
+        raise ValueError(f"{where}: unknown option(s) {sorted(unknown)}"
+                         f"{_did_you_mean(sorted(unknown), list(fields), where)}; valid: {sorted(fields)}")
     values = {}
     for key, value in data.items():
         default = _default(fields[key])
@@ -179,6 +181,19 @@ def from_dict(cls: type[C], data: dict[str, Any], where: str = "config") -> C:
         raise ValueError(f"{where}.{error}" if str(error).split(" ", 1)[0].isidentifier()
                          else f"{where}: {error}") from None
     return config
+
+
+def _did_you_mean(unknown: list[str], valid: list[str], where: str) -> str:
+    """The valid key nearest to each unknown one (``difflib``), as the user writes it, e.g. ``, did you mean
+    `train.batch_size`?`` for ``train.batchsize``: a typo is found at a glance, not in a list of every key.
+    ``where`` is the section's path; its first part is dropped when it is a label rather than a key (``config``,
+    or an experiment step's name, which has spaces): ``config.train`` → ``train.``, ``objective`` kept."""
+    parts = where.split(".")
+    if parts[0] == "config" or not parts[0].isidentifier():
+        parts = parts[1:]
+    prefix = "".join(f"{part}." for part in parts)
+    near = [match for name in unknown for match in difflib.get_close_matches(name, valid, n=1)]
+    return f", did you mean {' or '.join(f'`{prefix}{key}`' for key in dict.fromkeys(near))}?" if near else ""
 
 
 def _default(field: dataclasses.Field) -> Any:

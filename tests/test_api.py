@@ -92,6 +92,31 @@ def test_search_and_evaluate_in_memory_and_on_files(shared_data, abstracts, tmp_
     assert any("unjudged queries ignored" in note for note in evaluation.notes)  # train queries were searched
 
 
+def test_print_of_an_evaluation_shows_differences_and_p_values_as_the_command_does(shared_data, tmp_path):
+    """``print(seedr.evaluate(...))`` (the README's last line) is what ``seedr evaluate`` prints: each value
+    with its difference to the baseline and the p-value, not only the marks."""
+    from typer.testing import CliRunner
+
+    from seedr.cli import app
+
+    scifact = shared_data / "scifact"
+    with open(scifact / "corpus.jsonl", encoding="utf-8") as stream:
+        untitled = [{"_id": row["_id"], "text": row["text"]} for row in map(json.loads, stream)]
+    queries = scifact / "queries.jsonl"
+    bm25 = seedr.search(tmp_path / "bm25.trec", bm25=True, corpus=scifact / "corpus.jsonl", queries=queries,
+                        show_progress=False)
+    seedr.search(tmp_path / "text.trec", bm25=True, corpus=untitled, queries=queries, show_progress=False)
+    evaluation = seedr.evaluate([tmp_path / "text.trec", bm25], qrels=scifact / "qrels" / "test.tsv", baseline=bm25,
+                                resamples=1000, show_progress=False)
+    effect = evaluation.table.effect("text", "nDCG@10")  # e.g. "-0.0123 p=0.04"
+    assert " p=" in effect and effect in str(evaluation) and repr(evaluation) == str(evaluation)
+    assert "difference to bm25 and the p-value" in " ".join(str(evaluation).split())
+    result = CliRunner().invoke(app, ["evaluate", str(tmp_path / "text.trec"), str(tmp_path / "bm25.trec"),
+                                      "--qrels", str(scifact / "qrels" / "test.tsv"), "--baseline",
+                                      str(tmp_path / "bm25.trec"), "--resamples", "1000"])
+    assert result.exit_code == 0 and effect in result.output
+
+
 def test_the_command_line_runs_the_api(monkeypatch, shared_data, tmp_path):
     """One implementation: ``seedr search`` is ``seedr.api.search`` with the options as keywords."""
     from typer.testing import CliRunner

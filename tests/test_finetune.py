@@ -281,6 +281,54 @@ def test_finetune_command_trains_and_ships_a_loadable_encoder(tiny_model: Path, 
     assert encoder.encode(["cancer"]).shape == (1, 32) and encoder.similarity_fn_name == "cosine"
 
 
+@pytest.fixture()
+def seed_run(tiny_model: Path, tmp_path: Path) -> Path:
+    """A SEED-Encoder pre-training run as seedr leaves it: its ``config.yaml`` and, in ``encoder/``, an
+    encoder saved with the [CLS] pooling of the objective's bottleneck."""
+    import shutil
+
+    run = tmp_path / "seed"
+    shutil.copytree(tiny_model, run / "encoder")
+    (run / "config.yaml").write_text(yaml.safe_dump({"objective_name": "seed", "objective": {"bottleneck": "cls"}}))
+    return run
+
+
+def test_a_seed_is_fine_tuned_through_the_vector_its_objective_trained(seed_run: Path, scifact_small: Path,
+                                                                        tmp_path: Path) -> None:
+    """``sentence_encoder`` says ``pooling: mean`` (MiniLM's); a SEED-Encoder seed keeps its [CLS] bottleneck
+    unless the user sets a pooling, and the run says which in its first line."""
+    import seedr
+
+    for model in (seed_run, seed_run / "encoder"):
+        resolved = seedr.resolve_settings("finetune", config="sentence_encoder", model=model)
+        assert (resolved.pooling, resolved.similarity) == ("cls", "cosine")  # the similarity stays the recipe's
+    asked = seedr.resolve_settings("finetune", config="sentence_encoder", model=seed_run, settings={"pooling": "mean"})
+    assert asked.pooling == "mean"
+    assert seedr.resolve_settings("finetune", config="sentence_encoder", model="minilm").pooling == "mean"
+    mlm = tmp_path / "mlm"  # MLM trains no pooled vector: the recipe's pooling stands
+    (mlm / "encoder").mkdir(parents=True)
+    for file in (seed_run / "encoder").iterdir():
+        (mlm / "encoder" / file.name).symlink_to(file)
+    (mlm / "config.yaml").write_text(yaml.safe_dump({"objective_name": "mlm"}))
+    assert seedr.resolve_settings("finetune", config="sentence_encoder", model=mlm).pooling == "mean"
+
+    tiny = ["--train", str(scifact_small), "--set", "epochs=null", "--set", "train.max_steps=1",
+            "--set", "train.batch_size=4", "--set", "document_max_length=32", "--set", "query_max_length=16"]
+    result = runner.invoke(app, ["finetune", "--config", "sentence_encoder", "--model", str(seed_run),
+                                 "--out", str(tmp_path / "kept"), *tiny])
+    assert result.exit_code == 0, result.output
+    assert result.output.splitlines()[0] == \
+        f"pooling: cls, as the seed {seed_run} was pre-trained (SEED-Encoder's [CLS] bottleneck)"
+    assert yaml.safe_load((tmp_path / "kept" / "config.yaml").read_text())["pooling"] == "cls"
+    pooled = json.loads((tmp_path / "kept" / "encoder" / "1_Pooling" / "config.json").read_text())
+    assert pooled["pooling_mode_cls_token"] and not pooled["pooling_mode_mean_tokens"]
+    result = runner.invoke(app, ["finetune", "--config", "sentence_encoder", "--model", str(seed_run),
+                                 "--out", str(tmp_path / "mean"), "--set", "pooling=mean", *tiny])
+    assert result.exit_code == 0, result.output
+    assert result.output.splitlines()[0] == \
+        f"pooling: mean (set), though the seed {seed_run} was pre-trained through cls (SEED-Encoder's [CLS] bottleneck)"
+
+
 def test_config_yaml_records_the_settings_the_run_resolved(tiny_model: Path, scifact_small: Path,
                                                             tmp_path: Path) -> None:
     config = _config(tiny_model, scifact_small, loss="nll", epochs=1.0, train={"warmup_ratio": 0.25})

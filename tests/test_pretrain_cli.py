@@ -93,6 +93,50 @@ def test_unknown_config_key_is_one_clear_line_and_exit_1(tmp_path):
     assert not (tmp_path / "run").exists()
 
 
+def test_an_unknown_key_suggests_the_nearest_valid_one(tmp_path):
+    result = pretrain("--objective", "mlm", "--out", str(tmp_path / "run"), "--set", "train.batchsize=8")
+    assert result.exit_code == 1 and "did you mean `train.batch_size`?" in result.output
+    result = pretrain("--objective", "seed", "--out", str(tmp_path / "run"), "--set", "objective.attention_spn=3",
+                      *TINY)
+    assert result.exit_code == 1 and "did you mean `objective.attention_span`?" in result.output
+    result = pretrain("--objective", "mlm", "--out", str(tmp_path / "run"), "--set", "objectiv_name=seed")
+    assert result.exit_code == 1 and "did you mean `objective_name`?" in result.output
+
+
+def test_a_warning_before_an_error_is_one_line_without_source(tmp_path):
+    """Python prints a warning as two lines, file:line then its source; the command prints its message."""
+    result = pretrain("--objective", "mlm", "--corpus", str(tmp_path / "missing.jsonl"), "--out",
+                      str(tmp_path / "run"), "--set", "train.max_steps=2", *TINY)
+    assert result.exit_code == 1 and "no such corpus file" in result.output
+    lines = result.output.splitlines()
+    assert any(line.startswith("warning: warm-up takes 1 of 2 steps (50%)") for line in lines), result.output
+    assert "UserWarning" not in result.output and ".py:" not in result.output and "cls(**values)" not in result.output
+
+
+def test_starting_an_objective_from_an_encoder_announces_what_it_changes(shared_data, tmp_path):
+    """SEED from MiniLM: its MLM head and weak decoder start from random weights (MiniLM has neither), and its
+    pooling turns from mean to the [CLS] bottleneck: one line each as the run starts, and in the model card."""
+    from seedr.api import resolve_settings
+    from seedr.training.pretrain import build_objective
+
+    out = tmp_path / "seed"
+    result = pretrain("--config", "seed", "--model", "minilm", "--corpus", str(shared_data / "scifact" / "corpus.jsonl"),
+                      "--out", str(out), *settings(train__max_steps=1, train__batch_size=2, train__global_batch_size=2,
+                                                   data__max_seq_length=32, data__max_documents=20,
+                                                   train__warmup_steps=0))
+    assert result.exit_code == 0, result.output
+    said = [line for line in result.output.splitlines() if line.startswith(("MLM head:", "weak decoder:", "pooling:"))]
+    assert [line.split(":")[0] for line in said] == ["MLM head", "weak decoder", "pooling"], result.output
+    assert "about ln 30,522 = 10.3" in said[0] and "random weights" in said[1]
+    assert said[2].startswith("pooling: the saved encoder pools by cls (SEED-Encoder's [CLS] bottleneck), where "
+                              "minilm pooled by mean")
+    card = (out / "encoder" / "README.md").read_text(encoding="utf-8")
+    assert all(f"- **Changed from the base model**: {line}" in card for line in said)
+    # a start that changes nothing says nothing: MLM from seedr-base keeps its head and its [CLS] pooling
+    objective, _ = build_objective(resolve_settings("pretrain", objective="mlm", model="seedr-base"))
+    assert objective.changes("seedr-base") == []
+
+
 def test_contradictory_or_missing_model_options_exit_1(tmp_path):
     result = pretrain("--objective", "mlm", "--out", str(tmp_path / "a"), "--model", "minilm", "--size", "tiny")
     assert result.exit_code == 1 and "exclude each other" in result.output

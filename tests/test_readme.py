@@ -1,15 +1,17 @@
 """The README's examples run as written: its Python example (the your-corpus how-to) is executed verbatim in
 a scratch folder laid out as the README assumes (``../shared/data`` beside the working folder), and what it
-promises is checked: a pre-trained seed, a retriever, hits with ids, scores and titles, an evaluation table."""
+promises is checked: a pre-trained seed, a retriever, hits with ids, scores and texts, an evaluation table."""
 
 from __future__ import annotations
 
 import contextlib
 import io
+import json
 import re
 from pathlib import Path
 
 import pytest
+import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
 README = ROOT / "README.md"
@@ -41,12 +43,18 @@ def test_the_readme_python_example_runs_as_written(shared_data, tmp_path, monkey
     seed, retriever, index = namespace["seed"], namespace["retriever"], namespace["index"]
     assert isinstance(seed, seedr.TrainingRun) and (seed.encoder / "model.safetensors").is_file()
     assert isinstance(retriever, seedr.TrainingRun) and (retriever.encoder / "config.json").is_file()
+    # the recipe says mean pooling (MiniLM's), but the retriever is trained through the [CLS] bottleneck SEED trained
+    for run in (seed, retriever):
+        pooling = json.loads((run.encoder / "1_Pooling" / "config.json").read_text())
+        assert pooling["pooling_mode_cls_token"] and not pooling["pooling_mode_mean_tokens"], run
+    assert yaml.safe_load((retriever.path / "config.yaml").read_text())["pooling"] == "cls"
     hits = index.search("Vitamin D deficiency and multiple sclerosis", k=3)
     assert len(hits) == 3 and all(isinstance(hit, seedr.Hit) and hit.text for hit in hits)
     assert hits[0].score >= hits[1].score >= hits[2].score
     output = printed.getvalue()
-    assert hits[0].id in output  # the example printed its hits
-    assert "nDCG@10" in output and "bm25" in output  # and the evaluation table
+    assert f"{hits[0].id}  {hits[0].text[:60]}" in output  # the example printed its hits, by what every corpus has
+    assert "nDCG@10" in output and "bm25" in output  # and the evaluation table,
+    assert re.search(r"[+-]\d\.\d{4} p=", output)  # with differences and p-values, as `seedr evaluate`
 
 
 @pytest.mark.parametrize("phrase", ["make", "pip install", "seedr-base", "import seedr"])

@@ -2,7 +2,9 @@
 and ``save_encoder``'s docstring give — ``model.encode(queries)``, and ``model.encode`` of documents as
 text pairs ``[title, text]`` (or the one non-empty field) — reproduce ``seedr encode`` and ``seedr search``
 (title mode ``pair``, float32) for every document, truncation and untitled documents included, and the
-folder loads in transformers and sentence-transformers without a missing-weights report (issue 42)."""
+folder loads in transformers and sentence-transformers without a missing-weights report (issue 42). The
+card's call, run as written, holds for the product of every shipped fine-tuning recipe (each title mode,
+separate towers), and the README's call for the README's retriever."""
 
 from __future__ import annotations
 
@@ -10,6 +12,7 @@ import contextlib
 import io
 import json
 import logging
+import re
 import warnings
 from pathlib import Path
 
@@ -28,6 +31,7 @@ from seedr.modeling.encoder import (
     load_encoder,
     save_encoder,
 )
+from seedr.recipes import recipes_dir
 from seedr.retrieval.embeddings import load_embeddings
 from seedr.retrieval.encode import TextEncoder
 
@@ -184,3 +188,62 @@ def test_an_average_of_encoders_saved_before_and_after_placeholders_loads_quietl
         with safe_open(str(soup / "model.safetensors"), framework="pt") as weights:
             assert PLACEHOLDER_POOLER in weights.metadata()
             torch.testing.assert_close(weights.get_tensor(POOLER_KEYS[0]), torch.eye(32), rtol=0, atol=0)
+
+
+def card_python(folder: Path) -> str:
+    """The model card's Python example, run against ``folder`` itself."""
+    card = (folder / "README.md").read_text(encoding="utf-8")
+    block = re.search(r"```python\n(.*?)```", card, re.DOTALL)
+    assert block, card
+    return block.group(1).replace("path/to/this/folder", str(folder))
+
+
+@pytest.mark.parametrize("recipe", sorted(path.stem for path in recipes_dir("finetune").glob("*.yaml")))
+def test_every_recipe_s_model_card_gives_seedr_s_vectors(recipe, tokenizer, scifact_documents, queries, tmp_path):
+    """Each shipped fine-tuning recipe's product (its pooling, similarity, towers and title mode: ``join`` for
+    ``sentence_encoder``, the papers' ``pair`` otherwise): the card's call, run as written with
+    sentence-transformers over documents with titles, gives the vectors seedr trains and searches with."""
+    import seedr
+    from seedr.training.finetune import build_model
+
+    torch.manual_seed(0)
+    base = save_encoder(tiny_bert(tokenizer), tokenizer, tmp_path / "base", max_seq_length=MAX_LENGTH)
+    config = seedr.resolve_settings("finetune", config=recipe, model=base,
+                                    settings={"query_max_length": MAX_LENGTH, "document_max_length": MAX_LENGTH})
+    model = build_model(config, str(base))
+    if not model.shared:  # separate towers that differ, so that a document encoded by the query tower shows
+        with torch.no_grad():
+            for parameter in model.document_encoder.parameters():
+                parameter.add_(0.1 * torch.randn_like(parameter))
+    product = model.save(tmp_path / "encoder")
+    titled = [(d.title, d.text) for d in scifact_documents]
+    namespace = {"queries": queries, "documents": titled}
+    code = "\n".join(line for line in card_python(product).splitlines()
+                     if not line.startswith(("queries = ", "documents = ")))  # our texts instead of the card's
+    exec(compile(code, "model card", "exec"), namespace)  # noqa: S102 (seedr's own card)
+    assert cosines(model.embed_queries(queries), namespace["query_vectors"]).min() >= 0.99999
+    assert cosines(model.embed_documents(scifact_documents), namespace["document_vectors"]).min() >= 0.99999
+    seedr_encoder = TextEncoder(product, device="cpu", dtype="float32")  # `seedr encode` and `seedr search`
+    assert seedr_encoder.title == model.title
+    assert cosines(seedr_encoder.encode_queries(queries), namespace["query_vectors"]).min() >= 0.99999
+    assert cosines(seedr_encoder.encode_documents(scifact_documents), namespace["document_vectors"]).min() >= 0.99999
+
+
+def test_the_readme_s_call_is_the_card_s_for_its_retriever(tokenizer, scifact_documents, tmp_path):
+    """The README's sentence-transformers snippet encodes documents as its retriever (``sentence_encoder``,
+    titles joined) was trained to read them: the same vectors as seedr's."""
+    import seedr
+    from seedr.training.finetune import build_model
+
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    section = readme[readme.index("## Using a seedr encoder anywhere"):]
+    code = re.search(r"```python\n(.*?)```", section, re.DOTALL).group(1)
+    base = save_encoder(tiny_bert(tokenizer), tokenizer, tmp_path / "base", max_seq_length=MAX_LENGTH)
+    model = build_model(seedr.resolve_settings("finetune", config="sentence_encoder", model=base,
+                                               settings={"document_max_length": MAX_LENGTH}), str(base))
+    product = model.save(tmp_path / "encoder")
+    namespace = {"documents": [(d.title, d.text) for d in scifact_documents]}
+    exec(compile(code.replace("runs/retriever/encoder", str(product)), "README", "exec"), namespace)  # noqa: S102
+    assert cosines(model.embed_documents(scifact_documents), namespace["document_vectors"]).min() >= 0.99999
+    card = (product / "README.md").read_text(encoding="utf-8")
+    assert next(line for line in code.splitlines() if line.startswith("document_vectors")) in card

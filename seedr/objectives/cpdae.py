@@ -316,6 +316,8 @@ class Cpdae(MaskedLanguageModel):
 
     name = "cpdae"
     config_class = CpdaeConfig
+    trained_representation = "CPDAE's {pooling} bottleneck"
+    new_parts = ("bag-of-words decoder",)
     diagnostics = frozenset({"masked_lm", "decoded_words"})
 
     @classmethod

@@ -6,6 +6,7 @@ their auxiliary loss to this one, so both subclass ``MaskedLanguageModel``.
 
 from __future__ import annotations
 
+import math
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -82,15 +83,27 @@ class MaskedLanguageModel(Objective):
         self._load_mlm_head(self.config.mlm_head_from, encoder)
 
     def _load_mlm_head(self, explicit: str | None, encoder: PreTrainedModel) -> None:
+        """Load the head from ``explicit`` (``mlm_head_from``), else from the encoder's folder or its run;
+        ``self.head_loaded`` says whether one was found (``changes`` announces a new one)."""
         if explicit is not None:
             if not (self.mlm_head.load_from_checkpoint(explicit) or self._load_run_head(Path(explicit))):
                 raise DataError(explicit, "no MLM head in this folder: neither cls.predictions.* in its "
                                           "safetensors nor an MLM-family seedr run's checkpoint",
                                 field="mlm_head_from")
+            self.head_loaded = True
             return
         loaded_from = getattr(encoder, "name_or_path", "")
-        if loaded_from and Path(loaded_from).is_dir() and not self.mlm_head.load_from_checkpoint(loaded_from):
-            self._load_run_head(Path(loaded_from).parent)  # a seedr run's product is <run>/encoder
+        self.head_loaded = bool(loaded_from) and Path(loaded_from).is_dir() and (
+            self.mlm_head.load_from_checkpoint(loaded_from)
+            or self._load_run_head(Path(loaded_from).parent))  # a seedr run's product is <run>/encoder
+
+    def changes(self, init: str) -> list[str]:
+        """The base's, after the MLM head's when ``init`` has none: a new head guesses over the vocabulary,
+        so the first MLM loss is about ln V (10.3 for BERT's 30,522 tokens), not the encoder's own."""
+        vocabulary = self.encoder.config.vocab_size
+        head = (f"MLM head: new, from random weights ({init} has no cls.predictions.*, nor a seedr run's head): "
+                f"the first MLM loss is about ln {vocabulary:,} = {math.log(vocabulary):.1f}")
+        return ([] if self.head_loaded else [head]) + super().changes(init)
 
     def _load_run_head(self, run_dir: Path) -> bool:
         """Load the head trained by a seedr run (MLM, SEED-Encoder or CPDAE): ``mlm_head.*`` of its newest

@@ -103,6 +103,8 @@ class SeedEncoder(MaskedLanguageModel):
 
     name = "seed"
     config_class = SeedConfig
+    trained_representation = "SEED-Encoder's {pooling} bottleneck"
+    new_parts = ("weak decoder",)
     diagnostics = frozenset({"masked_lm", "cls_reliance"})
 
     @classmethod

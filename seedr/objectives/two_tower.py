@@ -322,6 +322,7 @@ class TwoTowerObjective(Objective):
 
     config_class = TwoTowerConfig
     input_kind = "pairs"
+    trained_representation = "the two-tower softmax's {pooling} embedding"
     #: Names of the ``PAIR_TASKS`` whose pairs this objective trains on.
     tasks: ClassVar[tuple[str, ...]] = ()
 

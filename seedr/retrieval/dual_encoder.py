@@ -37,10 +37,8 @@ from seedr.modeling.encoder import (
 )
 from seedr.modeling.outputs import ObjectiveOutput
 from seedr.modeling.projection import Projection, load_projection
-from seedr.retrieval.encode import TITLE_MODES, document_input, encode_texts, model_defaults
+from seedr.retrieval.encode import DOCUMENT_TOWER, TITLE_MODES, document_input, encode_texts, model_defaults
 from seedr.retrieval.faiss_index import DenseIndex
-
-DOCUMENT_TOWER = "doc_encoder"
 
 
 def saved_settings(model: str | os.PathLike) -> dict[str, object]:
@@ -256,17 +254,20 @@ class DualEncoder(nn.Module):
         ``max_seq_length`` is what sentence-transformers will keep (default ``document_max_length``).
         The caller makes it atomic (``seedr.io.atomic_directory``)."""
         directory = Path(directory)
+        directory.mkdir(parents=True, exist_ok=True)
+        # the settings and the document tower before the query tower, whose model card reads both from the
+        # folder: how to lay a document out (the title mode) and which tower encodes it
+        settings = {"shared": self.shared, "pooling": self.pooling, "similarity": self.similarity.name,
+                    "scale": self.similarity.scale, "title": self.title}
+        (directory / SETTINGS_FILE).write_text(json.dumps(settings, indent=2))
         towers = [(self.query_encoder, self.query_projection, directory)]
         if self.document_encoder is not None:
-            towers.append((self.document_encoder, self.document_projection, directory / DOCUMENT_TOWER))
+            towers.insert(0, (self.document_encoder, self.document_projection, directory / DOCUMENT_TOWER))
         for encoder, projection, folder in towers:
             save_encoder(encoder, self.tokenizer, folder, pooling=self.pooling,
                          max_seq_length=max_seq_length or self.document_max_length,
                          similarity=self.similarity.name, projection=projection,
                          normalize=self.similarity.name == "cosine")
-        settings = {"shared": self.shared, "pooling": self.pooling, "similarity": self.similarity.name,
-                    "scale": self.similarity.scale, "title": self.title}
-        (directory / SETTINGS_FILE).write_text(json.dumps(settings, indent=2))
         return directory
 
     # ------------------------------------------------------------------ inference with the in-memory model

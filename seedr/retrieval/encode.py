@@ -65,6 +65,8 @@ from seedr.retrieval.embeddings import (  # the folder's format; read_manifest, 
 _DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
 #: How a document's title and text become the encoder's input (see the module docstring).
 TITLE_MODES = ("pair", "join", "none")
+#: The folder, inside a model folder, of its separate document tower (DPR's E_P: ``DualEncoder.save``).
+DOCUMENT_TOWER = "doc_encoder"
 
 
 def document_input(document: Document, title: str = "pair", prefix: str = "") -> tuple[str, str | None]:
@@ -251,6 +253,13 @@ class TextEncoder:
         self.model = load_encoder(self.model_path).to(self.device).eval()
         projection = load_projection(self.model_path)
         self.projection = projection.to(self.device).eval() if projection is not None else None
+        # a model fine-tuned with separate towers (DPR) encodes documents with the tower trained on them
+        tower = self.model_path / DOCUMENT_TOWER
+        self.document_model, self.document_projection = self.model, self.projection
+        if (tower / "config.json").is_file():
+            self.document_model = load_encoder(tower).to(self.device).eval()
+            document_projection = load_projection(tower)
+            self.document_projection = document_projection.to(self.device).eval() if document_projection else None
         self.pooling: Pooling = pooling or defaults["pooling"]
         self.normalize: bool = defaults["normalize"] if normalize is None else normalize
         self.max_length: int = max_length or defaults["max_length"]
@@ -312,11 +321,14 @@ class TextEncoder:
                          show_progress: bool = False,
                          on_batch: Callable[[int], object] | None = None) -> np.ndarray:
         """Embed documents as ``document_input`` lays them out under ``title`` (by default the pair
-        ``title [SEP] text``, DPR/ANCE); ``document_prefix`` goes before the first segment.
-        ``on_batch``: as ``encode_texts``'."""
+        ``title [SEP] text``, DPR/ANCE), with the document tower where the folder has one (``DOCUMENT_TOWER``);
+        ``document_prefix`` goes before the first segment. ``on_batch``: as ``encode_texts``'."""
         inputs = [document_input(document, self.title, self.document_prefix) for document in documents]
         firsts, seconds = zip(*inputs) if inputs else ((), ())
-        return self.encode(list(firsts), batch_size, show_progress, text_pairs=list(seconds), on_batch=on_batch)
+        return encode_texts(self.document_model, self.tokenizer, list(firsts), self.pooling, self.max_length,
+                            batch_size, text_pairs=list(seconds), projection=self.document_projection,
+                            normalize=self.normalize, autocast_dtype=self.autocast_dtype,
+                            show_progress=show_progress, on_batch=on_batch)
 
 
 # ------------------------------------------------------------------ a corpus into an embeddings folder
@@ -417,6 +429,6 @@ def _encode_shards(encoder: TextEncoder, documents: Iterable[Document], out_dir:
 
 # MANIFEST, ShardedEmbeddings, load_embeddings, read_manifest: the embeddings folder's, whose home is
 # seedr.retrieval.embeddings (named here too for the modules that still import them from here)
-__all__ = ["MANIFEST", "TITLE_MODES", "ShardedEmbeddings", "TextEncoder", "document_input",
+__all__ = ["DOCUMENT_TOWER", "MANIFEST", "TITLE_MODES", "ShardedEmbeddings", "TextEncoder", "document_input",
            "encode_corpus_to_shards", "encode_texts", "load_embeddings", "model_defaults",
            "read_manifest", "tokenize_pairs"]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import os
+import warnings
 from collections.abc import Callable, Sequence
 from contextlib import nullcontext
 from typing import Any
@@ -49,6 +50,19 @@ def clear_errors(function: Callable[..., Any]) -> Callable[..., Any]:
             raise typer.Exit(code=1) from None
 
     return wrapper
+
+
+def one_line_warnings() -> None:
+    """Print the warnings a command raises as one line each, ``warning: <message>``: Python's own form is
+    two lines, the file and line that warned, then its source (``seedr/config.py:174: UserWarning: ...`` /
+    ``config = cls(**values)``), noise to a user of the command, and read before the error it precedes."""
+
+    def show(message: Warning | str, category: type[Warning], filename: str, lineno: int,
+             file: Any = None, line: str | None = None) -> None:
+        _end_progress_bars()
+        console.print(f"[yellow]warning[/]: {escape(str(message))}", soft_wrap=True, highlight=False)
+
+    warnings.showwarning = show
 
 
 #: click's usage error (typer vendors click privately; ``BadParameter`` is the public subclass of it).

@@ -96,10 +96,8 @@ def command(
                           force=force)
     for note in evaluation.notes:
         console.print(note, soft_wrap=True, highlight=False, markup=False)
-    Console().print(evaluation.table.to_rich(title=f"{evaluation.mode} evaluation"))
-    for fused_name, tables in evaluation.components.items():
-        for component, against in tables.items():
-            Console().print(against.to_rich(title=f"fused {fused_name} vs its component {component}"))
+    for table in evaluation.tables():
+        Console().print(table)
     if json_out is not None:
         with atomic_write(json_out) as stream:
             json.dump(evaluation.to_dict(), stream, indent=2)

@@ -36,7 +36,7 @@ from accelerate import PartialState
 from rich.console import Console
 from transformers import PreTrainedTokenizerBase
 
-from seedr.config import to_dict
+from seedr.config import read_recipe, to_dict
 from seedr.data.corpus import load_corpus
 from seedr.data.queries import read_qrels, read_queries
 from seedr.data.records import Document, Qrels
@@ -50,12 +50,13 @@ from seedr.hardware import resolve_mixed_precision
 from seedr.io import DataError, atomic_directory, atomic_write
 from seedr.losses import build_loss
 from seedr.losses.gather import NO_KEY, document_key
-from seedr.modeling.encoder import check_lengths
+from seedr.modeling.encoder import check_lengths, resolve_model_path
 from seedr.negatives import NEGATIVES, NegativeStrategy, NegativeTable
 from seedr.negatives.base import positives
+from seedr.objectives import OBJECTIVES
 from seedr.provenance import record_run
 from seedr.retrieval.dual_encoder import DualEncoder
-from seedr.retrieval.encode import document_input, tokenize_pairs
+from seedr.retrieval.encode import document_input, model_defaults, tokenize_pairs
 from seedr.settings import EPOCH_UNITS, FinetuneConfig, TrainConfig
 from seedr.training.few_shot import run_few_shot
 from seedr.training.publish import describe_run
@@ -235,6 +236,62 @@ class DevEvaluation(Callback):
 # --------------------------------------------------------------------------------------- orchestration
 
 
+@dataclass(frozen=True)
+class PretrainedSeed:
+    """A seed made by a seedr pre-training whose objective trained a pooled vector (``pretrained_seed``).
+
+    Attributes:
+        run: its pre-training run folder.
+        pooling: how the vector its objective trained pools (``1_Pooling/config.json`` of its encoder).
+        representation: that vector in words, e.g. "SEED-Encoder's [CLS] bottleneck".
+    """
+
+    run: Path
+    pooling: str
+    representation: str
+
+
+def pretrained_seed(model: str) -> PretrainedSeed | None:
+    """The seed ``model`` is, when it is the encoder of a seedr pre-training run (the run folder or its
+    ``encoder/``) whose objective trained a pooled vector (``Objective.trained_representation``: SEED-Encoder's
+    and CPDAE's bottleneck, the two-tower embedding; not MLM's) — ``None`` otherwise, and for an encoder
+    copied out of its run, whose ``config.yaml`` no longer says how it was made.
+
+    Fine-tuning such a seed pools as it was pre-trained unless the user sets ``pooling`` (``seedr.api``
+    ``resolve_settings``): a recipe's ``pooling: mean`` is written for the model it names (MiniLM, trained
+    with mean pooling), and fine-tuning SEED-Encoder's seed through its mean would train a vector the
+    pre-training never shaped, throwing away what the weak decoder taught [CLS].
+    """
+    try:
+        encoder = resolve_model_path(model)
+    except FileNotFoundError:
+        return None
+    record = encoder.parent / "config.yaml"
+    if encoder.name != PRODUCT or not record.is_file():
+        return None
+    name = read_recipe(record).get("objective_name")
+    if name not in OBJECTIVES or not OBJECTIVES.get(name).trained_representation:
+        return None  # a fine-tuning run, or an objective that trains no pooled vector
+    pooling = model_defaults(encoder)["pooling"]
+    described = OBJECTIVES.get(name).trained_representation.format(pooling="[CLS]" if pooling == "cls" else pooling)
+    return PretrainedSeed(encoder.parent, pooling, described)
+
+
+def seed_pooling_line(config: FinetuneConfig) -> str | None:
+    """The line a fine-tuning starts with when its model is a ``pretrained_seed``: the pooling it trains
+    through, and whether it is the one the seed was pre-trained through — "pooling: cls, as the seed runs/seed
+    was pre-trained (SEED-Encoder's [CLS] bottleneck)", or, where the settings chose another, "pooling: mean
+    (set), though the seed runs/seed was pre-trained through cls (...)". ``None`` for any other model."""
+    seed = pretrained_seed(config.model)
+    if seed is None:
+        return None
+    pooling = config.pooling or seed.pooling  # null: the folder's own, the seed's
+    if pooling == seed.pooling:
+        return f"pooling: {pooling}, as the seed {seed.run} was pre-trained ({seed.representation})"
+    return (f"pooling: {pooling} (set), though the seed {seed.run} was pre-trained through {seed.pooling} "
+            f"({seed.representation})")
+
+
 def build_model(config: FinetuneConfig, model_path: str) -> DualEncoder:
     loss = build_loss(config.loss, config.loss_options)
     model = DualEncoder.from_pretrained(model_path, loss, shared=config.shared_encoder,
@@ -336,6 +393,9 @@ def finetune(config: FinetuneConfig, out_dir: str | Path, resume: bool = False) 
     out_dir = Path(out_dir)
     check_run_folder(out_dir, resume)
     check_dev_metrics(config)
+    said = seed_pooling_line(config)
+    if said is not None:
+        console.print(said, soft_wrap=True, highlight=False, markup=False)
     check_lengths(config.model, {"query_max_length": config.query_max_length,
                                  "document_max_length": config.document_max_length})
     # every config.yaml of the run (this folder's, its rounds' and seeds') records the accumulation used
@@ -387,8 +447,11 @@ __all__ = [
     "FinetuneConfig",
     "FinetuneData",
     "FinetuneExample",
+    "PretrainedSeed",
     "build_model",
     "finetune",
     "load_dev_set",
+    "pretrained_seed",
+    "seed_pooling_line",
     "steps_for_epochs",
 ]

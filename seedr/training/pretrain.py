@@ -34,6 +34,7 @@ from typing import Any
 
 import torch
 from accelerate.utils import set_seed
+from rich.console import Console
 from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
 from seedr.config import from_dict, to_dict
@@ -42,6 +43,7 @@ from seedr.data.default import default_corpus_path, default_documents
 from seedr.data.inputs import input_files
 from seedr.data.records import Document
 from seedr.engine.batches import TrainData
+from seedr.engine.checkpoint import latest_checkpoint
 from seedr.engine.run_state import check_run_folder, process_state
 from seedr.engine.shards import (
     TokenShardData,
@@ -56,6 +58,8 @@ from seedr.objectives import OBJECTIVES, Objective, PretrainingCorpus
 from seedr.registry import Registry
 from seedr.settings import DataConfig, ModelConfig, PretrainConfig
 from seedr.training.publish import describe_run
+
+console = Console(stderr=True)
 
 #: BERT shapes for from-scratch pre-training: (layers, hidden, heads). ``base`` is BERT-base
 #: (Devlin et al., 2019); the smaller ones are the compact BERTs of Turc et al. (2019).
@@ -202,6 +206,10 @@ def pretrain(config: PretrainConfig, out_dir: str | Path, resume: bool = False) 
     check_run_folder(out_dir, resume)
     config.train.resolve_accumulation(process_state().num_processes)
     objective, corpus = build_objective(config, out_dir)
+    changes = objective.changes(config.model.init) if config.model.init is not None else []
+    if not (resume and latest_checkpoint(out_dir) is not None):  # a resumed run said them when it started
+        for line in changes:
+            console.print(line, soft_wrap=True, highlight=False, markup=False)
     data = objective.training_data(objective.config, corpus)
     max_seq_length = config.data.max_seq_length
 
@@ -209,7 +217,7 @@ def pretrain(config: PretrainConfig, out_dir: str | Path, resume: bool = False) 
         model.save_encoder(directory, max_seq_length=max_seq_length)
 
     trainer = Trainer(objective, data, objective.collate, config.train, out_dir, save_product, run_config=config,
-                      described=describe_run(to_dict(config)))
+                      described=describe_run(to_dict(config), changes))
     return trainer.train(resume=resume)
 
 

@@ -12,7 +12,7 @@ from its run folder alone (e.g. a model copied out of a run).
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -23,13 +23,16 @@ from seedr.negatives import NEGATIVES
 from seedr.objectives import OBJECTIVES
 
 
-def describe_run(config: Mapping[str, Any]) -> dict[str, str]:
+def describe_run(config: Mapping[str, Any], changes: Sequence[str] = ()) -> dict[str, str]:
     """``{"objective" | "loss" | "negatives": description}`` of a run from its resolved config (a
     ``PretrainConfig`` or ``FinetuneConfig`` as a dict, as ``config.yaml`` holds it); names that are not
-    registered are left out."""
+    registered are left out. ``changes``: what the run changed of the model it started from, one line each
+    (``Objective.changes``: a new MLM head or decoder, another pooling), under ``"changes"``, one per line."""
     components = {"objective": (OBJECTIVES, config.get("objective_name")),
                   "loss": (LOSSES, config.get("loss")), "negatives": (NEGATIVES, config.get("negatives"))}
     described = {role: registry.describe(name) for role, (registry, name) in components.items()}
+    if changes:
+        described["changes"] = "\n".join(changes)
     return {role: text for role, text in described.items() if text}
 
 
