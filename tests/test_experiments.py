@@ -209,9 +209,10 @@ scales:
 @pytest.fixture(scope="module")
 def tiny_run(tmp_path_factory, scifact_slice):
     """The tiny experiment, run once with --record: ``(experiment file, --set arguments, work folder)``.
-    The file lies in a checkout of its own (pyproject.toml and docs/results), where --record writes."""
+    The file lies in a checkout of its own (pyproject.toml and docs/results), where --record writes, as a
+    shipped experiment's does (seedr/experiments/NAME.yaml: --record records no other file)."""
     root = tmp_path_factory.mktemp("tiny")
-    path = root / "repo" / "experiments" / "tiny.yaml"
+    path = root / "repo" / "seedr" / "experiments" / "tiny.yaml"
     path.parent.mkdir(parents=True)
     path.write_text(TINY)
     (root / "repo" / "pyproject.toml").write_text("[project]\nname = 'tiny'\n")
@@ -253,7 +254,7 @@ def test_tiny_experiment_report_results_and_verify(tiny_run):
     assert results["claims"][1]["p_value"] is not None
     assert results["compute_seconds"] >= results["wall_seconds"] * 0.5 > 0
     assert len(results["figures"]) == 4 * 2
-    recorded = path.parent.parent / "docs" / "results" / "tiny"
+    recorded = path.parents[2] / "docs" / "results" / "tiny"
     assert (recorded / "results.json").exists() and (recorded / "report.md").exists()
     assert not (recorded / "report.html").exists()  # the record keeps Markdown, PNG and JSON; the page is remade:
     page = runner.invoke(app, ["report", str(recorded), "--out", str(out.parent / "page")])

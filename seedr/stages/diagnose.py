@@ -9,6 +9,7 @@ from typing import Annotated
 
 import typer
 
+from seedr.io import check_output
 from seedr.stages.common import clear_errors, console, locks_output
 
 
@@ -84,7 +85,6 @@ def command(
     from rich.table import Table
 
     from seedr.experiments.diagnostics import corpus_texts, diagnose, positive_pairs, write_diagnostics
-    from seedr.io import check_output
 
     read = [path for path in (Path(model), *(corpus or []), positives) if path and path.exists()]
     check_output(out / "diagnostics.json", "diagnostics", overwrite=overwrite, inputs=read)

@@ -8,6 +8,7 @@ from typing import Annotated
 
 import typer
 
+from seedr.io import check_output
 from seedr.stages.common import clear_errors, console, locks_output
 
 
@@ -87,7 +88,6 @@ def command(
     from seedr.data.runs import read_trec_run
     from seedr.evaluation.development import development_objective
     from seedr.evaluation.metrics import run_depth
-    from seedr.io import check_output
     from seedr.retrieval.fusion import (
         RRF_K,
         Fusion,

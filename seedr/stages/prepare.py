@@ -7,6 +7,7 @@ from typing import Annotated
 
 import typer
 
+from seedr.io import check_output
 from seedr.stages.common import clear_errors, locks_output
 
 
@@ -77,8 +78,6 @@ def command(
     """
     from rich.console import Console
     from rich.table import Table
-
-    from seedr.io import check_output
 
     if open_qa is not None:
         from seedr.data.open_qa import build_open_qa_from_files
