@@ -731,7 +731,7 @@ def _task(means, p_values, chance, bm25):
             "systems": systems, **references({"R@100": chance}, bm25 and {"R@100": bm25}, None, 10_000)}
 
 
-ICT_VS_MLM = {"claim": "ICT+BFS+WLP ≫ MLM with few labels", "condition": "ict", "against": "mlm",
+ICT_VS_MLM = {"claim": "ICT+BFS+WLP beats MLM with few labels", "condition": "ict", "against": "mlm",
               "task": "reqa", "metric": "R@100"}
 
 
