@@ -84,7 +84,7 @@ def test_the_best_evidence_is_judged_then_most_seeds_then_largest_scale(tmp_path
     summary = claims_summary(root, relative_to=tmp_path)
     row = _summary_row(summary, CENTRAL_CLAIMS["seed_vs_mlm"].statement)
     assert "[c_three_seeds](results/c_three_seeds/report.md): three seeds" in row
-    assert "3 seeds each" in row and "not significant (3 seeds each; not seed-aware" in row
+    assert "3 seeds each" in row and "not significant (3 seeds each)" in row
     assert "b_one_seed_gpu (t m): holds (1 seed)" in row and "at chance (appendix): a_chance" in row
     assert CENTRAL_CLAIMS["seed_vs_mlm"].would_change in row
 

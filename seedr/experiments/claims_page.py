@@ -293,8 +293,8 @@ def claims_summary(results_root: str | Path, relative_to: str | Path | None = No
         "recorded); ties go to the first in the claims table's order. Evidence is not pooled: each row's "
         "p-value is Holm-adjusted within its own experiment only, and a central claim's verdict is its best "
         "row's, not a combination of the rows listed beside it. Where no row is judged, the claim is "
-        "inconclusive. \"(1 seed)\" marks a verdict on one training run per side; \"not seed-aware\" one whose "
-        "test left the seeds' variation out ([Training seeds](experiments.md#training-seeds))."),
+        "inconclusive. \"(1 seed)\" marks a verdict on one training run per side; a verdict on groups of seeds "
+        "reads a test over the seeds as well as the queries ([Training seeds](experiments.md#training-seeds))."),
         "",
         "| central claim | papers | best evidence | seedr | verdict | other rows | what would change it |",
         "|---|---|---|---|---|---|---|",
