@@ -86,7 +86,7 @@ def test_the_best_evidence_is_judged_then_most_seeds_then_largest_scale(tmp_path
     assert "[c_three_seeds](results/c_three_seeds/report.md): three seeds" in row
     assert "3 seeds each" in row and "not significant (3 seeds each)" in row
     assert "b_one_seed_gpu (t m): holds (1 seed)" in row and "at chance (appendix): a_chance" in row
-    assert CENTRAL_CLAIMS["seed_vs_mlm"].would_change in row
+    assert CENTRAL_CLAIMS["seed_vs_mlm"].would_change_cell() in row
 
     # equal seeds: the gpu scale wins; on one scale, from the base beats from scratch, then tokens
     root = tmp_path / "equal"
@@ -168,3 +168,26 @@ def test_the_page_says_no_more_than_the_runs_show():
     similarity = _summary_row(summary, CENTRAL_CLAIMS["long_text_similarity"].statement)
     assert "both decoders lower it against mlm" in similarity and "seed 0.770 → 0.754" in similarity
     assert "(not measured)" in similarity
+
+
+def test_what_would_change_a_central_claim_is_a_queued_job_that_tests_it():
+    """Each central claim's "what would change it" names a job of the GPU pack's queue (a job, or the
+    leases of one experiment's seeds under their ``combine`` name) whose experiment, at its gpu scale, has
+    claims bearing on that central claim, between conditions it runs: not a job without them (the summary
+    once sent the strong decoder, CPDAE and ReQA 1% to seed_vs_mlm_at_scale, which runs BM25, MLM and SEED
+    on NQ only)."""
+    jobs = yaml.safe_load((ROOT / "gpu" / "queue.yaml").read_text())["jobs"]
+    experiments = {}
+    for job in jobs:
+        if "experiment" in job:
+            for name in {job["name"], job.get("combine", job["name"])}:
+                experiments[name] = job["experiment"]
+    for key, central in CENTRAL_CLAIMS.items():
+        assert central.job in experiments, f"{key}: {central.job} is no experiment job of gpu/queue.yaml"
+        assert f"`{central.job}`" in central.would_change_cell()
+        experiment = load_experiment(experiments[central.job], "gpu")
+        bearing = [claim for claim in experiment.claims if claim.central == key]
+        assert bearing, f"{key}: {central.job} runs {experiment.name}, which has no claim bearing on it"
+        systems = set(experiment.conditions) | set(experiment.groups or {})
+        for claim in bearing:
+            assert {claim.condition, claim.against} <= systems, f"{key}: {claim.claim}"

@@ -33,15 +33,22 @@ Reading = Callable[[dict[str, Any] | None, list[dict[str, Any]]], str]
 
 @dataclass(frozen=True)
 class CentralClaim:
-    """A central claim of the papers seedr reproduces: what it says (what seedr tests, not more), where
-    the papers say it, what would change seedr's verdict on it, and what its records show beside the
-    verdict (``reading``: where a verdict alone would say more than the runs do). Rows of the claims table
-    bear on one through their experiment file's ``central:`` key."""
+    """A central claim of the papers seedr reproduces: what it says (what seedr tests, not more) and where
+    the papers say it; what would change seedr's verdict on it: ``job``, a job of the GPU pack's queue
+    (``gpu/queue.yaml``: a job's ``name``, or the ``combine`` name of one experiment's seed leases) whose
+    experiment has claims bearing on this one (a test checks it), which runs ``would_change``; and what its
+    records show beside the verdict (``reading``: where a verdict alone would say more than the runs do).
+    Rows of the claims table bear on one through their experiment file's ``central:`` key."""
 
     statement: str
     papers: str
+    job: str
     would_change: str
     reading: Reading | None = None
+
+    def would_change_cell(self) -> str:
+        """The summary's "what would change it": the queued job, then what it runs."""
+        return f"the GPU pack's `{self.job}` job, which runs {self.would_change}"
 
 
 def paper_gap(paper: dict[str, tuple[float, float]], source: str) -> Reading:
@@ -115,41 +122,43 @@ def similarity_by_length(reference: str) -> Reading:
 #: The central claims of the seeds, in the order of the claims page's summary (``claims_summary``).
 CENTRAL_CLAIMS: dict[str, CentralClaim] = {
     "seed_vs_mlm": CentralClaim(
-        "SEED-Encoder beats MLM at equal compute", "SEED Tables 1 and 4",
-        "the GPU pack's `seed_vs_mlm_at_scale` job (at least 50× the CPU budget, three seeds each): at CPU "
-        "scale the seeds' spread is as large as the difference"),
+        "SEED-Encoder beats MLM at equal compute", "SEED Tables 1 and 4", "seed_vs_mlm_at_scale",
+        "seed_vs_mlm at 50× the CPU budget with three seeds each (at CPU scale the seeds' spread is as large as "
+        "the difference)"),
     "weak_decoder": CentralClaim(
         "A weak decoder (few layers, short attention span) makes a better retriever than a strong one",
-        "SEED §4.6.1, Figure 3",
-        "`seed_vs_mlm_at_scale`'s strong-decoder condition (GPU pack), with seeds"),
+        "SEED §4.6.1, Figure 3", "objectives_at_scale",
+        "objectives_from_base at 50× the CPU budget, the weak and the strong decoder fine-tuned on ReQA 1% "
+        "(one seed)"),
     "cpdae_vs_seed": CentralClaim(
-        "CPDAE beats SEED-Encoder", "CPDAE Tables 1–2",
-        "`seed_vs_mlm_at_scale`'s CPDAE condition (GPU pack), with seeds"),
+        "CPDAE beats SEED-Encoder", "CPDAE Tables 1–2", "objectives_at_scale",
+        "objectives_from_base at 50× the CPU budget, CPDAE and SEED-Encoder fine-tuned on ReQA 1% (one seed)"),
     "contrastive_term": CentralClaim(
         "CPDAE's contrastive term helps (CPDAE above CPDAE w/o CL and IDF-REC)", "CPDAE Table 2",
-        "CPDAE against CPDAE w/o CL above the floor, with seeds (e.g. a w/o CL condition beside CPDAE in "
-        "`seed_vs_mlm_at_scale`)"),
+        "objectives_at_scale",
+        "objectives_from_base at 50× the CPU budget, CPDAE and CPDAE w/o CL fine-tuned on ReQA 1% (one seed)"),
     "ict_few_labels": CentralClaim(
-        "ICT+BFS+WLP beats MLM with few labels", "ICLR 2020 Table 3",
-        "the GPU pack's `ict_vs_mlm_1024` job (a batch of at least 1,024 with the log-Q correction; the "
-        "paper's is 8,192)",
+        "ICT+BFS+WLP beats MLM with few labels", "ICLR 2020 Table 3", "ict_vs_mlm_1024",
+        "ict_vs_mlm with an in-batch softmax over 1,024 documents and the log-Q correction (the paper's "
+        "batch is 8,192), three seeds each",
         paper_gap({"R@100": (0.8985, 0.0393), "R@1": (0.3743, 0.0018)}, "ICLR 2020 Table 3, ReQA SQuAD 1%")),
     "few_shot": CentralClaim(
         "The few-shot advantages: SEED-Encoder and CPDAE above MLM with few labels",
-        "SEED §4.6.2, Figure 6(c–d) (preprint §4.5); CPDAE Table 3",
-        "few-label fine-tuning of encoders above the floor, with seeds: `seed_vs_mlm_at_scale`'s ReQA 1% "
-        "rows (GPU pack)"),
+        "SEED §4.6.2, Figure 6(c–d) (preprint §4.5); CPDAE Table 3", "objectives_at_scale",
+        "objectives_from_base at 50× the CPU budget, SEED-Encoder, CPDAE and MLM fine-tuned on ReQA 1% "
+        "(one seed)"),
     "long_text_similarity": CentralClaim(
         "A strong decoder leaves random long texts' [CLS] more similar than a weak one does",
-        "SEED §3.2, Figure 1(b) (Optimus); §4.6.2, Figure 5",
-        "the diagnostics over several pre-training seeds, which would measure their tolerance (now the "
-        "file's, not measured), on encoders pre-trained at 512 tokens",
+        "SEED §3.2, Figure 1(b) (Optimus); §4.6.2, Figure 5", "diagnostics_at_scale",
+        "diagnostics_from_base at 50× the CPU budget, on texts cut to up to 512 tokens (pre-trained, as at the "
+        "cpu scale, on 128-token texts; one seed: its tolerance stays the file's, not measured, until the "
+        "diagnostics run over several pre-training seeds)",
         similarity_by_length("mlm")),
     "cls_reliance": CentralClaim(
         "A decoder restricted to a short span relies on [CLS] along the sequence, a full-attention one less "
-        "at late positions", "SEED §4.6.1, Figure 4 (preprint §4.3)",
-        "the decoders' reliance over several pre-training seeds (a measured tolerance), from a stronger "
-        "base (the GPU pack's `stronger_base`)"),
+        "at late positions", "SEED §4.6.1, Figure 4 (preprint §4.3)", "diagnostics_at_scale",
+        "diagnostics_from_base at 50× the CPU budget (one seed: its tolerance stays the file's, not "
+        "measured, until the diagnostics run over several pre-training seeds)"),
 }
 #: Scales from the largest: the papers' settings, one GPU, the 2-core CPU.
 SCALE_ORDER = ("paper", "gpu", "cpu")
@@ -315,7 +324,7 @@ def claims_summary(results_root: str | Path, relative_to: str | Path | None = No
         if reading:
             verdict += f" — {reading}"
         lines.append(f"| {central.statement} | {central.papers} | {evidence} | {figures_} | {verdict} | "
-                     f"{_other_rows_cell(others)} | {central.would_change} |")
+                     f"{_other_rows_cell(others)} | {central.would_change_cell()} |")
     return "\n".join(lines) + "\n"
 
 
