@@ -1448,6 +1448,22 @@ def test_recorded_claims_over_seeds_read_tests_of_their_seeds():
     assert checked >= 8  # ict_vs_mlm's three, seed_vs_mlm's two, few_shot's three
 
 
+def test_no_recorded_p_value_is_finer_than_its_test():
+    """A randomisation test of B resamples cannot give p below 1/(B + 1); a claim on groups of seeds reads
+    at least its test over the seeds (``test_recorded_claims_over_seeds_read_tests_of_their_seeds``). No
+    recorded claim, and so no row of the claims page, reads finer."""
+    for path in sorted((ROOT / "docs" / "results").glob("*/results.json")):
+        results = json.loads(path.read_text())
+        for claim in results.get("claims", []):
+            task = results["tasks"].get(claim["task"], {})
+            if claim["p_value"] is None or task.get("test") != "permutation":
+                continue
+            resamples = load_experiment(results["experiment"], results["scale"]).resamples
+            for key in ("p_value", "p_queries", "p_holm"):
+                if claim.get(key) is not None:
+                    assert claim[key] >= 1 / (resamples + 1), f"{path.parent.name}: {claim['claim']} {key}"
+
+
 def test_step_keys_ignore_comments_docstrings_and_layout_but_not_code(tmp_path):
     """The source fingerprint hashes what the library computes: a docstring, a comment or a re-wrapped line
     keeps it (and so every recorded step's key); a changed constant changes it."""
