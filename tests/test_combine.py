@@ -65,7 +65,7 @@ def test_seeds_run_apart_combine_into_the_whole_run(tmp_path, scifact_slice, mod
     combined = combine_seed_runs(_load(path, scifact_slice, models, "[1, 2, 3]"), runs)
 
     assert combined["tasks"]["scifact"]["systems"] == whole["tasks"]["scifact"]["systems"]
-    assert combined["seed_spread"] == whole["seed_spread"] and combined["seed_scores"] == whole["seed_scores"]
+    assert combined["seed_spread"] == whole["seed_spread"]
     assert combined["claims"] == whole["claims"] and combined["figures"] == whole["figures"]
     assert len(combined["combined_from"]) == 2 and combined["seed_spread"]["scifact"]["mean"]["nDCG@10"]["seeds"] == 3
 

@@ -733,7 +733,7 @@ def _task(means, p_values, chance, bm25):
             "systems": systems, **references({"R@100": chance}, bm25 and {"R@100": bm25}, None, 10_000)}
 
 
-ICT_VS_MLM = {"claim": "ICT+BFS+WLP ≫ MLM with few labels", "condition": "ict", "against": "mlm",
+ICT_VS_MLM = {"claim": "ICT+BFS+WLP beats MLM with few labels", "condition": "ict", "against": "mlm",
               "task": "reqa", "metric": "R@100"}
 
 
@@ -1226,11 +1226,12 @@ def test_a_setup_step_reads_an_earlier_ones_folder(tmp_path):
 
 
 def test_results_json_keeps_lists_of_scalars_on_one_line():
-    """results.json holds per-query scores of every seed (ReQA: 10,387 questions × 18 members): written a
-    value per line they made ict_vs_mlm's 3.2 MB; each list of scalars on one line, 0.7 MB, the same data."""
+    """results.json holds long lists of scalars (each seed's figures, the decoders' reliance on [CLS] by
+    position): written a value per line they would fill screens; each list of scalars on one line, the
+    same data."""
     from seedr.io import json_text
 
-    data = {"seed_scores": {"t": {"queries": ["q1", "q2"], "metrics": {"m": {"a": [0, 1], "b": [0.5, None]}}}},
+    data = {"curves": {"t": {"queries": ["q1", "q2"], "metrics": {"m": {"a": [0, 1], "b": [0.5, None]}}}},
             "figures": [{"value": 0.1, "seeds": []}], "text": "@inline-0", "flag": True}
     text = json_text(data)
     assert json.loads(text) == data
@@ -1364,95 +1365,105 @@ def _grouped_experiment(tmp_path, claims, groups):
                            groups=groups, resamples=2000, test="permutation")
 
 
+def _seeded_comparisons(member_means):
+    """A task whose groups' members (``NAME-sK``) have the given figures, each group's mean theirs."""
+    systems = {member: {"m": {"mean": mean, "p_value": None}} for member, mean in member_means.items()}
+    groups = {}
+    for member in member_means:
+        groups.setdefault(member.rsplit("-s", 1)[0], []).append(member)
+    for group, members in groups.items():
+        systems[group] = {"m": {"mean": sum(member_means[m] for m in members) / len(members), "p_value": None}}
+    return {"t": {"systems": systems, "floor": {"m": 0.1}}}, groups
+
+
 def test_claims_between_groups_of_seeds_test_the_seeds_too(tmp_path):
-    """seed_vs_mlm's case (SEED−MLM +0.008, MLM's seeds spread 0.012): with the members' per-query scores,
-    the verdict reads the two-level bootstrap (seeds, then queries), whose p-value is far above the
-    per-query test's when the seeds disagree; the claim keeps both, the CI, each side's seed count and
-    SD. Without the members' scores the claim is judged on the queries and says it is not seed-aware; a
-    claim between single runs says "(1 seed)"."""
-    import numpy as np
+    """A claim between groups of seeds reads the larger of two p-values: Welch's t-test on the members'
+    figures (the seeds' variation) and the per-query test (the queries'). seed_vs_mlm's case (SEED−MLM
+    +0.0075, MLM's seeds spread 0.0115): Welch's p is far above the per-query test's, not significant.
+    ict_vs_mlm's (+0.0446, SDs 0.0067 and 0.0026): Welch's p is about 0.003, not the 0.0001 that 10,000
+    per-query resamples can give; three seeds cannot say more. Seeds that agree closely leave the
+    per-query p-value as the verdict's. A side of one seed: Student's test, and the verdict says so."""
+    from scipy import stats
 
     from seedr.experiments.spec import Claim
-    from seedr.experiments.verdicts import NOT_SEED_AWARE, claim_results, seed_scores, verdict_text
+    from seedr.experiments.verdicts import claim_results, verdict_text
 
-    rng = np.random.default_rng(0)
-    queries = [f"q{i}" for i in range(400)]
-    base = rng.random(400)
-    offsets = {"mlm-s1": 0.02, "mlm-s2": 0.0, "mlm-s3": -0.02, "seed-s1": 0.03, "seed-s2": 0.01, "seed-s3": 0.005}
-    per_query = {name: {"m": dict(zip(queries, np.clip(base + shift + rng.normal(0, 0.01, 400), 0, 1)))}
-                 for name, shift in offsets.items()}
-    for group in ("mlm", "seed"):
-        members = [name for name in offsets if name.startswith(group)]
-        per_query[group] = {"m": {q: float(np.mean([per_query[m]["m"][q] for m in members])) for q in queries}}
-    means = {name: {"m": {"mean": float(np.mean(list(scores["m"].values()))), "p_value": None}}
-             for name, scores in per_query.items()}
-    comparisons = {"t": {"systems": means, "floor": {"m": 0.1}}}
-    groups = {"mlm": ["mlm-s1", "mlm-s2", "mlm-s3"], "seed": ["seed-s1", "seed-s2", "seed-s3"]}
-    claims = [Claim(claim="SEED beats MLM", condition="seed", against="mlm", task="t", metric="m", protocol="x"),
-              Claim(claim="one run each", condition="seed-s1", against="mlm-s1", task="t", metric="m", protocol="x")]
-    experiment = _grouped_experiment(tmp_path, claims, groups)
-    grouped, single = claim_results(experiment, comparisons, {"t": per_query})
-    assert grouped["seeds"] == {"condition": 3, "against": 3}
-    assert grouped["seed_sd"]["against"] == pytest.approx(0.02, abs=0.002)
-    assert grouped["seed_aware"] and grouped["p_queries"] < 0.001 < 0.05 < grouped["p_value"]
-    assert grouped["seed_test"]["ci"][0] < grouped["delta"] < grouped["seed_test"]["ci"][1]
-    assert grouped["verdict"] == "not significant"
-    assert verdict_text(grouped) == "not significant (3 seeds each)"
+    claims = [Claim(claim="A beats B", condition="a", against="b", task="t", metric="m", protocol="x"),
+              Claim(claim="one run each", condition="a-s1", against="b-s1", task="t", metric="m", protocol="x")]
+    keys = {("a", "b", "t", "m"): 0.0002, ("a-s1", "b-s1", "t", "m"): 0.5}
+    seed_vs_mlm = {"a-s1": 0.2963, "a-s2": 0.3028, "a-s3": 0.3060, "b-s1": 0.2817, "b-s2": 0.2966, "b-s3": 0.3043}
+    comparisons, groups = _seeded_comparisons(seed_vs_mlm)
+    grouped, single = claim_results(_grouped_experiment(tmp_path, claims, groups), comparisons, None, p_values=keys)
+    welch = stats.ttest_ind([0.2963, 0.3028, 0.3060], [0.2817, 0.2966, 0.3043], equal_var=False)
+    assert grouped["seed_test"]["p_value"] == pytest.approx(welch.pvalue) and grouped["seed_test"]["df"] < 4
+    assert grouped["p_queries"] == 0.0002 and grouped["p_value"] == pytest.approx(welch.pvalue) and welch.pvalue > 0.05
+    assert grouped["seed_test"]["ci"][0] < 0 < grouped["seed_test"]["ci"][1]
+    assert grouped["verdict"] == "not significant" and verdict_text(grouped) == "not significant (3 seeds each)"
     assert single["seeds"] == {"condition": 1, "against": 1} and "seed_test" not in single
     assert verdict_text(single) == f"{single['verdict']} (1 seed)"
-    # recorded for a later rerender: the members of the groups claims compare, on the claims' metrics
-    kept = seed_scores(experiment, {"t": per_query})
-    assert set(kept["t"]["metrics"]["m"]) == {*groups["mlm"], *groups["seed"]} and len(kept["t"]["queries"]) == 400
-    # without the members' scores (a record made before they were kept): the queries alone, and it says so
-    recorded = claim_results(experiment, comparisons, None, p_values={("seed", "mlm", "t", "m"): 0.0002,
-                                                                      ("seed-s1", "mlm-s1", "t", "m"): 0.5})
-    assert recorded[0]["seed_aware"] is False and recorded[0]["p_value"] == 0.0002
-    assert verdict_text(recorded[0]) == f"holds (3 seeds each; {NOT_SEED_AWARE})"
+
+    ict = {"a-s1": 0.6236, "a-s2": 0.6366, "a-s3": 0.6328, "b-s1": 0.5834, "b-s2": 0.5882, "b-s3": 0.5874}
+    comparisons, groups = _seeded_comparisons(ict)
+    grouped, _ = claim_results(_grouped_experiment(tmp_path, claims, groups), comparisons, None, p_values=keys)
+    assert 0.001 < grouped["p_value"] < 0.01 and grouped["verdict"] == "holds"
+    assert grouped["seed_test"]["test"] == "Welch's t-test on the seeds' means"
+
+    close = {"a-s1": 0.6000, "a-s2": 0.6001, "a-s3": 0.6002, "b-s1": 0.5900, "b-s2": 0.5901, "b-s3": 0.5902}
+    comparisons, groups = _seeded_comparisons(close)
+    noisy = {**keys, ("a", "b", "t", "m"): 0.3}  # the queries disagree: the seeds' agreement does not decide
+    grouped, _ = claim_results(_grouped_experiment(tmp_path, claims, groups), comparisons, None, p_values=noisy)
+    assert grouped["seed_test"]["p_value"] < 1e-4 and grouped["p_value"] == 0.3 and grouped["verdict"] == "not significant"
+
+    one_side = {"a-s1": 0.6236, "a-s2": 0.6366, "a-s3": 0.6328, "b-s1": 0.5834}
+    comparisons, groups = _seeded_comparisons(one_side)
+    grouped, _ = claim_results(_grouped_experiment(tmp_path, claims, groups), comparisons, None, p_values=keys)
+    assert grouped["seed_test"]["test"] == "Student's t-test on the seeds' means"
+    assert verdict_text(grouped).endswith("(3 vs 1 seeds, one side judged on 1 seed)")
 
 
-def test_rerender_recomputes_seed_aware_tests_from_recorded_scores(tmp_path):
-    """A results.json with ``seed_scores`` re-renders to the same seed-aware test as the run computed."""
-    import numpy as np
+def test_recorded_claims_over_seeds_read_tests_of_their_seeds():
+    """Every recorded claim whose side is a group of seeds carries the t-test over its members' recorded
+    figures (re-derived here) and reads a p-value no finer than it, nor than the per-query test's
+    (ict_vs_mlm's fine-tuned claims read 0.0001 from a bootstrap over three seeds; Welch's test on them
+    gives 0.003 and 0.025). Seed groups' per-query scores are no longer kept."""
+    from scipy import stats
 
-    from seedr.experiments.spec import Claim
-    from seedr.experiments.verdicts import claim_results, recorded_seed_scores, seed_scores
+    from seedr.experiments.verdicts import seed_members
 
-    rng = np.random.default_rng(1)
-    queries = [f"q{i}" for i in range(50)]
-    per_query = {f"{g}-s{i}": {"m": {q: float(rng.integers(0, 2)) for q in queries}} for g in ("a", "b") for i in (1, 2)}
-    means = {name: {"m": {"mean": float(np.mean(list(s["m"].values()))), "p_value": None}} for name, s in per_query.items()}
-    means |= {g: {"m": {"mean": (means[f"{g}-s1"]["m"]["mean"] + means[f"{g}-s2"]["m"]["mean"]) / 2, "p_value": None}}
-              for g in ("a", "b")}
-    claims = [Claim(claim="a beats b", condition="a", against="b", task="t", metric="m", protocol="x")]
-    experiment = _grouped_experiment(tmp_path, claims, {"a": ["a-s1", "a-s2"], "b": ["b-s1", "b-s2"]})
-    comparisons = {"t": {"systems": means, "floor": {"m": 0.1}}}
-    at_run = claim_results(experiment, comparisons, {"t": per_query}, p_values={("a", "b", "t", "m"): 0.5})[0]
-    kept = json.loads(json.dumps(seed_scores(experiment, {"t": per_query})))
-    again = claim_results(experiment, comparisons, recorded_seed_scores(kept), p_values={("a", "b", "t", "m"): 0.5})[0]
-    assert again["seed_test"] == at_run["seed_test"] and again["p_value"] == at_run["p_value"]
-    assert all(isinstance(v, int) for v in kept["t"]["metrics"]["m"]["a-s1"])  # 0/1 scores stay integers
+    checked = 0
+    for path in sorted((ROOT / "docs" / "results").glob("*/results.json")):
+        results = json.loads(path.read_text())
+        assert "seed_scores" not in results, path.parent.name
+        for claim in results.get("claims", []):
+            if claim["task"] == "diagnostics" or max(claim["seeds"].values()) == 1:
+                continue
+            experiment = load_experiment(results["experiment"], results["scale"])
+            systems = results["tasks"][claim["task"]]["systems"]
+            sides = [[systems[m][claim["metric"]]["mean"] for m in seed_members(experiment, name, systems)]
+                     for name in (claim["condition"], claim["against"])]
+            welch = stats.ttest_ind(*sides, equal_var=min(map(len, sides)) == 1)
+            where = f"{path.parent.name}: {claim['claim']}"
+            assert claim["seed_test"]["p_value"] == pytest.approx(welch.pvalue, rel=1e-9), where
+            assert claim["p_value"] == max(claim["seed_test"]["p_value"], claim["p_queries"]), where
+            assert claim.get("p_holm", claim["p_value"]) >= claim["p_value"], where
+            checked += 1
+    assert checked >= 8  # ict_vs_mlm's three, seed_vs_mlm's two, few_shot's three
 
 
-def test_hierarchical_bootstrap_includes_the_seeds_variation():
-    """Two recipes whose seeds differ by a constant per seed: identical per-query noise would make a
-    per-query test decisive, the two-level bootstrap is not; a real difference far beyond the seeds'
-    spread is significant either way; identical inputs give p = 1."""
-    import numpy as np
-
-    from seedr.evaluation.significance import hierarchical_bootstrap, permutation_test
-
-    rng = np.random.default_rng(2)
-    queries = rng.random(300)
-    a = np.vstack([queries + shift for shift in (0.05, 0.0, -0.05)])
-    b = np.vstack([queries + shift for shift in (0.04, -0.01, -0.06)])  # 0.01 below a, seeds spread 0.05
-    assert permutation_test(a.mean(0), b.mean(0), 2000) < 0.001
-    result = hierarchical_bootstrap(a, b, 2000)
-    assert result.delta == pytest.approx(0.01) and result.p_value > 0.5 and result.ci[0] < 0 < result.ci[1]
-    assert result.seeds == (3, 3) and result.queries == 300
-    assert hierarchical_bootstrap(a + 0.3, b, 2000).p_value < 0.001
-    assert hierarchical_bootstrap(a, a, 100).p_value == 1.0
-    with pytest.raises(ValueError, match="same queries"):
-        hierarchical_bootstrap(a, b[:, :10])
+def test_no_recorded_p_value_is_finer_than_its_test():
+    """A randomisation test of B resamples cannot give p below 1/(B + 1); a claim on groups of seeds reads
+    at least its test over the seeds (``test_recorded_claims_over_seeds_read_tests_of_their_seeds``). No
+    recorded claim, and so no row of the claims page, reads finer."""
+    for path in sorted((ROOT / "docs" / "results").glob("*/results.json")):
+        results = json.loads(path.read_text())
+        for claim in results.get("claims", []):
+            task = results["tasks"].get(claim["task"], {})
+            if claim["p_value"] is None or task.get("test") != "permutation":
+                continue
+            resamples = load_experiment(results["experiment"], results["scale"]).resamples
+            for key in ("p_value", "p_queries", "p_holm"):
+                if claim.get(key) is not None:
+                    assert claim[key] >= 1 / (resamples + 1), f"{path.parent.name}: {claim['claim']} {key}"
 
 
 def test_step_keys_ignore_comments_docstrings_and_layout_but_not_code(tmp_path):

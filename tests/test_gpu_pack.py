@@ -111,7 +111,8 @@ def test_stronger_base_runs_tiny(tmp_path):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("job", ["seed_vs_mlm_at_scale_1", "objectives_at_scale", "ict_vs_mlm_1024_1"])
+@pytest.mark.parametrize("job", ["seed_vs_mlm_at_scale_1", "objectives_at_scale", "ict_vs_mlm_1024_1",
+                                 "diagnostics_at_scale"])
 def test_experiment_jobs_run_tiny(tmp_path, job):
     """Each experiment job at a toy size: its report, and the per-query scores a combination needs."""
     out = tmp_path / "OUT"

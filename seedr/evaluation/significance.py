@@ -15,9 +15,8 @@ for it (as ``seedr.evaluation.metrics`` scores queries missing from a run). Iden
 give p = 1.
 
 Both tests take each system as one fixed run. Where each side of a comparison is a recipe trained with
-several seeds, the variation between seeds is part of what a re-run would change, and
-``hierarchical_bootstrap`` includes it: a two-level bootstrap that resamples the seeds of each side,
-then the queries.
+several seeds, the variation between seeds is part of what a re-run would change: an experiment's
+verdicts test the seeds' figures too (``seedr.experiments.verdicts``).
 """
 
 from __future__ import annotations
@@ -89,60 +88,6 @@ def paired_ttest(system: np.ndarray, baseline: np.ndarray, n_resamples: int = 0,
         # zero variance: t is undefined; identical systems are not different, a constant shift is
         return 1.0 if differences[0] == 0 else 0.0
     return float(stats.ttest_rel(system, baseline).pvalue)
-
-
-@dataclass(frozen=True)
-class SeedAwareResult:
-    """The difference of two recipes' means over their seeds and queries (``system`` − ``baseline``), with
-    the two-level bootstrap's two-sided p-value and percentile confidence interval."""
-
-    delta: float
-    p_value: float
-    ci: tuple[float, float]
-    seeds: tuple[int, int]
-    queries: int
-    resamples: int
-
-
-def hierarchical_bootstrap(system: np.ndarray, baseline: np.ndarray, n_resamples: int = 10_000, seed: int = 0,
-                           alpha: float = 0.05, chunk: int | None = None) -> SeedAwareResult:
-    """Two-level (hierarchical) bootstrap of the difference of two recipes' mean scores, each trained with
-    several seeds and scored on the same queries: ``system`` and ``baseline`` are (seeds, queries) arrays,
-    columns aligned by query.
-
-    Each resample draws each side's seeds with replacement (its own count), then the queries with
-    replacement (the same draw for both sides, which are paired by query), and takes the mean over the
-    drawn seeds and queries of ``system`` minus that of ``baseline`` (Davison & Hinkley 1997, §3.8, for
-    data with two levels of variation). The confidence interval is the percentile interval at ``1 −
-    alpha``; the two-sided p-value that of the resamples shifted to the null hypothesis of no difference,
-    (1 + #{|t* − t| ≥ |t|}) / (B + 1). A side with one seed contributes the queries' variation only; with
-    few seeds the seed level's variance is underestimated by the factor (k − 1)/k, as any bootstrap of k
-    values is, so with three seeds read the p-value as a lower bound. ``chunk``: resamples drawn at once
-    (memory, not the result: the draws come from one stream per level)."""
-    system, baseline = np.asarray(system, dtype=np.float64), np.asarray(baseline, dtype=np.float64)
-    if system.ndim != 2 or baseline.ndim != 2 or system.shape[1] != baseline.shape[1] or not system.shape[1]:
-        raise ValueError("hierarchical_bootstrap takes two (seeds, queries) arrays over the same queries, got "
-                         f"{system.shape} and {baseline.shape}")
-    (seeds_a, queries), seeds_b = system.shape, baseline.shape[0]
-    observed = float(system.mean() - baseline.mean())
-    if np.array_equal(system, baseline):
-        return SeedAwareResult(0.0, 1.0, (0.0, 0.0), (seeds_a, seeds_b), queries, n_resamples)
-    chunk = chunk or resample_chunk(queries * (seeds_a + seeds_b), n_resamples)
-    seed_rng, query_rng = np.random.default_rng([seed, 1]), np.random.default_rng([seed, 2])
-    stacked = np.vstack([system, baseline])  # (Sa + Sb, Q)
-    statistics = np.empty(n_resamples)
-    for start in range(0, n_resamples, chunk):
-        size = min(chunk, n_resamples - start)
-        drawn = query_rng.integers(0, queries, (size, queries))  # (C, Q)
-        means = stacked[:, drawn].mean(axis=2).T  # (C, Sa + Sb): each seed's mean over the drawn queries
-        pick_a = seed_rng.integers(0, seeds_a, (size, seeds_a))
-        pick_b = seeds_a + seed_rng.integers(0, seeds_b, (size, seeds_b))
-        statistics[start:start + size] = (np.take_along_axis(means, pick_a, 1).mean(1)
-                                          - np.take_along_axis(means, pick_b, 1).mean(1))
-    extreme = np.count_nonzero(np.abs(statistics - observed) >= abs(observed) - abs(observed) * 1e-12)
-    low, high = np.quantile(statistics, [alpha / 2, 1 - alpha / 2])
-    return SeedAwareResult(observed, float(min(1.0, (extreme + 1) / (n_resamples + 1))), (float(low), float(high)),
-                           (seeds_a, seeds_b), queries, n_resamples)
 
 
 def align(per_query_by_system: dict[str, dict[str, float]]) -> tuple[list[str], dict[str, np.ndarray]]:

@@ -5,7 +5,7 @@ Each seed's run brings back its ``results.json`` and the per-query scores of eve
 (``per_query.json``, ``runner.experiment_scores``). ``combine_seed_runs`` merges the systems of all
 seeds, averages each group over its seeds, tests every system against the baseline
 (``scoring.compare``) and judges the claims with the seed-aware tests of a whole run
-(``verdicts.claim_results``: a two-level bootstrap over seeds, then queries), so a claim over three seeds
+(``verdicts.claim_results``: a t-test over the seeds beside the per-query test), so a claim over three seeds
 that ran on three machines reads as one over three seeds. A task's references (its pool, chance levels,
 BM25 and floor) do not depend on the seed: they are taken from the first run, and a run whose references
 differ is refused, as is a system scored in two runs.
@@ -17,7 +17,7 @@ from typing import Any
 
 from seedr.experiments.figures import figures, seed_spread, with_seed_sd
 from seedr.experiments.scoring import compare
-from seedr.experiments.verdicts import claim_results, seed_scores
+from seedr.experiments.verdicts import claim_results
 
 #: What ``results.json`` holds of a task besides its comparison: the references the task's systems are
 #: read against (``seedr.experiments.figures.references``).
@@ -69,7 +69,7 @@ def combine_seed_runs(experiment: Any, runs: list[dict[str, Any]]) -> dict[str, 
         "wall_seconds": round(sum(run["results"].get("wall_seconds") or 0 for run in runs), 1),
         "compute_seconds": round(sum(run["results"].get("compute_seconds") or 0 for run in runs), 1),
         "variables": experiment.variables, "skipped": experiment.skipped, "tasks": comparisons,
-        "diagnostics": {}, "seed_spread": spread, "seed_scores": seed_scores(experiment, per_query),
+        "diagnostics": {}, "seed_spread": spread,
         "figures": figures(comparisons, experiment.tolerance, {}, experiment.groups, spread),
         "claims": claim_results(experiment, comparisons, per_query, {}),
         "cls_reliance": {}, "case_study": None, "steps": {},

@@ -18,7 +18,7 @@ from typing import Any
 from seedr.experiments.figures import figures, floor, with_seed_sd
 from seedr.experiments.results_markdown import results_markdown
 from seedr.experiments.spec import is_experiment_name
-from seedr.experiments.verdicts import claim_results, recorded_seed_scores
+from seedr.experiments.verdicts import claim_results
 from seedr.io import DataError, atomic_directory, atomic_write, json_text
 
 
@@ -125,8 +125,9 @@ def rerender(results_dir: str | Path, experiment: Any) -> dict[str, Any]:
     """Re-derive a recorded experiment's claims from its ``results.json`` under the current rules and
     the claims of its file (``experiment``: texts, protocols, the floor), then re-write results.json and
     the "Comparison" section of report.md (``seedr report`` makes its HTML page again). Figures are not
-    touched and nothing is run: p-values come from the recorded comparisons and claims, seed-aware tests
-    from the recorded per-seed per-query scores (``verdicts.seed_scores``) or the recorded tests; each
+    touched and nothing is run: p-values come from the recorded comparisons and claims, tests over seeds
+    from the recorded figures of each group's members (per-query scores of the members, which the
+    tests over seeds once read, are no longer kept: ``seed_scores`` is dropped); each
     figure's tolerance is re-derived from the recorded seed spread and the file's tolerances; each task
     needs its recorded references (``figures.references``: chance levels, BM25, floor)."""
     results_dir = Path(results_dir)
@@ -147,9 +148,8 @@ def rerender(results_dir: str | Path, experiment: Any) -> dict[str, Any]:
             figure.update(tolerance=current["tolerance"], tolerance_from=current["tolerance_from"])
     keyed = {(c["condition"], c["against"], c["task"], c["metric"]): c for c in results.get("claims", [])}
     p_values = {key: c.get("p_queries", c["p_value"]) for key, c in keyed.items()}
-    seed_tests = {key: c.get("seed_test") for key, c in keyed.items()}
-    results["claims"] = claim_results(experiment, results["tasks"], recorded_seed_scores(results.get("seed_scores")),
-                                      results.get("diagnostics"), p_values, seed_tests)
+    results.pop("seed_scores", None)
+    results["claims"] = claim_results(experiment, results["tasks"], None, results.get("diagnostics"), p_values)
     with atomic_write(results_dir / "results.json") as stream:
         stream.write(json_text(results))
     report = (results_dir / "report.md").read_text(encoding="utf-8")

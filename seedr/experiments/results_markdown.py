@@ -55,17 +55,19 @@ def claims_markdown(claims: list[dict[str, Any]], link: str | None = None, machi
              "|---|---|---|---|---|---:|---|" + ("---|---|" if link else "")]
     for claim in claims:
         seedr = claim_figures(claim)
-        if claim.get("seed_test"):  # the difference's interval over seeds and queries
-            low, high = claim["seed_test"]["ci"]
-            seedr += f"; difference {claim['delta']:+.4f}, 95% CI [{low:+.4f}, {high:+.4f}] over seeds and queries"
+        if claim.get("seed_test"):  # the difference's interval over the seeds (verdicts._seed_test)
+            test = claim["seed_test"]
+            low, high = test["ci"]
+            seedr += (f"; difference {claim['delta']:+.4f}, {test['ci_level']:.0%} CI [{low:+.4f}, {high:+.4f}] "
+                      f"over seeds ({test['test'].split()[0]} t, {test['df']:.1f} df)")
         if claim.get("target") is not None:  # an issue's goal for the condition's figure, apart from the verdict
             bound = "≤" if claim["expect"] == "lower" else "≥"
             seedr += f"; target {bound} {claim['target']:g}: {'met' if claim['target_met'] else 'MISSED'}"
         p_value = "–" if claim["p_value"] is None else f"{claim['p_value']:.3g}"
         if claim.get("p_holm") is not None and claim["p_holm"] != claim["p_value"]:
             p_value += f" (Holm {claim['p_holm']:.3g})"
-        if claim.get("seed_test"):
-            p_value += " (seeds × queries)"
+        if claim.get("seed_test"):  # the larger of the seeds' and the queries' tests (verdicts.claim_results)
+            p_value += " (seeds and queries)"
         row = (f"| {claim['claim']} | {claim['paper'] or '–'} | {claim.get('protocol') or '–'} | {seedr} | "
                f"{floor_cell(claim)} | {p_value} | {verdict_text(claim)} |")
         lines.append(row + (f" [{link.split('/')[-2]}]({link}) | {machine or '–'} |" if link else ""))

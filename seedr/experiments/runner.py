@@ -52,7 +52,7 @@ from seedr.experiments.steps import (
     record_step,
 )
 from seedr.experiments.tasks import TASKS, FuseConfig, RetrievalTask, RetrieveConfig, fuses
-from seedr.experiments.verdicts import claim_results, seed_scores
+from seedr.experiments.verdicts import claim_results
 from seedr.io import atomic_write, json_text, output_lock
 from seedr.provenance import code_fingerprint, record_run, sources_as_first_read
 from seedr.reporting.diagnostics import plot_reliance
@@ -467,7 +467,6 @@ def _report(experiment: Experiment, plan: _Plan, scores: _Scores, runner: _Runne
         "variables": experiment.variables, "skipped": experiment.skipped, "tasks": scores.comparisons,
         "diagnostics": scores.diagnostics,
         "seed_spread": spread,
-        "seed_scores": seed_scores(experiment, scores.per_query),  # what seed-aware tests are re-computed from
         "figures": figures(scores.comparisons, experiment.tolerance, scores.diagnostics, experiment.groups,
                            spread),
         "claims": claim_results(experiment, scores.comparisons, scores.per_query, scores.diagnostics),

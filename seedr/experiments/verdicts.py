@@ -3,12 +3,13 @@
 ``claim_results`` judges each claim — holds / does not hold / not significant, or inconclusive: at chance
 (both systems below the task's floor, ``seedr.experiments.figures``) or because a system it needs learned
 nothing — on the paired test's p-value, Holm-adjusted within the experiment (``holm``), and, where a
-side was trained with several seeds, on a test that includes their variation (``seed_scores`` keeps
-what it needs in results.json). ``verdict_text`` says a verdict with the seeds it was judged on.
+side was trained with several seeds, also on a test over the seeds (``_seed_test``). ``verdict_text``
+says a verdict with the seeds it was judged on.
 """
 
 from __future__ import annotations
 
+import math
 import statistics
 from typing import Any
 
@@ -25,57 +26,30 @@ def seed_members(experiment: Any, system: str, systems: dict[str, Any]) -> list[
     return members or [system]
 
 
-def seed_scores(experiment: Any, per_query: dict[str, dict[str, dict[str, dict[str, float]]]]) -> dict[str, Any]:
-    """What results.json keeps for seed-aware tests to be re-computed from it: per task, the query ids,
-    and per claim metric each member's per-query scores (in the ids' order), for the members of every
-    group of several seeds that a claim compares. Scores are rounded to 6 decimals (0/1 coverage stays
-    an integer), which keeps a ReQA task's three seeds × two groups within a few hundred kB."""
-    kept: dict[str, Any] = {}
-    for claim in experiment.claims:
-        if claim.task == "diagnostics" or claim.task not in per_query:
-            continue
-        scores = per_query[claim.task]
-        for system in (claim.condition, claim.against):
-            members = seed_members(experiment, system, scores)
-            if len(members) < 2:
-                continue
-            task = kept.setdefault(claim.task, {"queries": None, "metrics": {}})
-            if task["queries"] is None:
-                task["queries"] = sorted(set().union(*(scores[m][claim.metric].keys() for m in members)))
-            by_member = task["metrics"].setdefault(claim.metric, {})
-            for member in members:
-                values = [scores[member][claim.metric].get(qid, 0.0) for qid in task["queries"]]
-                by_member[member] = [int(v) if float(v).is_integer() else round(v, 6) for v in values]
-    return kept
+def _seed_test(claim: Any, systems: dict[str, Any], members: tuple[list[str], list[str]], alpha: float
+               ) -> dict[str, Any]:
+    """The test over training seeds of a claim whose sides are groups of seeds: Welch's t-test (unequal
+    variances, Welch 1947) on the members' figures, one mean over the task's queries per seed, with its
+    ``1 − alpha`` confidence interval of the difference. Its resolution is that of the seeds: with three a
+    side it has about 2–4 degrees of freedom, where a bootstrap that resamples three seeds understates their
+    spread (its variance by a third) and a per-query test counts 10,000 queries as if each were a re-run;
+    an exact permutation test over 3 + 3 seeds could not go below p = 0.1 (two-sided: 2 of the C(6, 3) =
+    20 arrangements). A side of one seed has no spread of its own: the test is then Student's, the other
+    side's spread standing for both. Computed from the recorded figures alone, so that ``rerender``
+    re-derives it from any results.json."""
+    from scipy import stats
 
-
-def recorded_seed_scores(recorded: dict[str, Any] | None) -> dict[str, dict[str, dict[str, dict[str, float]]]]:
-    """``seed_scores`` of a results.json back as per-query scores (task → member → metric → query → score)."""
-    scores: dict[str, Any] = {}
-    for task, kept in (recorded or {}).items():
-        for metric, by_member in kept["metrics"].items():
-            for member, values in by_member.items():
-                scores.setdefault(task, {}).setdefault(member, {})[metric] = dict(zip(kept["queries"], values))
-    return scores
-
-
-def _seed_test(experiment: Any, claim: Any, task_scores: dict[str, Any], members: tuple[list[str], list[str]]
-               ) -> dict[str, Any] | None:
-    """The two-level bootstrap (seeds, then queries; ``hierarchical_bootstrap``) of a claim whose sides
-    were trained with several seeds, from the members' per-query scores; None when they are not at hand."""
-    import numpy as np
-
-    from seedr.evaluation.significance import hierarchical_bootstrap
-
-    if not all(member in task_scores and claim.metric in task_scores[member] for side in members for member in side):
-        return None
-    qids = sorted(set().union(*(task_scores[m][claim.metric].keys() for side in members for m in side)))
-    arrays = [np.array([[task_scores[m][claim.metric].get(qid, 0.0) for qid in qids] for m in side]) for side in members]
-    result = hierarchical_bootstrap(arrays[0], arrays[1], getattr(experiment, "resamples", 10_000),
-                                    alpha=experiment.alpha)
-    return {"test": "hierarchical bootstrap: seeds, then queries", "delta": result.delta,
-            "p_value": result.p_value, "ci": list(result.ci), "seeds": list(result.seeds),
-            "queries": result.queries, "resamples": result.resamples}
+    values = [[systems[member][claim.metric]["mean"] for member in side] for side in members]
+    welch = min(len(side) for side in values) > 1
+    result = stats.ttest_ind(values[0], values[1], equal_var=not welch)
+    delta = statistics.fmean(values[0]) - statistics.fmean(values[1])
+    low, high = result.confidence_interval(1 - alpha)
+    p_value = float(result.pvalue)
+    if math.isnan(p_value):  # no spread on either side: only an exact tie is left undefined
+        p_value, low, high = 1.0, delta, delta
+    return {"test": "Welch's t-test on the seeds' means" if welch else "Student's t-test on the seeds' means",
+            "delta": delta, "p_value": p_value, "df": float(result.df), "ci": [float(low), float(high)],
+            "ci_level": 1 - alpha, "seeds": [len(side) for side in values]}
 
 
 def _verdict(expect: str, delta: float, p_value: float | None, alpha: float, tolerance: float = 0.0,
@@ -143,15 +117,10 @@ def _not_learned(checks: list[dict[str, Any]]) -> str | None:
     return "inconclusive: " + "; ".join(reasons)
 
 
-#: Why a claim between recipes trained with several seeds was tested on the queries only.
-NOT_SEED_AWARE = "not seed-aware: per-seed per-query scores not recorded"
-
-
 def claim_results(experiment: Any, comparisons: dict[str, dict[str, Any]],
                   scores: dict[str, dict[str, dict[str, dict[str, float]]]] | None,
                   diagnostics: dict[str, dict[str, float]] | None = None,
-                  p_values: dict[tuple[str, str, str, str], float | None] | None = None,
-                  seed_tests: dict[tuple[str, str, str, str], dict[str, Any] | None] | None = None
+                  p_values: dict[tuple[str, str, str, str], float | None] | None = None
                   ) -> list[dict[str, Any]]:
     """Each claim with seedr's figures: both systems' means, the difference, the paired test's p-value
     (``condition`` against ``against``, on the experiment's test; ``scores``: per task, system, metric
@@ -165,11 +134,13 @@ def claim_results(experiment: Any, comparisons: dict[str, dict[str, Any]],
 
     Training seeds: each claim records how many seeds each side has (``seeds``: a group's members scored
     on the task, else 1) and each group's seed SD (``seed_sd``). Where a side has several seeds, the
-    claim's test must include their variation: the two-level bootstrap over seeds, then queries
-    (``_seed_test``), from the members' per-query scores in ``scores`` — or one recorded before
-    (``seed_tests``, by the key of ``p_values``) — becomes ``p_value`` (the per-query test's stays as
-    ``p_queries``) with its confidence interval (``seed_test``). Without the members' scores the claim is
-    judged on the queries alone and says so (``seed_aware`` false, ``NOT_SEED_AWARE``)."""
+    claim's test must include their variation: the t-test on the members' figures (``_seed_test``, Welch's)
+    is recorded with its interval (``seed_test``), the per-query test's p-value stays as ``p_queries``, and
+    ``p_value`` is the larger of the two — an intersection-union test (Berger 1982): a directional claim
+    holds only where its difference stands against both the seeds' variation (another seed's run, on these
+    queries) and the queries' (other questions, for these runs), so no p-value is finer than either test
+    can give. A claim that two systems are *similar* reads the smaller (a difference found at either level
+    refutes it)."""
     results = []
     for claim in experiment.claims:
         described = {"claim": claim.claim, "paper": claim.paper, "protocol": claim.protocol, "source": claim.source}
@@ -216,12 +187,12 @@ def claim_results(experiment: Any, comparisons: dict[str, dict[str, Any]],
                                      if len(group) > 1 else None)
                               for side, group in zip(("condition", "against"), members)}}
         if max(len(group) for group in members) > 1:
-            test = (_seed_test(experiment, claim, (scores or {}).get(claim.task, {}), members)
-                    or (seed_tests or {}).get(key))
-            seeded["seed_aware"] = test is not None
-            if test is not None:
-                seeded.update(seed_test=test, p_queries=p_value)
+            test = _seed_test(claim, systems, members, experiment.alpha)
+            seeded.update(seed_test=test, p_queries=p_value)
+            if p_value is None:
                 p_value = test["p_value"]
+            else:
+                p_value = (min if claim.expect == "similar" else max)(test["p_value"], p_value)
         delta = condition["mean"] - against["mean"]
         level = (task.get("floor") or {}).get(claim.metric)
         above = level is None or max(condition["mean"], against["mean"]) >= level
@@ -259,17 +230,14 @@ def claim_results(experiment: Any, comparisons: dict[str, dict[str, Any]],
 
 def verdict_text(claim: dict[str, Any]) -> str:
     """A claim's verdict as the tables show it: with the seeds it was judged on — "(1 seed)" where a side
-    is one training run, "(3 seeds each)" where both have several and the test included their variation,
-    or that it did not (``NOT_SEED_AWARE``). Verdicts that judge nothing (inconclusive) stand alone, as do
-    claims recorded before seeds were counted."""
+    is one training run, "(3 seeds each)" where both have several, "(3 vs 1 seeds, one side judged on 1
+    seed)". Verdicts that judge nothing (inconclusive) stand alone, as do claims recorded before seeds
+    were counted."""
     verdict, seeds = claim["verdict"], claim.get("seeds")
     if verdict.startswith("inconclusive") or not seeds:
         return verdict
     counts = (seeds["condition"], seeds["against"])
-    if max(counts) == 1:
-        return f"{verdict} ({seeds_text(seeds)})"
-    told = seeds_text(seeds) + (", one side judged on 1 seed" if min(counts) == 1 else "")
-    return f"{verdict} ({told}" + ("" if claim.get("seed_aware") else f"; {NOT_SEED_AWARE}") + ")"
+    return f"{verdict} ({seeds_text(seeds)}" + (", one side judged on 1 seed" if 1 == min(counts) < max(counts) else "") + ")"
 
 
 def seeds_text(seeds: dict[str, int] | None) -> str:
@@ -303,5 +271,4 @@ def _pair_p_value(experiment: Any, claim: Any, scores: dict[str, dict[str, dict[
     return result.systems[claim.condition].p_value
 
 
-__all__ = ["AT_CHANCE", "NOT_SEED_AWARE", "claim_results", "holm", "recorded_seed_scores", "seed_members",
-           "seed_scores", "seeds_text", "verdict_text"]
+__all__ = ["AT_CHANCE", "claim_results", "holm", "seed_members", "seeds_text", "verdict_text"]
