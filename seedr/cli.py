@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib
+import os
 import signal
 
 import typer
@@ -10,7 +11,7 @@ import typer
 from seedr.allocator import keep_freed_memory
 from seedr.progress import plain_progress
 from seedr.stages import STAGES
-from seedr.stages.common import StageCommand, one_line_warnings
+from seedr.stages.common import DEBUG_VARIABLE, StageCommand, one_line_warnings
 from seedr.version import __version__
 
 app = typer.Typer(
@@ -30,9 +31,13 @@ def _version(value: bool) -> None:
 
 @app.callback()
 def main(version: bool = typer.Option(False, "--version", callback=_version, is_eager=True,
-                                      help="Print the version and exit.")) -> None:
+                                      help="Print the version and exit."),
+         debug: bool = typer.Option(False, "--debug", help="Show the traceback of an unexpected error, which is "
+                                                           "otherwise one line.")) -> None:
     """Better seeds for dense retrievers."""
     one_line_warnings()  # here, where every command starts, from the shell or typer's test runner
+    if debug:  # an environment variable, so that the processes a launcher starts see it too
+        os.environ[DEBUG_VARIABLE] = "1"
 
 
 for _stage in STAGES:

@@ -12,7 +12,9 @@ corpora, queries, qrels and TREC runs, run records, experiment files, recipes, a
 Each reader either reads the bytes or raises one of the errors the command line reports in one line
 (``DataError``, ``ValueError``, ``FileNotFoundError``) with a one-line message; nothing is written (the
 folder of its input and the working directory are as they were); and no code runs (every payload would
-create a marker file). Bounded: 50 cases per reader, the whole file in well under a minute.
+create a marker file). Bounded: 50 cases per reader, the whole file in well under a minute, the same cases
+at every run (the ``repeatable`` profile of ``tests/conftest.py``), after the attacks that once broke a reader (``FOUND``);
+the ``slow`` variant explores 500 fresh ones per reader.
 """
 
 from __future__ import annotations
@@ -29,7 +31,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, Phase, given, settings
+from hypothesis import HealthCheck, Phase, example, given, settings
 from hypothesis import strategies as st
 from test_malformed_input import READERS, Sample, damage, samples, write_damaged  # noqa: F401 (samples: a fixture)
 
@@ -50,6 +52,8 @@ from seedr.recipes import recipe_path
 from seedr.retrieval.fusion import component_entry, fused_components
 
 EXAMPLES = 50
+#: Cases per reader of the ``slow`` exploring run, drawn afresh each time.
+EXPLORING = 500
 #: What the command line turns into one ``error:`` line (``seedr.stages.common.clear_errors``; a missing
 #: model folder is reported the same way by the stages that load one).
 ONE_LINE_ERRORS = (DataError, KeyError, ValueError, FileNotFoundError)  # KeyError: an unknown registry name
@@ -140,6 +144,51 @@ def adversarial(draw, sample: Sample, marker: Path, compressible: bool) -> tuple
         suffix = draw(st.sampled_from([".gz", ".xz", ".bz2", ".GZ", ".Xz"]))
         name, data = name + suffix, _COMPRESS[suffix.lower()](data)
     return name, data
+
+
+def _replaced(old: bytes, new: bytes) -> Callable[[Sample], tuple[str, bytes]]:
+    """An attack: the sample with ``old`` (which it holds) replaced by ``new``."""
+
+    def attack(sample: Sample) -> tuple[str, bytes]:
+        assert old in sample.data, (sample.name, old)
+        return sample.name, sample.data.replace(old, new, 1)
+
+    return attack
+
+
+def _appended(line: bytes) -> Callable[[Sample], tuple[str, bytes]]:
+    """An attack: the sample with ``line`` after its last line."""
+    return lambda sample: (sample.name, sample.data.rstrip(b"\n") + b"\n" + line)
+
+
+def _in_first_line(number: bytes) -> Callable[[Sample], tuple[str, bytes]]:
+    """An attack: the sample with the second number or string of its first line (a JSON line's first value,
+    after its key) replaced by ``number``."""
+
+    def attack(sample: Sample) -> tuple[str, bytes]:
+        first, _, rest = sample.data.partition(b"\n")
+        return sample.name, _with_huge_number(first, number, 1) + b"\n" + rest
+
+    return attack
+
+
+_DEEP_YAML = _appended(_deep(DEPTHS[0], "array") + b"\n")
+_UNCLOSED_QUOTE = _appended(b'broken: "a quoted string never closed\n')
+_TOO_MANY_DIGITS = _in_first_line(b"9" * 5000)
+#: Attacks this test found that broke a reader (each fixed since), by reader: tried first, at every run, as
+#: explicit examples, so that a regression fails whatever the draw. ``retrieve: bm1e-999`` (a mistyped bm25)
+#: was an AttributeError (tests/test_untrusted_experiments.py has its own test); a setting of hundreds of
+#: digits overflowed float(); YAML nested past the stack was a RecursionError and PyYAML's messages spanned
+#: lines ("while scanning a quoted scalar\n  in ..."); JSON integers of more digits than Python converts were
+#: a bare ValueError.
+FOUND: dict[str, list[Callable[[Sample], tuple[str, bytes]]]] = {
+    "experiment": [_replaced(b"{retrieve: bm25}", b"{retrieve: bm1e-999}"),
+                   _replaced(b"pretrain_steps: 80", b"pretrain_steps: 1" + b"0" * 400), _DEEP_YAML, _UNCLOSED_QUOTE],
+    "recipe": [_DEEP_YAML, _UNCLOSED_QUOTE],
+    "corpus": [_TOO_MANY_DIGITS],
+    "queries": [_TOO_MANY_DIGITS],
+    "run record": [_TOO_MANY_DIGITS],
+}
 
 
 def _tree(folder: Path) -> dict[str, bytes | None]:
@@ -233,13 +282,15 @@ _FIXED_NAMES = ("run record", "fused run record", "experiment", "recipe", "model
 KINDS = sorted([*READERS, "corpus tsv", "queries tsv", "qrels trec", *_FIXED_NAMES])
 
 
-@pytest.mark.parametrize("kind", KINDS)
-def test_a_reader_reads_attacked_bytes_or_refuses_them_in_one_line(kind, targets, marker, capsys):
+def _attack_reader(kind: str, targets: dict, marker: Path, examples: int, explore: bool) -> dict[str, int]:
+    """Feed ``kind``'s reader the attacks of ``FOUND``, then ``examples`` drawn ones: the same at every run,
+    or fresh ones (``explore``: the profiles of ``tests/conftest.py``); how many it read and refused."""
     sample, reader, neighbours = targets[kind]
     outcomes = {"read": 0, "refused": 0}
 
     # no shrinking: a failure is reported as found, so that a failing reader costs seconds, not minutes
-    @settings(max_examples=EXAMPLES, deadline=None, database=None, phases=[Phase.explicit, Phase.generate],
+    @settings(settings.get_profile("explore") if explore else None, max_examples=examples, deadline=None,
+              database=None, phases=[Phase.explicit, Phase.generate],
               suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.large_base_example])
     @given(attack=adversarial(sample, marker, compressible=kind not in _FIXED_NAMES))
     def check(attack: tuple[str, bytes | None]) -> None:
@@ -267,7 +318,53 @@ def test_a_reader_reads_attacked_bytes_or_refuses_them_in_one_line(kind, targets
             assert _tree(root) == before, f"{kind}: the reader wrote beside its input or in the working directory"
             assert not marker.exists(), f"{kind}: code in the input ran"
 
+    for found in FOUND.get(kind, []):
+        check = example(attack=found(sample))(check)
     check()
-    assert sum(outcomes.values()) >= EXAMPLES // 2
+    assert sum(outcomes.values()) >= examples // 2
+    return outcomes
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_a_reader_reads_attacked_bytes_or_refuses_them_in_one_line(kind, targets, marker, capsys):
+    outcomes = _attack_reader(kind, targets, marker, EXAMPLES, explore=False)
     with capsys.disabled():
         print(f"\n{kind}: {outcomes['read']} attacked files read, {outcomes['refused']} refused in one line", end="")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("kind", KINDS)
+def test_a_reader_reads_attacked_bytes_or_refuses_them_in_one_line_exploring(kind, targets, marker, capsys):
+    outcomes = _attack_reader(kind, targets, marker, EXPLORING, explore=True)
+    with capsys.disabled():
+        print(f"\n{kind}: {outcomes['read']} fresh attacked files read, {outcomes['refused']} refused in one line",
+              end="")
+
+
+def test_every_run_draws_the_same_attacks(targets, marker):
+    """The default run is repeatable: two draws of the same test give the same attacks, so that a failure
+    in CI is the change's, and happens again on the developer's machine."""
+    sample = targets["corpus"][0]
+
+    def draws() -> list:
+        drawn = []
+
+        @settings(max_examples=10, database=None, phases=[Phase.generate])
+        @given(attack=adversarial(sample, marker, compressible=True))
+        def record(attack) -> None:
+            drawn.append(attack)
+
+        record()
+        return drawn
+
+    assert draws() == draws()
+
+
+def test_the_attacks_once_found_still_fit_their_samples(targets):
+    """Every attack of ``FOUND`` fits its sample (the real file it damages is still the one it was found on)
+    and changes it."""
+    for kind, attacks in FOUND.items():
+        sample = targets[kind][0]
+        for attack in attacks:
+            name, data = attack(sample)
+            assert name == sample.name and data != sample.data, kind

@@ -3,8 +3,9 @@ damaged at random — truncated, bytes changed, lines dropped or doubled, a fiel
 another type, compressed then cut, emptied, or replaced by a folder; tables too (parquet, Arrow, a
 ``datasets`` folder: issue 42). A reader either reads the file
 or raises ``DataError``; a stage either succeeds or exits 1 with one ``error:`` line, no traceback,
-and no output, lock or temporary left behind. The fast variants try a few dozen cases; the ``slow``
-ones several hundred. Each prints how many cases it tried."""
+and no output, lock or temporary left behind. The fast variants try a few dozen cases, the same at every
+run (the ``repeatable`` profile of ``tests/conftest.py``, so that a failure is the change's and happens
+again); the ``slow`` ones explore several hundred fresh ones (its ``explore`` profile). Each prints how many cases it tried."""
 
 from __future__ import annotations
 
@@ -188,10 +189,11 @@ def write_damaged(folder: Path, name: str, data: bytes | None) -> Path:
     return path
 
 
-def _readers_property(samples: dict[str, Sample], examples: int) -> tuple[int, int]:
+def _readers_property(samples: dict[str, Sample], examples: int, explore: bool = False) -> tuple[int, int]:
     tried = refused = 0
 
-    @settings(max_examples=examples, deadline=None, database=None,
+    @settings(settings.get_profile("explore") if explore else None, max_examples=examples, deadline=None,
+              database=None,
               suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
     @given(data=st.data())
     def check(data) -> None:
@@ -226,7 +228,7 @@ def test_every_reader_reads_or_says_what_is_wrong(samples, capsys) -> None:
 
 @pytest.mark.slow
 def test_every_reader_reads_or_says_what_is_wrong_exhaustive(samples, capsys) -> None:
-    tried, refused = _readers_property(samples, EXHAUSTIVE)
+    tried, refused = _readers_property(samples, EXHAUSTIVE, explore=True)
     assert 0 < refused <= tried  # the damage drawn includes some that must be refused (a folder for a file)
     with capsys.disabled():
         print(f"\n{tried} damaged files given to the readers, {refused} refused in one line")
@@ -269,10 +271,11 @@ def folders(samples, tiny_model, shared_data, tmp_path_factory) -> dict[str, Pat
     return {name: root / name for name in FOLDER_READERS}
 
 
-def _folders_property(folders: dict[str, Path], examples: int) -> tuple[int, int]:
+def _folders_property(folders: dict[str, Path], examples: int, explore: bool = False) -> tuple[int, int]:
     tried = refused = 0
 
-    @settings(max_examples=examples, deadline=None, database=None,
+    @settings(settings.get_profile("explore") if explore else None, max_examples=examples, deadline=None,
+              database=None,
               suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
     @given(data=st.data())
     def check(data) -> None:
@@ -307,7 +310,7 @@ def test_every_folder_loader_reads_or_says_what_is_wrong(folders, capsys) -> Non
 
 @pytest.mark.slow
 def test_every_folder_loader_reads_or_says_what_is_wrong_exhaustive(folders, capsys) -> None:
-    tried, refused = _folders_property(folders, EXHAUSTIVE)
+    tried, refused = _folders_property(folders, EXHAUSTIVE, explore=True)
     assert 0 < refused <= tried  # damage to a file the loader reads is refused (one it does not read is not)
     with capsys.disabled():
         print(f"\n{tried} damaged folders given to the loaders, {refused} refused in one line")
@@ -345,10 +348,12 @@ def tiny_model(tokenizer, tmp_path_factory) -> Path:
                         tmp_path_factory.mktemp("model") / "tiny", max_seq_length=16)
 
 
-def _stages_property(samples: dict[str, Sample], model: Path, examples: int) -> tuple[int, int]:
+def _stages_property(samples: dict[str, Sample], model: Path, examples: int,
+                     explore: bool = False) -> tuple[int, int]:
     tried = refused = 0
 
-    @settings(max_examples=examples, deadline=None, database=None,
+    @settings(settings.get_profile("explore") if explore else None, max_examples=examples, deadline=None,
+              database=None,
               suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
     @given(data=st.data())
     def check(data) -> None:
@@ -390,7 +395,7 @@ def test_every_stage_file_argument_succeeds_or_fails_in_one_line(samples, tiny_m
 
 @pytest.mark.slow
 def test_every_stage_file_argument_succeeds_or_fails_in_one_line_exhaustive(samples, tiny_model, capsys) -> None:
-    tried, refused = _stages_property(samples, tiny_model, EXHAUSTIVE)
+    tried, refused = _stages_property(samples, tiny_model, EXHAUSTIVE, explore=True)
     assert 0 < refused <= tried  # the damage drawn includes some that must be refused (a folder for a file)
     with capsys.disabled():
         print(f"\n{tried} damaged files given to the stages, {refused} refused in one line")

@@ -332,7 +332,24 @@ def test_a_factory_that_aborts_faiss_is_refused_before_faiss_sees_it(embeddings,
     assert not out.exists() and leftovers(tmp_path) == []
 
 
-@pytest.mark.parametrize("factory", ["Flat", "HNSW2,Flat", "IVF4,Flat", "PCA16,Flat", "IVF50,Flat"])
+@pytest.mark.parametrize("factory", ["PQ8x0", "RQ0x0", "PQ8x0np", "IVF4,RQ0x0", "OPQ4_0,Flat", "PRQ1x0x1"])
+def test_a_factory_that_crashes_faiss_is_refused_by_a_probe(embeddings, tmp_path, factory):
+    """Issue 58: ``PQ8x0`` died of SIGFPE (exit 136) while training, ``RQ0x0`` of SIGSEGV (139) while adding,
+    ``PQ8x0np`` while searching, with no message and the lock left behind: each is now built first in a
+    child process, whose death refuses the string. A separate process, so that the test survives the old
+    behaviour."""
+    out = tmp_path / "index"
+    result = subprocess.run([sys.executable, "-m", "seedr", "index", "--embeddings", str(embeddings), "--out",
+                             str(out), "--factory", factory], check=False, capture_output=True, text=True,
+                            timeout=300)
+    assert result.returncode == 1, (result.returncode, result.stderr[-2000:])
+    lines = [line for line in (result.stdout + result.stderr).splitlines() if line.strip()]
+    assert len(lines) == 1 and lines[0].startswith(f"error: faiss factory {factory!r} crashes faiss"), lines
+    assert not out.exists() and leftovers(tmp_path) == []
+
+
+@pytest.mark.parametrize("factory", ["Flat", "HNSW2,Flat", "IVF4,Flat", "PCA16,Flat", "IVF50,Flat", "PQ4x4",
+                                     "RQ2x4"])
 def test_factories_within_bounds_still_build(embeddings, tmp_path, factory):
     result = seedr("index", "--embeddings", embeddings, "--out", tmp_path / "index", "--factory", factory)
     assert result.exit_code == 0, result.output

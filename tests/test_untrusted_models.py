@@ -349,3 +349,55 @@ def test_tower_and_fine_tuning_lengths_beyond_the_positions_are_refused_before_l
                                 str(tmp_path / "ft"), "--set", "query_max_length=1000"])
     assert tuned.exit_code == 1 and "query_max_length 1000 is more than the 64 positions" in " ".join(tuned.output.split())
     assert not (tmp_path / "ft" / "negatives").exists()  # refused before any negative was mined
+
+
+# ------------------------------------------------------------------ issue 58: a config.json the weights do not fit
+
+
+@pytest.mark.parametrize(("field", "value", "says"), [
+    ("hidden_size", 1e12, "hidden_size must be a positive integer, got 1000000000000.0"),
+    ("hidden_size", 10**12, "hidden_size is 1000000000000, but the weights hold encoder.layer.0.attention.self.query"),
+    ("hidden_size", 64, "hidden_size is 64, but the weights hold"),
+    ("vocab_size", 10**12, "vocab_size is 1000000000000, but the weights hold embeddings.word_embeddings.weight"),
+    ("num_hidden_layers", 10**9, "num_hidden_layers is 1000000000, but the weights hold layers numbered 0 to 1"),
+    ("num_hidden_layers", 3, "num_hidden_layers is 3"),
+    ("intermediate_size", 10**12, "intermediate_size is 1000000000000"),
+    ("max_position_embeddings", 10**12, "max_position_embeddings is 1000000000000"),
+    ("max_position_embeddings", -1, "max_position_embeddings must be a positive integer, got -1"),
+])
+def test_a_config_that_does_not_describe_its_weights_is_refused_naming_the_field(model: Path, corpus: Path,
+                                                                                 tmp_path: Path, field, value,
+                                                                                 says) -> None:
+    """A crafted ``"hidden_size": 1e12`` ended in a traceback (``RuntimeError: Storage size calculation
+    overflowed``), and more layers than the weights hold were built from random numbers, with a warning:
+    the config is checked against the safetensors header's shapes before the model is built."""
+    crafted = copy_model(model, tmp_path / "crafted")
+    edit_json(crafted / "config.json", **{field: value})
+    with pytest.raises(DataError) as info:
+        load_encoder(crafted)
+    assert (info.value.path, info.value.field) == (str(crafted / "config.json"), field)
+    assert says in str(info.value)
+    result = seedr("encode", "--model", crafted, "--corpus", corpus, "--out", tmp_path / "emb")
+    assert_one_error_line(result, str(crafted / "config.json"), says)
+    assert not (tmp_path / "emb").exists() and not [path for path in tmp_path.iterdir() if path.name.startswith(".")]
+
+
+def test_an_unexpected_error_is_one_line_and_debug_shows_its_traceback(model: Path, corpus: Path, tmp_path: Path,
+                                                                       monkeypatch) -> None:
+    """An exception no check foresaw (here a library's RuntimeError) is one line naming its type, exit 1;
+    ``seedr --debug`` raises it, for the traceback."""
+    import seedr.stages.encode
+
+    def broken(*args, **kwargs):
+        raise RuntimeError("Storage size calculation overflowed\n(deep in a library)")
+
+    monkeypatch.setattr(seedr.stages.encode, "encode", broken)
+    monkeypatch.setenv("SEEDR_DEBUG", "")  # restored (unset) after the test, which --debug sets
+    arguments = ["encode", "--model", str(model), "--corpus", str(corpus), "--out", str(tmp_path / "emb")]
+    result = runner.invoke(app, arguments)
+    assert result.exit_code == 1 and "Traceback" not in result.output
+    assert [line for line in result.output.splitlines() if line.strip()] == [
+        "error: RuntimeError: Storage size calculation overflowed (deep in a library) (unexpected: run "
+        "`seedr --debug ...` for the traceback)"], result.output
+    debugged = runner.invoke(app, ["--debug", *arguments])
+    assert isinstance(debugged.exception, RuntimeError) and debugged.exit_code == 1

@@ -10,6 +10,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from seedr.api.arguments import checks_arguments
 from seedr.api.common import Source, _paths
 from seedr.api.retrieval import SearchRun
 from seedr.evaluation import DEFAULT_METRICS
@@ -80,6 +81,7 @@ class Evaluation:
         return result
 
 
+@checks_arguments
 def evaluate(runs: Sequence[str | os.PathLike | SearchRun], *, qrels: str | os.PathLike | None = None,
              metrics: Sequence[str] | str | None = None, qa_answers: Source | None = None,
              corpus: Source | None = None, ks: Sequence[int] = (1, 5, 20, 100), qa_title: bool = False,
@@ -145,10 +147,7 @@ def evaluate(runs: Sequence[str | os.PathLike | SearchRun], *, qrels: str | os.P
     if reqa is not None:
         task: Any = ReqaTask(reqa)
     elif qa_answers is not None:
-        cutoffs = [int(k) for k in ks]
-        if not cutoffs or min(cutoffs) < 1:
-            raise ValueError(f"ks (--ks): every k must be at least 1, got {list(ks)!r}")
-        task = QaCoverageTask(qa_answers, [f"Top-{k}" for k in cutoffs], include_title=qa_title)
+        task = QaCoverageTask(qa_answers, [f"Top-{k}" for k in ks], include_title=qa_title)
     else:
         chosen = DEFAULT_METRICS if metrics is None else (
             [name.strip() for name in metrics.split(",") if name.strip()] if isinstance(metrics, str) else list(metrics))

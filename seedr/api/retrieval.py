@@ -10,6 +10,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from seedr.api.arguments import checks_arguments
 from seedr.api.common import Source, _input_paths, _is_paths, _length, _locked, _model_name
 from seedr.data.inputs import input_files
 from seedr.data.queries import read_queries
@@ -35,6 +36,7 @@ class Embeddings:
         return os.fspath(self.path)
 
 
+@checks_arguments
 def encode(model: str | os.PathLike, corpus: Source, out: str | os.PathLike, *, pooling: str | None = None,
            normalize: bool | None = None, max_length: int | None = None, batch_size: int = 64,
            dtype: str = "float32", compute_dtype: str = "auto", shard_size: int = 50_000, limit: int | None = None,
@@ -58,10 +60,6 @@ def encode(model: str | os.PathLike, corpus: Source, out: str | os.PathLike, *, 
     from seedr.retrieval.encode import TextEncoder, encode_corpus_to_shards, model_defaults
     from seedr.retrieval.long_documents import long_document_passages
 
-    if limit is not None and limit < 0:
-        raise ValueError(f"limit (--limit) must be at least 0, got {limit}")
-    if shard_size < 1 or batch_size < 1:
-        raise ValueError(f"shard_size and batch_size must be at least 1, got {shard_size} and {batch_size}")
     out, model = Path(out), _model_name(model)
     with _locked(out):
         check_output(out, "embeddings", replaces=False, inputs=_input_paths(corpus, model))
@@ -153,6 +151,7 @@ class Index:
 
         return load_corpus(self.corpus) if self.corpus is not None else {}
 
+    @checks_arguments
     def search(self, queries: str | Sequence[str] | Mapping[str, str], k: int = 10,
                batch_size: int = 64) -> list[Hit] | list[list[Hit]] | dict[str, list[Hit]]:
         """The top ``k`` documents of one query (a list of ``Hit``), of several (a list of lists, in order)
@@ -160,8 +159,6 @@ class Index:
         from seedr.data.runs import rank_documents
         from seedr.retrieval.search import search_text
 
-        if k < 1:
-            raise ValueError(f"k must be at least 1, got {k}")
         given = {"0": queries} if isinstance(queries, str) else (
             dict(queries) if isinstance(queries, Mapping) else {str(i): text for i, text in enumerate(queries)})
         run = search_text(self.searcher, self.encoder, given, k, batch_size)
@@ -177,6 +174,7 @@ class Index:
         return Hit(doc, float(score), document.text, document.title)
 
 
+@checks_arguments
 def index(embeddings: str | os.PathLike, out: str | os.PathLike, *, factory: str = "Flat", metric: str = "ip",
           train_sample: int | None = None, seed: int = 0, gpu: bool = True, overwrite: bool = False,
           corpus: Source | None = None, show_progress: bool = True) -> Index:
@@ -192,8 +190,6 @@ def index(embeddings: str | os.PathLike, out: str | os.PathLike, *, factory: str
     from seedr.retrieval.embeddings import load_embeddings, read_manifest
     from seedr.retrieval.faiss_index import DenseIndex
 
-    if train_sample is not None and train_sample < 1:
-        raise ValueError(f"train_sample (--train-sample) must be at least 1, got {train_sample}")
     out = Path(out)
     with _locked(out):
         check_output(out, "faiss index", overwrite=overwrite, inputs=_input_paths(embeddings))
@@ -233,6 +229,7 @@ class SearchRun:
         return os.fspath(self.path)
 
 
+@checks_arguments
 def search(out: str | os.PathLike | None = None, *, queries: Source | Mapping[str, str] | None = None,
            questions: Source | None = None, reqa: str | os.PathLike | None = None, k: int = 100,
            index: str | os.PathLike | None = None, model: str | os.PathLike | None = None,
@@ -266,8 +263,6 @@ def search(out: str | os.PathLike | None = None, *, queries: Source | Mapping[st
     dense = index is not None or (reqa is not None and model is not None)
     if bm25 == dense:
         raise ValueError("choose one way to search: bm25 (--bm25), or a dense index (--index; reqa: a dense model)")
-    if k < 1 or batch_size < 1:
-        raise ValueError(f"k and batch_size must be at least 1, got {k} and {batch_size}")
     read = _input_paths(queries, questions, reqa, corpus, index, model)
     if bm25 and bm25_index is not None and (corpus is not None or reqa is not None):  # it will be written
         check_output(bm25_index, "BM25 index", overwrite=overwrite, inputs=read)

@@ -8,6 +8,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from seedr.api.arguments import checks_arguments
 from seedr.api.common import CONFIG_STAGES, Settings, Source, _is_paths, _locked, _model_name, _paths
 from seedr.config import from_dict, merge_settings, read_recipe
 from seedr.provenance import record_run
@@ -159,6 +160,7 @@ def pretrain(out: str | os.PathLike, *, config: str | os.PathLike | None = None,
         return TrainingRun(out, run_pretraining(resolved, out, resume=resume))
 
 
+@checks_arguments
 def finetune(out: str | os.PathLike, *, model: str | os.PathLike | None = None,
              train: str | os.PathLike | None = None, negatives: str | None = None, loss: str | None = None,
              config: str | os.PathLike | None = None, settings: Settings | None = None,

@@ -12,7 +12,9 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import math
 import os
+import re
 import warnings
 from pathlib import Path
 from typing import Literal
@@ -135,6 +137,80 @@ def _code_files(auto_map: object) -> str:
     return ", ".join(sorted({reference.split("--")[-1].rsplit(".", 1)[0] + ".py" for reference in references}))
 
 
+#: The ``config.json`` fields that size an encoder, with the tensor of a BERT-family checkpoint (a name, or
+#: the end of one: ``bert.embeddings...`` in a masked-LM checkpoint) whose axis shows each. ELECTRA's word
+#: embeddings are narrower than its layers, so the width is read from a layer's query projection.
+SHAPE_WITNESSES = {
+    "vocab_size": ("embeddings.word_embeddings.weight", 0),
+    "max_position_embeddings": ("embeddings.position_embeddings.weight", 0),
+    "type_vocab_size": ("embeddings.token_type_embeddings.weight", 0),
+    "hidden_size": ("encoder.layer.0.attention.self.query.weight", 0),
+    "intermediate_size": ("encoder.layer.0.intermediate.dense.weight", 0),
+}
+#: A layer's tensors, numbered: ``num_hidden_layers`` is one more than the highest number.
+_LAYER = re.compile(r"(?:^|\.)encoder\.layer\.(\d+)\.")
+
+
+def _weight_shapes(folder: Path) -> dict[str, list[int]]:
+    """Every tensor's shape in the ``*.safetensors`` of ``folder``, from their headers (no weight is read),
+    or a ``DataError`` naming a truncated or corrupt file (transformers would fail with a traceback deep in
+    its loader)."""
+    from safetensors import safe_open
+
+    shapes: dict[str, list[int]] = {}
+    for file in sorted(folder.glob("*.safetensors")):
+        try:
+            with safe_open(str(file), framework="pt") as weights:
+                shapes.update((key, weights.get_slice(key).get_shape()) for key in weights.keys())  # noqa: SIM118
+        except Exception as error:  # noqa: BLE001 (safetensors raises its own error type)
+            raise DataError(file, f"damaged weights ({error})") from None
+    return shapes
+
+
+def check_shape(folder: str | os.PathLike) -> None:
+    """Refuse, before the model is built, a ``config.json`` whose sizes the shipped weights do not have.
+
+    transformers builds the model the config describes and only then fills it from the checkpoint, so a
+    crafted ``"hidden_size": 1e12`` ends in a traceback (``Storage size calculation overflowed``) or in
+    memory exhausted, and a config asking for more layers than the weights hold builds layers of random
+    numbers, with a warning. The safetensors headers give every tensor's shape without reading a weight:
+    each field of ``SHAPE_WITNESSES`` and ``num_hidden_layers`` must be a positive integer equal to what the
+    tensors show; a field no tensor shows (another architecture's names) must at least not exceed the
+    count of numbers the weights hold, which no dimension of a model built from them can.
+
+    Raises:
+        DataError: naming ``config.json`` and the field.
+    """
+    folder = Path(folder)
+    path = folder / "config.json"
+    config = read_settings(path)
+    shapes = _weight_shapes(folder)
+    if not shapes:
+        return  # no safetensors: _check_weights refuses the folder
+    held = sum(math.prod(shape) for shape in shapes.values())
+    shown = {}
+    for field, (suffix, axis) in SHAPE_WITNESSES.items():
+        name = next((key for key in shapes if key == suffix or key.endswith(f".{suffix}")), None)
+        if name is not None:
+            shown[field] = (shapes[name][axis], f"{name} of shape {tuple(shapes[name])}")
+    layers = {int(match.group(1)) for key in shapes if (match := _LAYER.search(key))}
+    if layers:
+        shown["num_hidden_layers"] = (max(layers) + 1, f"layers numbered 0 to {max(layers)}")
+    for field in [*SHAPE_WITNESSES, "num_hidden_layers"]:
+        if field not in config:
+            continue
+        value = config[field]
+        if not (isinstance(value, int) and not isinstance(value, bool) and value > 0):
+            raise DataError(path, f"{field} must be a positive integer, got {value!r}", field=field)
+        if field in shown and value != shown[field][0]:
+            size, witness = shown[field]
+            raise DataError(path, f"{field} is {value}, but the weights hold {witness}, which make it {size}: "
+                                  f"this config.json does not describe these weights", field=field)
+        if value > held:
+            raise DataError(path, f"{field} is {value}, more than the {held} numbers the weights hold: this "
+                                  f"config.json does not describe these weights", field=field)
+
+
 def check_model_folder(folder: str | os.PathLike) -> None:
     """Refuse, before anything is loaded, a model or tokenizer folder that would run code of its own.
 
@@ -143,7 +219,9 @@ def check_model_folder(folder: str | os.PathLike) -> None:
     input to its prompt —, and a ``model_type`` it does not know can only be built from such code.
     seedr never runs a model folder's code: every loader passes ``trust_remote_code=False``, and this
     says why in one line naming the file, instead of transformers' prompt or its error. The JSON files
-    are also checked to be objects, so a damaged one is named rather than a traceback.
+    are also checked to be objects, so a damaged one is named rather than a traceback, and the sizes in
+    ``config.json`` against the weights' shapes (``check_shape``): the tokenizer's loader reads the config
+    too, and would blame ``tokenizer.json`` for a crafted size.
 
     Raises:
         DataError: naming ``config.json`` or ``tokenizer_config.json`` and the field at fault.
@@ -164,6 +242,8 @@ def check_model_folder(folder: str | os.PathLike) -> None:
         if name == "config.json" and not (isinstance(model_type, str) and model_type in CONFIG_MAPPING):
             raise DataError(path, f"model_type {model_type!r} is not an architecture transformers provides, and "
                                   f"seedr never runs a model folder's own code", field="model_type")
+    if (folder / "config.json").is_file():
+        check_shape(folder)
 
 
 def load_tokenizer(name_or_path: str | os.PathLike) -> PreTrainedTokenizerBase:
@@ -355,20 +435,11 @@ UNSAFE_WEIGHTS = ("pytorch_model*.bin", "*.pt", "*.pth", "*.ckpt", "tf_model.h5"
 
 def _check_weights(folder: Path) -> None:
     """A ``DataError`` naming the file when a ``*.safetensors`` of ``folder`` is truncated or corrupt
-    (transformers would fail with a traceback deep in its loader), or when the folder has weights only in
-    another format: seedr loads safetensors only, and never unpickles a ``pytorch_model.bin``."""
-    from safetensors import safe_open
-
-    files = sorted(folder.glob("*.safetensors"))
-    if not files:
+    (``_weight_shapes``), or when the folder has weights only in another format: seedr loads safetensors
+    only, and never unpickles a ``pytorch_model.bin``."""
+    if not _weight_shapes(folder):
         refuse_other_weights(folder, UNSAFE_WEIGHTS, "AutoModel.from_pretrained(folder).save_pretrained(folder) "
                                                      "writes model.safetensors", "its encoder")
-    for file in files:
-        try:
-            with safe_open(str(file), framework="pt") as weights:
-                weights.keys()
-        except Exception as error:  # noqa: BLE001 (safetensors raises its own error type)
-            raise DataError(file, f"damaged weights ({error})") from None
 
 
 #: Where a masked-LM checkpoint keeps its head (``BertForMaskedLM``: ``cls.predictions.*``), which the

@@ -6,10 +6,11 @@ An index folder (Pyserini's layout, plus the config that made it) holds::
     ids.txt       the document id of each vector, in insertion order
     index.json    factory, metric, dim, count, encoder settings, creation time
 
-Any ``faiss.index_factory`` string is accepted: ``"Flat"`` (exact, the papers' setting for MS MARCO
-and NQ), ``"HNSW32"`` (graph, DPR's fast option), ``"IVF4096,PQ64np"`` (inverted lists + product
-quantisation; trained on a sample of the vectors; ``np`` skips faiss's polysemous training, which
-only its Hamming-filtered search uses and which makes training over 10× slower). Metrics: ``ip``
+Any ``faiss.index_factory`` string that faiss builds without crashing is accepted (``check_factory``):
+``"Flat"`` (exact, the papers' setting for MS MARCO and NQ), ``"HNSW32"`` (graph, DPR's fast option),
+``"IVF4096,PQ64np"`` (inverted lists + product quantisation; trained on a sample of the vectors; ``np``
+skips faiss's polysemous training, which only its Hamming-filtered search uses and which makes training
+over 10× slower). Metrics: ``ip``
 (inner product, the dot-product similarity of DPR/ANCE/SEED-Encoder), ``l2``, and ``cosine``
 (vectors, and queries at search time, are L2-normalised, then inner product).
 
@@ -23,6 +24,9 @@ import json
 import mmap
 import os
 import re
+import signal
+import subprocess
+import sys
 from collections import Counter
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -122,12 +126,35 @@ _FACTORY_NUMBERS = (
 )
 
 
-def check_factory(factory: str, dim: int) -> None:
+#: Factory strings built without a probe: the common forms, whose numbers ``_FACTORY_NUMBERS`` bounds and
+#: whose other values faiss checks itself (``PQ5`` over 32 dimensions, ``OPQ0``: its RuntimeError, not a
+#: crash).
+_PROBE_FREE = re.compile(r"HNSW\d+(,Flat)?"
+                         r"|((OPQ\d+|PCAR?\d+),)?(IVF\d+(_HNSW\d+)?,)?(Flat|PQ\d+(np)?|SQ(4|6|8|fp16))")
+#: Random vectors a probe builds its index over: enough to train IVF up to 1024 lists and codebooks up to
+#: 10 bits, and well above the few hundred at which faiss itself breaks (OPQ16 trained on 256 vectors
+#: corrupts its heap, on 600 it builds): a probe must not refuse what real vectors build.
+_PROBE_VECTORS = 1024
+#: Seconds a probe may take before the factory is refused as one that does not finish.
+_PROBE_SECONDS = 120
+
+
+def check_factory(factory: str, dim: int, metric: str = "ip") -> None:
     """Refuse, before faiss sees it, a factory string that would crash faiss or build a useless index over
     vectors of ``dim`` dimensions: the numbers of ``_FACTORY_NUMBERS`` below their least value, a PCA to
     more dimensions than it is given, and an ``IDMap``/``IDMap2`` prefix (seedr keeps the document ids
     itself, in ``ids.txt``; faiss's id map refuses plain ``add``). More inverted lists than training
-    vectors are refused by ``DenseIndex.build``, which knows the sample."""
+    vectors are refused by ``DenseIndex.build``, which knows the sample.
+
+    Any other string is probed in a child process (``_probe_factory``) unless it is a common form that
+    ``_PROBE_FREE`` knows to be safe: faiss's grammar has many more numbers it takes unchecked than a list
+    of patterns can keep up with (``PQ8x0`` dies of SIGFPE, ``RQ0x0``, ``LSQ2x0`` and ``PQ8x0np`` of
+    SIGSEGV, in training, adding or searching), and a crash ends seedr with no message and its lock left
+    behind, so the only sure test of a string is to build with it where a crash costs nothing. The probe
+    costs about 0.3 s (a fresh interpreter importing faiss: a forked one would inherit the OpenMP and
+    torch threads of this process, which a child cannot use safely), plus its training: little for
+    quantisers, longer for an ``OPQ16_64`` rotation (tens of seconds at 384 dimensions), which the common
+    ``OPQ16,...`` form skips."""
     prefix = re.match(r"\s*(IDMap2?)\b", factory)
     if prefix:
         name = prefix.group(1)
@@ -142,11 +169,52 @@ def check_factory(factory: str, dim: int) -> None:
             if within_dim and number > dim:
                 raise ValueError(f"faiss factory {factory!r}: {match.group(0)} asks for {number} {what} from vectors "
                                  f"of {dim}: at most {dim}")
+    if not _PROBE_FREE.fullmatch(factory):
+        _probe_factory(factory, dim, metric)
 
 
-def _faiss_reason(error: RuntimeError) -> str:
+def _probe_factory(factory: str, dim: int, metric: str) -> None:
+    """Build ``factory`` over random vectors in a child process (``_probe``) and refuse it, in one line, when
+    the child dies of a signal, does not finish in ``_PROBE_SECONDS``, or fails to run at all."""
+    # -P: a seedr or faiss module in the working folder is not imported; this process's path: its own seedr is
+    command = [sys.executable, "-P", "-c", "import sys; from seedr.retrieval.faiss_index import _probe; "
+               "_probe(sys.argv[1], int(sys.argv[2]), sys.argv[3])", factory, str(dim), metric]
+    environment = {**os.environ, "PYTHONPATH": os.pathsep.join(path for path in sys.path if path)}
+    try:
+        probe = subprocess.run(command, capture_output=True, text=True, timeout=_PROBE_SECONDS, check=False,
+                               env=environment)
+    except subprocess.TimeoutExpired:
+        raise ValueError(f"faiss factory {factory!r}: an index of {_PROBE_VECTORS} random vectors of {dim} "
+                         f"dimensions did not finish building in {_PROBE_SECONDS} s") from None
+    if probe.returncode < 0:
+        crash = signal.Signals(-probe.returncode).name
+        raise ValueError(f"faiss factory {factory!r} crashes faiss ({crash}) in an index of {dim} dimensions: one "
+                         f"of its numbers is out of the range faiss can build (a code of 0 bits, 0 codebooks ...)")
+    if probe.returncode != 0:
+        last = (probe.stderr.strip().splitlines() or [f"exit status {probe.returncode}"])[-1]
+        raise ValueError(f"faiss factory {factory!r} could not be tried in a child process: {last}")
+
+
+def _probe(factory: str, dim: int, metric: str) -> None:
+    """What ``_probe_factory``'s child runs: make, train, add and search (a crash has been found in each).
+    faiss's own refusals end the probe quietly: the real build meets them over the real vectors and says
+    so in its own words (a probe's 1024 vectors cannot train 4096 lists, which real vectors may)."""
+    vectors = np.random.default_rng(0).standard_normal((_PROBE_VECTORS, dim)).astype(np.float32)
+    try:
+        index = faiss.index_factory(dim, factory, METRICS[metric])
+        if not index.is_trained:
+            index.train(vectors)
+        index.add(vectors)
+        index.search(vectors[:4], 8)
+    except (RuntimeError, MemoryError):
+        return
+
+
+def _faiss_reason(error: RuntimeError | MemoryError) -> str:
     """What a faiss C++ error (``Error in <function> at <file>:<line>: <reason>``, often many lines) says, in
     one line: its reason."""
+    if isinstance(error, MemoryError):
+        return f"out of memory ({error})"
     lines = str(error).strip().splitlines()
     if not lines:
         return type(error).__name__
@@ -241,10 +309,10 @@ class DenseIndex:
             duplicate = next(doc_id for doc_id, seen in Counter(ids).items() if seen > 1)
             raise ValueError(f"document ids are not unique: {duplicate!r} is there {Counter(ids)[duplicate]} times")
         count, dim = embeddings.shape
-        check_factory(factory, dim)
+        check_factory(factory, dim, metric)
         try:
             return cls._build(embeddings, ids, factory, metric, train_sample, seed, encoder, show_progress, gpu)
-        except RuntimeError as error:  # faiss's own refusal, while making, training or filling the index
+        except (RuntimeError, MemoryError) as error:  # faiss's refusal; std::bad_alloc: RQ1x30's 2^30 codes
             raise ValueError(f"faiss cannot build {factory!r} over {count} vectors of {dim} dimensions: "
                              f"{_faiss_reason(error)}") from None
 

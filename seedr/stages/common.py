@@ -36,17 +36,39 @@ def _end_progress_bars() -> None:
         bar.close()
 
 
+#: Set (to 1) by ``seedr --debug``, or by hand: an unexpected error shows its traceback.
+DEBUG_VARIABLE = "SEEDR_DEBUG"
+
+
+def _say(message: object) -> None:
+    """One red ``error:`` line, after the progress bars an error interrupted."""
+    _end_progress_bars()
+    console.print(f"[bold red]error[/]: {escape(str(message))}", soft_wrap=True, highlight=False)
+
+
 def clear_errors(function: Callable[..., Any]) -> Callable[..., Any]:
-    """Report bad input (file, line, field), missing, unreadable or corrupt files as one red line and exit 1."""
+    """Report bad input (file, line, field), missing, unreadable or corrupt files as one red line and exit 1.
+
+    Any other exception (a bug, or a library failing in a way seedr does not foresee) is one line too,
+    its type and message, with the way to see its traceback: under ``seedr --debug STAGE ...`` (or
+    ``SEEDR_DEBUG=1``) it is re-raised.
+    typer's own exits and aborts pass through."""
 
     @functools.wraps(function)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         try:
             return function(*args, **kwargs)
         except (DataError, KeyError, ValueError, *CORRUPT_STREAM_ERRORS) as error:
-            message = error.args[0] if isinstance(error, KeyError) and error.args else error
-            _end_progress_bars()
-            console.print(f"[bold red]error[/]: {escape(str(message))}", soft_wrap=True, highlight=False)
+            _say(error.args[0] if isinstance(error, KeyError) and error.args else error)
+            raise typer.Exit(code=1) from None
+        except (typer.Exit, typer.Abort, typer.TyperException):
+            raise
+        except Exception as error:
+            if os.environ.get(DEBUG_VARIABLE, "") not in ("", "0"):
+                raise
+            detail = " ".join(str(error).split())
+            _say(f"{type(error).__name__}{': ' + detail if detail else ''} (unexpected: run `seedr --debug ...` "
+                 f"for the traceback)")
             raise typer.Exit(code=1) from None
 
     return wrapper

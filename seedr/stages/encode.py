@@ -8,6 +8,7 @@ from typing import Annotated
 import typer
 
 from seedr.api import encode
+from seedr.api.arguments import option_range
 from seedr.stages.common import clear_errors, console
 
 
@@ -52,9 +53,11 @@ def command(
         "--normalize/--no-normalize", help="L2-normalise vectors (default: the model's own setting, else no)."
     )] = None,
     max_length: Annotated[int | None, typer.Option(
-        "--max-length", min=1, help="Tokens per document (default: the model's, else 512)."
+        "--max-length", **option_range("encode", "max_length"),
+        help="Tokens per document (default: the model's, else 512)."
     )] = None,
-    batch_size: Annotated[int, typer.Option("--batch-size", min=1, help="Documents per forward pass.")] = 64,
+    batch_size: Annotated[int, typer.Option(
+        "--batch-size", **option_range("encode", "batch_size"), help="Documents per forward pass.")] = 64,
     dtype: Annotated[str, typer.Option("--dtype", help="Stored precision: float32 or float16.")] = "float32",
     compute_dtype: Annotated[str, typer.Option(
         "--compute-dtype", help="Precision of the forward pass: auto (bfloat16 autocast where the CPU or GPU "
@@ -63,9 +66,11 @@ def command(
                                 "`seedr search` encodes queries the same way."
     )] = "auto",
     shard_size: Annotated[int, typer.Option(
-        "--shard-size", min=1, help="Documents per shard (the unit of resumption)."
+        "--shard-size", **option_range("encode", "shard_size"),
+        help="Documents per shard (the unit of resumption)."
     )] = 50_000,
-    limit: Annotated[int | None, typer.Option("--limit", min=1, help="Encode only the first N documents.")] = None,
+    limit: Annotated[int | None, typer.Option(
+        "--limit", **option_range("encode", "limit"), help="Encode only the first N documents.")] = None,
     title: Annotated[str | None, typer.Option(
         "--title", help="How titles are encoded: pair ('title [SEP] text', DPR/ANCE), join ('title text' as "
                         "one segment, BEIR) or none (text only); default: the model folder's, else pair."

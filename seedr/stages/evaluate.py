@@ -9,6 +9,7 @@ from typing import Annotated
 import typer
 
 from seedr.api import evaluate
+from seedr.api.arguments import option_range
 from seedr.evaluation import DEFAULT_METRICS
 from seedr.io import EVALUATION_MARKDOWN_MARKER, atomic_write, check_output
 from seedr.stages.common import clear_errors, console
@@ -48,8 +49,10 @@ def command(
     test: Annotated[str, typer.Option(
         "--test", help="Paired test: permutation (SEED-Encoder) or ttest (CPDAE)."
     )] = "permutation",
-    alpha: Annotated[float, typer.Option("--alpha", min=0, max=1, help="Significance level.")] = 0.05,
-    resamples: Annotated[int, typer.Option("--resamples", min=1, help="Permutation test resamples.")] = 10_000,
+    alpha: Annotated[float, typer.Option(
+        "--alpha", **option_range("evaluate", "alpha"), help="Significance level.")] = 0.05,
+    resamples: Annotated[int, typer.Option(
+        "--resamples", **option_range("evaluate", "resamples"), help="Permutation test resamples.")] = 10_000,
     ignore_identical_ids: Annotated[bool, typer.Option(
         "--ignore-identical-ids", help="Drop documents whose id is the query's (BEIR's option)."
     )] = False,

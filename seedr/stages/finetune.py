@@ -9,6 +9,7 @@ import typer
 from rich.console import Console
 
 from seedr.api import finetune, resolve_settings
+from seedr.api.arguments import option_range
 from seedr.config import parse_overrides
 from seedr.settings import FinetuneConfig
 from seedr.stages.common import clear_errors, listing_settings
@@ -51,12 +52,15 @@ def command(
     dev_corpus: Annotated[str | None, typer.Option(
         "--dev-corpus", help="Dev corpus: a file, a folder or a quoted glob (default: the training corpus).")] = None,
     dev_every: Annotated[int | None, typer.Option(
-        "--dev-every", min=0, help="Steps between dev evaluations; 0: before and after training only.")] = None,
+        "--dev-every", **option_range("finetune", "dev_every"),
+        help="Steps between dev evaluations; 0: before and after training only.")] = None,
     rounds: Annotated[int | None, typer.Option(
-        "--rounds", min=1, help="static negatives: mine → fine-tune rounds, each mining with the last model "
+        "--rounds", **option_range("finetune", "rounds"),
+        help="static negatives: mine → fine-tune rounds, each mining with the last model "
                          "(CPDAE on documents: 2).")] = None,
     few_shot: Annotated[float | None, typer.Option(
-        "--few-shot", min=0, help="Train on N sampled queries (N ≥ 1) or on that fraction of them (< 1).")] = None,
+        "--few-shot", **option_range("finetune", "few_shot"),
+        help="Train on N sampled queries (N ≥ 1) or on that fraction of them (< 1).")] = None,
     seeds: Annotated[str | None, typer.Option(
         "--seeds", help="Few-shot: comma-separated seeds, one run each, averaged in few-shot.md.")] = None,
     resume: Annotated[bool, typer.Option(

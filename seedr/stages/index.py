@@ -8,6 +8,7 @@ from typing import Annotated
 import typer
 
 from seedr.api import index as build_index
+from seedr.api.arguments import option_range
 from seedr.stages.common import clear_errors, console
 
 
@@ -23,9 +24,11 @@ def command(
     )] = "Flat",
     metric: Annotated[str, typer.Option("--metric", help="ip (dot product), cosine or l2.")] = "ip",
     train_sample: Annotated[int | None, typer.Option(
-        "--train-sample", min=1, help="Vectors to train IVF/PQ on (default: all)."
+        "--train-sample", **option_range("index", "train_sample"),
+        help="Vectors to train IVF/PQ on (default: all)."
     )] = None,
-    seed: Annotated[int, typer.Option("--seed", min=0, help="Seed of the training sample.")] = 0,
+    seed: Annotated[int, typer.Option(
+        "--seed", **option_range("index", "seed"), help="Seed of the training sample.")] = 0,
     gpu: Annotated[bool, typer.Option(
         "--gpu/--no-gpu", help="Train IVF k-means on every GPU when faiss has GPU support (default: yes)."
     )] = True,

@@ -8,6 +8,7 @@ from typing import Annotated
 import typer
 
 from seedr.api import search
+from seedr.api.arguments import option_range
 from seedr.stages.common import clear_errors, console
 
 
@@ -26,7 +27,7 @@ def command(
     reqa: Annotated[Path | None, typer.Option(
         "--reqa", help="Or ReQA: SQuAD JSON; its questions against its (sentence, paragraph) candidates."
     )] = None,
-    k: Annotated[int, typer.Option("--k", min=1, help="Documents per query.")] = 100,
+    k: Annotated[int, typer.Option("--k", **option_range("search", "k"), help="Documents per query.")] = 100,
     index: Annotated[Path | None, typer.Option(
         "--index", help="Dense: index folder from `seedr index`."
     )] = None,
@@ -35,17 +36,20 @@ def command(
                         "the same weights, checked by fingerprint)."
     )] = None,
     max_length: Annotated[int | None, typer.Option(
-        "--max-length", min=1, help="Dense: tokens per query (default: as the documents)."
+        "--max-length", **option_range("search", "max_length"),
+        help="Dense: tokens per query (default: as the documents)."
     )] = None,
     query_prefix: Annotated[str | None, typer.Option(
         "--query-prefix", help="Dense: text put before every query."
     )] = None,
-    batch_size: Annotated[int, typer.Option("--batch-size", min=1, help="Dense: queries per forward pass.")] = 64,
+    batch_size: Annotated[int, typer.Option(
+        "--batch-size", **option_range("search", "batch_size"),
+        help="Dense: queries per forward pass.")] = 64,
     nprobe: Annotated[int | None, typer.Option(
-        "--nprobe", min=1, help="Dense IVF indexes: inverted lists visited."
+        "--nprobe", **option_range("search", "nprobe"), help="Dense IVF indexes: inverted lists visited."
     )] = None,
     ef_search: Annotated[int | None, typer.Option(
-        "--ef-search", min=1, help="Dense HNSW indexes: search breadth."
+        "--ef-search", **option_range("search", "ef_search"), help="Dense HNSW indexes: search breadth."
     )] = None,
     device: Annotated[str | None, typer.Option("--device", help="Dense: cpu, cuda ...")] = None,
     mmap: Annotated[bool, typer.Option(
@@ -60,8 +64,10 @@ def command(
     bm25_index: Annotated[Path | None, typer.Option(
         "--bm25-index", help="BM25: a saved index folder (or where to save one built from --corpus)."
     )] = None,
-    k1: Annotated[float, typer.Option("--k1", min=0, help="BM25 k1 (Anserini's default).")] = 0.9,
-    b: Annotated[float, typer.Option("--b", min=0, max=1, help="BM25 b (Anserini's default).")] = 0.4,
+    k1: Annotated[float, typer.Option(
+        "--k1", **option_range("search", "k1"), help="BM25 k1 (Anserini's default).")] = 0.9,
+    b: Annotated[float, typer.Option(
+        "--b", **option_range("search", "b"), help="BM25 b (Anserini's default).")] = 0.4,
     tag: Annotated[str | None, typer.Option(
         "--tag", help="Run tag, last column (default: bm25 or the index folder name, spaces as _)."
     )] = None,
