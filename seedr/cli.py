@@ -5,6 +5,9 @@ from __future__ import annotations
 import importlib
 import os
 import signal
+import socket
+import threading
+import time
 
 import typer
 
@@ -52,11 +55,42 @@ def _exit_on_terminate(signal_number: int, frame: object) -> None:
     raise SystemExit(128 + signal_number)
 
 
+#: How long a stop signal (SIGTERM, SIGINT) leaves a command to unwind by itself (its temporaries removed,
+#: its lock released) before the process ends where it stands.
+STOP_GRACE_SECONDS = 3.0
+
+
+def _stop_within_seconds() -> None:
+    """SIGTERM and SIGINT end a command within ``STOP_GRACE_SECONDS``, whatever it is doing.
+
+    Python runs a signal's handler between two of the main thread's bytecodes, so a command inside one
+    long operation (a training step of a large batch on a CPU takes tens of seconds) went on for as long.
+    Here the C-level handler also writes the signal to a socket (``signal.set_wakeup_fd``), which a
+    watching thread reads at once, torch's kernels releasing the GIL: it gives the main thread the grace
+    period to unwind as usual, then ends the process. What that cut leaves stays safe: the last
+    checkpoint is whole (checkpoints are written atomically), the output's lock is the operating system's
+    and goes with the process, and temporaries named after the process are removed by the next write to
+    that output. No signal mask changes, so the processes a command starts keep the usual signals."""
+    reader, writer = socket.socketpair()
+    writer.setblocking(False)
+    signal.set_wakeup_fd(writer.fileno(), warn_on_full_buffer=False)
+
+    def watch() -> None:
+        received = reader.recv(1)
+        if received:
+            time.sleep(STOP_GRACE_SECONDS)
+            os._exit(128 + received[0])
+
+    threading.Thread(target=watch, name="seedr-stop", daemon=True).start()
+
+
 def run() -> None:
     """The ``seedr`` console command: the allocator policy first (it must precede the run's allocations),
-    SIGTERM turned into an exit that cleans up, and progress lines when the output is not a terminal
-    (``seedr.progress``), then the stage."""
+    SIGTERM turned into an exit that cleans up, and SIGTERM or SIGINT ending it within seconds
+    (``_stop_within_seconds``), and progress lines when the output is not a terminal (``seedr.progress``),
+    then the stage."""
     signal.signal(signal.SIGTERM, _exit_on_terminate)
+    _stop_within_seconds()
     keep_freed_memory()
     plain_progress()  # before any bar: output to a file gets progress lines, not carriage-return redraws
     app(prog_name="seedr")

@@ -267,3 +267,39 @@ def test_sigterm_ends_a_command_without_leaving_temporaries_or_locks(tmp_path, s
     assert process.wait(timeout=60) == 128 + signal.SIGTERM
     left = [path.name for path in tmp_path.rglob("*") if path.name.endswith((".tmp", ".lock"))]
     assert left == [] and not out.exists()
+
+
+def test_a_stop_signal_ends_a_training_step_within_seconds_and_frees_its_output(tmp_path, shared_data):
+    """#59 item 6: ``kill`` of a training run inside a long step (one backward pass is a single C++ call,
+    during which Python runs no handler) left it running for tens of seconds, and a second command into the
+    same folder was not refused meanwhile. Now: refused while the first lives; the first ends within the
+    grace period plus a moment; its folder is then refused without --resume, in one line saying how."""
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    from seedr.cli import STOP_GRACE_SECONDS
+
+    out = tmp_path / "run"
+    corpus = shared_data / "wiki" / "enwiki-2015-00.jsonl.xz"
+    arguments = ["pretrain", "--config", "mlm", "--model", "seedr-base", "--corpus", str(corpus), "--out", str(out),
+                 "--set", "data.max_documents=40", "--set", "data.max_seq_length=512", "--set", "train.max_steps=50",
+                 "--set", "train.batch_size=32", "--set", "train.global_batch_size=32", "--set",
+                 "train.warmup_steps=0", "--set", "train.save_every=1000"]
+    process = subprocess.Popen([sys.executable, "-m", "seedr", *arguments], stdout=subprocess.DEVNULL,
+                               stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 300
+    while not (out / "run.json").exists():  # the run has started (its settings recorded)
+        assert process.poll() is None and time.monotonic() < deadline, "the run did not start"
+        time.sleep(0.1)
+    second = runner.invoke(app, [*arguments, "--resume"])
+    assert second.exit_code == 1 and "in use by process" in second.output, second.output
+    time.sleep(3)  # well inside its first steps of 32 × 512 tokens
+    signalled = time.monotonic()
+    process.send_signal(signal.SIGTERM)
+    code = process.wait(timeout=120)
+    assert code == 128 + signal.SIGTERM
+    assert time.monotonic() - signalled < STOP_GRACE_SECONDS + 4
+    again = runner.invoke(app, arguments)
+    assert again.exit_code == 1 and "--resume" in again.output and "in use" not in again.output, again.output

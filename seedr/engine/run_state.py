@@ -31,17 +31,21 @@ def already_a_run(out_dir: Path) -> ValueError:
 
 def check_run_folder(out_dir: str | Path, resume: bool) -> None:
     """Refuse, before anything is loaded or tokenised, an output that training would refuse only when it
-    starts: a file, a folder that is not a training run (``seedr.io.check_output``) or —
-    without ``resume`` — a run that holds checkpoints, in its own folder or in those of its rounds
-    (``round-<r>/``) and few-shot seeds (``seed-<s>/``). ``pretrain`` and ``finetune`` call it first;
-    ``Trainer.train`` checks its own folder again."""
+    starts: a file, a folder that is not a training run (``seedr.io.check_output``) or — without
+    ``resume`` — a run already there: one that holds checkpoints, in its own folder or in those of its
+    rounds (``round-<r>/``) and few-shot seeds (``seed-<s>/``), and one stopped before its first
+    checkpoint (its ``config.yaml`` and ``run.json`` only), which would otherwise start over without a
+    word. ``pretrain`` and ``finetune`` call it first; ``Trainer.train`` checks its own folder again."""
     out_dir = Path(out_dir)
-    check_output(out_dir, "training run", replaces=False)
+    existing = check_output(out_dir, "training run", replaces=False)
     if resume:
         return
     runs = [out_dir, *out_dir.glob("round-*"), *out_dir.glob("seed-*"), *out_dir.glob("seed-*/round-*")]
     if any(latest_checkpoint(run) is not None for run in runs):
         raise already_a_run(out_dir)
+    if existing:
+        raise ValueError(f"{out_dir} holds a run stopped before its first checkpoint; start it again there with "
+                         "--resume, or choose another output folder")
 
 
 def uses_cpu() -> bool:
