@@ -57,6 +57,9 @@ SHARED = Path(os.environ.get("SEEDR_SHARED_DATA", ROOT / ".." / "shared" / "data
 TRAVEL_LIMIT, FILE_LIMIT, FILES_BACK = 64 * 2**20, 16 * 2**20, 8
 #: Wall time of one device command that a job and its set-up must fit (a command may run 10 minutes).
 COMMAND_SECONDS = 540
+#: The same for a tiny run on a CPU here, which no lease bounds: a busy 2-core machine takes several times
+#: a quiet one's minutes for an experiment's toy size.
+TINY_SECONDS = 2400
 #: Files of a wheel that no job needs and that do not fit the journey (blingfire's 40 MB of models: seedr
 #: uses its built-in sentence breaker only).
 PRUNED = re.compile(r"^blingfire/(?!__init__\.py$|libblingfiretokdll\.so$)[^/]+$")
@@ -340,7 +343,8 @@ def run(name: str | None, tiny: bool, out: Path, started: float) -> int:
     job = chosen_job(load_queue(), name)
     out.mkdir(parents=True, exist_ok=True)
     work = out / job["name"]
-    budget = int(COMMAND_SECONDS - (time.time() - started) - 60)  # a minute for packing and the return
+    limit = TINY_SECONDS if tiny else COMMAND_SECONDS
+    budget = int(limit - (time.time() - started) - 60)  # a minute for packing and the return
     command = job["tiny" if tiny else "command"].format(python=sys.executable, out=work, budget=budget)
     print(f"gpu pack: job {job['name']} on {device_name()}{' (tiny)' if tiny else ''}, {budget} s: {command}",
           flush=True)
