@@ -193,3 +193,34 @@ def test_the_rule_keeps_an_output_apart_from_its_inputs(tmp_path):
     link.symlink_to(model, target_is_directory=True)
     with pytest.raises(DataError, match="an input of this command"):  # no alias gets round it
         check_output(link, "averaged encoder", inputs=[model])
+
+
+def test_no_api_function_replaces_what_the_user_had(tmp_path, scifact_slice, monkeypatch):
+    """The Python API asks the same rule as the command line, before it loads anything."""
+    import seedr
+
+    asked: list[str] = []
+
+    class Spy(dict):
+        def __getitem__(self, kind: str):
+            asked.append(kind)
+            return super().__getitem__(kind)
+
+    monkeypatch.setattr(outputs, "OUTPUT_KINDS", Spy(outputs.OUTPUT_KINDS))
+    corpus, queries = scifact_slice / "corpus.jsonl", scifact_slice / "queries.jsonl"
+    calls = {
+        "pretrain": lambda out: seedr.pretrain(out, config="mlm", model="seedr-base", corpus=corpus),
+        "finetune": lambda out: seedr.finetune(out, model="minilm", train=scifact_slice),
+        "encode": lambda out: seedr.encode("minilm", corpus, out),
+        "index": lambda out: seedr.index(tmp_path / "embeddings", out),
+        "search": lambda out: seedr.search(out, bm25=True, corpus=corpus, queries=queries),
+    }
+    for name, call in calls.items():
+        user = tmp_path / name
+        out = _user_file(user / "notes.txt") if name == "search" else _user_folder(user / "out")
+        before = _files(user)
+        asked.clear()
+        with pytest.raises(DataError):
+            call(out)
+        assert asked, f"seedr.{name} did not ask seedr.io.check_output"
+        assert _files(user) == before, name
