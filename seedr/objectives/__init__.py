@@ -3,6 +3,7 @@
 Importing this package registers every objective.
 """
 
+import seedr.objectives.contriever as _contriever  # noqa: F401 (registers "contriever")
 import seedr.objectives.cpdae  # registers "cpdae", "cpdae_cls"
 import seedr.objectives.mlm  # registers "mlm"
 import seedr.objectives.seed  # noqa: F401 (registers "seed"; binds the same name as the two above)
