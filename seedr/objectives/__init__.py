@@ -5,8 +5,9 @@ Importing this package registers every objective.
 
 import seedr.objectives.cpdae  # registers "cpdae", "cpdae_cls"
 import seedr.objectives.mlm  # registers "mlm"
+import seedr.objectives.retromae  # registers "retromae"
 import seedr.objectives.seed  # registers "seed"
-import seedr.objectives.tsdae  # noqa: F401 (registers "tsdae"; binds the same name as the three above)
+import seedr.objectives.tsdae  # noqa: F401 (registers "tsdae"; binds the same name as the four above)
 from seedr.objectives import bfs, ict, ict_bfs_wlp, wlp  # noqa: F401 (registers the two-tower objectives)
 from seedr.objectives.base import OBJECTIVES, Objective, ObjectiveOutput, PretrainingCorpus
 
