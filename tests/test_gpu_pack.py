@@ -34,13 +34,11 @@ def test_the_queue_names_ready_jobs_with_a_command_and_a_tiny_run():
         if "experiment" in job:  # an experiment job: a shipped experiment with a gpu scale
             from seedr.experiments.spec import load_experiment
 
-            seeds = [f"seeds=[{job['command'].split('--seeds ')[1].split()[0]}]"] if "--seeds" in job["command"] else []
+            seeds = [f"seeds={job['seeds']}"] if "seeds" in job else []
             assert load_experiment(job["experiment"], "gpu", seeds).conditions
-    combined = {job["combine"] for job in jobs if "combine" in job}
-    assert combined == {"seed_vs_mlm_at_scale", "ict_vs_mlm_1024"}
-    for name in combined:  # one seed a lease, every seed of the experiment once
-        assert sorted(job["command"].split("--seeds ")[1].split()[0] for job in jobs
-                      if job.get("combine") == name) == ["1", "2", "3"]
+            assert ("{seeds}" in job["command"] and "{seeds}" in job["tiny"]) == ("seeds" in job)
+    combined = {job["combine"]: job["seeds"] for job in jobs if "combine" in job}
+    assert combined == {"seed_vs_mlm_at_scale": [1, 2, 3], "ict_vs_mlm_1024": [1, 2, 3]}
     assert pack.chosen_job(jobs, None)["name"] == "throughput"
 
 
@@ -111,7 +109,7 @@ def test_stronger_base_runs_tiny(tmp_path):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("job", ["seed_vs_mlm_at_scale_1", "objectives_at_scale", "ict_vs_mlm_1024_1",
+@pytest.mark.parametrize("job", ["seed_vs_mlm_at_scale", "objectives_at_scale", "ict_vs_mlm_1024",
                                  "diagnostics_at_scale"])
 def test_experiment_jobs_run_tiny(tmp_path, job):
     """Each experiment job at a toy size: its report, and the per-query scores a combination needs."""
@@ -203,8 +201,6 @@ def test_every_job_runs_on_the_device_image(tmp_path):
                    "SEEDR_GPU_CARRIED": str(carried), "PYTHONPATH": ""}
     offline = ("unshare", "-n") if shutil.which("unshare") else ()
     for job in [job["name"] for job in pack.load_queue() if not job.get("not_ready")]:
-        if job[-1].isdigit() and not job.endswith("_1"):  # the other seeds of a split experiment: the same code
-            continue
         out = tmp_path / "OUT" / job
         result = run_tiny(job, out, environment, offline)
         assert result.returncode == 0, (job, result.stdout[-3000:] + result.stderr[-3000:])
@@ -251,6 +247,47 @@ def member(name: str, kind: bytes = tarfile.REGTYPE, link: str = "") -> tarfile.
 
 def files_under(folder: Path) -> list[str]:
     return sorted(str(path.relative_to(folder)) for path in folder.rglob("*"))
+
+
+def recorded_throughput(results: Path, flops_per_second: float, tiny: bool = False) -> None:
+    """A throughput lease's results.json as the job writes it, with the seedr base's rates all at
+    ``flops_per_second``."""
+    folder = results / "throughput" / "2026-12-01-NVIDIA-H200"
+    folder.mkdir(parents=True)
+    rates = {objective: {str(length): {"tokens_per_second": 1.0, "flops_per_second": flops_per_second}
+                         for length in (64, 128)} for objective in ("mlm", "seed", "cpdae", "ict_bfs_wlp")}
+    (folder / "results.json").write_text(json.dumps({"tiny": tiny, "device": "NVIDIA H200", "seedr_base": rates}))
+
+
+def test_plan_packs_every_seed_that_fits_from_the_recorded_throughput(tmp_path):
+    """#55: the seeds of one lease are sized from the newest non-tiny throughput lease: all three at a high
+    rate, fewer at a low one (never none: one seed is the least a lease runs), and the line says so."""
+    job = pack.chosen_job(pack.load_queue(), "seed_vs_mlm_at_scale")
+    recorded_throughput(tmp_path / "fast", 400e12)
+    fast = pack.plan(job, tmp_path / "fast")
+    assert fast["seeds"] == [1, 2, 3] and fast["seconds"] <= pack.COMMAND_SECONDS - pack.PACKING_SECONDS
+    assert "3 seeds (1, 2, 3) in one lease" in fast["line"] and "throughput recorded 2026-12-01" in fast["line"]
+    recorded_throughput(tmp_path / "slow", 20e12)
+    slow = pack.plan(job, tmp_path / "slow")
+    assert slow["seeds"] == [1] and slow["seconds"] > fast["seconds"] and "of the 3 left" in slow["line"]
+    recorded_throughput(tmp_path / "tiny", 400e12, tiny=True)  # a tiny run's numbers mean nothing
+    assert pack.plan(job, tmp_path / "tiny")["source"].startswith("first guess")
+
+
+def test_plan_says_when_it_rests_on_the_first_guess(tmp_path):
+    job = pack.chosen_job(pack.load_queue(), "seed_vs_mlm_at_scale")
+    guessed = pack.plan(job, tmp_path / "none")
+    assert guessed["seeds"] and set(guessed["seeds"]) <= {1, 2, 3}
+    assert "first guess, no lease recorded yet" in guessed["line"] and "minutes expected" in guessed["line"]
+    assert guessed["seconds"] <= pack.COMMAND_SECONDS - pack.PACKING_SECONDS
+
+
+def test_run_passes_the_planned_seeds_to_the_job(tmp_path, monkeypatch):
+    job = pack.chosen_job(pack.load_queue(), "seed_vs_mlm_at_scale")
+    monkeypatch.setattr(pack, "JOB_FILE", tmp_path / "job.json")
+    assert pack.lease_seeds(job, tiny=False) == [1]  # nothing prepared: the first seed not yet recorded
+    (tmp_path / "job.json").write_text(json.dumps({"job": job["name"], "seeds": [1, 2, 3]}))
+    assert pack.lease_seeds(job, tiny=False) == [1, 2, 3] and pack.lease_seeds(job, tiny=True) == [1]
 
 
 @pytest.mark.parametrize(("run_on", "extra", "said"), [
@@ -300,3 +337,17 @@ def test_record_files_a_well_formed_archive_and_refuses_it_twice(tmp_path):
     with pytest.raises(SystemExit, match="already recorded"):
         pack.record(files_at, results, queue)
     assert queue.read_bytes() == recorded and files_under(results) == written
+
+
+def test_a_second_lease_of_a_job_on_the_same_day_is_recorded_beside_the_first(tmp_path):
+    """A job whose seeds take several leases may run twice a day on one device: the second lease's folder
+    has its time in the name; the same archive recorded twice is still refused."""
+    results, queue = tmp_path / "results", tmp_path / "queue.yaml"
+    shutil.copyfile(pack.QUEUE, queue)
+    returned(tmp_path / "first", RUN_ON)
+    returned(tmp_path / "second", {**RUN_ON, "date": "2026-11-28T22:10:00+00:00"})
+    (first,) = pack.record(tmp_path / "first", results, queue)
+    (second,) = pack.record(tmp_path / "second", results, queue)
+    assert first.name == "2026-11-28-NVIDIA-H200" and second.name == "2026-11-28-2210-NVIDIA-H200"
+    with pytest.raises(SystemExit, match="already recorded"):
+        pack.record(tmp_path / "second", results, queue)
