@@ -74,8 +74,19 @@ def test_run_sh_runs_the_next_job_tiny_and_record_files_it(tmp_path):
     assert sorted(path.name for path in out.iterdir()) == ["throughput.log", "throughput.tgz"]
     with tarfile.open(out / "throughput.tgz") as archive:
         results = json.load(archive.extractfile("throughput/results.json"))
-    assert results["tiny"] and set(results["systems"]) == set(pack_jobs_throughput_systems())
-    assert all(row["tokens_per_second"] > 0 and row["mfu"] > 0 for row in results["systems"].values())
+    throughput = throughput_job()
+    assert results["tiny"] and set(results["systems"]) == set(throughput.SYSTEMS)
+    for row in results["systems"].values():  # MFU against the measured peak (no datasheet rate for a CPU)
+        assert row["tokens_per_second"] > 0 and row["mfu"] > 0 and row["mfu_datasheet"] is None
+        assert set(row["phases_seconds_per_step"]) == set(throughput.PHASES) and row["timed_steps"] >= 1
+    # what `pack.py plan` reads: the seedr base's rates per objective and length
+    assert set(results["seedr_base"]) == set(throughput.MINI_OBJECTIVES)
+    for by_length in results["seedr_base"].values():
+        assert set(by_length) == {"64", "128"}
+        assert all(row["flops_per_second"] > 0 and row["phases_seconds_per_step"] for row in by_length.values())
+    assert set(results["seed_over_mlm"]) == {"cost_ratio", "flop_ratio"}
+    assert results["goal"]["mlm_over_hf_loop"] == 1.0 and results["goal"]["seed_mfu"] == 0.4
+    assert throughput.expected_seconds() <= pack.COMMAND_SECONDS - pack.PACKING_SECONDS
 
     queue = tmp_path / "queue.yaml"
     shutil.copyfile(pack.QUEUE, queue)
@@ -89,11 +100,11 @@ def test_run_sh_runs_the_next_job_tiny_and_record_files_it(tmp_path):
     assert queue.read_text().startswith("# The GPU pack's queue")  # comments kept
 
 
-def pack_jobs_throughput_systems() -> list[str]:
+def throughput_job():
     sys.path.insert(0, str(ROOT / "gpu" / "jobs"))
     import throughput
 
-    return list(throughput.SYSTEMS)
+    return throughput
 
 
 @pytest.mark.slow
