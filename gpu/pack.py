@@ -622,6 +622,9 @@ def combine(name: str, results_root: Path = ROOT / "docs" / "results" / "gpu", q
     jobs = [job for job in load_queue(queue) if job.get("combine") == name]
     if not jobs:
         raise SystemExit(f"no job of {queue} combines into {name!r}")
+    unrun = [job["name"] for job in jobs if not job.get("runs")]
+    if unrun:
+        raise SystemExit(f"{name}: not every lease has run yet ({', '.join(unrun)} to go)")
     leases, seeds = [], set()
     for job in jobs:  # the newest lease of each seed: one lease may hold several seeds, or all of them
         for entry in reversed(job.get("runs", [])):
@@ -631,9 +634,9 @@ def combine(name: str, results_root: Path = ROOT / "docs" / "results" / "gpu", q
                 seeds |= set(lease["seeds"])
                 leases.append((job, entry, lease))
     missing = sorted({seed for job in jobs for seed in job.get("seeds") or []} - seeds)
-    if missing or not leases:
+    if missing:
         raise SystemExit(f"{name}: not every seed has run yet (seed{'s' if len(missing) > 1 else ''} "
-                         f"{', '.join(map(str, missing)) or 'all'} to go)")
+                         f"{', '.join(map(str, missing))} to go)")
     leases.reverse()
     runs = [{"results": json.loads((ROOT / entry["folder"] / "results.json").read_text()),
              "per_query": json.loads((ROOT / entry["folder"] / "per_query.json").read_text())}

@@ -19,6 +19,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "gpu"))
 
 import pack  # noqa: E402 (gpu/ on the path first)
+from tests.test_combine import models  # noqa: E402, F401 (the fixture: three tiny encoders, one a seed)
 
 
 def test_the_queue_names_ready_jobs_with_a_command_and_a_tiny_run():
@@ -362,3 +363,32 @@ def test_a_second_lease_of_a_job_on_the_same_day_is_recorded_beside_the_first(tm
     assert first.name == "2026-11-28-NVIDIA-H200" and second.name == "2026-11-28-2210-NVIDIA-H200"
     with pytest.raises(SystemExit, match="already recorded"):
         pack.record(tmp_path / "second", results, queue)
+
+
+def test_combine_accepts_one_lease_that_ran_every_seed(tmp_path, scifact_slice, models):
+    """A job whose plan packed all its seeds into one lease: ``combine`` judges that lease alone as the
+    whole run (its claims and seed spread), and refuses while a seed of the job has not run."""
+    from seedr.experiments.runner import experiment_scores, run_experiment
+    from tests.test_combine import EXPERIMENT, _load
+
+    path = tmp_path / "packed.yaml"
+    path.write_text(EXPERIMENT)
+    variables = [f"data={scifact_slice}", f"models={models}"]
+    experiment = _load(path, scifact_slice, models, "[1, 2]")
+    results = run_experiment(experiment, tmp_path / "work").results
+    lease = tmp_path / "gpu" / "packed" / "2026-11-28-NVIDIA-H200"
+    lease.mkdir(parents=True)
+    (lease / "results.json").write_text(json.dumps(results))
+    (lease / "per_query.json").write_text(json.dumps(experiment_scores(experiment, tmp_path / "work")))
+    (lease / "lease.json").write_text(json.dumps({"experiment": str(path), "scale": "cpu", "seeds": [1, 2],
+                                                  "settings": ["seeds=[1, 2]", *variables], "tiny": False}))
+    job = (f"  - {{name: packed, goal: g, experiment: {path}, combine: packed, seeds: [1, 2, SEEDS], done: false,\n"
+           f"     runs: [{{date: 2026-11-28, run_on: NVIDIA H200, exit: 0, folder: {lease}}}]}}\n")
+    (tmp_path / "queue.yaml").write_text("jobs:\n" + job.replace(", SEEDS", ""))
+    target = pack.combine("packed", tmp_path / "gpu", tmp_path / "queue.yaml")
+    combined = json.loads((target / "results.json").read_text())
+    assert combined["claims"] == results["claims"] and combined["seed_spread"] == results["seed_spread"]
+    assert "`packed` seeds 1, 2: NVIDIA H200" in (target / "report.md").read_text()
+    (tmp_path / "queue.yaml").write_text("jobs:\n" + job.replace("SEEDS", "3"))
+    with pytest.raises(SystemExit, match="seed 3 to go"):
+        pack.combine("packed", tmp_path / "gpu", tmp_path / "queue.yaml")
