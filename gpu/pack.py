@@ -124,7 +124,11 @@ UNSIZED_SECONDS = 20.0
 def recorded_throughput(results_root: Path = RESULTS) -> tuple[dict, str] | None:
     """The newest non-tiny ``throughput`` lease's training rates of the seedr base (``seedr_base``:
     objective → length → FLOP/s), and where they come from; ``None`` before any lease."""
-    for path in sorted((results_root / "throughput").glob("*/results.json"), reverse=True):
+    def when(path: Path) -> str:  # the lease's time (a second lease of a day has it in its folder's name only)
+        run_on = path.parent / "run_on.json"
+        return json.loads(run_on.read_text())["date"] if run_on.is_file() else path.parent.name
+
+    for path in sorted((results_root / "throughput").glob("*/results.json"), key=when, reverse=True):
         results = json.loads(path.read_text(encoding="utf-8"))
         if not results.get("tiny") and results.get("seedr_base"):
             return results["seedr_base"], f"throughput recorded {path.parent.name[:10]} ({results['device']})"
@@ -575,7 +579,7 @@ def _returned(files_at: Path, queue: Path, results_root: Path) -> list[tuple[str
     return returned
 
 
-def record(files_at: Path, results_root: Path = ROOT / "docs" / "results" / "gpu", queue: Path = QUEUE) -> list[Path]:
+def record(files_at: Path, results_root: Path = RESULTS, queue: Path = QUEUE) -> list[Path]:
     """Each job returned in ``files_at`` (``NAME.tgz`` or its parts) into ``results_root/NAME/DATE-DEVICE/``,
     with a README naming where it ran, and a line in the queue's ``runs`` (``done`` when it met its goal is
     for the recording session to decide and write). Every archive is checked first (``_returned``): a
@@ -610,7 +614,7 @@ def record(files_at: Path, results_root: Path = ROOT / "docs" / "results" / "gpu
     return recorded
 
 
-def combine(name: str, results_root: Path = ROOT / "docs" / "results" / "gpu", queue: Path = QUEUE) -> Path:
+def combine(name: str, results_root: Path = RESULTS, queue: Path = QUEUE) -> Path:
     """The experiment of the job(s) with ``combine: NAME``, judged as one run over the newest recorded lease
     of each of its seeds (``seedr.experiments.combine``: one lease holding every seed, or several), into
     ``results_root/NAME/``: results.json and report.md. Refused while a seed has not run."""
