@@ -29,6 +29,8 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import itertools
+import math
 import shutil
 import tempfile
 import time
@@ -127,10 +129,88 @@ def synchronize() -> None:
         torch.cuda.synchronize()
 
 
-def seedr_objective(objective: str, options: dict, setting: Setting, examples: list[list[int]],
-                    precision: str = "no", tokenizer: str = "minilm") -> float:
+#: The step phases ``StepClock`` tells apart, each named by the hook that starts it.
+PHASES = ("forward (+ loss)", "backward (+ clipping)", "optimizer", "data and the rest")
+
+
+class StepClock:
+    """Ends a timed run and times it: ``warmup`` untimed steps, then ``steps`` timed ones or, given
+    ``seconds``, as many as fill that time — counted after a calibration of a tenth of it, so that the clock
+    waits on the GPU only at the start, once to calibrate and at the end, never each step (a wait each step
+    would stop the CPU from queueing the next one). With ``phases``, every timed step is split by hooks on
+    the model (forward start and end) and the optimizer (step start and end) into ``PHASES``: the forward
+    pass with its loss, the backward pass with clipping, the optimizer step, and what lies between one
+    step and the next (batch fetch and collation, ``zero_grad``, schedule, callbacks); stamped with CUDA
+    events on the GPU (queued with the work, no wait) and ``time.perf_counter`` on the CPU."""
+
+    def __init__(self, warmup: int, steps: int | None = None, seconds: float | None = None,
+                 phases: bool = False) -> None:
+        self.warmup, self.seconds, self.phases = warmup, seconds, phases
+        self.total = None if steps is None else warmup + steps
+        self.done, self.started, self.ended = 0, 0.0, 0.0
+        self.marks: list[tuple[str, object]] = []
+        self.cuda = torch.cuda.is_available()
+
+    def attach(self, model: torch.nn.Module, optimizer: torch.optim.Optimizer) -> None:
+        """The hooks that stamp the phases (``optimizer`` unwrapped where Accelerate wrapped it)."""
+        if not self.phases:
+            return
+        optimizer = getattr(optimizer, "optimizer", optimizer)
+        model.register_forward_pre_hook(lambda *_: self._mark(PHASES[0]))
+        model.register_forward_hook(lambda *_: self._mark(PHASES[1]))
+        optimizer.register_step_pre_hook(lambda *_: self._mark(PHASES[2]))
+        optimizer.register_step_post_hook(lambda *_: self._mark(PHASES[3]))
+
+    def _mark(self, phase: str) -> None:
+        if self.started and not self.ended:
+            if self.cuda:
+                event = torch.cuda.Event(enable_timing=True)
+                event.record()
+                self.marks.append((phase, event))
+            else:
+                self.marks.append((phase, time.perf_counter()))
+
+    def step_end(self) -> int:
+        """After each optimizer step: the number of steps the run takes, as known now."""
+        self.done += 1
+        if self.done == self.warmup:
+            synchronize()
+            self.started = time.perf_counter()
+        elif self.total is None and self.done > self.warmup and time.perf_counter() - self.started >= self.seconds / 10:
+            synchronize()
+            per_step = (time.perf_counter() - self.started) / (self.done - self.warmup)
+            self.total = self.warmup + max(self.done - self.warmup, math.ceil(self.seconds / per_step))
+        if self.done == self.total:
+            synchronize()
+            self.ended = time.perf_counter()
+        return self.total or self.done + 1
+
+    @property
+    def timed_steps(self) -> int:
+        return self.total - self.warmup
+
+    @property
+    def timed_seconds(self) -> float:
+        return self.ended - self.started
+
+    def rate(self, tokens_per_step: int) -> float:
+        """Tokens/s over the timed steps."""
+        return tokens_per_step * self.timed_steps / self.timed_seconds
+
+    def breakdown(self) -> dict[str, float]:
+        """Seconds of each phase per timed step (stamped from the first timed step's forward pass to the
+        last step's optimizer step; the last step's tail is not stamped)."""
+        spent = dict.fromkeys(PHASES, 0.0)
+        for (phase, start), (_, end) in zip(self.marks, self.marks[1:], strict=False):
+            spent[phase] += start.elapsed_time(end) / 1000 if self.cuda else end - start
+        return {phase: seconds / self.timed_steps for phase, seconds in spent.items()}
+
+
+def seedr_objective(objective: str, options: dict, setting: Setting, examples: list,
+                    precision: str = "no", tokenizer: str = "minilm", clock: StepClock | None = None) -> float:
     """seedr's ``Trainer`` on ``build_objective``'s objective, as ``seedr pretrain`` builds them (on the GPU
-    when there is one, as the trainer chooses)."""
+    when there is one, as the trainer chooses), timed by ``clock`` (default: the setting's steps); with a
+    clock that sizes its steps as it goes, the run's last step is lowered to the clock's count once known."""
     from accelerate.state import AcceleratorState
 
     from seedr.engine.trainer import Callback, TrainConfig, Trainer
@@ -140,13 +220,16 @@ def seedr_objective(objective: str, options: dict, setting: Setting, examples: l
         def _save(self) -> None:  # writing checkpoints is not part of a step
             pass
 
-    class Stamps(Callback):
-        def __init__(self) -> None:
-            self.stamps: list[float] = []
+    clock = clock or StepClock(setting.warmup, setting.steps)
 
+    class Clocked(Callback):
         def on_step_end(self, trainer, step):
-            synchronize()
-            self.stamps.append(time.perf_counter())
+            if step == 1:
+                clock.attach(trainer.model, trainer.optimizer)
+            # one untimed step more: the trainer logs at the last step whatever log_every says, and for
+            # objectives of several parts a log step measures each part's gradient norm (one backward
+            # pass each), no step's cost otherwise
+            trainer.config.max_steps = clock.step_end() + 1
 
     AcceleratorState._reset_state(reset_partial_state=True)  # each run chooses its own precision
     config = PretrainConfig(objective_name=objective, objective=dict(options),
@@ -154,20 +237,17 @@ def seedr_objective(objective: str, options: dict, setting: Setting, examples: l
                                               num_hidden_layers=setting.layers,
                                               num_attention_heads=setting.heads),
                             data=DataConfig(max_seq_length=setting.length),
-                            # one untimed step more: the trainer logs at the last step whatever
-                            # log_every says, and for objectives of several parts a log step measures
-                            # each part's gradient norm (one backward pass each), no step's cost otherwise
-                            train=TrainConfig(max_steps=setting.total_steps + 1, batch_size=setting.batch,
-                                              log_every=10**6, save_every=10**6, mixed_precision=precision))
+                            # the schedule is built for a run as long as any the clock may ask for
+                            train=TrainConfig(max_steps=10**7, batch_size=setting.batch,
+                                              log_every=10**7, save_every=10**7, mixed_precision=precision))
     model, _ = build_objective(config)
-    stamps = Stamps()
     out_dir = Path(tempfile.mkdtemp(prefix="seedr-bench-"))
     try:
         NoCheckpoints(model, _Examples(examples), model.collate, config.train, out_dir,
-                      lambda *_: None, [stamps]).train()
+                      lambda *_: None, [Clocked()]).train()
     finally:
         shutil.rmtree(out_dir, ignore_errors=True)
-    return _rate(stamps.stamps[:-1], setting.warmup, setting.batch * setting.length)
+    return clock.rate(setting.batch * setting.length)
 
 
 def _bert_config(setting: Setting, tokenizer):
@@ -179,9 +259,10 @@ def _bert_config(setting: Setting, tokenizer):
 
 
 def hf_loop(setting: Setting, examples: list[list[int]], tokenizer, precision: str = "no",
-            device: str = "cpu") -> float:
+            device: str = "cpu", clock: StepClock | None = None) -> float:
     """``BertForMaskedLM`` + AdamW, the plain loop, on batches masked by seedr's ``mlm`` collator, on
-    ``device`` (its batches moved there before the clock starts)."""
+    ``device`` (its batches moved there before the clock starts, and taken again in turn while ``clock``,
+    default the setting's steps, asks for more)."""
     from transformers import BertForMaskedLM
 
     from seedr.objectives.masking import mask_tokens, pad_token_ids, special_tokens_mask
@@ -198,16 +279,17 @@ def hf_loop(setting: Setting, examples: list[list[int]], tokenizer, precision: s
     optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4)
     autocast = (torch.autocast(torch.device(device).type, dtype=torch.bfloat16) if precision == "bf16"
                 else contextlib.nullcontext())
-    stamps = []
-    for batch in batches[:setting.total_steps]:
+    clock = clock or StepClock(setting.warmup, setting.steps)
+    clock.attach(model, optimizer)
+    for step, batch in enumerate(itertools.cycle(batches), 1):
         with autocast:
             loss = model(**batch).loss
         loss.backward()
         optimizer.step()
         optimizer.zero_grad(set_to_none=True)
-        synchronize()
-        stamps.append(time.perf_counter())
-    return _rate(stamps, setting.warmup, setting.batch * setting.length)
+        if step >= clock.step_end():
+            break
+    return clock.rate(setting.batch * setting.length)
 
 
 def hf_trainer(setting: Setting, examples: list[list[int]], tokenizer) -> float:

@@ -4,6 +4,9 @@ A lent GPU comes rarely and briefly (one H100 or H200 for about 15 minutes, at m
 package registry, about 64 MiB of files travelling to it, at most 8 files of 16 MiB coming back), so it
 must find a prepared, tested job:
 
+- ``python gpu/pack.py plan [JOB]`` (here, in seconds): the seeds of an experiment job that the next lease
+  runs, as many as fit one command at the throughput job's recorded rates (a stated first guess before any
+  lease), and the minutes it expects; ``prepare`` prints it too and carries it in ``.gpu/job.json``.
 - ``python gpu/pack.py prepare [JOB]`` (here): the data the next unfinished job reads, copied from
   ``../shared/data`` (``FILE:N`` keeps its first N records), and the wheels the device image lacks,
   unpacked into one compressed site, into ``.gpu/`` (ignored by git; the device call carries it); checks
@@ -13,8 +16,8 @@ must find a prepared, tested job:
   of at most 16 MiB in ``$OUT``.
 - ``python gpu/pack.py record FILES_AT`` (here): each returned job's files into
   ``docs/results/gpu/JOB/DATE-DEVICE/`` with a README that says what it ran on, and a line in the queue.
-- ``python gpu/pack.py combine NAME`` (here): once every lease of an experiment split by seeds (the jobs
-  whose ``combine`` is NAME) has come back, the experiment judged as one run over all of them
+- ``python gpu/pack.py combine NAME`` (here): once the leases of an experiment job (``combine: NAME``) cover
+  all its seeds (one lease or several), the experiment judged as one run over all of them
   (``seedr.experiments.combine``) into ``docs/results/gpu/NAME/``.
 
 Data a job reads that ``../shared/data`` does not hold as files (``derived``: the NQ-open training file and
@@ -100,6 +103,126 @@ def chosen_job(jobs: list[dict], name: str | None) -> dict:
             return job
     raise SystemExit(f"every ready job of {QUEUE} is done; not ready: " + "; ".join(
         f"{job['name']} ({job['not_ready']})" for job in jobs if job.get("not_ready")))
+
+
+# ----------------------------------------------------------------------------------- plan (here)
+
+
+#: The results of past leases (``record`` files them here; ``plan`` reads the throughput job's).
+RESULTS = ROOT / "docs" / "results" / "gpu"
+#: The carried choice of seeds for this lease (``prepare`` writes it, ``run`` fills ``{seeds}`` from it).
+JOB_FILE = CARRIED / "job.json"
+#: Seconds of a command that a job's own work may not use: ``run`` keeps a minute for packing and the return,
+#: and a job spends about a minute starting seedr, reading its data and writing its report.
+PACKING_SECONDS, SETUP_SECONDS = 60, 60
+#: The first guess before any lease has measured the seedr base's training rate: a tenth of the H200's
+#: bf16 matrix-product rate measured by the device docs (790 TFLOP/s), since a BERT-mini (4 layers of 256)
+#: keeps a large card far from its peak; the FLOPs are the objectives' own (``seedr.experiments.sizing``).
+FIRST_GUESS_FLOPS_PER_SECOND = 0.10 * 790e12
+#: Seconds counted for a unit that sizing cannot size before its data exists here (a fine-tuning or
+#: retrieval over the NQ-open data ``prepare`` builds) or that is no arithmetic (BM25, set-up steps).
+UNSIZED_SECONDS = 20.0
+
+
+def recorded_throughput(results_root: Path = RESULTS) -> tuple[dict, str] | None:
+    """The newest non-tiny ``throughput`` lease's training rates of the seedr base (``seedr_base``:
+    objective → length → FLOP/s), and where they come from; ``None`` before any lease."""
+    def when(path: Path) -> str:  # the lease's time (a second lease of a day has it in its folder's name only)
+        run_on = path.parent / "run_on.json"
+        return json.loads(run_on.read_text())["date"] if run_on.is_file() else path.parent.name
+
+    for path in sorted((results_root / "throughput").glob("*/results.json"), key=when, reverse=True):
+        results = json.loads(path.read_text(encoding="utf-8"))
+        if not results.get("tiny") and results.get("seedr_base"):
+            return results["seedr_base"], f"throughput recorded {path.parent.name[:10]} ({results['device']})"
+    return None
+
+
+def _rate(rates: dict | None, objective: str, length: int) -> float:
+    """FLOP/s of pre-training ``objective`` at the recorded length nearest ``length`` (MLM's where the
+    objective was not measured), else the first guess."""
+    if rates is None:
+        return FIRST_GUESS_FLOPS_PER_SECOND
+    measured = rates.get(objective) or rates["mlm"]
+    nearest = min(measured, key=lambda recorded: abs(int(recorded) - length))
+    return measured[nearest]["flops_per_second"]
+
+
+def unit_seconds(work, rates: dict | None, length: int) -> float:
+    """Expected seconds of one unit of an experiment (``seedr.experiments.progress.UnitWork``): pre-training
+    at its objective's recorded rate; fine-tuning and encoding at MLM's, scaled by how much more of the
+    matrix-product rate they reach than pre-training (``SHARE_OF_MATMUL``); ``UNSIZED_SECONDS`` for the rest."""
+    from seedr.experiments.progress import SHARE_OF_MATMUL
+
+    if work.compute is None or work.size is None:
+        return UNSIZED_SECONDS
+    if work.compute == "pre-training":
+        return work.size / _rate(rates, work.kind.partition("(")[2].rstrip(")"), length)
+    relative = SHARE_OF_MATMUL[work.compute]["bfloat16"] / SHARE_OF_MATMUL["pre-training"]["bfloat16"]
+    return work.size / (_rate(rates, "mlm", length) * relative)
+
+
+def job_settings(job: dict) -> list[str]:
+    """The ``--set KEY=VALUE`` variables of a job's command."""
+    import shlex
+
+    words = shlex.split(job["command"])
+    return [words[index + 1] for index, word in enumerate(words[:-1]) if word == "--set"]
+
+
+def experiment_seconds(job: dict, seeds: list[int] | None, rates: dict | None) -> float:
+    """Expected seconds of a job's experiment at its gpu scale with ``seeds``: every unit the runner would
+    compute (``seedr.experiments.runner``'s plan, as the tests read it), sized by ``seedr.experiments.sizing``,
+    at ``unit_seconds``, plus ``SETUP_SECONDS``."""
+    from rich.console import Console
+
+    from seedr.experiments.runner import _plan, _Runner
+    from seedr.experiments.spec import load_experiment
+
+    settings = [*([f"seeds={seeds}"] if seeds else []), *job_settings(job)]
+    experiment = load_experiment(job["experiment"], "gpu", settings)
+    runner = _Runner(experiment, Path(tempfile.gettempdir()) / "seedr-gpu-plan", Console(quiet=True))
+    length = int(experiment.variables.get("max_length") or 128)
+    units = _plan(experiment, runner).work(experiment, runner)
+    return SETUP_SECONDS + sum(unit_seconds(work(), rates, length) for work in units.values())
+
+
+def recorded_seeds(job: dict) -> list[int]:
+    """The seeds of ``job`` that recorded leases ran (each lease's ``lease.json``)."""
+    seeds = []
+    for run_entry in job.get("runs", []):
+        lease = ROOT / run_entry["folder"] / "lease.json"
+        if lease.is_file():
+            seeds += json.loads(lease.read_text(encoding="utf-8")).get("seeds") or []
+    return seeds
+
+
+def plan(job: dict, results_root: Path = RESULTS) -> dict:
+    """What the next lease of ``job`` runs: for an experiment job with ``seeds``, the most of its seeds not
+    yet recorded whose expected time fits one command (at least one: a seed is never cut into steps; a lease
+    that cannot fit one says so), from the recorded throughput or the first guess. Returns the seeds, the
+    expected seconds, the source of the rates, and the line saying so."""
+    found = recorded_throughput(results_root)
+    guess = f"first guess, no lease recorded yet: {FIRST_GUESS_FLOPS_PER_SECOND / 1e12:.0f} TFLOP/s"
+    rates, source = found if found else (None, guess)
+    if "experiment" not in job:
+        return {"job": job["name"], "seeds": None, "seconds": None, "source": None,
+                "line": f"{job['name']}: sized by its own budget (no experiment to plan)"}
+    available = COMMAND_SECONDS - PACKING_SECONDS
+    pending = [seed for seed in job.get("seeds") or [] if seed not in recorded_seeds(job)]
+    if job.get("seeds") and not pending:
+        raise SystemExit(f"{job['name']}: every seed is recorded; `python gpu/pack.py combine {job['combine']}`")
+    chosen, seconds = pending[:1] or None, experiment_seconds(job, pending[:1] or None, rates)
+    for count in range(2, len(pending) + 1):
+        more = experiment_seconds(job, pending[:count], rates)
+        if more > available:
+            break
+        chosen, seconds = pending[:count], more
+    what = (f"{len(chosen)} seed{'s' if len(chosen) > 1 else ''} ({', '.join(map(str, chosen))}) in one lease"
+            f"{f' of the {len(pending)} left' if len(chosen) < len(pending) else ''}" if chosen else "one lease")
+    fits = "" if seconds <= available else f"; MORE than the {available / 60:.1f} minutes a command leaves it"
+    line = f"{job['name']}: {what}, about {seconds / 60:.1f} minutes expected{fits} (from {source})"
+    return {"job": job["name"], "seeds": chosen, "seconds": round(seconds), "source": source, "line": line}
 
 
 # ----------------------------------------------------------------------------------- prepare (here)
@@ -245,6 +368,8 @@ def derived_archive(name: str, target: Path) -> Path:
 
 def prepare(name: str | None) -> None:
     job = chosen_job(load_queue(), name)
+    planned = plan(job)
+    print(planned["line"], flush=True)
     shutil.rmtree(CARRIED, ignore_errors=True)
     (CARRIED / "data").mkdir(parents=True)
     for entry in job.get("data", []):
@@ -254,7 +379,7 @@ def prepare(name: str | None) -> None:
     carried = carried_distributions()
     wheel_site(carried, CARRIED / "site.tar.xz")
     IMPORTS_FILE.write_text(json.dumps(import_names(), indent=2))
-    (CARRIED / "job").write_text(job["name"] + "\n")
+    JOB_FILE.write_text(json.dumps(planned, indent=2))
     print(f"carried for the device's Python {DEVICE_PYTHON} (what {DEVICE_IMAGE.name} lacks): "
           + ", ".join(f"{name} {version}" for name, version in carried.items()))
     print("not carried (no job reads them): " + "; ".join(f"{name}: {why}" for name, why in NOT_CARRIED.items()))
@@ -339,13 +464,25 @@ def pack_output(folder: Path, out: Path, name: str) -> list[Path]:
     return parts
 
 
+def lease_seeds(job: dict, tiny: bool) -> list[int]:
+    """The seeds this lease of ``job`` runs: those ``prepare`` planned (``JOB_FILE``, when it names this
+    job), else its first seed not yet recorded; one only for a tiny run (the same code for each seed)."""
+    if not job.get("seeds"):
+        return []
+    planned = json.loads(JOB_FILE.read_text(encoding="utf-8")) if JOB_FILE.is_file() else {}
+    if planned.get("job") == job["name"] and planned.get("seeds"):
+        return planned["seeds"][:1] if tiny else planned["seeds"]
+    return [next((seed for seed in job["seeds"] if seed not in recorded_seeds(job)), job["seeds"][0])]
+
+
 def run(name: str | None, tiny: bool, out: Path, started: float) -> int:
     job = chosen_job(load_queue(), name)
     out.mkdir(parents=True, exist_ok=True)
     work = out / job["name"]
     limit = TINY_SECONDS if tiny else COMMAND_SECONDS
     budget = int(limit - (time.time() - started) - 60)  # a minute for packing and the return
-    command = job["tiny" if tiny else "command"].format(python=sys.executable, out=work, budget=budget)
+    command = job["tiny" if tiny else "command"].format(python=sys.executable, out=work, budget=budget,
+                                                         seeds=",".join(map(str, lease_seeds(job, tiny))))
     print(f"gpu pack: job {job['name']} on {device_name()}{' (tiny)' if tiny else ''}, {budget} s: {command}",
           flush=True)
     begun = time.perf_counter()
@@ -437,14 +574,16 @@ def _returned(files_at: Path, queue: Path, results_root: Path) -> list[tuple[str
             raise SystemExit(f"{first}: not a whole .tgz ({error})") from None
         device = re.sub(r"[^A-Za-z0-9]+", "-", run_on["device"]).strip("-")
         target = results_root / name / f"{run_on['date'][:10]}-{device}"
+        if (target / "run_on.json").is_file() and json.loads((target / "run_on.json").read_text())["date"] != run_on["date"]:
+            target = target.with_name(f"{run_on['date'][:10]}-{run_on['date'][11:16].replace(':', '')}-{device}")
         if target.exists() or target in targets:
-            raise SystemExit(f"{target} is already recorded")
+            raise SystemExit(f"{target} is already recorded")  # a second lease that day: its time in the name
         targets.add(target)
         returned.append((name, data, run_on, target))
     return returned
 
 
-def record(files_at: Path, results_root: Path = ROOT / "docs" / "results" / "gpu", queue: Path = QUEUE) -> list[Path]:
+def record(files_at: Path, results_root: Path = RESULTS, queue: Path = QUEUE) -> list[Path]:
     """Each job returned in ``files_at`` (``NAME.tgz`` or its parts) into ``results_root/NAME/DATE-DEVICE/``,
     with a README naming where it ran, and a line in the queue's ``runs`` (``done`` when it met its goal is
     for the recording session to decide and write). Every archive is checked first (``_returned``): a
@@ -479,10 +618,10 @@ def record(files_at: Path, results_root: Path = ROOT / "docs" / "results" / "gpu
     return recorded
 
 
-def combine(name: str, results_root: Path = ROOT / "docs" / "results" / "gpu", queue: Path = QUEUE) -> Path:
-    """The experiment whose seeds the jobs with ``combine: NAME`` ran apart, judged as one run over every
-    lease recorded for them (``seedr.experiments.combine``), into ``results_root/NAME/``: results.json and
-    report.md. Refused while a job of it has not run."""
+def combine(name: str, results_root: Path = RESULTS, queue: Path = QUEUE) -> Path:
+    """The experiment of the job(s) with ``combine: NAME``, judged as one run over the newest recorded lease
+    of each of its seeds (``seedr.experiments.combine``: one lease holding every seed, or several), into
+    ``results_root/NAME/``: results.json and report.md. Refused while a seed has not run."""
     from seedr.experiments.combine import combine_seed_runs
     from seedr.experiments.results_markdown import results_markdown
     from seedr.experiments.spec import load_experiment
@@ -491,26 +630,36 @@ def combine(name: str, results_root: Path = ROOT / "docs" / "results" / "gpu", q
     jobs = [job for job in load_queue(queue) if job.get("combine") == name]
     if not jobs:
         raise SystemExit(f"no job of {queue} combines into {name!r}")
-    missing = [job["name"] for job in jobs if not job.get("runs")]
+    unrun = [job["name"] for job in jobs if not job.get("runs")]
+    if unrun:
+        raise SystemExit(f"{name}: not every lease has run yet ({', '.join(unrun)} to go)")
+    leases, seeds = [], set()
+    for job in jobs:  # the newest lease of each seed: one lease may hold several seeds, or all of them
+        for entry in reversed(job.get("runs", [])):
+            folder = ROOT / entry["folder"]
+            lease = json.loads((folder / "lease.json").read_text())
+            if lease["seeds"] and not seeds & set(lease["seeds"]):
+                seeds |= set(lease["seeds"])
+                leases.append((job, entry, lease))
+    missing = sorted({seed for job in jobs for seed in job.get("seeds") or []} - seeds)
     if missing:
-        raise SystemExit(f"{name}: not every lease has run yet ({', '.join(missing)} to go)")
-    runs, seeds = [], []
-    for job in jobs:
-        folder = ROOT / job["runs"][-1]["folder"]
-        lease = json.loads((folder / "lease.json").read_text())
-        seeds += lease["seeds"] or []
-        runs.append({"results": json.loads((folder / "results.json").read_text()),
-                     "per_query": json.loads((folder / "per_query.json").read_text())})
+        raise SystemExit(f"{name}: not every seed has run yet (seed{'s' if len(missing) > 1 else ''} "
+                         f"{', '.join(map(str, missing))} to go)")
+    leases.reverse()
+    runs = [{"results": json.loads((ROOT / entry["folder"] / "results.json").read_text()),
+             "per_query": json.loads((ROOT / entry["folder"] / "per_query.json").read_text())}
+            for _, entry, _ in leases]
+    lease = leases[0][2]
     settings = [setting for setting in lease["settings"] if not setting.startswith("seeds=")]
     experiment = load_experiment(jobs[0]["experiment"], lease["scale"], [f"seeds={sorted(seeds)}", *settings])
     results = combine_seed_runs(experiment, runs)
     target = results_root / name
     target.mkdir(parents=True, exist_ok=True)
     (target / "results.json").write_text(json_text(results))
-    leases = "\n".join(f"- `{job['name']}`: {job['runs'][-1]['run_on']}, {job['runs'][-1]['date']} "
-                        f"({job['runs'][-1]['folder']})" for job in jobs)
-    (target / "report.md").write_text(f"# {experiment.title}\n\nRun on: one lease a seed, combined here "
-                                      f"(`python gpu/pack.py combine {name}`):\n\n{leases}\n\n"
+    listed = "\n".join(f"- `{job['name']}` seeds {', '.join(map(str, lease['seeds']))}: {entry['run_on']}, "
+                        f"{entry['date']} ({entry['folder']})" for job, entry, lease in leases)
+    (target / "report.md").write_text(f"# {experiment.title}\n\nRun on: {len(leases)} lease(s), combined here "
+                                      f"(`python gpu/pack.py combine {name}`):\n\n{listed}\n\n"
                                       + results_markdown(results))
     return target
 
@@ -535,6 +684,8 @@ def main() -> None:
     commands = parser.add_subparsers(dest="command", required=True)
     prepare_parser = commands.add_parser("prepare", help="the next job's data and wheels into .gpu/")
     prepare_parser.add_argument("job", nargs="?")
+    plan_parser = commands.add_parser("plan", help="the seeds the next lease of a job runs, and its minutes")
+    plan_parser.add_argument("job", nargs="?")
     run_parser = commands.add_parser("run", help="run the next unfinished job (bash gpu/run.sh)")
     run_parser.add_argument("job", nargs="?")
     run_parser.add_argument("--tiny", action="store_true", help="the job at a toy size on the CPU")
@@ -551,6 +702,8 @@ def main() -> None:
     args = parser.parse_args()
     if args.command == "prepare":
         prepare(args.job)
+    elif args.command == "plan":
+        print(plan(chosen_job(load_queue(), args.job))["line"])
     elif args.command == "run":
         raise SystemExit(run(args.job, args.tiny, args.out, args.started))
     elif args.command == "check":

@@ -19,6 +19,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "gpu"))
 
 import pack  # noqa: E402 (gpu/ on the path first)
+from tests.test_combine import models  # noqa: E402, F401 (the fixture: three tiny encoders, one a seed)
 
 
 def test_the_queue_names_ready_jobs_with_a_command_and_a_tiny_run():
@@ -34,13 +35,11 @@ def test_the_queue_names_ready_jobs_with_a_command_and_a_tiny_run():
         if "experiment" in job:  # an experiment job: a shipped experiment with a gpu scale
             from seedr.experiments.spec import load_experiment
 
-            seeds = [f"seeds=[{job['command'].split('--seeds ')[1].split()[0]}]"] if "--seeds" in job["command"] else []
+            seeds = [f"seeds={job['seeds']}"] if "seeds" in job else []
             assert load_experiment(job["experiment"], "gpu", seeds).conditions
-    combined = {job["combine"] for job in jobs if "combine" in job}
-    assert combined == {"seed_vs_mlm_at_scale", "ict_vs_mlm_1024"}
-    for name in combined:  # one seed a lease, every seed of the experiment once
-        assert sorted(job["command"].split("--seeds ")[1].split()[0] for job in jobs
-                      if job.get("combine") == name) == ["1", "2", "3"]
+            assert ("{seeds}" in job["command"] and "{seeds}" in job["tiny"]) == ("seeds" in job)
+    combined = {job["combine"]: job["seeds"] for job in jobs if "combine" in job}
+    assert combined == {"seed_vs_mlm_at_scale": [1, 2, 3], "ict_vs_mlm_1024": [1, 2, 3]}
     assert pack.chosen_job(jobs, None)["name"] == "throughput"
 
 
@@ -76,8 +75,19 @@ def test_run_sh_runs_the_next_job_tiny_and_record_files_it(tmp_path):
     assert sorted(path.name for path in out.iterdir()) == ["throughput.log", "throughput.tgz"]
     with tarfile.open(out / "throughput.tgz") as archive:
         results = json.load(archive.extractfile("throughput/results.json"))
-    assert results["tiny"] and set(results["systems"]) == set(pack_jobs_throughput_systems())
-    assert all(row["tokens_per_second"] > 0 and row["mfu"] > 0 for row in results["systems"].values())
+    throughput = throughput_job()
+    assert results["tiny"] and set(results["systems"]) == set(throughput.SYSTEMS)
+    for row in results["systems"].values():  # MFU against the measured peak (no datasheet rate for a CPU)
+        assert row["tokens_per_second"] > 0 and row["mfu"] > 0 and row["mfu_datasheet"] is None
+        assert set(row["phases_seconds_per_step"]) == set(throughput.PHASES) and row["timed_steps"] >= 1
+    # what `pack.py plan` reads: the seedr base's rates per objective and length
+    assert set(results["seedr_base"]) == set(throughput.MINI_OBJECTIVES)
+    for by_length in results["seedr_base"].values():
+        assert set(by_length) == {"64", "128"}
+        assert all(row["flops_per_second"] > 0 and row["phases_seconds_per_step"] for row in by_length.values())
+    assert set(results["seed_over_mlm"]) == {"cost_ratio", "flop_ratio"}
+    assert results["goal"]["mlm_over_hf_loop"] == 1.0 and results["goal"]["seed_mfu"] == 0.4
+    assert throughput.expected_seconds() <= pack.COMMAND_SECONDS - pack.PACKING_SECONDS
 
     queue = tmp_path / "queue.yaml"
     shutil.copyfile(pack.QUEUE, queue)
@@ -91,11 +101,11 @@ def test_run_sh_runs_the_next_job_tiny_and_record_files_it(tmp_path):
     assert queue.read_text().startswith("# The GPU pack's queue")  # comments kept
 
 
-def pack_jobs_throughput_systems() -> list[str]:
+def throughput_job():
     sys.path.insert(0, str(ROOT / "gpu" / "jobs"))
     import throughput
 
-    return list(throughput.SYSTEMS)
+    return throughput
 
 
 @pytest.mark.slow
@@ -111,7 +121,7 @@ def test_stronger_base_runs_tiny(tmp_path):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("job", ["seed_vs_mlm_at_scale_1", "objectives_at_scale", "ict_vs_mlm_1024_1",
+@pytest.mark.parametrize("job", ["seed_vs_mlm_at_scale", "objectives_at_scale", "ict_vs_mlm_1024",
                                  "diagnostics_at_scale"])
 def test_experiment_jobs_run_tiny(tmp_path, job):
     """Each experiment job at a toy size: its report, and the per-query scores a combination needs."""
@@ -203,8 +213,6 @@ def test_every_job_runs_on_the_device_image(tmp_path):
                    "SEEDR_GPU_CARRIED": str(carried), "PYTHONPATH": ""}
     offline = ("unshare", "-n") if shutil.which("unshare") else ()
     for job in [job["name"] for job in pack.load_queue() if not job.get("not_ready")]:
-        if job[-1].isdigit() and not job.endswith("_1"):  # the other seeds of a split experiment: the same code
-            continue
         out = tmp_path / "OUT" / job
         result = run_tiny(job, out, environment, offline)
         assert result.returncode == 0, (job, result.stdout[-3000:] + result.stderr[-3000:])
@@ -251,6 +259,47 @@ def member(name: str, kind: bytes = tarfile.REGTYPE, link: str = "") -> tarfile.
 
 def files_under(folder: Path) -> list[str]:
     return sorted(str(path.relative_to(folder)) for path in folder.rglob("*"))
+
+
+def recorded_throughput(results: Path, flops_per_second: float, tiny: bool = False) -> None:
+    """A throughput lease's results.json as the job writes it, with the seedr base's rates all at
+    ``flops_per_second``."""
+    folder = results / "throughput" / "2026-12-01-NVIDIA-H200"
+    folder.mkdir(parents=True)
+    rates = {objective: {str(length): {"tokens_per_second": 1.0, "flops_per_second": flops_per_second}
+                         for length in (64, 128)} for objective in ("mlm", "seed", "cpdae", "ict_bfs_wlp")}
+    (folder / "results.json").write_text(json.dumps({"tiny": tiny, "device": "NVIDIA H200", "seedr_base": rates}))
+
+
+def test_plan_packs_every_seed_that_fits_from_the_recorded_throughput(tmp_path):
+    """#55: the seeds of one lease are sized from the newest non-tiny throughput lease: all three at a high
+    rate, fewer at a low one (never none: one seed is the least a lease runs), and the line says so."""
+    job = pack.chosen_job(pack.load_queue(), "seed_vs_mlm_at_scale")
+    recorded_throughput(tmp_path / "fast", 400e12)
+    fast = pack.plan(job, tmp_path / "fast")
+    assert fast["seeds"] == [1, 2, 3] and fast["seconds"] <= pack.COMMAND_SECONDS - pack.PACKING_SECONDS
+    assert "3 seeds (1, 2, 3) in one lease" in fast["line"] and "throughput recorded 2026-12-01" in fast["line"]
+    recorded_throughput(tmp_path / "slow", 20e12)
+    slow = pack.plan(job, tmp_path / "slow")
+    assert slow["seeds"] == [1] and slow["seconds"] > fast["seconds"] and "of the 3 left" in slow["line"]
+    recorded_throughput(tmp_path / "tiny", 400e12, tiny=True)  # a tiny run's numbers mean nothing
+    assert pack.plan(job, tmp_path / "tiny")["source"].startswith("first guess")
+
+
+def test_plan_says_when_it_rests_on_the_first_guess(tmp_path):
+    job = pack.chosen_job(pack.load_queue(), "seed_vs_mlm_at_scale")
+    guessed = pack.plan(job, tmp_path / "none")
+    assert guessed["seeds"] and set(guessed["seeds"]) <= {1, 2, 3}
+    assert "first guess, no lease recorded yet" in guessed["line"] and "minutes expected" in guessed["line"]
+    assert guessed["seconds"] <= pack.COMMAND_SECONDS - pack.PACKING_SECONDS
+
+
+def test_run_passes_the_planned_seeds_to_the_job(tmp_path, monkeypatch):
+    job = pack.chosen_job(pack.load_queue(), "seed_vs_mlm_at_scale")
+    monkeypatch.setattr(pack, "JOB_FILE", tmp_path / "job.json")
+    assert pack.lease_seeds(job, tiny=False) == [1]  # nothing prepared: the first seed not yet recorded
+    (tmp_path / "job.json").write_text(json.dumps({"job": job["name"], "seeds": [1, 2, 3]}))
+    assert pack.lease_seeds(job, tiny=False) == [1, 2, 3] and pack.lease_seeds(job, tiny=True) == [1]
 
 
 @pytest.mark.parametrize(("run_on", "extra", "said"), [
@@ -300,3 +349,46 @@ def test_record_files_a_well_formed_archive_and_refuses_it_twice(tmp_path):
     with pytest.raises(SystemExit, match="already recorded"):
         pack.record(files_at, results, queue)
     assert queue.read_bytes() == recorded and files_under(results) == written
+
+
+def test_a_second_lease_of_a_job_on_the_same_day_is_recorded_beside_the_first(tmp_path):
+    """A job whose seeds take several leases may run twice a day on one device: the second lease's folder
+    has its time in the name; the same archive recorded twice is still refused."""
+    results, queue = tmp_path / "results", tmp_path / "queue.yaml"
+    shutil.copyfile(pack.QUEUE, queue)
+    returned(tmp_path / "first", RUN_ON)
+    returned(tmp_path / "second", {**RUN_ON, "date": "2026-11-28T22:10:00+00:00"})
+    (first,) = pack.record(tmp_path / "first", results, queue)
+    (second,) = pack.record(tmp_path / "second", results, queue)
+    assert first.name == "2026-11-28-NVIDIA-H200" and second.name == "2026-11-28-2210-NVIDIA-H200"
+    with pytest.raises(SystemExit, match="already recorded"):
+        pack.record(tmp_path / "second", results, queue)
+
+
+def test_combine_accepts_one_lease_that_ran_every_seed(tmp_path, scifact_slice, models):
+    """A job whose plan packed all its seeds into one lease: ``combine`` judges that lease alone as the
+    whole run (its claims and seed spread), and refuses while a seed of the job has not run."""
+    from seedr.experiments.runner import experiment_scores, run_experiment
+    from tests.test_combine import EXPERIMENT, _load
+
+    path = tmp_path / "packed.yaml"
+    path.write_text(EXPERIMENT)
+    variables = [f"data={scifact_slice}", f"models={models}"]
+    experiment = _load(path, scifact_slice, models, "[1, 2]")
+    results = run_experiment(experiment, tmp_path / "work").results
+    lease = tmp_path / "gpu" / "packed" / "2026-11-28-NVIDIA-H200"
+    lease.mkdir(parents=True)
+    (lease / "results.json").write_text(json.dumps(results))
+    (lease / "per_query.json").write_text(json.dumps(experiment_scores(experiment, tmp_path / "work")))
+    (lease / "lease.json").write_text(json.dumps({"experiment": str(path), "scale": "cpu", "seeds": [1, 2],
+                                                  "settings": ["seeds=[1, 2]", *variables], "tiny": False}))
+    job = (f"  - {{name: packed, goal: g, experiment: {path}, combine: packed, seeds: [1, 2, SEEDS], done: false,\n"
+           f"     runs: [{{date: 2026-11-28, run_on: NVIDIA H200, exit: 0, folder: {lease}}}]}}\n")
+    (tmp_path / "queue.yaml").write_text("jobs:\n" + job.replace(", SEEDS", ""))
+    target = pack.combine("packed", tmp_path / "gpu", tmp_path / "queue.yaml")
+    combined = json.loads((target / "results.json").read_text())
+    assert combined["claims"] == results["claims"] and combined["seed_spread"] == results["seed_spread"]
+    assert "`packed` seeds 1, 2: NVIDIA H200" in (target / "report.md").read_text()
+    (tmp_path / "queue.yaml").write_text("jobs:\n" + job.replace("SEEDS", "3"))
+    with pytest.raises(SystemExit, match="seed 3 to go"):
+        pack.combine("packed", tmp_path / "gpu", tmp_path / "queue.yaml")
