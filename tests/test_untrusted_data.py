@@ -117,7 +117,7 @@ def test_a_search_killed_between_its_two_writes_leaves_a_pair_that_is_refused(qa
     _kill_at_second_rename(monkeypatch)
     with pytest.raises(_Killed):
         seedr("search", "--bm25", "--corpus", qa / "passages.jsonl", "--questions", qa / "B.jsonl", "--k", 20,
-              "--out", run)
+              "--out", run, "--overwrite")
     monkeypatch.undo()
     for questions in ("A", "B"):  # whichever of the two files was written, they no longer agree
         refused(_evaluate_qa(qa, run, questions), "the run file changed since its record")
@@ -135,7 +135,8 @@ def test_a_fuse_killed_between_its_two_writes_leaves_a_pair_that_is_refused(qa, 
     assert seedr(*evaluate).exit_code == 0
     _kill_at_second_rename(monkeypatch)
     with pytest.raises(_Killed):  # another fusion of the same runs, cut short
-        seedr("fuse", qa / "A.trec", beir, "--method", "minmax", "--weight", 1, "--weight", 3, "--k", 5, "--out", out)
+        seedr("fuse", qa / "A.trec", beir, "--method", "minmax", "--weight", 1, "--weight", 3, "--k", 5, "--out", out,
+              "--overwrite")
     monkeypatch.undo()
     refused(seedr(*evaluate), "the run file changed since its record")
 

@@ -157,7 +157,9 @@ def pretrain(out: str | os.PathLike, *, config: str | os.PathLike | None = None,
                 written.parent.mkdir(parents=True, exist_ok=True)
                 materialize_corpus(corpus, written)
             resolved.data.corpus = [str(written)]
-        return TrainingRun(out, run_pretraining(resolved, out, resume=resume))
+        # checked above: with rows in memory the folder now holds the run's record and inputs, which the
+        # training's own check would take for a run stopped before its first checkpoint
+        return TrainingRun(out, run_pretraining(resolved, out, resume=resume or in_memory))
 
 
 @checks_arguments
