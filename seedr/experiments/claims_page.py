@@ -122,7 +122,7 @@ def similarity_by_length(reference: str) -> Reading:
 #: The central claims of the seeds, in the order of the claims page's summary (``claims_summary``).
 CENTRAL_CLAIMS: dict[str, CentralClaim] = {
     "seed_vs_mlm": CentralClaim(
-        "SEED-Encoder beats MLM at equal compute", "SEED Tables 1 and 4", "seed_vs_mlm_at_scale",
+        "SEED-Encoder beats MLM at equal steps", "SEED Tables 1 and 4", "seed_vs_mlm_at_scale",
         "seed_vs_mlm at 50× the CPU budget with three seeds each (at CPU scale the seeds' spread is as large as "
         "the difference)"),
     "weak_decoder": CentralClaim(

@@ -123,12 +123,12 @@ def _replace_comparison(markdown: str, section: str) -> str:
 
 def rerender(results_dir: str | Path, experiment: Any) -> dict[str, Any]:
     """Re-derive a recorded experiment's claims from its ``results.json`` under the current rules and
-    the claims of its file (``experiment``: texts, protocols, the floor), then re-write results.json and
-    the "Comparison" section of report.md (``seedr report`` makes its HTML page again). Figures are not
-    touched and nothing is run: p-values come from the recorded comparisons and claims, tests over seeds
-    from the recorded figures of each group's members (per-query scores of the members, which the
-    tests over seeds once read, are no longer kept: ``seed_scores`` is dropped); each
-    figure's tolerance is re-derived from the recorded seed spread and the file's tolerances; each task
+    the claims of its file (``experiment``: texts, protocols, the floor), then re-write results.json, the
+    report's title and the "Comparison" section of report.md (``seedr report`` makes its HTML page again).
+    Figures are not touched and nothing is run: p-values come from the recorded comparisons and claims,
+    tests over seeds from the recorded figures of each group's members (per-query scores of the members,
+    which the tests over seeds once read, are no longer kept: ``seed_scores`` is dropped); each figure's
+    tolerance is re-derived from the recorded seed spread and the file's tolerances; each task
     needs its recorded references (``figures.references``: chance levels, BM25, floor)."""
     results_dir = Path(results_dir)
     results = load_results(results_dir)
@@ -150,9 +150,13 @@ def rerender(results_dir: str | Path, experiment: Any) -> dict[str, Any]:
     p_values = {key: c.get("p_queries", c["p_value"]) for key, c in keyed.items()}
     results.pop("seed_scores", None)
     results["claims"] = claim_results(experiment, results["tasks"], None, results.get("diagnostics"), p_values)
+    results["title"] = experiment.title  # a title reworded in the file (what a run measured) is the report's
     with atomic_write(results_dir / "results.json") as stream:
         stream.write(json_text(results))
     report = (results_dir / "report.md").read_text(encoding="utf-8")
+    if report.startswith("# "):
+        body = report.partition("\n")[2]
+        report = f"# {experiment.title}\n{body}"
     markdown = _replace_comparison(report, results_markdown(results))
     with atomic_write(results_dir / "report.md") as stream:
         stream.write(markdown)
