@@ -100,3 +100,16 @@ def bm25_experiment(title: str, metrics: str = "nDCG@10", conditions: str = "  b
             f"conditions:\n{conditions}"
             "baseline: bm25\n"
             f"resamples: {resamples}\n")
+
+
+def snapshot(folder: Path) -> dict[str, bytes | None]:
+    """Every path under ``folder`` with its bytes (None for a folder): what a refusal must leave alone."""
+    return {str(path.relative_to(folder)): None if path.is_dir() else path.read_bytes()
+            for path in sorted(folder.rglob("*"))}
+
+
+def one_error_line(output: str) -> str:
+    """The command's only output line, which is an ``error:`` line (asserted)."""
+    lines = [line for line in output.splitlines() if line.strip()]
+    assert len(lines) == 1 and lines[0].startswith("error: "), output
+    return lines[0]

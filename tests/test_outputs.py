@@ -14,20 +14,9 @@ from typer.testing import CliRunner
 from seedr.cli import app
 from seedr.io import DataError, check_output, outputs
 from seedr.stages import STAGES
+from tests.helpers import one_error_line, snapshot
 
 runner = CliRunner()
-
-
-def _files(folder: Path) -> dict[str, bytes | None]:
-    """Every path under ``folder`` with its bytes (None for a folder): what a refusal must leave alone."""
-    return {str(path.relative_to(folder)): None if path.is_dir() else path.read_bytes()
-            for path in sorted(folder.rglob("*"))}
-
-
-def _one_error_line(output: str) -> str:
-    lines = [line for line in output.splitlines() if line.strip()]
-    assert len(lines) == 1 and lines[0].startswith("error: "), output
-    return lines[0]
 
 
 def _user_folder(path: Path) -> Path:
@@ -95,48 +84,54 @@ CASES: dict[str, Case] = {
 ADDS_ONLY = {"experiment", "demo", "config"}
 
 
+@pytest.fixture
+def asked(monkeypatch) -> list[str]:
+    """The kinds of output ``check_output`` was asked about (a spy on ``OUTPUT_KINDS``, which it reads)."""
+    kinds: list[str] = []
+
+    class Spy(dict):
+        def __getitem__(self, kind: str):
+            kinds.append(kind)
+            return super().__getitem__(kind)
+
+    monkeypatch.setattr(outputs, "OUTPUT_KINDS", Spy(outputs.OUTPUT_KINDS))
+    return kinds
+
+
 def test_every_stage_is_walked():
     assert {case.split()[0] for case in CASES} | ADDS_ONLY == set(STAGES)
 
 
 @pytest.mark.parametrize("case", sorted(CASES))
-def test_no_stage_replaces_what_the_user_had(case, tmp_path, scifact_slice, shared_data, monkeypatch):
+def test_no_stage_replaces_what_the_user_had(case, tmp_path, scifact_slice, shared_data, asked):
     """Each stage, pointed at a user's file or folder, is refused in one line by the one rule (it asks
     ``check_output``: the spy on ``OUTPUT_KINDS`` sees it), and the user's files are as they were."""
     make, arguments = CASES[case]
     user = tmp_path / "user"
     user.mkdir()
     out = make(user)
-    before = _files(user)
-    asked: list[str] = []
-
-    class Spy(dict):
-        def __getitem__(self, kind: str):
-            asked.append(kind)
-            return super().__getitem__(kind)
-
-    monkeypatch.setattr(outputs, "OUTPUT_KINDS", Spy(outputs.OUTPUT_KINDS))
+    before = snapshot(user)
     command = case.split()[0]
     result = runner.invoke(app, [command, *[str(argument) for argument in arguments(scifact_slice, shared_data, out)]])
     assert result.exit_code == 1, result.output
-    _one_error_line(result.output)
+    one_error_line(result.output)
     assert asked, f"seedr {case} did not ask seedr.io.check_output"
-    assert _files(user) == before
+    assert snapshot(user) == before
 
 
 def test_average_replaces_only_an_averaged_encoder_and_only_when_asked(tmp_path):
     """#58 item 1: ``seedr average m1 m2 --out userdata`` deleted ``userdata/thesis.txt``."""
     user = _user_folder(tmp_path / "userdata")
     result = runner.invoke(app, ["average", "minilm", "minilm", "--out", str(user)])
-    assert result.exit_code == 1 and "not an averaged encoder folder" in _one_error_line(result.output)
+    assert result.exit_code == 1 and "not an averaged encoder folder" in one_error_line(result.output)
     assert (user / "thesis.txt").read_text() == "precious\n"
     soup = tmp_path / "soup"
     assert runner.invoke(app, ["average", "minilm", "minilm", "--out", str(soup)]).exit_code == 0
     result = runner.invoke(app, ["average", "minilm", "minilm", "--out", str(soup)])
-    assert result.exit_code == 1 and "--overwrite" in _one_error_line(result.output)
+    assert result.exit_code == 1 and "--overwrite" in one_error_line(result.output)
     (soup / "thesis.txt").write_text("precious\n")  # a user's file inside an averaged encoder is kept too
     result = runner.invoke(app, ["average", "minilm", "minilm", "--out", str(soup), "--overwrite"])
-    assert result.exit_code == 1 and "thesis.txt" in _one_error_line(result.output)
+    assert result.exit_code == 1 and "thesis.txt" in one_error_line(result.output)
     (soup / "thesis.txt").unlink()
     result = runner.invoke(app, ["average", "minilm", "minilm", "--out", str(soup), "--overwrite"])
     assert result.exit_code == 0, result.output
@@ -150,19 +145,19 @@ def test_search_never_writes_over_its_input_or_a_users_file(tmp_path, scifact_sl
     queries.write_bytes((scifact_slice / "queries.jsonl").read_bytes())
     bm25 = ["search", "--bm25", "--corpus", str(scifact_slice / "corpus.jsonl"), "--queries", str(queries), "--k", "5"]
     result = runner.invoke(app, [*bm25, "--out", str(queries)])
-    assert result.exit_code == 1 and "an input of this command" in _one_error_line(result.output)
+    assert result.exit_code == 1 and "an input of this command" in one_error_line(result.output)
     assert queries.read_bytes() == (scifact_slice / "queries.jsonl").read_bytes()
     notes = _user_file(tmp_path / "notes.txt")
     result = runner.invoke(app, [*bm25, "--out", str(notes)])
-    assert result.exit_code == 1 and "not a TREC run seedr wrote" in _one_error_line(result.output)
+    assert result.exit_code == 1 and "not a TREC run seedr wrote" in one_error_line(result.output)
     record = _user_file(tmp_path / "run.trec.json")  # the record a run would write beside it
     result = runner.invoke(app, [*bm25, "--out", str(tmp_path / "run.trec")])
-    assert result.exit_code == 1 and "run.trec.json" in _one_error_line(result.output)
+    assert result.exit_code == 1 and "run.trec.json" in one_error_line(result.output)
     assert notes.read_text() == record.read_text() == "precious notes\n"
     record.unlink()
     assert runner.invoke(app, [*bm25, "--out", str(tmp_path / "run.trec")]).exit_code == 0
     result = runner.invoke(app, [*bm25, "--out", str(tmp_path / "run.trec")])
-    assert result.exit_code == 1 and "--overwrite" in _one_error_line(result.output)
+    assert result.exit_code == 1 and "--overwrite" in one_error_line(result.output)
     assert runner.invoke(app, [*bm25, "--out", str(tmp_path / "run.trec"), "--overwrite"]).exit_code == 0
 
 
@@ -171,12 +166,12 @@ def test_prepare_replaces_only_its_own_reqa_split(tmp_path, shared_data):
     squad = shared_data / "squad" / "squad-dev-v1.1.json.gz"
     user = _user_folder(tmp_path / "userdata")
     result = runner.invoke(app, ["prepare", "--reqa-split", str(squad), "--out", str(user)])
-    assert result.exit_code == 1 and "not a ReQA split folder" in _one_error_line(result.output)
+    assert result.exit_code == 1 and "not a ReQA split folder" in one_error_line(result.output)
     assert (user / "thesis.txt").read_text() == "precious\n"
     split = tmp_path / "split"
     assert runner.invoke(app, ["prepare", "--reqa-split", str(squad), "--out", str(split)]).exit_code == 0
     result = runner.invoke(app, ["prepare", "--reqa-split", str(squad), "--out", str(split)])
-    assert result.exit_code == 1 and "--overwrite" in _one_error_line(result.output)
+    assert result.exit_code == 1 and "--overwrite" in one_error_line(result.output)
     assert runner.invoke(app, ["prepare", "--reqa-split", str(squad), "--out", str(split), "--overwrite"]).exit_code == 0
 
 
@@ -195,18 +190,10 @@ def test_the_rule_keeps_an_output_apart_from_its_inputs(tmp_path):
         check_output(link, "averaged encoder", inputs=[model])
 
 
-def test_no_api_function_replaces_what_the_user_had(tmp_path, scifact_slice, monkeypatch):
+def test_no_api_function_replaces_what_the_user_had(tmp_path, scifact_slice, asked):
     """The Python API asks the same rule as the command line, before it loads anything."""
     import seedr
 
-    asked: list[str] = []
-
-    class Spy(dict):
-        def __getitem__(self, kind: str):
-            asked.append(kind)
-            return super().__getitem__(kind)
-
-    monkeypatch.setattr(outputs, "OUTPUT_KINDS", Spy(outputs.OUTPUT_KINDS))
     corpus, queries = scifact_slice / "corpus.jsonl", scifact_slice / "queries.jsonl"
     calls = {
         "pretrain": lambda out: seedr.pretrain(out, config="mlm", model="seedr-base", corpus=corpus),
@@ -218,9 +205,9 @@ def test_no_api_function_replaces_what_the_user_had(tmp_path, scifact_slice, mon
     for name, call in calls.items():
         user = tmp_path / name
         out = _user_file(user / "notes.txt") if name == "search" else _user_folder(user / "out")
-        before = _files(user)
+        before = snapshot(user)
         asked.clear()
         with pytest.raises(DataError):
             call(out)
         assert asked, f"seedr.{name} did not ask seedr.io.check_output"
-        assert _files(user) == before, name
+        assert snapshot(user) == before, name

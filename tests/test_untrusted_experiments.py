@@ -19,23 +19,11 @@ from seedr.experiments.records import record
 from seedr.experiments.spec import load_experiment
 from seedr.io import DataError
 from seedr.modeling.encoder import save_encoder
-from tests.helpers import bm25_experiment, tiny_bert
+from tests.helpers import bm25_experiment, one_error_line, snapshot, tiny_bert
 
 runner = CliRunner()
 
 BM25_ONLY = bm25_experiment("BM25 alone")
-
-
-def _files(folder: Path) -> dict[str, bytes | None]:
-    """Every path under ``folder`` with its bytes (None for a folder): what a refusal must leave alone."""
-    return {str(path.relative_to(folder)): None if path.is_dir() else path.read_bytes()
-            for path in sorted(folder.rglob("*"))}
-
-
-def _one_error_line(output: str) -> str:
-    lines = [line for line in output.splitlines() if line.strip()]
-    assert len(lines) == 1 and lines[0].startswith("error: "), output
-    return lines[0]
 
 
 @pytest.fixture
@@ -62,14 +50,14 @@ def test_record_refuses_an_experiment_whose_name_is_not_plain(fake_checkout, sci
     ``...yaml`` (stem ``..``) all of docs/. Refused in one line before anything runs or is written."""
     path = fake_checkout / "experiments" / file_name
     path.write_text(BM25_ONLY)
-    before = _files(fake_checkout / "docs")
+    before = snapshot(fake_checkout / "docs")
     out = fake_checkout.parent / "work"
     result = runner.invoke(app, ["experiment", str(path), "--out", str(out), "--record",
                                  "--set", f"data={scifact_slice}"])
     assert result.exit_code == 1, result.output
-    line = _one_error_line(result.output)
+    line = one_error_line(result.output)
     assert file_name in line and "experiment's name" in line
-    assert _files(fake_checkout / "docs") == before and not out.exists()
+    assert snapshot(fake_checkout / "docs") == before and not out.exists()
 
 
 def _results(experiment: str, file: str | None = None) -> str:
@@ -97,7 +85,7 @@ def test_record_replaces_only_a_recorded_report_of_that_experiment(fake_checkout
     elsewhere = _report(tmp_path / "elsewhere" / "linked", "linked")
     (results / "linked").symlink_to(elsewhere, target_is_directory=True)
     linked_report = _report(tmp_path / "run" / "reports" / "linked", "linked")
-    before, outside = _files(fake_checkout), _files(elsewhere)
+    before, outside = snapshot(fake_checkout), snapshot(elsewhere)
     for source, target, message in (
             (report, results / ".", "report of experiment 'tiny', not of 'results'"),  # "." is docs/results
             (report, results / "..", "experiment's name"),
@@ -107,7 +95,7 @@ def test_record_replaces_only_a_recorded_report_of_that_experiment(fake_checkout
         with pytest.raises(DataError, match=message) as refused:
             record(source, target)
         assert "\n" not in str(refused.value)
-    assert _files(fake_checkout) == before and _files(elsewhere) == outside
+    assert snapshot(fake_checkout) == before and snapshot(elsewhere) == outside
 
     (results / "tiny" / "notes.md").unlink()
     (results / "tiny" / "results.json").write_text(_results("tiny"))
@@ -134,10 +122,10 @@ def test_record_refuses_a_report_of_a_stray_file_of_the_experiments_name(fake_ch
     (results / "demo" / "results.json").write_text(_results("demo"))
     (results / "demo" / "PROVENANCE.md").write_text("how the record was made\n")
     stray = _report(tmp_path / "run" / "reports" / "demo", "demo", file=str(fake_checkout / "notes" / "demo.yaml"))
-    before = _files(fake_checkout)
+    before = snapshot(fake_checkout)
     with pytest.raises(DataError, match="not by experiment 'demo'.s own file"):
         record(stray, results / "demo")
-    assert _files(fake_checkout) == before
+    assert snapshot(fake_checkout) == before
 
     path = fake_checkout / "notes" / "demo.yaml"
     path.parent.mkdir()
@@ -145,8 +133,8 @@ def test_record_refuses_a_report_of_a_stray_file_of_the_experiments_name(fake_ch
     out = fake_checkout.parent / "work"
     result = runner.invoke(app, ["experiment", str(path), "--out", str(out), "--record"])
     assert result.exit_code == 1, result.output
-    assert "seedr/experiments/demo.yaml" in _one_error_line(result.output)
-    assert _files(fake_checkout) == {**before, "notes": None, "notes/demo.yaml": BM25_ONLY.encode()}
+    assert "seedr/experiments/demo.yaml" in one_error_line(result.output)
+    assert snapshot(fake_checkout) == {**before, "notes": None, "notes/demo.yaml": BM25_ONLY.encode()}
     assert not out.exists()
 
 
@@ -183,7 +171,7 @@ def test_a_task_named_out_of_the_work_folder_writes_nothing(tmp_path, scifact_sl
     result = runner.invoke(app, ["experiment", str(path), "--out", str(tmp_path / "runs" / "a" / "b"),
                                  "--set", f"data={scifact_slice}"])
     assert result.exit_code == 1, result.output
-    assert "tasks.../../../escaped" in _one_error_line(result.output)
+    assert "tasks.../../../escaped" in one_error_line(result.output)
     assert not (tmp_path / "runs").exists()
 
 
@@ -204,7 +192,7 @@ def test_a_retrieve_that_is_neither_bm25_nor_settings_is_refused_in_one_line(tmp
     path.write_text(bm25_experiment("a typo", conditions="  bm25: {retrieve: bm1e-999}\n"))
     result = runner.invoke(app, ["experiment", str(path), "--out", str(tmp_path / "work"), "--scale", "paper"])
     assert result.exit_code == 1, result.output
-    line = _one_error_line(result.output)
+    line = one_error_line(result.output)
     assert "typo.yaml" in line and "conditions.bm25.retrieve" in line and "bm1e-999" in line
 
 
@@ -220,7 +208,7 @@ def test_an_alias_bomb_is_refused_in_an_experiment_file(tmp_path):
     result = runner.invoke(app, ["experiment", str(path), "--out", str(out), "--scale", "paper"])
     assert time.perf_counter() - started < 1.0
     assert result.exit_code == 1, result.output
-    line = _one_error_line(result.output)
+    line = one_error_line(result.output)
     assert "bomb.yaml" in line and "alias" in line
     assert not out.exists() and sorted(path.name for path in tmp_path.iterdir()) == ["bomb.yaml"]
 
@@ -270,13 +258,13 @@ def test_average_refuses_an_output_inside_a_member_or_holding_one(tokenizer, tmp
     nothing written; m1 still averages."""
     models = tmp_path / "models"
     first, second = _saved_model(tokenizer, models / "m1", 0), _saved_model(tokenizer, models / "m2", 1)
-    before = _files(tmp_path)
+    before = snapshot(tmp_path)
     for out, message in ((first / "soup", "inside"), (first / "deeper" / "soup", "inside"),
                          (models, "holds"), (first, "an input of this command")):
         result = runner.invoke(app, ["average", str(first), str(second), "--out", str(out)])
         assert result.exit_code == 1, result.output
-        assert message in _one_error_line(result.output)
-        assert _files(tmp_path) == before
+        assert message in one_error_line(result.output)
+        assert snapshot(tmp_path) == before
     result = runner.invoke(app, ["average", str(first), str(second), "--out", str(tmp_path / "soup")])
     assert result.exit_code == 0, result.output
     assert (tmp_path / "soup" / "model.safetensors").is_file()

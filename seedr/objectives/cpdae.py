@@ -65,12 +65,12 @@ from torch.nn import functional as F
 from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
 from seedr.engine.run_state import process_state
-from seedr.io import DataError, atomic_write
 from seedr.losses.gather import gather_rows, row_offset, world_size
 from seedr.modeling.bow_decoder import BagOfWordsDecoder, at_least_float32, word_distribution
 from seedr.modeling.encoder import EncoderShape, Pooling, pool
 from seedr.objectives.base import OBJECTIVES, ObjectiveOutput, PretrainingCorpus
 from seedr.objectives.mlm import MaskedLanguageModel, MLMConfig
+from seedr.objectives.vocabulary_tables import load_vocabulary_table, save_vocabulary_table
 
 
 @dataclass
@@ -274,24 +274,12 @@ def compute_idf(token_id_lists: Iterable[Sequence[int]], vocab_size: int) -> np.
 
 def save_idf(path: str | os.PathLike, idf: np.ndarray) -> None:
     """Write an IDF table as ``.npy`` (atomically)."""
-    with atomic_write(path, "wb") as stream:
-        np.save(stream, np.asarray(idf, dtype=np.float32))
+    save_vocabulary_table(path, idf, np.float32)
 
 
 def load_idf(path: str | os.PathLike, vocab_size: int) -> torch.Tensor:
     """Read an IDF table saved by ``save_idf``; it must hold ``vocab_size`` finite values ≥ 0."""
-    try:
-        idf = np.load(path, allow_pickle=False)
-    except FileNotFoundError:
-        raise DataError(path, "no such file", field="idf_path") from None
-    except ValueError as error:
-        raise DataError(path, f"not a .npy array ({error})", field="idf_path") from None
-    if idf.shape != (vocab_size,):
-        raise DataError(path, f"expected {vocab_size} IDF values (the vocabulary), got shape {idf.shape}",
-                        field="idf_path")
-    if not np.isfinite(idf).all() or (idf < 0).any():
-        raise DataError(path, "IDF values must be finite and ≥ 0", field="idf_path")
-    return torch.from_numpy(idf.astype(np.float32))
+    return load_vocabulary_table(path, vocab_size, field="idf_path", what="IDF values", dtype=np.float32)
 
 
 #: ``objective.idf_path: auto`` asks for the IDF table of the run's own corpus (CPDAE's IDF-REC).

@@ -54,12 +54,12 @@ from torch.nn import functional as F
 from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
 from seedr.engine.run_state import process_state
-from seedr.io import DataError, atomic_write
 from seedr.modeling.bow_decoder import at_least_float32
 from seedr.modeling.encoder import EncoderShape, pool
 from seedr.objectives.base import OBJECTIVES, ObjectiveOutput, PretrainingCorpus
 from seedr.objectives.masking import pad_token_ids
 from seedr.objectives.mlm import MaskedLanguageModel, MLMConfig
+from seedr.objectives.vocabulary_tables import load_vocabulary_table, save_vocabulary_table
 
 #: ``objective.collection_statistics: auto`` asks for the term counts of the run's own corpus.
 AUTO_STATISTICS = "auto"
@@ -134,24 +134,13 @@ def count_tokens(token_id_lists: Sequence[np.ndarray] | Sequence[Sequence[int]],
 
 def save_counts(path: str | os.PathLike, counts: np.ndarray) -> None:
     """Write a count table as ``.npy`` (atomically)."""
-    with atomic_write(path, "wb") as stream:
-        np.save(stream, np.asarray(counts, dtype=np.int64))
+    save_vocabulary_table(path, counts, np.int64)
 
 
 def load_counts(path: str | os.PathLike, vocab_size: int) -> torch.Tensor:
     """Read a count table saved by ``save_counts``: ``vocab_size`` finite values ≥ 0, not all 0."""
-    try:
-        counts = np.load(path, allow_pickle=False)
-    except FileNotFoundError:
-        raise DataError(path, "no such file", field="collection_statistics") from None
-    except ValueError as error:
-        raise DataError(path, f"not a .npy array ({error})", field="collection_statistics") from None
-    if counts.shape != (vocab_size,):
-        raise DataError(path, f"expected {vocab_size} counts (the vocabulary), got shape {counts.shape}",
-                        field="collection_statistics")
-    if not np.isfinite(counts).all() or (counts < 0).any() or counts.sum() == 0:
-        raise DataError(path, "counts must be finite, ≥ 0 and not all 0", field="collection_statistics")
-    return torch.from_numpy(counts.astype(np.float64))
+    return load_vocabulary_table(path, vocab_size, field="collection_statistics", what="counts", dtype=np.float64,
+                                 nonzero=True)
 
 
 # ----- the objective -------------------------------------------------------------------------------
