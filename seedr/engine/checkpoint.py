@@ -214,6 +214,21 @@ def model_weights_path(checkpoint: Path) -> Path:
     return path
 
 
+def run_part_weights(run_dir: Path, prefix: str) -> dict[str, torch.Tensor]:
+    """The weights of one part (``prefix``: ``mlm_head``, ``condenser_head`` ...) of the module a seedr run
+    trained, from its newest checkpoint's full weights, their names without ``prefix.``; empty when
+    ``run_dir`` is no run or holds no such part. An objective continued from a run's product
+    (``<run>/encoder``) takes its heads from here, the product holding the encoder alone."""
+    from safetensors import safe_open
+
+    checkpoint = latest_checkpoint(run_dir) if (run_dir / CHECKPOINTS).is_dir() else None
+    if checkpoint is None:
+        return {}
+    with safe_open(str(model_weights_path(checkpoint)), framework="pt") as weights:
+        return {name.removeprefix(f"{prefix}."): weights.get_tensor(name)
+                for name in weights.keys() if name.startswith(f"{prefix}.")}  # noqa: SIM118
+
+
 def load_model_weights(checkpoint: Path, model: torch.nn.Module) -> None:
     """Load a checkpoint's full weights (``model_weights_path``) into ``model``, which must be built as
     it was for training; a parameter missing on either side is an error naming it.
@@ -291,6 +306,7 @@ __all__ = [
     "publish_product",
     "read_extra_state",
     "read_position",
+    "run_part_weights",
     "verify_checkpoint",
     "save_checkpoint",
     "shared_atomic_directory",

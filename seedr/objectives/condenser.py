@@ -37,13 +37,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import torch
-from safetensors import safe_open
 from torch import nn
 from transformers import PreTrainedModel, PreTrainedTokenizerBase
 from transformers.masking_utils import create_bidirectional_mask
 from transformers.models.bert.modeling_bert import BertLayer
 
-from seedr.engine.checkpoint import latest_checkpoint, model_weights_path
+from seedr.engine.checkpoint import run_part_weights
 from seedr.modeling.encoder import EncoderShape
 from seedr.objectives.base import OBJECTIVES, ObjectiveOutput
 from seedr.objectives.mlm import MaskedLanguageModel, MLMConfig
@@ -115,12 +114,7 @@ class Condenser(MaskedLanguageModel):
     def _load_run_condenser_head(self, run_dir: Path) -> bool:
         """Load ``condenser_head.*`` of a Condenser-family run's newest checkpoint; False when ``run_dir``
         is no such run (or its head has another depth)."""
-        checkpoint = latest_checkpoint(run_dir) if (run_dir / "checkpoints").is_dir() else None
-        if checkpoint is None:
-            return False
-        with safe_open(str(model_weights_path(checkpoint)), framework="pt") as weights:
-            head = {name.removeprefix("condenser_head."): weights.get_tensor(name)
-                    for name in weights.keys() if name.startswith("condenser_head.")}  # noqa: SIM118
+        head = run_part_weights(run_dir, "condenser_head")
         if set(head) != set(self.condenser_head.state_dict()):
             return False
         self.condenser_head.load_state_dict(head)

@@ -16,7 +16,7 @@ import torch
 from torch.nn import functional as F
 from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
-from seedr.engine.checkpoint import latest_checkpoint, model_weights_path
+from seedr.engine.checkpoint import run_part_weights
 from seedr.io import DataError
 from seedr.modeling.encoder import EncoderShape
 from seedr.modeling.mlm_head import MaskedLMHead
@@ -109,14 +109,7 @@ class MaskedLanguageModel(Objective):
         """Load the head trained by a seedr run (MLM, SEED-Encoder or CPDAE): ``mlm_head.*`` of its newest
         checkpoint's full weights, whose encoder is the run's product. False when ``run_dir`` is not such
         a run."""
-        from safetensors import safe_open
-
-        checkpoint = latest_checkpoint(run_dir) if (run_dir / "checkpoints").is_dir() else None
-        if checkpoint is None:
-            return False
-        with safe_open(str(model_weights_path(checkpoint)), framework="pt") as weights:
-            head = {name.removeprefix("mlm_head."): weights.get_tensor(name)
-                    for name in weights.keys() if name.startswith("mlm_head.")}  # noqa: SIM118
+        head = run_part_weights(run_dir, "mlm_head")
         if not head:
             return False
         self.mlm_head.load_state_dict(head)
