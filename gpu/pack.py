@@ -172,18 +172,15 @@ def job_settings(job: dict) -> list[str]:
 
 def experiment_seconds(job: dict, seeds: list[int] | None, rates: dict | None) -> float:
     """Expected seconds of a job's experiment at its gpu scale with ``seeds``: every unit the runner would
-    compute (``seedr.experiments.runner``'s plan, as the tests read it), sized by ``seedr.experiments.sizing``,
+    compute (``seedr.experiments.runner.planned_work``), sized by ``seedr.experiments.sizing``,
     at ``unit_seconds``, plus ``SETUP_SECONDS``."""
-    from rich.console import Console
-
-    from seedr.experiments.runner import _plan, _Runner
+    from seedr.experiments.runner import planned_work
     from seedr.experiments.spec import load_experiment
 
     settings = [*([f"seeds={seeds}"] if seeds else []), *job_settings(job)]
     experiment = load_experiment(job["experiment"], "gpu", settings)
-    runner = _Runner(experiment, Path(tempfile.gettempdir()) / "seedr-gpu-plan", Console(quiet=True))
     length = int(experiment.variables.get("max_length") or 128)
-    units = _plan(experiment, runner).work(experiment, runner)
+    units = planned_work(experiment, Path(tempfile.gettempdir()) / "seedr-gpu-plan")
     return SETUP_SECONDS + sum(unit_seconds(work(), rates, length) for work in units.values())
 
 

@@ -252,6 +252,14 @@ def experiment_scores(experiment: Experiment, out_dir: str | Path) -> dict[str, 
     return run_scores(_plan(experiment, runner))
 
 
+def planned_work(experiment: Experiment, out_dir: str | Path) -> dict[Path, Work]:
+    """Every unit ``experiment`` would compute in the work folder ``out_dir``, each with its size of work
+    asked when needed (``_Plan.work``): the ETA's sizing, for a caller that plans without running (the
+    GPU pack sizes a lease from it)."""
+    runner = _Runner(experiment, Path(out_dir), Console(quiet=True))
+    return _plan(experiment, runner).work(experiment, runner)
+
+
 def run_experiment(experiment: Experiment, out_dir: str | Path, console: Console | None = None,
                    command: str | None = None) -> Outcome:
     """Run ``experiment`` into the work folder ``out_dir`` (finished steps and retrievals are reused);
@@ -515,4 +523,5 @@ def _case_study(experiment: Experiment, tasks: dict[str, RetrievalTask],
     documents = {document.id: document for document in task.documents()}
     return {"task": task.name, **case_study(runs, task.labels(), task.queries(), documents, wanted.queries)}
 
-__all__ = ["Outcome", "experiment_scores", "retrieval_code", "run_experiment", "run_scores", "step_folder"]
+__all__ = ["Outcome", "experiment_scores", "planned_work", "retrieval_code", "run_experiment", "run_scores",
+           "step_folder"]
