@@ -1,5 +1,5 @@
-"""One experiment whose training seeds ran apart — each on a lease of its own, as the GPU pack runs them
-(``gpu/queue.yaml``: one seed a lease, within the lease's minutes) — judged as if it had run whole.
+"""One experiment whose training seeds ran apart — on leases of their own where one lease is not enough
+(``gpu/queue.yaml``: as many seeds a lease as fit its minutes) — judged as if it had run whole.
 
 Each seed's run brings back its ``results.json`` and the per-query scores of every system on every task
 (``per_query.json``, ``runner.experiment_scores``). ``combine_seed_runs`` merges the systems of all
