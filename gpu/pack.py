@@ -408,7 +408,8 @@ def commit() -> str | None:
     may fail before its archive is written)."""
     if shutil.which("git") is None:
         return None
-    found = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"], capture_output=True, text=True)
+    found = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
+                           check=False)  # not a repository: no commit to name
     return found.stdout.strip() or None
 
 
@@ -440,7 +441,7 @@ def startup_check(name: str | None, tiny: bool = False) -> list[str]:
     for distribution, module in modules:
         try:
             importlib.import_module(module)
-        except Exception as error:  # any failure to import is what the job would meet
+        except Exception as error:  # noqa: BLE001 (any failure to import is what the job would meet)
             problems.append(f"module {module} of {distribution} ({type(error).__name__}: {error})")
     return problems
 

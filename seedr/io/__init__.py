@@ -14,6 +14,16 @@ from seedr.io.errors import (
     unique_id,
 )
 from seedr.io.locks import LOCK_SUFFIX, lock_path, output_lock
+from seedr.io.outputs import (
+    EVALUATION_MARKDOWN_MARKER,
+    OUTPUT_KINDS,
+    OUTPUT_MARKERS,
+    REPORT_MARKER,
+    REPORT_PAGE_MARKER,
+    check_output,
+    foreign_files,
+    output_kind,
+)
 from seedr.io.reading import (
     BOM,
     CORRUPT_STREAM_ERRORS,
@@ -24,16 +34,6 @@ from seedr.io.reading import (
     read_bytes,
     read_json,
     read_text,
-)
-from seedr.io.outputs import (
-    EVALUATION_MARKDOWN_MARKER,
-    OUTPUT_KINDS,
-    OUTPUT_MARKERS,
-    REPORT_MARKER,
-    REPORT_PAGE_MARKER,
-    check_output,
-    foreign_files,
-    output_kind,
 )
 from seedr.io.writing import (
     atomic_directory,
@@ -47,7 +47,6 @@ from seedr.io.writing import (
 __all__ = [
     "BOM",
     "CORRUPT_STREAM_ERRORS",
-    "DataError",
     "EVALUATION_MARKDOWN_MARKER",
     "LOCK_SUFFIX",
     "OUTPUT_KINDS",
@@ -55,6 +54,7 @@ __all__ = [
     "REPORT_MARKER",
     "REPORT_PAGE_MARKER",
     "TOO_DEEP",
+    "DataError",
     "atomic_directory",
     "atomic_write",
     "check_output",
