@@ -10,7 +10,7 @@ import math
 
 import pytest
 import torch
-from helpers import tiny_bert, wiki_token_ids
+from helpers import sharpen, tiny_bert, wiki_token_ids
 from safetensors import safe_open
 from torch.nn import functional as F
 from typer.testing import CliRunner
@@ -30,16 +30,6 @@ def examples(wiki_shard, tokenizer):
 def make_objective(tokenizer, **options) -> Tsdae:
     torch.manual_seed(0)
     return Tsdae(tiny_bert(tokenizer), tokenizer, TsdaeConfig(**options))
-
-
-def sharpen(module: torch.nn.Module) -> None:
-    """Redraw every matrix with std 0.2 (BERT draws 0.02): outputs far from uniform, so that a wrong mask,
-    position or stream moves the loss far beyond the 1e-5 the tests allow."""
-    generator = torch.Generator().manual_seed(5)
-    with torch.no_grad():
-        for parameter in module.parameters():
-            if parameter.dim() == 2:
-                parameter.copy_(0.2 * torch.randn(parameter.shape, generator=generator))
 
 
 def fixed_batch(objective: Tsdae, examples) -> dict[str, torch.Tensor]:
