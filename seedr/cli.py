@@ -60,6 +60,14 @@ def _exit_on_terminate(signal_number: int, frame: object) -> None:
 STOP_GRACE_SECONDS = 3.0
 
 
+def _forget_stop_signals() -> None:
+    """In a forked child: no wake-up socket (it is the parent's), so the child's signals stay its own."""
+    try:
+        signal.set_wakeup_fd(-1)
+    except ValueError:  # forked from another thread than the main one: Python set none up there
+        pass
+
+
 def _stop_within_seconds() -> None:
     """SIGTERM and SIGINT end a command within ``STOP_GRACE_SECONDS``, whatever it is doing.
 
@@ -74,14 +82,18 @@ def _stop_within_seconds() -> None:
     reader, writer = socket.socketpair()
     writer.setblocking(False)
     signal.set_wakeup_fd(writer.fileno(), warn_on_full_buffer=False)
+    # a forked child (a data loader's worker) shares the socket: a signal to it must not end this process
+    os.register_at_fork(after_in_child=_forget_stop_signals)
 
-    def watch() -> None:
+    def watch(reader: socket.socket, writer: socket.socket) -> None:
+        # both held for the process's life by the thread's arguments: a writer garbage-collected would
+        # leave its descriptor's number to the next file opened, which every signal would then write to
         received = reader.recv(1)
         if received:
             time.sleep(STOP_GRACE_SECONDS)
             os._exit(128 + received[0])
 
-    threading.Thread(target=watch, name="seedr-stop", daemon=True).start()
+    threading.Thread(target=watch, args=(reader, writer), name="seedr-stop", daemon=True).start()
 
 
 def run() -> None:

@@ -303,3 +303,30 @@ def test_a_stop_signal_ends_a_training_step_within_seconds_and_frees_its_output(
     assert time.monotonic() - signalled < STOP_GRACE_SECONDS + 4
     again = runner.invoke(app, arguments)
     assert again.exit_code == 1 and "--resume" in again.output and "in use" not in again.output, again.output
+
+
+def test_a_signal_to_a_forked_child_does_not_end_the_command(tmp_path):
+    """A data loader's worker is forked and shares the stop watcher's socket: its SIGTERM (a worker shut
+    down) must not end the command it belongs to (``_stop_within_seconds`` forgets the socket in children)."""
+    import subprocess
+    import sys
+
+    from seedr.cli import STOP_GRACE_SECONDS
+
+    script = f"""
+import os, signal, sys, time
+from seedr.cli import _exit_on_terminate, _stop_within_seconds
+signal.signal(signal.SIGTERM, _exit_on_terminate)
+_stop_within_seconds()
+child = os.fork()
+if child == 0:
+    time.sleep(60)
+    os._exit(0)
+time.sleep(1)  # the child past its fork hooks, in its own code
+os.kill(child, signal.SIGTERM)
+os.waitpid(child, 0)
+time.sleep({STOP_GRACE_SECONDS} + 2)
+print("still running")
+"""
+    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0 and "still running" in result.stdout, (result.returncode, result.stderr)
