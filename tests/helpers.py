@@ -123,3 +123,20 @@ def sharpen(module: torch.nn.Module) -> None:
         for parameter in module.parameters():
             if parameter.dim() == 2:
                 parameter.copy_(0.2 * torch.randn(parameter.shape, generator=generator))
+
+
+def pretrain_tiny(config: str, corpus: Path, out: Path) -> dict:
+    """``seedr pretrain --config CONFIG`` from seedr-base for 2 steps of 4 texts of 48 tokens (10 documents
+    of ``corpus``); returns the last logged metrics."""
+    from typer.testing import CliRunner
+
+    from seedr.cli import app
+
+    arguments = ["pretrain", "--config", config, "--model", "seedr-base", "--corpus", str(corpus), "--out", str(out)]
+    for key, value in {"data.max_documents": 10, "data.max_seq_length": 48, "train.max_steps": 2,
+                       "train.batch_size": 4, "train.global_batch_size": 4, "train.warmup_steps": 1,
+                       "train.log_every": 1}.items():
+        arguments += ["--set", f"{key}={value}"]
+    result = CliRunner().invoke(app, arguments, catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    return json.loads((out / "metrics.jsonl").read_text().splitlines()[-1])

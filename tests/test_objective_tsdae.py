@@ -10,12 +10,10 @@ import math
 
 import pytest
 import torch
-from helpers import sharpen, tiny_bert, wiki_token_ids
+from helpers import pretrain_tiny, sharpen, tiny_bert, wiki_token_ids
 from safetensors import safe_open
 from torch.nn import functional as F
-from typer.testing import CliRunner
 
-from seedr.cli import app
 from seedr.modeling.encoder import load_encoder, save_encoder
 from seedr.objectives import OBJECTIVES
 from seedr.objectives.masking import pad_token_ids
@@ -170,15 +168,7 @@ def test_decoder_reads_the_encoder_only_through_cls_and_shares_its_weights(token
 
 def test_pretrain_recipe_runs_from_seedr_base_and_saves_a_cls_encoder(wiki_shard, tmp_path):
     out = tmp_path / "tsdae"
-    arguments = ["pretrain", "--config", "tsdae", "--model", "seedr-base", "--corpus", str(wiki_shard),
-                 "--out", str(out)]
-    for key, value in {"data.max_documents": 10, "data.max_seq_length": 48, "train.max_steps": 2,
-                       "train.batch_size": 4, "train.global_batch_size": 4, "train.warmup_steps": 1,
-                       "train.log_every": 1}.items():
-        arguments += ["--set", f"{key}={value}"]
-    result = CliRunner().invoke(app, arguments, catch_exceptions=False)
-    assert result.exit_code == 0, result.output
-    last = json.loads((out / "metrics.jsonl").read_text().splitlines()[-1])
+    last = pretrain_tiny("tsdae", wiki_shard, out)
     assert last["step"] == 2 and last["loss"] == pytest.approx(last["reconstruction"], rel=1e-5)
     with safe_open(str(out / "encoder" / "model.safetensors"), framework="pt") as tensors:
         assert not any("crossattention" in name or "cls." in name for name in tensors.keys())  # noqa: SIM118
