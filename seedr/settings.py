@@ -19,6 +19,8 @@ import warnings
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from seedr.config import identity
+
 #: The learning-rate schedules of ``transformers.get_scheduler`` a run can choose (``train.scheduler``).
 SCHEDULERS = ("linear", "cosine", "constant", "constant_with_warmup")
 #: A warm-up longer than this share of the run draws a warning (the papers warm up over 10% or less).
@@ -298,6 +300,11 @@ class PretrainConfig:
         model: the encoder (``ModelConfig``).
         data: the corpus (``DataConfig``).
         train: the optimisation (``TrainConfig``).
+        flops_budget: train for this many floating-point operations instead of ``train.max_steps``: the
+            run takes as many steps as the budget buys its objective at its batch and length
+            (``seedr.training.compute_budget``), so that objectives of unequal cost compare at equal
+            compute (a SEED-Encoder step costs about 2.2 MLM steps at the seedr base's shape). Warm up by
+            ``train.warmup_ratio`` then, since the steps differ by objective.
     """
 
     objective_name: str = "mlm"
@@ -305,6 +312,23 @@ class PretrainConfig:
     model: ModelConfig = field(default_factory=ModelConfig)
     data: DataConfig = field(default_factory=DataConfig)
     train: TrainConfig = field(default_factory=TrainConfig)
+    flops_budget: float | None = None
+
+    def __post_init__(self) -> None:
+        if self.flops_budget is not None and not self.flops_budget > 0:
+            raise ValueError(f"flops_budget must be a positive number of floating-point operations, got "
+                             f"{self.flops_budget}")
+
+    def identity(self) -> dict[str, Any]:
+        """What this run trains (``seedr.config.identity``, an experiment step's key): its settings, with
+        ``train`` as ``TrainConfig.identity`` gives it; under a ``flops_budget`` the budget decides the
+        run's length, so ``max_steps`` (and the warm-up steps a share of it comes to) are placeholders.
+        Without a budget the key is what it was before budgets existed (no ``flops_budget`` entry), so that
+        no finished step is recomputed for it."""
+        keyed = {name: identity(getattr(self, name)) for name in ("objective_name", "objective", "model", "data")}
+        if self.flops_budget is None:
+            return {**keyed, "train": self.train.identity()}
+        return {**keyed, "flops_budget": self.flops_budget, "train": self.train.identity(length_from_data=True)}
 
 
 #: What an epoch passes over once (``FinetuneConfig.epoch_over``).

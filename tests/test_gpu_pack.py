@@ -39,7 +39,8 @@ def test_the_queue_names_ready_jobs_with_a_command_and_a_tiny_run():
             assert load_experiment(job["experiment"], "gpu", seeds).conditions
             assert ("{seeds}" in job["command"] and "{seeds}" in job["tiny"]) == ("seeds" in job)
     combined = {job["combine"]: job["seeds"] for job in jobs if "combine" in job}
-    assert combined == {"seed_vs_mlm_at_scale": [1, 2, 3], "ict_vs_mlm_1024": [1, 2, 3]}
+    assert combined == {"seed_vs_mlm_at_scale": [1, 2, 3], "ict_vs_mlm_1024": [1, 2, 3],
+                        "objectives_at_equal_flops": [1, 2, 3]}
     assert pack.chosen_job(jobs, None)["name"] == "throughput"
 
 
@@ -122,7 +123,7 @@ def test_stronger_base_runs_tiny(tmp_path):
 
 @pytest.mark.slow
 @pytest.mark.parametrize("job", ["seed_vs_mlm_at_scale", "objectives_at_scale", "ict_vs_mlm_1024",
-                                 "diagnostics_at_scale"])
+                                 "diagnostics_at_scale", "objectives_at_equal_flops"])
 def test_experiment_jobs_run_tiny(tmp_path, job):
     """Each experiment job at a toy size: its report, and the per-query scores a combination needs."""
     out = tmp_path / "OUT"

@@ -125,6 +125,11 @@ CENTRAL_CLAIMS: dict[str, CentralClaim] = {
         "SEED-Encoder beats MLM at equal steps", "SEED Tables 1 and 4", "seed_vs_mlm_at_scale",
         "seed_vs_mlm at 50× the CPU budget with three seeds each (at CPU scale the seeds' spread is as large as "
         "the difference)"),
+    "table_1": CentralClaim(
+        "CPDAE Table 1's order: CPDAE above SEED-Encoder, SEED-Encoder above ICT, PROP and SimCSE, these above "
+        "BERT (SimCSE level with it)", "CPDAE Table 1", "objectives_at_equal_flops",
+        "pretraining_objectives at 100× the CPU budget (equal FLOPs), every test article of ReQA 1%, three "
+        "seeds each"),
     "weak_decoder": CentralClaim(
         "A weak decoder (few layers, short attention span) makes a better retriever than a strong one",
         "SEED §4.6.1, Figure 3", "objectives_at_scale",

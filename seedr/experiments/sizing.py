@@ -70,7 +70,7 @@ def _pretraining(step: ExperimentStep, shape_of: ShapeOf) -> UnitWork:
     (``Objective.multiply_adds_per_example``), forward and backward (× 3), two operations per multiply-add;
     one kind per objective, whose parts cost differently."""
     from seedr.hardware import default_device, training_dtype
-    from seedr.objectives import OBJECTIVES
+    from seedr.training.compute_budget import budget_steps, flops_per_step
 
     config = step.config()
     kind = f"pre-training ({config.objective_name})"
@@ -78,11 +78,9 @@ def _pretraining(step: ExperimentStep, shape_of: ShapeOf) -> UnitWork:
     shape = made_shape(step, shape_of)
     if shape is None:
         return UnitWork(kind, None, "pre-training", dtype)
-    train = config.train
-    per_example = OBJECTIVES.get(config.objective_name).multiply_adds_per_example(
-        step.objective_config(config), config.data.max_seq_length, shape)
-    return UnitWork(kind, 6.0 * train.max_steps * (train.global_batch_size or train.batch_size) * per_example,
-                    "pre-training", dtype)
+    options = step.objective_config(config)
+    steps = budget_steps(config, options, shape) if config.flops_budget is not None else config.train.max_steps
+    return UnitWork(kind, steps * flops_per_step(config, options, shape), "pre-training", dtype)
 
 
 def _fine_tuning(step: ExperimentStep, shape_of: ShapeOf) -> UnitWork:

@@ -36,7 +36,7 @@ NAME``; ``seedr experiment --list`` lists them), or any YAML file given by its p
                                         # disagree on, side by side (SEED-Encoder Table 5), in the report
     scales:                             # cpu (runs here), gpu (one GPU) and paper (validated only):
       cpu: {variables: {...}, defaults: {...}, skip: [mlm]}   # variables/defaults, and conditions not
-      gpu: {variables: {seeds: [1, 2, 3]}}                    # run at that scale
+      gpu: {variables: {seeds: [1, 2, 3]}}                    # run at that scale (names or patterns)
       paper: {variables: {...}, defaults: {...}}
 
 Conditions may carry ``grid: {var: [values, ...]}`` (a list, or a variable holding one): one condition
@@ -439,8 +439,9 @@ def load_experiment(name: str | Path, scale: str = "cpu", overrides: list[str] |
                 retrieve = _merge(defaults.get("retrieve") or {}, retrieve or {})
             conditions[name] = Condition(name, steps, retrieve, None if only is None else [str(t) for t in only])
 
-    skipped = [str(name) for name in scaled.get("skip") or []]
-    unknown = sorted(set(skipped) - set(conditions))
+    patterns = [str(name) for name in scaled.get("skip") or []]  # names, or patterns such as condenser-s*
+    skipped = _group_members(patterns, conditions)
+    unknown = sorted(set(skipped) - set(conditions)) + [p for p in patterns if not _group_members([p], conditions)]
     if unknown:
         raise DataError(path, f"scales.{scale}.skip: unknown condition(s) {unknown}; defined: "
                         f"{', '.join(conditions)}", field=f"scales.{scale}.skip")
@@ -452,7 +453,14 @@ def load_experiment(name: str | Path, scale: str = "cpu", overrides: list[str] |
     conditions = {name: condition for name, condition in conditions.items() if name not in skipped}
     setup = _referenced_setup(setup, [tasks, conditions], path)
 
-    groups = {str(k): _group_members(v, conditions) for k, v in (raw.get("groups") or {}).items()}
+    groups = {}
+    for group, members in (raw.get("groups") or {}).items():
+        named = [member for member in _group_members(members, conditions) if member not in skipped]
+        if not named and _group_members(members, dict.fromkeys(skipped)):
+            continue  # every member is skipped at this scale: so is the group (a claim naming it is an error)
+        if not named:
+            raise DataError(path, f"groups.{group} matches no condition", field=f"groups.{group}")
+        groups[str(group)] = named
     claims = []
     for index, entry in enumerate(raw.get("claims") or []):
         try:

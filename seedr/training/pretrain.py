@@ -53,10 +53,18 @@ from seedr.engine.shards import (
 )
 from seedr.engine.trainer import Trainer
 from seedr.modeling.bow_mlp import build_bow_mlp
-from seedr.modeling.encoder import EncoderShape, build_encoder, check_lengths, load_encoder, load_tokenizer
+from seedr.modeling.encoder import (
+    EncoderShape,
+    build_encoder,
+    check_lengths,
+    encoder_shape,
+    load_encoder,
+    load_tokenizer,
+)
 from seedr.objectives import OBJECTIVES, Objective, PretrainingCorpus
 from seedr.registry import Registry
 from seedr.settings import DataConfig, ModelConfig, PretrainConfig
+from seedr.training.compute_budget import apply_flops_budget
 from seedr.training.publish import describe_run
 
 console = Console(stderr=True)
@@ -125,6 +133,12 @@ def new_model_shape(config: ModelConfig) -> EncoderShape | None:
     shape = _new_bert_shape(config)
     return EncoderShape(layers=shape["num_hidden_layers"], hidden=shape["hidden_size"],
                         intermediate=config.intermediate_size or 4 * shape["hidden_size"], vocab=vocab)
+
+
+def model_shape(config: ModelConfig) -> EncoderShape | None:
+    """The shape of the encoder a run trains, without building it: that of ``init`` when it continues
+    one, else of the new BERT (``new_model_shape``); what a FLOPs budget and an ETA size work by."""
+    return encoder_shape(config.init) if config.init else new_model_shape(config)
 
 
 def _documents(files: list[Path], format: str) -> Iterator[Document]:
@@ -206,8 +220,11 @@ def pretrain(config: PretrainConfig, out_dir: str | Path, resume: bool = False) 
     check_run_folder(out_dir, resume)
     config.train.resolve_accumulation(process_state().num_processes)
     objective, corpus = build_objective(config, out_dir)
+    budget = apply_flops_budget(config, objective.config, model_shape(config.model))
     changes = objective.changes(config.model.init) if config.model.init is not None else []
     if not (resume and latest_checkpoint(out_dir) is not None):  # a resumed run said them when it started
+        for line in [budget] if budget else []:
+            console.print(line, soft_wrap=True, highlight=False, markup=False)
         for line in changes:
             console.print(line, soft_wrap=True, highlight=False, markup=False)
     data = objective.training_data(objective.config, corpus)
@@ -222,4 +239,4 @@ def pretrain(config: PretrainConfig, out_dir: str | Path, resume: bool = False) 
 
 
 __all__ = ["MODEL_SIZES", "DataConfig", "ModelConfig", "PretrainConfig", "build_model", "build_objective",
-           "new_model_shape", "pretrain", "pretraining_corpus", "token_data"]
+           "model_shape", "new_model_shape", "pretrain", "pretraining_corpus", "token_data"]

@@ -109,6 +109,7 @@ def validate(experiment: Any) -> None:
                 raise ValueError(f"{where}: claims[{index}]: {system!r} is not scored on {claim.task!r} (its tasks)")
         if claim.expect not in ("higher", "lower", "similar"):
             raise ValueError(f"{where}: claims[{index}].expect must be higher, lower or similar")
+        _check_budget_words(experiment, claim, f"{where}: claims[{index}]")
     if experiment.case_study is not None:
         study, field = experiment.case_study, f"{where}: case_study"
         if study.task not in experiment.tasks or experiment.tasks[study.task].kind != "qrels":
@@ -131,6 +132,42 @@ def validate(experiment: Any) -> None:
             _check_models_reachable(step.settings, f"{where}: conditions.{condition.name}.steps[{index}]")
         if isinstance(condition.retrieve, dict):
             _check_models_reachable(condition.retrieve, f"{where}: conditions.{condition.name}.retrieve")
+
+
+#: How a claim may say its pre-trainings were matched, and the budget that makes it true: "equal
+#: compute" is said only of runs at equal FLOPs (``PretrainConfig.flops_budget``), never of equal steps.
+BUDGET_WORDS = {"equal steps": "steps", "equal flops": "flops", "equal compute": "flops"}
+
+
+def pretraining_budgets(experiment: Any, system: str) -> set[tuple[str, float]]:
+    """How the pre-trainings of ``system`` (a condition, or each member of a group) were sized:
+    ``("flops", budget)`` or ``("steps", max_steps)`` for each pre-training step of its chains."""
+    budgets = set()
+    for member in experiment.groups.get(system, [system]):
+        for index, step in enumerate(experiment.conditions[member].steps):
+            if step.kind == "pretrain":
+                config = build_step(step.kind, step.settings, f"{experiment.path}: {member}[{index}]").config()
+                budgets.add(("flops", config.flops_budget) if config.flops_budget is not None
+                            else ("steps", config.train.max_steps))
+    return budgets
+
+
+def _check_budget_words(experiment: Any, claim: Any, where: str) -> None:
+    """A claim that says "equal steps", "equal FLOPs" or "equal compute" (in its words or protocol) compares
+    pre-trainings that were: each side pre-trains, and every pre-training of both sides has the one
+    budget of that kind. So that no claim reads "equal compute" of runs at equal steps (a SEED-Encoder
+    step costs about 2.2 MLM steps)."""
+    text = f"{claim.claim} {claim.protocol}".lower()
+    for words, kind in BUDGET_WORDS.items():
+        if words not in text:
+            continue
+        sides = [pretraining_budgets(experiment, system) for system in (claim.condition, claim.against)]
+        budgets = sides[0] | sides[1]
+        if not all(sides) or len(budgets) != 1 or next(iter(budgets))[0] != kind:
+            found = ", ".join(f"{budget:g} {unit}" for unit, budget in sorted(budgets)) or "no pre-training"
+            raise ValueError(f"{where} says {words!r}, but {claim.condition!r} and {claim.against!r} pre-train at "
+                             f"{found}: say what the runs were matched on (equal {kind} needs "
+                             f"{'flops_budget' if kind == 'flops' else 'train.max_steps'} alike on both sides)")
 
 
 def _validate_fusion(experiment: Any, condition: Any, config: Any) -> None:
