@@ -18,7 +18,7 @@ must find a prepared, tested job:
   ``docs/results/gpu/JOB/DATE-DEVICE/`` with a README that says what it ran on, and a line in the queue.
 - ``python gpu/pack.py combine NAME`` (here): once the leases of an experiment job (``combine: NAME``) cover
   all its seeds (one lease or several), the experiment judged as one run over all of them
-  (``seedr.experiments.combine``) into ``docs/results/gpu/NAME/``.
+  (``seedr.experiments.record.combine``) into ``docs/results/gpu/NAME/``.
 
 Data a job reads that ``../shared/data`` does not hold as files (``derived``: the NQ-open training file and
 test pool, built from the whole Wikipedia, which does not travel) is built here once, cached under
@@ -117,7 +117,7 @@ JOB_FILE = CARRIED / "job.json"
 PACKING_SECONDS, SETUP_SECONDS = 60, 60
 #: The first guess before any lease has measured the seedr base's training rate: a tenth of the H200's
 #: bf16 matrix-product rate measured by the device docs (790 TFLOP/s), since a BERT-mini (4 layers of 256)
-#: keeps a large card far from its peak; the FLOPs are the objectives' own (``seedr.experiments.sizing``).
+#: keeps a large card far from its peak; the FLOPs are the objectives' own (``seedr.experiments.record.sizing``).
 FIRST_GUESS_FLOPS_PER_SECOND = 0.10 * 790e12
 #: Seconds counted for a unit that sizing cannot size before its data exists here (a fine-tuning or
 #: retrieval over the NQ-open data ``prepare`` builds) or that is no arithmetic (BM25, set-up steps).
@@ -149,10 +149,10 @@ def _rate(rates: dict | None, objective: str, length: int) -> float:
 
 
 def unit_seconds(work, rates: dict | None, length: int) -> float:
-    """Expected seconds of one unit of an experiment (``seedr.experiments.progress.UnitWork``): pre-training
+    """Expected seconds of one unit of an experiment (``seedr.experiments.record.progress.UnitWork``): pre-training
     at its objective's recorded rate; fine-tuning and encoding at MLM's, scaled by how much more of the
     matrix-product rate they reach than pre-training (``SHARE_OF_MATMUL``); ``UNSIZED_SECONDS`` for the rest."""
-    from seedr.experiments.progress import SHARE_OF_MATMUL
+    from seedr.experiments.record.progress import SHARE_OF_MATMUL
 
     if work.compute is None or work.size is None:
         return UNSIZED_SECONDS
@@ -172,7 +172,7 @@ def job_settings(job: dict) -> list[str]:
 
 def experiment_seconds(job: dict, seeds: list[int] | None, rates: dict | None) -> float:
     """Expected seconds of a job's experiment at its gpu scale with ``seeds``: every unit the runner would
-    compute (``seedr.experiments.runner.planned_work``), sized by ``seedr.experiments.sizing``,
+    compute (``seedr.experiments.runner.planned_work``), sized by ``seedr.experiments.record.sizing``,
     at ``unit_seconds``, plus ``SETUP_SECONDS``."""
     from seedr.experiments.runner import planned_work
     from seedr.experiments.spec import load_experiment
@@ -618,10 +618,10 @@ def record(files_at: Path, results_root: Path = RESULTS, queue: Path = QUEUE) ->
 
 def combine(name: str, results_root: Path = RESULTS, queue: Path = QUEUE) -> Path:
     """The experiment of the job(s) with ``combine: NAME``, judged as one run over the newest recorded lease
-    of each of its seeds (``seedr.experiments.combine``: one lease holding every seed, or several), into
+    of each of its seeds (``seedr.experiments.record.combine``: one lease holding every seed, or several), into
     ``results_root/NAME/``: results.json and report.md. Refused while a seed has not run."""
-    from seedr.experiments.combine import combine_seed_runs
-    from seedr.experiments.results_markdown import results_markdown
+    from seedr.experiments.record.combine import combine_seed_runs
+    from seedr.experiments.record.results_markdown import results_markdown
     from seedr.experiments.spec import load_experiment
     from seedr.io import json_text
 

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from seedr.experiments.claims_page import (
+from seedr.experiments.record.claims_page import (
     APPENDIX_BEGIN,
     APPENDIX_END,
     CENTRAL_CLAIMS,
@@ -24,8 +24,8 @@ from seedr.experiments.claims_page import (
     claims_table,
     update_claims_page,
 )
+from seedr.experiments.record.verdicts import AT_CHANCE
 from seedr.experiments.spec import experiments_dir, load_experiment
-from seedr.experiments.verdicts import AT_CHANCE
 
 ROOT = Path(__file__).resolve().parents[1]
 PAGE = ROOT / "docs" / "claims.md"

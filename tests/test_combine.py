@@ -1,5 +1,5 @@
 """An experiment whose seeds ran apart — one lease each, as the GPU pack runs them — combined
-(``seedr.experiments.combine``) is judged exactly as the same experiment run whole: its groups' means,
+(``seedr.experiments.record.combine``) is judged exactly as the same experiment run whole: its groups' means,
 seed spreads, p-values and claims are the whole run's."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from seedr.experiments.combine import combine_seed_runs
+from seedr.experiments.record.combine import combine_seed_runs
 from seedr.experiments.runner import experiment_scores, run_experiment
 from seedr.experiments.spec import load_experiment
 from seedr.modeling.encoder import save_encoder

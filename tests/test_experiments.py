@@ -20,8 +20,8 @@ from typer.testing import CliRunner
 from seedr.cli import app
 from seedr.data.queries import read_qrels
 from seedr.data.runs import read_trec_run
-from seedr.experiments.claims_page import claims_table, page_claims
-from seedr.experiments.figures import chance_floor
+from seedr.experiments.record.claims_page import claims_table, page_claims
+from seedr.experiments.record.figures import chance_floor
 from seedr.experiments.spec import SCALES, experiments_dir, load_experiment
 from seedr.hardware import cpu_description, native_bf16
 from seedr.io import DataError
@@ -166,8 +166,7 @@ def scifact_slice(shared_data, tmp_path_factory):
     kept = [*list(corpus)[:60], *{doc for judged in [*test.values(), *train.values()] for doc in judged}]
     write_corpus(folder / "corpus.jsonl", [corpus[doc] for doc in dict.fromkeys(kept)])
     with open(folder / "queries.jsonl", "w") as stream:
-        for qid in [*test, *train]:
-            stream.write(json.dumps({"_id": qid, "text": queries[qid]}) + "\n")
+        stream.writelines(json.dumps({"_id": qid, "text": queries[qid]}) + "\n" for qid in [*test, *train])
     write_qrels(folder / "qrels" / "test.tsv", test, format="beir")
     write_qrels(folder / "qrels" / "train.tsv", train, format="beir")
     return folder
@@ -354,7 +353,7 @@ def test_resumed_experiment_redoes_only_the_unfinished_condition(tiny_run, tmp_p
 
 def test_report_groups_reused_work_by_the_code_that_computed_it():
     """Reused steps are grouped by the code that computed them (an unrecorded one named as such)."""
-    from seedr.experiments.preamble import provenance_lines
+    from seedr.experiments.record.preamble import provenance_lines
 
     now, old = {"version": "0.2.0", "source": "abc123abc123"}, {"version": "0.1.0", "source": "def456def456"}
     units = [{"folder": "steps/pretrain-1", "reused": True, "code": now},
@@ -678,7 +677,7 @@ def test_diagnostics_experiment_without_retrieval(tmp_path, wiki_shard):
 def test_diagnostic_claims_within_their_tolerance_are_not_significant():
     """A diagnostic is one number per model: a difference no larger than the metric's re-run tolerance
     decides nothing, whatever its sign."""
-    from seedr.experiments.verdicts import _verdict
+    from seedr.experiments.record.verdicts import _verdict
 
     assert _verdict("higher", 0.0096, None, 0.05, tolerance=0.02) == "not significant"
     assert _verdict("higher", -0.02, None, 0.05, tolerance=0.02) == "not significant"
@@ -724,7 +723,7 @@ def _floor_experiment(*claims):
 
 def _task(means, p_values, chance, bm25):
     """One task of results.json: systems' means with their p-value against mlm, and its references."""
-    from seedr.experiments.figures import references
+    from seedr.experiments.record.figures import references
 
     systems = {name: {"R@100": {"mean": mean, "delta": mean - means["mlm"], "p_value": p_values.get(name),
                                 "significant": (p_values.get(name) or 1.0) < 0.05}}
@@ -738,7 +737,7 @@ ICT_VS_MLM = {"claim": "ICT+BFS+WLP beats MLM with few labels", "condition": "ic
 
 
 def test_floor_is_five_times_chance_as_odds_and_a_fifth_of_bm25():
-    from seedr.experiments.figures import floor
+    from seedr.experiments.record.figures import floor
 
     assert floor(0.01, 0.97) == pytest.approx(0.194)  # BM25's part binds where chance is tiny
     assert floor(0.0009, None) == pytest.approx(0.0045, rel=0.005)  # tiny chance: about 5× chance
@@ -753,8 +752,8 @@ def test_floor_is_five_times_chance_as_odds_and_a_fifth_of_bm25():
 def test_claim_with_both_systems_below_the_floor_is_inconclusive():
     """from_scratch's ReQA row as recorded: a significant difference (p = 0.0002) between two encoders
     below a fifth of BM25 is no finding."""
-    from seedr.experiments.results_markdown import claims_markdown
-    from seedr.experiments.verdicts import AT_CHANCE, claim_results
+    from seedr.experiments.record.results_markdown import claims_markdown
+    from seedr.experiments.record.verdicts import AT_CHANCE, claim_results
 
     task = _task({"mlm": 0.0449, "ict": 0.0277}, {"ict": 0.0002}, chance=0.0105, bm25=0.973)
     (claim,) = claim_results(_floor_experiment(ICT_VS_MLM), {"reqa": task}, None)
@@ -772,7 +771,7 @@ def test_claim_with_both_systems_below_the_floor_is_inconclusive():
     (0.2000, 0.3000, "not significant"),  # above the floor but not different
 ])
 def test_claim_is_judged_when_one_system_is_above_the_floor(ict, p_value, verdict):
-    from seedr.experiments.verdicts import claim_results
+    from seedr.experiments.record.verdicts import claim_results
 
     mlm = 0.3 if verdict == "does not hold" else 0.0393  # ICLR 2020 Table 3, 1%/99%: R@100 3.93 for MLM
     task = _task({"mlm": mlm, "ict": ict}, {"ict": p_value}, chance=0.001, bm25=0.7791)
@@ -785,8 +784,8 @@ def test_claim_is_judged_when_one_system_is_above_the_floor(ict, p_value, verdic
 @pytest.mark.parametrize(("hybrid", "met"), [(0.7935, False), (0.8000, True), (0.8100, True)])
 def test_a_claims_target_is_reported_apart_from_its_verdict(hybrid, met):
     """issue 23's headline as recorded: the fusion beats plain fine-tuning (holds) yet misses 0.80."""
-    from seedr.experiments.results_markdown import claims_markdown
-    from seedr.experiments.verdicts import claim_results
+    from seedr.experiments.record.results_markdown import claims_markdown
+    from seedr.experiments.record.verdicts import claim_results
 
     claim = {"claim": "hybrid beats plain", "condition": "hybrid", "against": "mlm", "task": "reqa",
              "metric": "R@100", "source": "seedr", "target": 0.80}
@@ -803,7 +802,7 @@ def test_a_claims_target_is_reported_apart_from_its_verdict(hybrid, met):
 
 
 def test_floor_uses_chance_alone_without_bm25_and_no_floor_without_references():
-    from seedr.experiments.verdicts import AT_CHANCE, claim_results
+    from seedr.experiments.record.verdicts import AT_CHANCE, claim_results
 
     below = _task({"mlm": 0.04, "ict": 0.047}, {"ict": 0.001}, chance=0.01, bm25=None)  # floor 0.05 / 1.04
     above = _task({"mlm": 0.04, "ict": 0.049}, {"ict": 0.001}, chance=0.01, bm25=None)
@@ -817,7 +816,7 @@ def test_floor_uses_chance_alone_without_bm25_and_no_floor_without_references():
 def test_similar_claims_and_pairs_off_the_baseline_are_floored_too():
     """A claim of "no difference" between two encoders at chance holds trivially: it is inconclusive.
     A pair not against the baseline takes its recorded p-value when re-rendered."""
-    from seedr.experiments.verdicts import AT_CHANCE, claim_results
+    from seedr.experiments.record.verdicts import AT_CHANCE, claim_results
 
     task = _task({"mlm": 0.02, "seed": 0.021, "cpdae": 0.02}, {}, chance=0.001, bm25=0.6)
     claim = {"claim": "on par", "condition": "cpdae", "against": "seed", "task": "t", "metric": "R@100",
@@ -830,7 +829,7 @@ def test_similar_claims_and_pairs_off_the_baseline_are_floored_too():
 
 
 def test_comparison_table_shows_chance_bm25_and_floor():
-    from seedr.experiments.results_markdown import comparison_markdown
+    from seedr.experiments.record.results_markdown import comparison_markdown
 
     task = _task({"mlm": 0.0449, "ict": 0.0277}, {"ict": 0.0002}, chance=0.000105, bm25=0.973)
     lines = comparison_markdown(task).splitlines()
@@ -844,7 +843,7 @@ def test_comparison_table_shows_chance_bm25_and_floor():
 def test_recorded_claims_follow_the_floor():
     """Every recorded task has its chance level, BM25 and floor; every recorded claim on a retrieval
     metric whose two systems are below the floor is inconclusive, and no other is."""
-    from seedr.experiments.verdicts import AT_CHANCE
+    from seedr.experiments.record.verdicts import AT_CHANCE
 
     for path in sorted((ROOT / "docs" / "results").glob("*/results.json")):
         results = json.loads(path.read_text())
@@ -863,8 +862,8 @@ def test_rerender_rederives_verdicts_and_report_from_results(tmp_path):
     """A recorded experiment re-rendered from its results.json alone: claims re-judged with the texts of
     its file, the report's Comparison section re-written (its HTML page made again by seedr report), the rest
     of the report kept."""
-    from seedr.experiments.records import rerender
-    from seedr.experiments.verdicts import AT_CHANCE
+    from seedr.experiments.record.docs_results import rerender
+    from seedr.experiments.record.verdicts import AT_CHANCE
 
     folder = tmp_path / "from_scratch"
     shutil.copytree(ROOT / "docs" / "results" / "from_scratch", folder)
@@ -987,7 +986,7 @@ def test_runner_records_chance_bm25_and_floor(tmp_path, scifact_slice, monkeypat
 
 def test_holm_adjusts_a_family_of_p_values_step_down():
     """Holm 1979 by hand: sorted 0.01, 0.02, 0.04 of m = 3 → 0.03, 0.04, max(0.04, 0.04) = 0.04."""
-    from seedr.experiments.verdicts import holm
+    from seedr.experiments.record.verdicts import holm
 
     assert holm([0.04, 0.01, 0.02]) == pytest.approx([0.04, 0.03, 0.04])
     assert holm([0.5, 0.6]) == pytest.approx([1.0, 1.0]) and holm([]) == []
@@ -999,8 +998,8 @@ def test_claim_verdicts_read_holm_adjusted_p_values(tmp_path):
     does. A claim below the floor stays out of the family."""
     from types import SimpleNamespace
 
+    from seedr.experiments.record.verdicts import AT_CHANCE, claim_results
     from seedr.experiments.spec import Claim
-    from seedr.experiments.verdicts import AT_CHANCE, claim_results
 
     def claim(name, expect="higher"):
         return Claim(claim=name, paper="p", protocol="x", source="paper", task="t", metric="m",
@@ -1026,8 +1025,8 @@ def test_seed_spread_sets_the_tolerance_of_seeded_figures():
     """Three seeds at 0.30, 0.32, 0.34 (SD 0.02): one member's tolerance 2√2·0.02 = 0.0566, the group
     mean's 0.0566/√3 = 0.0327, measured from the seeds whatever the file says; a figure outside every
     group (or in a group of one) keeps the file's 0.01, marked "not measured"."""
-    from seedr.experiments.figures import figures, seed_spread
-    from seedr.experiments.results_markdown import results_markdown
+    from seedr.experiments.record.figures import figures, seed_spread
+    from seedr.experiments.record.results_markdown import results_markdown
 
     systems = {f"mlm-s{i}": {"m": {"mean": value}} for i, value in enumerate((0.30, 0.32, 0.34), 1)}
     systems |= {"mlm": {"m": {"mean": 0.32}}, "bm25": {"m": {"mean": 0.5}}, "one-s1": {"m": {"mean": 0.1}},
@@ -1141,8 +1140,8 @@ def test_the_eta_comes_from_the_units_sizes_from_the_first_unit_on():
 
     from rich.console import Console
 
-    from seedr.experiments.progress import SHARE_OF_MATMUL, UnitWork
-    from seedr.experiments.progress import Progress as _Progress
+    from seedr.experiments.record.progress import SHARE_OF_MATMUL, UnitWork
+    from seedr.experiments.record.progress import Progress as _Progress
 
     sizes = {Path("setup"): UnitWork("retrieval_task"),
              Path("pretrain"): UnitWork("pre-training (mlm)", 10.0, "pre-training"),
@@ -1181,8 +1180,8 @@ def test_the_eta_is_plain_once_every_kind_left_has_run():
 
     from rich.console import Console
 
-    from seedr.experiments.progress import Progress as _Progress
-    from seedr.experiments.progress import UnitWork
+    from seedr.experiments.record.progress import Progress as _Progress
+    from seedr.experiments.record.progress import UnitWork
 
     units = {Path("a"): UnitWork("fine-tuning", 10.0, "fine-tuning"),
              Path("b"): UnitWork("fine-tuning", 20.0, "fine-tuning"), Path("c"): UnitWork("fusion")}
@@ -1248,7 +1247,7 @@ def test_an_estimate_is_not_part_of_any_result_key():
 
     for kind in [*(STEPS.get(name) for name in STEPS.names()), *(TASKS.get(name) for name in TASKS.names())]:
         closure = code_closure([f"{kind.__module__}:{kind.__qualname__}"])
-        assert not {"seedr.experiments.progress", "seedr.experiments.sizing"} & set(closure), kind
+        assert not {"seedr.experiments.record.progress", "seedr.experiments.record.sizing"} & set(closure), kind
 
 
 def test_work_is_sized_by_what_each_objective_computes():
@@ -1281,8 +1280,8 @@ def test_fine_tuning_is_sized_at_the_lengths_its_batches_are_padded_to(tmp_path)
     expected longest of a batch drawn from the training data's lengths), hard negatives only for a
     strategy that adds them, a few-shot run's epochs over its sample, and its dev evaluations; before its
     training data exists it is not sized."""
-    from seedr.experiments.progress import SHARE_OF_MATMUL
-    from seedr.experiments.sizing import padded_length, step_work, tokens_of
+    from seedr.experiments.record.progress import SHARE_OF_MATMUL
+    from seedr.experiments.record.sizing import padded_length, step_work, tokens_of
     from seedr.experiments.steps import STEPS
     from seedr.modeling.encoder import EncoderShape
 
@@ -1334,8 +1333,8 @@ def test_a_claim_on_a_model_that_learned_nothing_is_inconclusive(tmp_path):
     reason, and leaves it out of the Holm family; a condition that holds changes nothing."""
     from types import SimpleNamespace
 
+    from seedr.experiments.record.verdicts import claim_results
     from seedr.experiments.spec import Claim
-    from seedr.experiments.verdicts import claim_results
 
     systems = {"bm25": {"m": {"mean": 0.9, "p_value": None}},
                "transformer": {"m": {"mean": 0.62, "p_value": 0.001}}, "bow": {"m": {"mean": 0.02, "p_value": 0.001}}}
@@ -1385,8 +1384,8 @@ def test_claims_between_groups_of_seeds_test_the_seeds_too(tmp_path):
     per-query p-value as the verdict's. A side of one seed: Student's test, and the verdict says so."""
     from scipy import stats
 
+    from seedr.experiments.record.verdicts import claim_results, verdict_text
     from seedr.experiments.spec import Claim
-    from seedr.experiments.verdicts import claim_results, verdict_text
 
     claims = [Claim(claim="A beats B", condition="a", against="b", task="t", metric="m", protocol="x"),
               Claim(claim="one run each", condition="a-s1", against="b-s1", task="t", metric="m", protocol="x")]
@@ -1428,7 +1427,7 @@ def test_recorded_claims_over_seeds_read_tests_of_their_seeds():
     gives 0.003 and 0.025). Seed groups' per-query scores are no longer kept."""
     from scipy import stats
 
-    from seedr.experiments.verdicts import seed_members
+    from seedr.experiments.record.verdicts import seed_members
 
     checked = 0
     for path in sorted((ROOT / "docs" / "results").glob("*/results.json")):

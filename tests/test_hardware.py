@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import platform
 
-from seedr.experiments.results_markdown import machine_label
+from seedr.experiments.record.results_markdown import machine_label
 from seedr.hardware import (
     cpu_description,
     default_compute_dtype,

@@ -15,7 +15,7 @@ from typer.testing import CliRunner
 
 from seedr.cli import app
 from seedr.config import parse_yaml, read_recipe
-from seedr.experiments.records import record
+from seedr.experiments.record.docs_results import record
 from seedr.experiments.spec import load_experiment
 from seedr.io import DataError
 from seedr.modeling.encoder import save_encoder

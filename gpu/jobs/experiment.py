@@ -5,7 +5,7 @@
 runs ``seedr experiment NAME --scale gpu --set seeds=[1] ...`` in a work folder of its own (models,
 embeddings and runs stay there: they do not come back), then writes into ``OUT`` what the recording
 session needs to judge the experiment once every seed has run (``python gpu/pack.py combine``:
-``seedr.experiments.combine``): the run's ``results.json`` and ``report.md``, its plots, and
+``seedr.experiments.record.combine``): the run's ``results.json`` and ``report.md``, its plots, and
 ``per_query.json``, every system's per-query scores on every task. A lease has minutes, so the queue gives
 each seed (or pair of seeds) a job of its own.
 

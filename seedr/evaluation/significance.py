@@ -16,7 +16,7 @@ give p = 1.
 
 Both tests take each system as one fixed run. Where each side of a comparison is a recipe trained with
 several seeds, the variation between seeds is part of what a re-run would change: an experiment's
-verdicts test the seeds' figures too (``seedr.experiments.verdicts``).
+verdicts test the seeds' figures too (``seedr.experiments.record.verdicts``).
 """
 
 from __future__ import annotations

@@ -25,7 +25,6 @@ from __future__ import annotations
 import functools
 import hashlib
 import json
-import shutil
 import sys
 import time
 from dataclasses import dataclass, field
@@ -37,13 +36,14 @@ from rich.console import Console
 
 from seedr.config import from_dict, identity, merge_settings
 from seedr.data.runs import read_trec_run, write_trec_run
-from seedr.evaluation.case_study import case_study
-from seedr.experiments.figures import figures, references, seed_spread, with_seed_sd
-from seedr.experiments.preamble import machine, report_preamble
-from seedr.experiments.progress import Progress, UnitWork, Work
-from seedr.experiments.results_markdown import results_markdown
+from seedr.experiments.record.figures import figures, references, seed_spread, with_seed_sd
+from seedr.experiments.record.preamble import machine, report_preamble
+from seedr.experiments.record.progress import Progress, UnitWork, Work
+from seedr.experiments.record.report import case_study_results, report_plots
+from seedr.experiments.record.results_markdown import results_markdown
+from seedr.experiments.record.sizing import EncodedTokens, made_shape, step_work
+from seedr.experiments.record.verdicts import claim_results
 from seedr.experiments.scoring import compare
-from seedr.experiments.sizing import EncodedTokens, made_shape, step_work
 from seedr.experiments.spec import Condition, Experiment, substitute
 from seedr.experiments.steps import (
     ExperimentStep,
@@ -52,17 +52,15 @@ from seedr.experiments.steps import (
     record_step,
 )
 from seedr.experiments.tasks import TASKS, FuseConfig, RetrievalTask, RetrieveConfig, fuses
-from seedr.experiments.verdicts import claim_results
 from seedr.io import atomic_write, json_text, output_lock
 from seedr.provenance import code_fingerprint, record_run, sources_as_first_read
-from seedr.reporting.diagnostics import plot_reliance
-from seedr.reporting.report import plot_comparison, render_report
+from seedr.reporting.report import render_report
 from seedr.retrieval.fusion import fuse
 
 if TYPE_CHECKING:
     from seedr.modeling.encoder import EncoderShape
 
-#: Every task's BM25 run, the reference of its floor (``seedr.experiments.figures.references``): the
+#: Every task's BM25 run, the reference of its floor (``seedr.experiments.record.figures.references``): the
 #: folder of an experiment's BM25 condition on that task when it has one (same key), else its own.
 _BM25_REFERENCE = Condition("bm25-reference", [], "bm25")  # its name is the run file's tag
 
@@ -247,7 +245,7 @@ class _Runner:
 def experiment_scores(experiment: Experiment, out_dir: str | Path) -> dict[str, dict[str, dict[str, dict[str, float]]]]:
     """The per-query scores of every system of ``experiment`` on every task, from the finished runs in the
     work folder ``out_dir`` (``run_scores``; nothing runs): what a seed run apart brings back for
-    ``seedr.experiments.combine``."""
+    ``seedr.experiments.record.combine``."""
     runner = _Runner(experiment, Path(out_dir), Console(quiet=True))
     return run_scores(_plan(experiment, runner))
 
@@ -295,7 +293,7 @@ class _Plan:
                 *dict.fromkeys([*self.retrievals.values(), *self.bm25_folders.values()])]
 
     def work(self, experiment: Experiment, runner: _Runner) -> dict[Path, Work]:
-        """Every unit's kind and size of work (for the ETA: ``seedr.experiments.sizing``), each asked when
+        """Every unit's kind and size of work (for the ETA: ``seedr.experiments.record.sizing``), each asked when
         needed: a size that depends on what an earlier unit makes (training labels, a corpus) is known once
         it has run. A model a chain will make has the shape of the one it starts from (``made_shape``)."""
         from seedr.hardware import default_device, encoding_dtype
@@ -479,7 +477,7 @@ def _report(experiment: Experiment, plan: _Plan, scores: _Scores, runner: _Runne
                            spread),
         "claims": claim_results(experiment, scores.comparisons, scores.per_query, scores.diagnostics),
         "cls_reliance": scores.reliance,
-        "case_study": _case_study(experiment, plan.tasks, plan.retrievals),
+        "case_study": case_study_results(experiment, plan.tasks, plan.retrievals),
         "steps": {name: [str(folder) for _, folder in plan.chains[name]] for name in experiment.conditions},
         "code": code_fingerprint(),
         "provenance": [{"folder": folder.relative_to(runner.out_dir).as_posix(),
@@ -489,20 +487,8 @@ def _report(experiment: Experiment, plan: _Plan, scores: _Scores, runner: _Runne
     (report_dir / "plots").mkdir(parents=True, exist_ok=True)
     with atomic_write(report_dir / "results.json") as stream:
         stream.write(json_text(results))
-    grouped = _grouped(experiment)
-    plots = [plot_comparison(table, report_dir / "plots" / f"comparison-{task}.png", title=task,
-                             systems=[system for system in table.systems if system not in grouped])
-             for task, table in scores.tables.items()]  # a group's members are plotted as the group
-    if scores.reliance:  # SEED-Encoder Fig. 4: every SEED condition's curve on one axis
-        plots.append(plot_reliance(scores.reliance, report_dir / "plots" / "cls-reliance.png"))
-    run_names: dict[Path, str] = {}  # a step shared by conditions is shown once, under the first
-    for name in experiment.conditions:
-        for step, folder in plan.chains[name]:
-            for figure in step.figures(folder):  # the steps' own figures, e.g. diagnostics.png
-                plots.append(report_dir / "plots" / f"{name}-{figure.name}")
-                shutil.copyfile(figure, plots[-1])
-            for history in step.history_dirs(folder):
-                run_names.setdefault(history, f"{name}/{step.kind}")
+    plots, run_names = report_plots(experiment, plan.chains, scores.tables, scores.reliance, _grouped(experiment),
+                                    report_dir)
     report = render_report(list(run_names), report_dir, title=experiment.title,
                            preamble=report_preamble(experiment, results),
                            results_markdown=results_markdown(results),
@@ -510,18 +496,6 @@ def _report(experiment: Experiment, plan: _Plan, scores: _Scores, runner: _Runne
     runner.console.print(f"done in {wall:.0f} s; report: [bold]{report}[/]")
     return Outcome(report, results, runner.outcome_executed, runner.outcome_reused)
 
-
-def _case_study(experiment: Experiment, tasks: dict[str, RetrievalTask],
-                retrievals: dict[tuple[str, str], Path]) -> dict[str, Any] | None:
-    """The experiment's ``case_study`` (SEED-Encoder Table 5) from its two systems' run files, or None."""
-
-    wanted = experiment.case_study
-    if wanted is None:
-        return None
-    task = tasks[wanted.task]
-    runs = {system: read_trec_run(retrievals[(task.name, system)] / "run.trec") for system in wanted.systems}
-    documents = {document.id: document for document in task.documents()}
-    return {"task": task.name, **case_study(runs, task.labels(), task.queries(), documents, wanted.queries)}
 
 __all__ = ["Outcome", "experiment_scores", "planned_work", "retrieval_code", "run_experiment", "run_scores",
            "step_folder"]

@@ -1,6 +1,6 @@
 """Scoring an experiment's runs: a task's systems per query, its groups (of seeds) averaged in, tested
 against the baseline (``compare``) — what the runner does with the runs it made, and what
-``seedr.experiments.combine`` does with the per-query scores of seeds that ran apart."""
+``seedr.experiments.record.combine`` does with the per-query scores of seeds that ran apart."""
 
 from __future__ import annotations
 
@@ -20,7 +20,7 @@ def compare(experiment: Any, metrics: list[str], scores: dict[str, dict[str, dic
             task_references: dict[str, Any]) -> tuple[Any, dict[str, Any]]:
     """One task's systems (``scores``, per query) with its groups averaged in, tested against the baseline:
     the comparison table, and the task's entry of ``results.json`` (the table with ``task_references``,
-    ``seedr.experiments.figures.references``). ``scores`` gains the groups."""
+    ``seedr.experiments.record.figures.references``). ``scores`` gains the groups."""
     from seedr.evaluation.compare import comparison_table
 
     for group, members in experiment.groups.items():

@@ -144,9 +144,9 @@ class Claim:
     ``requires_learning``: sanity conditions (a mapping or a list of them: ``{system, above, task, metric}``,
     task and metric defaulting to the claim's) that the verdict checks from the recorded figures: a system
     that is not above the one named (e.g. a pre-trained model below its own no-pre-training row) learned
-    nothing, and the claim is "inconclusive" with that reason (``seedr.experiments.verdicts``).
+    nothing, and the claim is "inconclusive" with that reason (``seedr.experiments.record.verdicts``).
     ``central``: the central claim of the papers this row bears on (a key of
-    ``seedr.experiments.claims_page.CENTRAL_CLAIMS``), for the summary that opens the claims page.
+    ``seedr.experiments.record.claims_page.CENTRAL_CLAIMS``), for the summary that opens the claims page.
     """
 
     claim: str

@@ -313,7 +313,7 @@ def model_positions(name_or_path: str | os.PathLike) -> int | None:
 class EncoderShape:
     """What a Transformer encoder's arithmetic grows with: its layers, their width and feed-forward width,
     and its vocabulary (for the heads that predict tokens). It sizes work before it runs, for an
-    experiment's ETA (``seedr.experiments.progress``)."""
+    experiment's ETA (``seedr.experiments.record.progress``)."""
 
     layers: int
     hidden: int
@@ -400,7 +400,7 @@ def add_placeholder_pooler(folder: str | os.PathLike) -> bool:
         return False
     with safe_open(str(file), framework="pt") as weights:
         metadata = weights.metadata() or {"format": "pt"}
-        names = set(weights.keys())  # noqa: SIM118 (safe_open is not a mapping)
+        names = set(weights.keys())
     if names & set(POOLER_KEYS):
         return False
     tensors = load_file(str(file))

@@ -76,7 +76,7 @@ class Objective(nn.Module):
     @classmethod
     def multiply_adds_per_example(cls, options: Any, max_seq_length: int, shape: EncoderShape) -> float:
         """Multiply-adds of one training example's forward pass through the encoder and the objective's
-        own parts, to size a run before it starts (an experiment's ETA, ``seedr.experiments.progress``):
+        own parts, to size a run before it starts (an experiment's ETA, ``seedr.experiments.record.progress``):
         by default one text of ``max_seq_length`` tokens through the encoder."""
         return max_seq_length * shape.token_multiply_adds
 

@@ -9,10 +9,10 @@ from typing import Annotated
 
 import typer
 
-from seedr.experiments.claims_page import update_claims_page
-from seedr.experiments.records import load_results, shipped_file
-from seedr.experiments.records import record as record_results
-from seedr.experiments.records import verify as check
+from seedr.experiments.record.claims_page import update_claims_page
+from seedr.experiments.record.docs_results import load_results, shipped_file
+from seedr.experiments.record.docs_results import record as record_results
+from seedr.experiments.record.docs_results import verify as check
 from seedr.experiments.spec import RUN_SCALES, experiment_titles, load_experiment
 from seedr.io import DataError
 from seedr.stages.common import clear_errors, console

@@ -10,7 +10,7 @@ metric is judged only when at least one of the two systems it compares reaches t
 metric — at least ``FLOOR_CHANCE`` × the chance level (the expected value of a random ranking of the
 task's pool, ``seedr.evaluation.chance``), taken on the odds scale so that it stays below 1 where chance
 is high (``chance_floor``), and at least ``FLOOR_BM25`` × BM25's value on the same task
-(``seedr.experiments.verdicts``). Diagnostics (one number per model, no ranking) have no chance level and
+(``seedr.experiments.record.verdicts``). Diagnostics (one number per model, no ranking) have no chance level and
 no floor.
 """
 

@@ -1,4 +1,4 @@
-"""What each unit of an experiment computes, sized before it runs, for its ETA (``seedr.experiments.progress``).
+"""What each unit of an experiment computes, sized before it runs, for its ETA (``seedr.experiments.record.progress``).
 
 Training and dense retrieval are sized in floating-point operations: pre-training from what its objective
 computes per example (``Objective.multiply_adds_per_example``), fine-tuning from its batches at the length
@@ -18,7 +18,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from seedr.experiments.progress import SHARE_OF_MATMUL, UnitWork
+from seedr.experiments.record.progress import SHARE_OF_MATMUL, UnitWork
 
 if TYPE_CHECKING:
     from seedr.experiments.steps.base import ExperimentStep

@@ -3,7 +3,7 @@
 ``results.json`` (written by ``run_experiment`` into ``OUT/report``; committed under
 ``docs/results/NAME/`` by ``seedr experiment NAME --record``, ``record``) holds every figure — a (task,
 system, metric) mean with the tolerance a re-run may move it by — each task's chance level, BM25 and
-floor (``seedr.experiments.figures.references``), and every claim's verdict. ``verify`` compares a fresh
+floor (``seedr.experiments.record.figures.references``), and every claim's verdict. ``verify`` compares a fresh
 run with the recorded one; ``rerender`` re-derives a recorded experiment's verdicts and report from its
 results.json (no model is trained or run).
 """
@@ -15,10 +15,10 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-from seedr.experiments.figures import figures, floor, with_seed_sd
-from seedr.experiments.results_markdown import results_markdown
+from seedr.experiments.record.figures import figures, floor, with_seed_sd
+from seedr.experiments.record.results_markdown import results_markdown
+from seedr.experiments.record.verdicts import claim_results
 from seedr.experiments.spec import is_experiment_name
-from seedr.experiments.verdicts import claim_results
 from seedr.io import DataError, atomic_directory, atomic_write, json_text
 
 

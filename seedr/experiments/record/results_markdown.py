@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from seedr.experiments.figures import FLOOR_BM25, FLOOR_CHANCE, MEASURED, NOT_MEASURED
-from seedr.experiments.verdicts import verdict_text
+from seedr.experiments.record.figures import FLOOR_BM25, FLOOR_CHANCE, MEASURED, NOT_MEASURED
+from seedr.experiments.record.verdicts import verdict_text
 
 
 def machine_label(machine: dict[str, Any] | None) -> str:

@@ -11,8 +11,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from seedr.experiments.results_markdown import claim_figures, claims_markdown, machine_label
-from seedr.experiments.verdicts import AT_CHANCE, seeds_text, verdict_text
+from seedr.experiments.record.results_markdown import claim_figures, claims_markdown, machine_label
+from seedr.experiments.record.verdicts import AT_CHANCE, seeds_text, verdict_text
 from seedr.io import atomic_write
 
 #: The claims page's table (``docs/claims.md``) sits between these two lines ...
@@ -128,7 +128,7 @@ CENTRAL_CLAIMS: dict[str, CentralClaim] = {
     "table_1": CentralClaim(
         "CPDAE Table 1's order: CPDAE above SEED-Encoder, SEED-Encoder above ICT, PROP and SimCSE, these above "
         "BERT (SimCSE level with it)", "CPDAE Table 1", "objectives_at_equal_flops",
-        "pretraining_objectives at 100× the CPU budget (equal FLOPs), every test article of ReQA 1%, three "
+        "pretraining_objectives at 50× the CPU budget (equal FLOPs), the first 100 test articles of ReQA 1%, three "
         "seeds each"),
     "weak_decoder": CentralClaim(
         "A weak decoder (few layers, short attention span) makes a better retriever than a strong one",

@@ -15,12 +15,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from seedr.experiments.figures import figures, seed_spread, with_seed_sd
+from seedr.experiments.record.figures import figures, seed_spread, with_seed_sd
+from seedr.experiments.record.verdicts import claim_results
 from seedr.experiments.scoring import compare
-from seedr.experiments.verdicts import claim_results
 
 #: What ``results.json`` holds of a task besides its comparison: the references the task's systems are
-#: read against (``seedr.experiments.figures.references``).
+#: read against (``seedr.experiments.record.figures.references``).
 REFERENCE_KEYS = ("pool", "chance", "bm25", "bm25_system", "floor")
 
 
@@ -64,7 +64,7 @@ def combine_seed_runs(experiment: Any, runs: list[dict[str, Any]]) -> dict[str, 
     first = runs[0]["results"]
     return {
         "experiment": experiment.name, "title": experiment.title, "scale": experiment.scale,
-        "file": str(experiment.path), "command": "combined from runs of its seeds (seedr.experiments.combine)",
+        "file": str(experiment.path), "command": "combined from runs of its seeds (seedr.experiments.record.combine)",
         "machine": first.get("machine"), "started": min(run["results"].get("started") or "" for run in runs),
         "wall_seconds": round(sum(run["results"].get("wall_seconds") or 0 for run in runs), 1),
         "compute_seconds": round(sum(run["results"].get("compute_seconds") or 0 for run in runs), 1),

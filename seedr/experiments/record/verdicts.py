@@ -1,7 +1,7 @@
 """Verdicts on an experiment's claims from its recorded figures.
 
 ``claim_results`` judges each claim — holds / does not hold / not significant, or inconclusive: at chance
-(both systems below the task's floor, ``seedr.experiments.figures``) or because a system it needs learned
+(both systems below the task's floor, ``seedr.experiments.record.figures``) or because a system it needs learned
 nothing — on the paired test's p-value, Holm-adjusted within the experiment (``holm``), and, where a
 side was trained with several seeds, also on a test over the seeds (``_seed_test``). ``verdict_text``
 says a verdict with the seeds it was judged on.
@@ -13,7 +13,7 @@ import math
 import statistics
 from typing import Any
 
-from seedr.experiments.figures import NOT_MEASURED
+from seedr.experiments.record.figures import NOT_MEASURED
 
 #: The verdict of a claim whose systems are both below the floor.
 AT_CHANCE = "inconclusive: at chance"
@@ -126,7 +126,7 @@ def claim_results(experiment: Any, comparisons: dict[str, dict[str, Any]],
     (``condition`` against ``against``, on the experiment's test; ``scores``: per task, system, metric
     and query; ``p_values``: ones already computed, by (condition, against, task, metric), used instead)
     and the verdict at this scale — ``AT_CHANCE`` when neither system reaches the task's floor on the
-    metric (``comparisons[task]["floor"]``, see ``seedr.experiments.figures.references``). Claims on
+    metric (``comparisons[task]["floor"]``, see ``seedr.experiments.record.figures.references``). Claims on
     ``diagnostics`` compare two models' diagnostic values; they have no p-value (one number per model) and
     are judged by their direction where the difference exceeds the metric's tolerance (what a re-run may
     move one value by), else "not significant". The directional claims judged above the floor are one family: their verdicts
