@@ -419,11 +419,6 @@ def _execute(experiment: Experiment, plan: _Plan, runner: _Runner) -> None:
             done.add(plan.bm25_folders[task.name])
 
 
-def _grouped(experiment: Experiment) -> set[str]:
-    """The conditions shown as their group in tables and plots."""
-    return {member for members in experiment.groups.values() for member in members}
-
-
 def run_scores(plan: _Plan) -> dict[str, dict[str, dict[str, dict[str, float]]]]:
     """Every retrieval's run scored per query: ``{task: {system: {metric: {query: score}}}}``."""
     return {task.name: {name: task.per_query(read_trec_run(folder / "run.trec"))
@@ -435,7 +430,7 @@ def _score(experiment: Experiment, plan: _Plan, console: Console) -> _Scores:
     """Score every run per query, average the groups, test every system against the baseline per task,
     and read the diagnose steps' results."""
     tables, comparisons, per_query = {}, {}, run_scores(plan)
-    grouped = _grouped(experiment)
+    grouped = experiment.grouped
     for task in plan.tasks.values():
         scores = per_query[task.name]
         bm25 = (scores[plan.bm25_system] if plan.bm25_system in scores
@@ -487,8 +482,7 @@ def _report(experiment: Experiment, plan: _Plan, scores: _Scores, runner: _Runne
     (report_dir / "plots").mkdir(parents=True, exist_ok=True)
     with atomic_write(report_dir / "results.json") as stream:
         stream.write(json_text(results))
-    plots, run_names = report_plots(experiment, plan.chains, scores.tables, scores.reliance, _grouped(experiment),
-                                    report_dir)
+    plots, run_names = report_plots(experiment, plan.chains, scores.tables, scores.reliance, report_dir)
     report = render_report(list(run_names), report_dir, title=experiment.title,
                            preamble=report_preamble(experiment, results),
                            results_markdown=results_markdown(results),

@@ -199,6 +199,11 @@ class Experiment:
     skipped: list[str] = field(default_factory=list)
 
     @property
+    def grouped(self) -> set[str]:
+        """The conditions shown as their group in tables and plots."""
+        return {member for members in self.groups.values() for member in members}
+
+    @property
     def checkout(self) -> Path | None:
         """The checkout this experiment file lies in (``checkout``), or None (an installed seedr)."""
         return checkout(self.path)

@@ -14,11 +14,12 @@ from seedr.reporting.report import plot_comparison
 
 
 def report_plots(experiment: Any, chains: dict[str, list[tuple[Any, Path]]], tables: dict[str, Any],
-                 reliance: dict[str, Any], grouped: set[str], report_dir: Path) -> tuple[list[Path], dict[Path, str]]:
+                 reliance: dict[str, Any], report_dir: Path) -> tuple[list[Path], dict[Path, str]]:
     """The report's figures in ``report_dir/plots`` — each task's comparison (a group's members plotted
     as the group), the decoders' reliance on [CLS] (SEED-Encoder Fig. 4: every SEED condition's curve on
     one axis) and the steps' own figures — and the run folders whose training curves it shows, each named
     by its first condition and step (a step shared by conditions is shown once)."""
+    grouped = experiment.grouped
     plots = [plot_comparison(table, report_dir / "plots" / f"comparison-{task}.png", title=task,
                              systems=[system for system in table.systems if system not in grouped])
              for task, table in tables.items()]
