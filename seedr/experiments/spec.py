@@ -230,12 +230,6 @@ def checkout(path: str | Path) -> Path | None:
     return None
 
 
-def _merge(base: dict[str, Any], update: dict[str, Any]) -> dict[str, Any]:
-    """``base`` updated by ``update`` by ``seedr.config.merge_settings``'s rule (dotted keys nested, the
-    update winning whichever spelling either uses)."""
-    return merge_settings(base, update)
-
-
 def substitute(value: Any, variables: dict[str, Any], where: str, strict: bool = True) -> Any:
     """Replace ``{name}`` in every string of ``value``; a string that is exactly ``{name}`` takes the
     variable's own value (a number stays a number, ``null`` stays ``None``). ``strict``: an unknown
@@ -381,7 +375,7 @@ def load_experiment(name: str | Path, scale: str = "cpu", overrides: list[str] |
     if set(scaled) - {"variables", "defaults", "skip"}:
         raise DataError(path, f"scales.{scale} takes variables, defaults and skip", field=f"scales.{scale}")
 
-    variables = _merge(raw.get("variables") or {}, scaled.get("variables") or {})
+    variables = merge_settings(raw.get("variables") or {}, scaled.get("variables") or {})
     for override in overrides or []:
         key, sep, value = override.partition("=")
         if not sep:
@@ -391,7 +385,7 @@ def load_experiment(name: str | Path, scale: str = "cpu", overrides: list[str] |
                              f"{', '.join(sorted(variables))}")
         variables[key.strip()] = parse_yaml(value) if value.strip() else value
     where = str(path)
-    defaults = substitute(_merge(raw.get("defaults") or {}, scaled.get("defaults") or {}), variables, where)
+    defaults = substitute(merge_settings(raw.get("defaults") or {}, scaled.get("defaults") or {}), variables, where)
 
     setup = {}
     for step_name, entry in (raw.get("setup") or {}).items():
@@ -400,7 +394,7 @@ def load_experiment(name: str | Path, scale: str = "cpu", overrides: list[str] |
         if not isinstance(entry, dict) or "kind" not in entry:
             raise DataError(path, f"setup.{step_name} needs a kind", field=f"setup.{step_name}")
         kind = entry["kind"]
-        setup[step_name] = Step(kind, _merge(defaults.get(kind) or {}, {k: v for k, v in entry.items()
+        setup[step_name] = Step(kind, merge_settings(defaults.get(kind) or {}, {k: v for k, v in entry.items()
                                                                          if k != "kind"}))
 
     tasks = {}
@@ -435,13 +429,13 @@ def load_experiment(name: str | Path, scale: str = "cpu", overrides: list[str] |
             _check_entry_name(path, "conditions", name)
             steps = [_step(entry, f"{where}: conditions.{name}.steps[{i}]")
                      for i, entry in enumerate(body.get("steps") or [])]
-            steps = [Step(step.kind, _merge(defaults.get(step.kind) or {}, step.settings)) for step in steps]
+            steps = [Step(step.kind, merge_settings(defaults.get(step.kind) or {}, step.settings)) for step in steps]
             retrieve = body.get("retrieve", {})
             if not (retrieve in ("bm25", "none") or retrieve is None or isinstance(retrieve, dict)):
                 raise DataError(path, f"conditions.{name}.retrieve is bm25, none or a mapping of retrieval "
                                 f"settings, got {retrieve!r}", field=f"conditions.{name}.retrieve")
             if retrieve not in ("bm25", "none") and not (isinstance(retrieve, dict) and "fuse" in retrieve):
-                retrieve = _merge(defaults.get("retrieve") or {}, retrieve or {})
+                retrieve = merge_settings(defaults.get("retrieve") or {}, retrieve or {})
             conditions[name] = Condition(name, steps, retrieve, None if only is None else [str(t) for t in only])
 
     patterns = [str(name) for name in scaled.get("skip") or []]  # names, or patterns such as condenser-s*
