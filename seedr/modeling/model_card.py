@@ -35,7 +35,7 @@ from huggingface_hub import EvalResult, ModelCard, ModelCardData
 
 from seedr.data.training_log import read_metrics
 
-#: Hub ids of the built-in short names of ``seedr.modeling.encoder.BUILTIN_MODELS``.
+#: Hub ids of the built-in short names of ``seedr.modeling.folders.BUILTIN_MODELS``.
 BUILTIN_HUB_IDS = {"minilm": "sentence-transformers/all-MiniLM-L6-v2"}
 CARD = "README.md"
 #: The folder of a run's product (``seedr.engine.checkpoint.PRODUCT``): its run names it.
