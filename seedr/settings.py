@@ -9,6 +9,7 @@ reaches for a library, only when the value needing it is given: ``train.report_t
 which trackers it has. The modules that run the training (``seedr.engine.trainer``, ``pretrain``,
 ``finetune``) import these classes from here, and re-export them under their old names. (They are not
 in ``seedr/training/``: importing anything there runs that package's ``__init__``, which imports torch.)
+The pre-training objectives' options are in ``seedr.objective_options``, torch-free for the same reason.
 """
 
 from __future__ import annotations

@@ -61,7 +61,7 @@ def resolve_settings(stage: str, config: str | os.PathLike | None = None, settin
     return resolved
 
 
-def check_pretraining_inputs(config: PretrainConfig) -> None:
+def _check_pretraining_inputs(config: PretrainConfig) -> None:
     """Refuse a pre-training whose inputs are missing — its corpus's files, the encoder it continues from, its
     tokenizer, or, from scratch, none — before torch is imported (seconds), by the rules the run reads them with
     (``input_files``, ``resolve_model_path``, ``tokenizer_folder``), so that the refusal is the one the run
@@ -75,9 +75,9 @@ def check_pretraining_inputs(config: PretrainConfig) -> None:
         tokenizer_folder(config.model.tokenizer)
 
 
-def check_finetuning_inputs(config: FinetuneConfig) -> None:
+def _check_finetuning_inputs(config: FinetuneConfig) -> None:
     """Refuse a fine-tuning whose inputs are missing — the encoder, the training data, the dev qrels, queries
-    or corpus — before torch is imported, as ``check_pretraining_inputs`` does."""
+    or corpus — before torch is imported, as ``_check_pretraining_inputs`` does."""
     from seedr.data.training_sets import training_format
 
     resolve_model_path(config.model)
@@ -174,7 +174,7 @@ def pretrain(out: str | os.PathLike, *, config: str | os.PathLike | None = None,
                                 tokenizer=tokenizer, corpus=None if in_memory else corpus)
     with _locked(out):
         check_run_folder(out, resume)  # before anything is loaded or tokenised
-        check_pretraining_inputs(resolved)  # then what it reads: both before torch loads, in a second
+        _check_pretraining_inputs(resolved)  # then what it reads: both before torch loads, in a second
 
         from seedr.data.corpus import materialize_corpus
         from seedr.training.pretrain import pretrain as run_pretraining
@@ -230,7 +230,7 @@ def finetune(out: str | os.PathLike, *, model: str | os.PathLike | None = None,
         raise ValueError("no training data: give train= (--train), or train_data in the recipe")
     with _locked(out):
         check_run_folder(out, resume)  # before anything is loaded or mined
-        check_finetuning_inputs(resolved)  # then what it reads: both before torch loads, in a second
+        _check_finetuning_inputs(resolved)  # then what it reads: both before torch loads, in a second
 
         from seedr.training.finetune import finetune as run_finetuning
 

@@ -287,7 +287,7 @@ __all__ = [
     "read_extra_state",
     "read_position",
     "run_part_weights",
+    "verify_checkpoint",
     "save_checkpoint",
     "shared_atomic_directory",
-    "verify_checkpoint",
 ]
