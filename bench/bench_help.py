@@ -9,7 +9,8 @@ timed with a recipe, whose values the help then shows (``--config NAME``). ``see
 settings as the run would, the objective's options included (``seedr.objective_options``), and prints them as
 YAML or described (``--describe``). The refusals are those of issue 59: an unknown key (``--set
 train.batchsize=8``) given to ``seedr config`` and to a training command, a value out of range, a missing
-corpus, model, tokenizer, training data or dev qrels, and an output that is a file; each must exit 1 with its
+corpus, model, tokenizer, training data, dev qrels or queries (encoding and searching too), and an output that
+is a file; each must exit 1 with its
 one line, which it says before torch is imported (``tests/test_instant_answers.py``). Each command is timed
 ``repeats`` times after one untimed run (the Python files' bytecode and the page cache warm, as for a user's
 second call); the median is reported, with the slowest, and each goal is met when every median is under 2 s.
@@ -58,6 +59,9 @@ def refusals() -> list[tuple[tuple[str, ...], str]]:
         (("finetune", "--train", scifact, "--dev-qrels", "missing.tsv", "--out", "runs/bad"), "no such qrels file"),
         (("finetune", "--train", scifact, "--dev-qrels", qrels, "--set", "dev_metrics=[R@1000]", "--out", "runs/bad"),
          "go deeper than"),
+        (("encode", "--model", "minilm", "--corpus", "missing.jsonl", "--out", "runs/bad"), "no such corpus file"),
+        (("search", "--bm25", "--corpus", "scifact", "--queries", "missing.jsonl", "--out", "bad.trec"),
+         "no such queries file"),
     ]
 
 

@@ -100,7 +100,7 @@ def test_a_warning_is_one_line_without_its_source_text():
 
 
 def missing_inputs(shared_data) -> list[tuple[list[str], str]]:
-    """A training command with one input missing, and what its one line says."""
+    """A command with one input missing, and what its one line says."""
     scifact = str(shared_data / "scifact")
     return [
         (["pretrain", "--config", "seed", "--model", "minilm", "--corpus", "missing.jsonl"],
@@ -117,6 +117,15 @@ def missing_inputs(shared_data) -> list[tuple[list[str], str]]:
          "missing.jsonl: no such queries file"),
         (["finetune", "--train", scifact, "--dev-qrels", f"{scifact}/qrels/test.tsv", "--dev-corpus", "missing.jsonl"],
          "missing.jsonl: no such corpus file"),
+        (["encode", "--model", "minilm", "--corpus", "missing.jsonl"], "missing.jsonl: no such corpus file"),
+        (["encode", "--model", "missing-model", "--corpus", f"{scifact}/corpus.jsonl"],
+         "'missing-model' is not a local model folder"),
+        (["search", "--bm25", "--corpus", "missing.jsonl", "--queries", f"{scifact}/queries.jsonl"],
+         "missing.jsonl: no such corpus file"),
+        (["search", "--bm25", "--corpus", f"{scifact}/corpus.jsonl", "--queries", "missing.jsonl"],
+         "missing.jsonl: no such queries file"),
+        (["search", "--index", "missing-index", "--model", "missing-model", "--queries", f"{scifact}/queries.jsonl"],
+         "'missing-model' is not a local model folder"),
     ]
 
 
@@ -135,3 +144,9 @@ def test_an_output_is_refused_before_its_inputs_are_read_and_before_torch_loads(
                                 cwd=tmp_path)
     assert code == 1 and loaded == [] and len(lines) == 1 and "a-file: exists and is a file" in lines[0], lines
     assert (tmp_path / "a-file").read_text() == "mine\n"
+
+
+def test_a_missing_run_is_refused_before_the_significance_tests_load(tmp_path, shared_data):
+    code, lines, loaded = seedr("evaluate", "missing.trec", "--qrels", shared_data / "scifact" / "qrels" / "test.tsv",
+                                cwd=tmp_path)
+    assert code == 1 and loaded == [] and lines == ["error: missing.trec: no such file"], lines

@@ -41,6 +41,7 @@ from accelerate.utils import OPTIMIZER_NAME, broadcast_object_list
 from seedr.io import DataError, atomic_directory, read_json
 from seedr.io.run_folders import (  # the layout, which a run's refusal reads without torch
     CHECKPOINTS,
+    PRODUCT,
     TRAINER_STATE,
     checkpoint_path,
     latest_checkpoint,
@@ -49,7 +50,6 @@ from seedr.io.run_folders import (  # the layout, which a run's refusal reads wi
 from seedr.modeling.encoder import model_fingerprint
 from seedr.modeling.model_card import write_model_card
 
-PRODUCT = "encoder"
 STATE = "state"
 EXTRA_STATE = "extra_state.json"
 #: Where older checkpoints kept the extra state (a pickle: read with ``weights_only=True`` only).

@@ -11,6 +11,8 @@ from pathlib import Path
 
 from seedr.io.outputs import check_output
 
+#: The folder of a run's product, the encoder (``out/encoder``; ``seedr.engine.checkpoint``).
+PRODUCT = "encoder"
 CHECKPOINTS = "checkpoints"
 TRAINER_STATE = "trainer_state.json"
 _STEP_FOLDER = re.compile(r"^step-(\d+)$")

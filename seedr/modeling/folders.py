@@ -13,7 +13,7 @@ from pathlib import Path
 
 from seedr.config import read_recipe
 from seedr.io import DataError, read_json
-from seedr.modeling.model_card import PRODUCT
+from seedr.io.run_folders import PRODUCT
 from seedr.objective_options import OBJECTIVE_OPTIONS
 from seedr.settings import Pooling
 
