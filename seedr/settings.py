@@ -9,6 +9,7 @@ reaches for a library, only when the value needing it is given: ``train.report_t
 which trackers it has. The modules that run the training (``seedr.engine.trainer``, ``pretrain``,
 ``finetune``) import these classes from here, and re-export them under their old names. (They are not
 in ``seedr/training/``: importing anything there runs that package's ``__init__``, which imports torch.)
+The pre-training objectives' options are in ``seedr.objective_options``, torch-free for the same reason.
 """
 
 from __future__ import annotations
@@ -21,6 +22,8 @@ from typing import Any, Literal
 
 from seedr.config import identity
 
+#: How an encoder pools its token states into the text's vector: the [CLS] state or their masked mean.
+Pooling = Literal["cls", "mean"]
 #: The learning-rate schedules of ``transformers.get_scheduler`` a run can choose (``train.scheduler``).
 SCHEDULERS = ("linear", "cosine", "constant", "constant_with_warmup")
 #: A warm-up longer than this share of the run draws a warning (the papers warm up over 10% or less).
@@ -265,6 +268,15 @@ class ModelConfig:
     architecture: str = "bert"
     bow_mlp: dict[str, int] = field(default_factory=dict)
 
+    def check_source(self) -> None:
+        """Refuse a model with nothing to start from: neither an encoder to continue (``init``) nor a
+        tokenizer for a new one. Not a check of the settings alone (``seedr config`` shows a recipe that
+        leaves the model to the command line): pre-training asks it before it loads anything."""
+        if self.init is None and self.tokenizer is None:
+            raise ValueError("pre-training from scratch needs a tokenizer (model.tokenizer / --tokenizer: a folder "
+                             "written by `seedr prepare`, or a model folder); or continue from a checkpoint "
+                             "with model.init / --model")
+
 
 @dataclass
 class DataConfig:
@@ -445,4 +457,4 @@ class FinetuneConfig:
 
 
 __all__ = ["EPOCH_UNITS", "LARGE_WARMUP_SHARE", "SCHEDULERS", "TITLE_MODES", "DataConfig", "FinetuneConfig", "ModelConfig",
-           "PretrainConfig", "TrainConfig"]
+           "Pooling", "PretrainConfig", "TrainConfig"]

@@ -119,7 +119,7 @@ def test_help_with_a_recipe_shows_the_recipe_s_values_and_the_objective_s_option
     assert "train.max_steps = 1000000: " in output and "train.global_batch_size = 256: " in output
     assert "train.batch_size = 8: " in output and "train.warmup_ratio = 0.01: " in output
     assert "objective_name = seed: " in output
-    # the objective's options are those of its own config class (which imports torch): values only
+    # the objective's options, given by the recipe: their values (`seedr config --describe` describes them)
     assert "objective.decoder_layers = 3 objective.attention_span = 2 " in output
     assert "seedr config pretrain --config NAME --describe" in output
     # --config after --help, and as --config=NAME, is read too; fine-tuning's recipes the same way

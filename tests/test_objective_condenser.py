@@ -82,7 +82,7 @@ def test_registered_with_the_papers_defaults():
     assert (config.head_layers, config.early_layer, config.late_mlm, config.mask_probability) == (2, None, True, 0.15)
     with pytest.raises(ValueError, match="head_layers"):
         CondenserConfig(head_layers=0)
-    assert Condenser.trained_representation and Condenser.new_parts == ("Condenser head",)
+    assert Condenser.config_class.trained_representation and Condenser.new_parts == ("Condenser head",)
 
 
 @pytest.mark.parametrize(("layers", "early_layer", "expected"), [(4, None, 2), (12, None, 6), (4, 1, 1)])

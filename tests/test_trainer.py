@@ -533,8 +533,8 @@ def fake_run(folder: Path, step: int = 2) -> Path:
 
 
 def test_check_run_folder_refuses_what_training_would_refuse(tmp_path):
-    from seedr.engine.run_state import check_run_folder
     from seedr.io import DataError
+    from seedr.io.run_folders import check_run_folder
 
     check_run_folder(tmp_path / "new", resume=False)  # nothing there: fine
     (tmp_path / "file").write_text("x")

@@ -100,7 +100,6 @@ def evaluate(runs: Sequence[str | os.PathLike | SearchRun], *, qrels: str | os.P
     """
     from seedr.data.runs import check_run_queries, read_trec_run
     from seedr.data.runs import ignore_identical_ids as drop_identical_ids
-    from seedr.evaluation.compare import comparison_table
     from seedr.evaluation.metrics import run_depth
     from seedr.evaluation.qa_coverage import ranked_passages
     from seedr.evaluation.tasks import QaCoverageTask, QrelsTask, ReqaTask
@@ -183,6 +182,9 @@ def evaluate(runs: Sequence[str | os.PathLike | SearchRun], *, qrels: str | os.P
             task.passages = ranked_passages(loaded.values(), corpus, show_progress=show_progress)
         per_system = {name: task.per_query(run, show_progress=show_progress) for name, run in loaded.items()}
         details["questions"] = len(asked)
+
+    # scipy's tests (most of a second to import): once the runs and the task are read
+    from seedr.evaluation.compare import comparison_table
 
     table = comparison_table({name: per_system[name] for name in names[:given]}, baseline_name, test=test,
                              alpha=alpha, n_resamples=resamples, show_progress=show_progress)

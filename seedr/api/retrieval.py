@@ -15,6 +15,7 @@ from seedr.api.common import Source, _input_paths, _is_paths, _length, _locked, 
 from seedr.data.inputs import input_files
 from seedr.data.queries import read_queries
 from seedr.io import check_output
+from seedr.modeling.folders import resolve_model_path
 
 
 @dataclasses.dataclass(frozen=True)
@@ -36,6 +37,15 @@ class Embeddings:
         return os.fspath(self.path)
 
 
+def _check_inputs(model: str | None, corpus: Source | None) -> None:
+    """Refuse a model or corpus that is not there before torch is imported (seconds), by the rules they are
+    read with (``resolve_model_path``, ``input_files``)."""
+    if model is not None:
+        resolve_model_path(model)
+    if corpus is not None and _is_paths(corpus):
+        input_files(corpus, "corpus")
+
+
 @checks_arguments
 def encode(model: str | os.PathLike, corpus: Source, out: str | os.PathLike, *, pooling: str | None = None,
            normalize: bool | None = None, max_length: int | None = None, batch_size: int = 64,
@@ -53,16 +63,18 @@ def encode(model: str | os.PathLike, corpus: Source, out: str | os.PathLike, *, 
     """
     from itertools import islice
 
-    from accelerate import PartialState
-
-    from seedr.data.corpus import count_documents, read_corpus
-    from seedr.retrieval.embeddings import MANIFEST
-    from seedr.retrieval.encode import TextEncoder, encode_corpus_to_shards, model_defaults
-    from seedr.retrieval.long_documents import long_document_passages
-
     out, model = Path(out), _model_name(model)
     with _locked(out):
         check_output(out, "embeddings", replaces=False, inputs=_input_paths(corpus, model))
+        _check_inputs(model, corpus)
+
+        from accelerate import PartialState
+
+        from seedr.data.corpus import count_documents, read_corpus
+        from seedr.retrieval.embeddings import MANIFEST
+        from seedr.retrieval.encode import TextEncoder, encode_corpus_to_shards, model_defaults
+        from seedr.retrieval.long_documents import long_document_passages
+
         state = PartialState(cpu=device == "cpu")  # the launcher's process group; one process without one
         defaults = model_defaults(model)
         encoder = TextEncoder(model, pooling=pooling or defaults["pooling"],
@@ -252,9 +264,6 @@ def search(out: str | os.PathLike | None = None, *, queries: Source | Mapping[st
     from seedr.data.corpus import count_documents, read_corpus
     from seedr.data.runs import queries_record, run_tag, write_run_and_record
     from seedr.evaluation.tasks import QaCoverageTask, ReqaTask
-    from seedr.retrieval.bm25 import BM25Index
-    from seedr.retrieval.encode import TextEncoder, model_defaults
-    from seedr.retrieval.search import search_text
 
     sources = [source for source in (queries, questions, reqa) if source is not None]
     if len(sources) != 1:
@@ -268,6 +277,7 @@ def search(out: str | os.PathLike | None = None, *, queries: Source | Mapping[st
         check_output(bm25_index, "BM25 index", overwrite=overwrite, inputs=read)
     if out is not None:  # nor the run inside a BM25 index, read or written
         check_output(out, "TREC run", overwrite=overwrite, inputs=[*read, *_input_paths(bm25_index)])
+    _check_inputs(model, corpus)
     reqa_task = None  # the questions come from the evaluation task `seedr evaluate` scores them with
     if reqa is not None:
         reqa_task = ReqaTask(reqa)
@@ -280,6 +290,11 @@ def search(out: str | os.PathLike | None = None, *, queries: Source | Mapping[st
         texts = {str(qid): str(text) for qid, text in queries.items()} if isinstance(queries, Mapping) \
             else read_queries(queries)
         kind, files = "queries", input_files(queries, "queries") if given_paths else []
+
+    # the searchers (torch, bm25s: seconds), once what they search for is known to be there
+    from seedr.retrieval.bm25 import BM25Index
+    from seedr.retrieval.encode import TextEncoder, model_defaults
+    from seedr.retrieval.search import search_text
 
     with _locked(out):
         if bm25:

@@ -11,8 +11,13 @@ from typing import Any
 from seedr.api.arguments import checks_arguments
 from seedr.api.common import CONFIG_STAGES, Settings, Source, _is_paths, _locked, _model_name, _paths
 from seedr.config import from_dict, merge_settings, read_recipe
+from seedr.data.inputs import input_files
+from seedr.io.run_folders import check_run_folder
+from seedr.modeling.folders import pretrained_seed, resolve_model_path, tokenizer_folder
+from seedr.objective_options import OBJECTIVE_OPTIONS
 from seedr.provenance import record_run
 from seedr.recipes import recipe_path
+from seedr.settings import FinetuneConfig, PretrainConfig
 
 
 def resolve_settings(stage: str, config: str | os.PathLike | None = None, settings: Settings | None = None,
@@ -22,7 +27,7 @@ def resolve_settings(stage: str, config: str | os.PathLike | None = None, settin
     keyword arguments that are settings: ``model``, ``corpus``, ``objective`` ...), then ``settings``.
     Nothing runs; unknown keys raise ``ValueError`` listing the valid ones.
 
-    Fine-tuning a seed that a seedr pre-training made (``seedr.training.finetune.pretrained_seed``: SEED-Encoder,
+    Fine-tuning a seed that a seedr pre-training made (``seedr.modeling.folders.pretrained_seed``: SEED-Encoder,
     CPDAE, the two-tower objectives) pools as its objective trained, whatever the recipe says, unless
     ``settings`` (``--set``) set ``pooling``; the run's first line says which. The similarity stays the
     recipe's: SEED-Encoder's and CPDAE's decoders read one vector alone and train no score between two, and a
@@ -40,7 +45,7 @@ def resolve_settings(stage: str, config: str | os.PathLike | None = None, settin
     given = _stage_options(stage, options)
     recipe = read_recipe(recipe_path(os.fspath(config), stage)) if config is not None else {}
     if stage == "finetune":
-        from seedr.training.finetune import FinetuneConfig, check_dev_metrics, pretrained_seed
+        from seedr.evaluation.metrics import check_dev_metrics
 
         asked = merge_settings(given, dict(settings or {}))  # what the user set, apart from the recipe's defaults
         resolved_finetune = from_dict(FinetuneConfig, merge_settings(recipe, asked))
@@ -49,14 +54,37 @@ def resolve_settings(stage: str, config: str | os.PathLike | None = None, settin
             resolved_finetune.pooling = seed.pooling
         check_dev_metrics(resolved_finetune)
         return resolved_finetune
-    from seedr.objectives import OBJECTIVES
-    from seedr.training.pretrain import PretrainConfig
-
     resolved = from_dict(PretrainConfig, merge_settings(recipe, given, dict(settings or {})))
     # every option of the objective, its defaults included, as the run records them
-    objective = OBJECTIVES.get(resolved.objective_name)
-    resolved.objective = dataclasses.asdict(from_dict(objective.config_class, resolved.objective, "objective"))
+    options_class = OBJECTIVE_OPTIONS.get(resolved.objective_name)
+    resolved.objective = dataclasses.asdict(from_dict(options_class, resolved.objective, "objective"))
     return resolved
+
+
+def _check_pretraining_inputs(config: PretrainConfig) -> None:
+    """Refuse a pre-training whose inputs are missing — its corpus's files, the encoder it continues from, its
+    tokenizer, or, from scratch, none — before torch is imported (seconds), by the rules the run reads them with
+    (``input_files``, ``resolve_model_path``, ``tokenizer_folder``), so that the refusal is the one the run
+    would make, at once."""
+    if config.data.corpus:
+        input_files(config.data.corpus, "corpus")
+    config.model.check_source()
+    if config.model.init is not None:
+        resolve_model_path(config.model.init)
+    if config.model.tokenizer is not None:
+        tokenizer_folder(config.model.tokenizer)
+
+
+def _check_finetuning_inputs(config: FinetuneConfig) -> None:
+    """Refuse a fine-tuning whose inputs are missing — the encoder, the training data, the dev qrels, queries
+    or corpus — before torch is imported, as ``_check_pretraining_inputs`` does."""
+    from seedr.data.training_sets import training_format
+
+    resolve_model_path(config.model)
+    training_format(config.train_data)
+    for paths, kind in ((config.dev_qrels, "qrels"), (config.dev_queries, "queries"), (config.dev_corpus, "corpus")):
+        if paths:
+            input_files(paths, kind)
 
 
 #: The keyword arguments of ``pretrain`` / ``finetune`` that are settings, and the key each sets.
@@ -138,10 +166,6 @@ def pretrain(out: str | os.PathLike, *, config: str | os.PathLike | None = None,
         >>> run.encoder
         PosixPath('runs/seed/encoder')
     """
-    from seedr.data.corpus import materialize_corpus
-    from seedr.engine.run_state import check_run_folder
-    from seedr.training.pretrain import pretrain as run_pretraining
-
     if model is not None and size is not None:
         raise ValueError("model (continue from a checkpoint) and size (from scratch) exclude each other")
     out = Path(out)
@@ -150,6 +174,11 @@ def pretrain(out: str | os.PathLike, *, config: str | os.PathLike | None = None,
                                 tokenizer=tokenizer, corpus=None if in_memory else corpus)
     with _locked(out):
         check_run_folder(out, resume)  # before anything is loaded or tokenised
+        _check_pretraining_inputs(resolved)  # then what it reads: both before torch loads, in a second
+
+        from seedr.data.corpus import materialize_corpus
+        from seedr.training.pretrain import pretrain as run_pretraining
+
         if in_memory:
             record_run(out, resolved, resolved.train.seed)  # marks the folder as a run before its inputs go in
             written = out / "inputs" / "corpus.jsonl"  # kept with the run: what it trained on
@@ -192,9 +221,6 @@ def finetune(out: str | os.PathLike, *, model: str | os.PathLike | None = None,
         >>> retriever = seedr.finetune("runs/ft", model=run, train="scifact", loss="nll",
         ...                            settings={"train.max_steps": 50})
     """
-    from seedr.engine.run_state import check_run_folder
-    from seedr.training.finetune import finetune as run_finetuning
-
     out = Path(out)
     resolved = resolve_settings("finetune", config, settings, model=model, train=train, negatives=negatives,
                                 loss=loss, dev_qrels=dev_qrels, dev_queries=dev_queries, dev_corpus=dev_corpus,
@@ -204,4 +230,8 @@ def finetune(out: str | os.PathLike, *, model: str | os.PathLike | None = None,
         raise ValueError("no training data: give train= (--train), or train_data in the recipe")
     with _locked(out):
         check_run_folder(out, resume)  # before anything is loaded or mined
+        _check_finetuning_inputs(resolved)  # then what it reads: both before torch loads, in a second
+
+        from seedr.training.finetune import finetune as run_finetuning
+
         return TrainingRun(out, run_finetuning(resolved, out, resume=resume))

@@ -79,12 +79,18 @@ def _read_dpr(path: Path, split: str) -> TrainingSet:
     return TrainingSet(corpus, queries, qrels, f"DPR {path}", table)
 
 
-def load_training_set(path: str | Path, split: str = "train") -> TrainingSet:
-    """A BEIR folder (corpus, queries, ``qrels/<split>.tsv``) or a DPR retriever JSON file."""
+def training_format(path: str | Path) -> str:
+    """The format of the training data at ``path``: ``beir`` for a folder, ``dpr`` for a file; a ``DataError``
+    when there is neither (``seedr.api.finetune`` asks it before anything loads)."""
     path = Path(path)
     if not path.exists():
         raise DataError(path, "no such file or folder (expected a BEIR folder or a DPR JSON file)")
-    return TRAINING_FORMATS.get("beir" if path.is_dir() else "dpr")(path, split)
+    return "beir" if path.is_dir() else "dpr"
 
 
-__all__ = ["TRAINING_FORMATS", "TrainingSet", "load_training_set"]
+def load_training_set(path: str | Path, split: str = "train") -> TrainingSet:
+    """A BEIR folder (corpus, queries, ``qrels/<split>.tsv``) or a DPR retriever JSON file."""
+    return TRAINING_FORMATS.get(training_format(path))(Path(path), split)
+
+
+__all__ = ["TRAINING_FORMATS", "TrainingSet", "load_training_set", "training_format"]

@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import shutil
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
@@ -40,40 +39,21 @@ from accelerate import Accelerator
 from accelerate.utils import OPTIMIZER_NAME, broadcast_object_list
 
 from seedr.io import DataError, atomic_directory, read_json
+from seedr.io.run_folders import (  # the layout, which a run's refusal reads without torch
+    CHECKPOINTS,
+    PRODUCT,
+    TRAINER_STATE,
+    checkpoint_path,
+    latest_checkpoint,
+    list_checkpoints,
+)
 from seedr.modeling.encoder import model_fingerprint
 from seedr.modeling.model_card import write_model_card
 
-CHECKPOINTS = "checkpoints"
-PRODUCT = "encoder"
 STATE = "state"
-TRAINER_STATE = "trainer_state.json"
 EXTRA_STATE = "extra_state.json"
 #: Where older checkpoints kept the extra state (a pickle: read with ``weights_only=True`` only).
 LEGACY_EXTRA_STATE = "extra_state.pt"
-_STEP_FOLDER = re.compile(r"^step-(\d+)$")
-
-
-def checkpoint_path(out_dir: str | os.PathLike, step: int) -> Path:
-    return Path(out_dir) / CHECKPOINTS / f"step-{step}"
-
-
-def list_checkpoints(out_dir: str | os.PathLike) -> list[tuple[int, Path]]:
-    """``(step, folder)`` of the complete checkpoints of a run, oldest first."""
-    root = Path(out_dir) / CHECKPOINTS
-    if not root.is_dir():
-        return []
-    found = []
-    for folder in root.iterdir():
-        match = _STEP_FOLDER.match(folder.name)
-        if match and (folder / TRAINER_STATE).exists():
-            found.append((int(match.group(1)), folder))
-    return sorted(found)
-
-
-def latest_checkpoint(out_dir: str | os.PathLike) -> Path | None:
-    """The newest complete checkpoint of a run, or ``None``."""
-    checkpoints = list_checkpoints(out_dir)
-    return checkpoints[-1][1] if checkpoints else None
 
 
 def prune_checkpoints(out_dir: str | os.PathLike, keep: int) -> None:

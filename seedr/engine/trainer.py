@@ -98,12 +98,12 @@ from seedr.engine.part_gradients import part_gradient_norms
 from seedr.engine.run_metrics import TRACKERS, RunningMeans, flat_settings
 from seedr.engine.run_state import (
     SAFE_TO_CHANGE_ON_RESUME,
-    already_a_run,
     process_state,
     uses_cpu,
 )
 from seedr.hardware import resolve_mixed_precision
 from seedr.io import DataError, atomic_write
+from seedr.io.run_folders import already_a_run
 from seedr.provenance import code_fingerprint, other_code, record_run
 from seedr.settings import TrainConfig
 

@@ -28,6 +28,7 @@ import numpy as np
 from seedr.data.records import Qrels, Run
 from seedr.data.runs import rank_documents
 from seedr.evaluation import DEFAULT_METRICS
+from seedr.settings import FinetuneConfig
 
 
 def parse_metric(name: str) -> ir_measures.Measure:
@@ -48,6 +49,16 @@ def deeper_than(metrics: Sequence[str], depth: int) -> list[str]:
     """The metrics whose cutoff is beyond ``depth``: on a run that ranks ``depth`` documents, R@1000
     silently equals R@``depth``, so they are not to be reported as if measured at their cutoff."""
     return [name for name in metrics if parse_metric(name).params.get("cutoff", 0) > depth]
+
+
+def check_dev_metrics(config: FinetuneConfig) -> None:
+    """Refuse dev metrics that go deeper than the documents retrieved per dev query: R@1000 on a top 100
+    would silently equal R@100 (``deeper_than``). A check of the settings, made when they are resolved
+    (``seedr.api.resolve_settings``) and again when a fine-tuning starts."""
+    too_deep = deeper_than(config.dev_metrics, config.dev_depth)
+    if too_deep:
+        raise ValueError(f"dev_metrics {', '.join(too_deep)} go deeper than the {config.dev_depth} documents "
+                         f"retrieved per dev query: raise dev_depth or drop them")
 
 
 def rank_scores(run: Run) -> Run:

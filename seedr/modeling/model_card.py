@@ -34,12 +34,11 @@ import yaml
 from huggingface_hub import EvalResult, ModelCard, ModelCardData
 
 from seedr.data.training_log import read_metrics
+from seedr.io.run_folders import PRODUCT
 
-#: Hub ids of the built-in short names of ``seedr.modeling.encoder.BUILTIN_MODELS``.
+#: Hub ids of the built-in short names of ``seedr.modeling.folders.BUILTIN_MODELS``.
 BUILTIN_HUB_IDS = {"minilm": "sentence-transformers/all-MiniLM-L6-v2"}
 CARD = "README.md"
-#: The folder of a run's product (``seedr.engine.checkpoint.PRODUCT``): its run names it.
-PRODUCT = "encoder"
 #: seedr's settings beside a fine-tuned encoder (``seedr.modeling.encoder.SETTINGS_FILE``, which imports
 #: this module) and its document tower (``seedr.retrieval.encode.DOCUMENT_TOWER``).
 SETTINGS_FILE, DOCUMENT_TOWER = "seedr_dual_encoder.json", "doc_encoder"

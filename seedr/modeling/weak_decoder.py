@@ -58,8 +58,9 @@ from torch.nn import functional as F
 from transformers import PretrainedConfig
 from transformers.activations import ACT2FN
 
+from seedr.objective_options import ClsPath
+
 Implementation = Literal["banded", "dense"]
-ClsPath = Literal["cross_attention", "joint"]
 
 
 def window_mask(length: int, span: int | None, sees_first: bool = False,

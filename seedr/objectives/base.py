@@ -37,7 +37,9 @@ class PretrainingCorpus:
 class Objective(nn.Module):
     """Base class of pre-training objectives.
 
-    Subclasses set ``name`` and ``config_class`` (a dataclass of their options), build their
+    Subclasses set ``name`` and ``config_class`` (the dataclass of their options, registered under the
+    objective's name in ``seedr.objective_options.OBJECTIVE_OPTIONS``, where settings are resolved without
+    torch; it also says the pooled vector the objective trains, ``trained_representation``), build their
     auxiliary modules in ``__init__(encoder, tokenizer, config)``, and implement:
 
     - ``collate(examples) -> dict[str, Tensor]``: turn a list of examples (token id lists for
@@ -59,11 +61,6 @@ class Objective(nn.Module):
     #: "cls_reliance" (SEED-Encoder's weak decoder: its reliance on [CLS] by position, Figure 4),
     #: "decoded_words" (CPDAE's bag-of-words decoder: the words it decodes).
     diagnostics: ClassVar[frozenset[str]] = frozenset()
-    #: The pooled vector the objective trains to stand for the text, in words, ``{pooling}`` for how it pools
-    #: (``[CLS]`` or ``mean``): "SEED-Encoder's {pooling} bottleneck"; empty where the loss never reads a
-    #: pooled vector (MLM). Fine-tuning a seed keeps the pooling its objective trained, and says so
-    #: (``seedr.training.finetune.pretrained_seed``).
-    trained_representation: ClassVar[str] = ""
     #: The parts the objective adds to the encoder that start from random weights whatever encoder it is
     #: given ("weak decoder"): ``changes`` says so when a run starts from an encoder.
     new_parts: ClassVar[tuple[str, ...]] = ()
@@ -110,8 +107,9 @@ class Objective(nn.Module):
                  for part in self.new_parts]
         before = model_defaults(init)["pooling"]
         if before != self.pooling:
-            trained = (f" ({self.trained_representation.format(pooling='[CLS]' if self.pooling == 'cls' else 'mean')})"
-                       if self.trained_representation else "")
+            representation = self.config_class.trained_representation
+            trained = (f" ({representation.format(pooling='[CLS]' if self.pooling == 'cls' else 'mean')})"
+                       if representation else "")
             keep = (f"; objective.bottleneck={before} trains and keeps its {before} instead"
                     if hasattr(self.config, "bottleneck") else f"; fine-tune with pooling={before} to keep {init}'s")
             lines.append(f"pooling: the saved encoder pools by {self.pooling}{trained}, where {init} pooled by "

@@ -34,46 +34,16 @@ from __future__ import annotations
 import itertools
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
 
 import torch
 
 from seedr.losses.gather import gather_rows, row_offset
 from seedr.modeling.bow_decoder import at_least_float32
 from seedr.modeling.encoder import EncoderShape, pool
+from seedr.objective_options import CoCondenserConfig
 from seedr.objectives.base import OBJECTIVES, ObjectiveOutput
-from seedr.objectives.condenser import Condenser, CondenserConfig
+from seedr.objectives.condenser import Condenser
 from seedr.objectives.cpdae import twin_contrastive_loss
-
-
-@dataclass
-class CoCondenserConfig(CondenserConfig):
-    """Options of coCondenser pre-training (the paper's and released code's defaults).
-
-    Attributes:
-        span_length: the longest span, in content tokens (without [CLS] and [SEP]); each text is cut into
-            chunks of at most this many tokens, two of which are a positive pair (see the module
-            docstring; the paper's spans were cut outside the released code). Default 128.
-        contrastive_weight: weight of the span contrastive term in the loss (the paper's sum: 1).
-        temperature: divides the dot products (released code: none, i.e. 1).
-        global_in_batch: the negatives are the spans of the whole batch, gathered from every process
-            (the README's "NPROC x BATCH_SIZE" of about 2048 is the global batch); ``false``: this
-            process's spans only.
-    """
-
-    span_length: int = 128
-    contrastive_weight: float = 1.0
-    temperature: float = 1.0
-    global_in_batch: bool = True
-
-    def __post_init__(self) -> None:
-        super().__post_init__()
-        if self.span_length < 1:
-            raise ValueError(f"span_length must be ≥ 1, got {self.span_length}")
-        if self.contrastive_weight < 0:
-            raise ValueError(f"contrastive_weight must be ≥ 0, got {self.contrastive_weight}")
-        if self.temperature <= 0:
-            raise ValueError(f"temperature must be > 0, got {self.temperature}")
 
 
 def span_bounds(length: int, span_length: int) -> list[tuple[int, int]]:
@@ -100,7 +70,6 @@ class CoCondenser(Condenser):
 
     name = "cocondenser"
     config_class = CoCondenserConfig
-    trained_representation = "coCondenser's {pooling}"
 
     @classmethod
     def multiply_adds_per_example(cls, options: CoCondenserConfig, max_seq_length: int,

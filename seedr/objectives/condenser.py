@@ -33,7 +33,6 @@ with it, as coCondenser is warm-started "both head and backbone" from Condenser 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
 
 import torch
@@ -44,34 +43,9 @@ from transformers.models.bert.modeling_bert import BertLayer
 
 from seedr.engine.checkpoint import run_part_weights
 from seedr.modeling.encoder import EncoderShape
+from seedr.objective_options import CondenserConfig
 from seedr.objectives.base import OBJECTIVES, ObjectiveOutput
-from seedr.objectives.mlm import MaskedLanguageModel, MLMConfig
-
-
-@dataclass
-class CondenserConfig(MLMConfig):
-    """Options of Condenser pre-training (the paper's and released code's defaults).
-
-    Attributes:
-        head_layers: Transformer layers of the Condenser head, each of the backbone's shape (paper and
-            README: 2).
-        early_layer: the backbone layer whose token states the head reads, counted as
-            ``hidden_states`` counts them (0 = embeddings, L = the last layer); None = the middle layer,
-            L // 2 (the paper's 6 of BERT-base's 12).
-        late_mlm: add the backbone's own MLM loss on its last layer (L_mlm; the README's ``--late_mlm``);
-            false trains by the head's MLM alone.
-    """
-
-    head_layers: int = 2
-    early_layer: int | None = None
-    late_mlm: bool = True
-
-    def __post_init__(self) -> None:
-        super().__post_init__()
-        if self.head_layers < 1:
-            raise ValueError(f"head_layers must be ≥ 1, got {self.head_layers}")
-        if self.early_layer is not None and self.early_layer < 0:
-            raise ValueError(f"early_layer must be ≥ 0 (0 = the embeddings), got {self.early_layer}")
+from seedr.objectives.mlm import MaskedLanguageModel
 
 
 @OBJECTIVES.register("condenser")
@@ -87,7 +61,6 @@ class Condenser(MaskedLanguageModel):
 
     name = "condenser"
     config_class = CondenserConfig
-    trained_representation = "Condenser's {pooling}"
     new_parts = ("Condenser head",)
 
     @classmethod

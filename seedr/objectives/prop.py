@@ -42,10 +42,8 @@ a training example (a ``doc_sentences`` block of one article), and each yields `
 
 from __future__ import annotations
 
-import math
 import os
 from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -56,57 +54,11 @@ from transformers import PreTrainedModel, PreTrainedTokenizerBase
 from seedr.engine.run_state import process_state
 from seedr.modeling.bow_decoder import at_least_float32
 from seedr.modeling.encoder import EncoderShape, pool
+from seedr.objective_options import AUTO_STATISTICS, PropConfig
 from seedr.objectives.base import OBJECTIVES, ObjectiveOutput, PretrainingCorpus
 from seedr.objectives.masking import pad_token_ids
-from seedr.objectives.mlm import MaskedLanguageModel, MLMConfig
+from seedr.objectives.mlm import MaskedLanguageModel
 from seedr.objectives.vocabulary_tables import load_vocabulary_table, save_vocabulary_table
-
-#: ``objective.collection_statistics: auto`` asks for the term counts of the run's own corpus.
-AUTO_STATISTICS = "auto"
-
-
-@dataclass
-class PropConfig(MLMConfig):
-    """Options of PROP pre-training as a bi-encoder (the paper's and released code's defaults).
-
-    Attributes:
-        poisson_lambda: λ of the Poisson distribution of word-set lengths (paper: 3, the average query
-            length); lengths are drawn again until positive.
-        pairs_per_text: pairs of word sets drawn from each text (its document) per step.
-        margin: the hinge's margin on the pair's softmax probabilities (released code: 1).
-        subsample_threshold: t of word2vec's subsampling of frequent words (released code: 1e-4); 0 keeps
-            every drawn word.
-        collection_statistics: a ``.npy`` of the corpus's count of every vocabulary id (written by
-            ``save_counts``), or ``"auto"``: ``seedr pretrain`` counts its corpus (``Prop.complete_options``).
-        dirichlet_mu: μ of the Dirichlet smoothing; None = the corpus's average text length in tokens
-            (released code), which ``"auto"`` statistics fill in.
-        rop_weight: weight of L_ROP in the loss (the paper sums: 1).
-    """
-
-    poisson_lambda: float = 3.0
-    pairs_per_text: int = 1
-    margin: float = 1.0
-    subsample_threshold: float = 1e-4
-    collection_statistics: str | None = AUTO_STATISTICS
-    dirichlet_mu: float | None = None
-    rop_weight: float = 1.0
-
-    def __post_init__(self) -> None:
-        super().__post_init__()
-        if self.poisson_lambda <= 0:
-            raise ValueError(f"poisson_lambda must be > 0, got {self.poisson_lambda}")
-        if self.pairs_per_text < 1:
-            raise ValueError(f"pairs_per_text must be ≥ 1, got {self.pairs_per_text}")
-        if self.subsample_threshold < 0:
-            raise ValueError(f"subsample_threshold must be ≥ 0, got {self.subsample_threshold}")
-        if self.dirichlet_mu is not None and self.dirichlet_mu <= 0:
-            raise ValueError(f"dirichlet_mu must be > 0, got {self.dirichlet_mu}")
-
-    @property
-    def mean_set_length(self) -> float:
-        """E[|S|] under the zero-truncated Poisson: λ / (1 − e^−λ)."""
-        return self.poisson_lambda / -math.expm1(-self.poisson_lambda)
-
 
 # ----- collection statistics ----------------------------------------------------------------------
 
@@ -163,7 +115,6 @@ class Prop(MaskedLanguageModel):
 
     name = "prop"
     config_class = PropConfig
-    trained_representation = "PROP's bi-encoder {pooling}"
 
     @classmethod
     def multiply_adds_per_example(cls, options: PropConfig, max_seq_length: int, shape: EncoderShape) -> float:

@@ -40,7 +40,6 @@ so that a test can fix them. Only the encoder is the product (pooling: [CLS]).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 
 import torch
 from torch.nn import functional as F
@@ -48,29 +47,10 @@ from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
 from seedr.modeling.encoder import EncoderShape
 from seedr.modeling.enhanced_decoder import EnhancedDecoderLayer
+from seedr.objective_options import RetroMaeConfig
 from seedr.objectives.base import OBJECTIVES, ObjectiveOutput
 from seedr.objectives.masking import IGNORE_INDEX, mask_tokens, special_tokens_mask
-from seedr.objectives.mlm import MaskedLanguageModel, MLMConfig
-
-
-@dataclass
-class RetroMaeConfig(MLMConfig):
-    """Options of RetroMAE pre-training (the released pre-training command's values).
-
-    Attributes:
-        decoder_mask_probability: share of the non-special tokens each decoder row cannot see, besides its
-            own (released: 0.5; the paper: an aggressive 50-70%).
-        decoder_weight: weight of the decoder's loss in ``L_enc + w · L_dec`` (released: 1).
-    """
-
-    mask_probability: float = 0.3
-    decoder_mask_probability: float = 0.5
-    decoder_weight: float = 1.0
-
-    def __post_init__(self) -> None:
-        super().__post_init__()
-        if not 0 < self.decoder_mask_probability < 1:
-            raise ValueError(f"decoder_mask_probability must be in (0, 1), got {self.decoder_mask_probability}")
+from seedr.objectives.mlm import MaskedLanguageModel
 
 
 @OBJECTIVES.register("retromae")
@@ -86,7 +66,6 @@ class RetroMae(MaskedLanguageModel):
 
     name = "retromae"
     config_class = RetroMaeConfig
-    trained_representation = "RetroMAE's {pooling} sentence embedding"
     new_parts = ("enhanced decoder",)
     diagnostics = frozenset({"masked_lm"})
 

@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
 
 import torch
@@ -41,29 +40,9 @@ from transformers import PreTrainedModel, PreTrainedTokenizerBase
 from seedr.losses.base import Similarity, candidate_scores
 from seedr.modeling.bow_decoder import at_least_float32
 from seedr.modeling.encoder import EncoderShape, pool, save_encoder
+from seedr.objective_options import SimCSEConfig
 from seedr.objectives.base import OBJECTIVES, Objective, ObjectiveOutput
 from seedr.objectives.masking import pad_token_ids
-
-
-@dataclass
-class SimCSEConfig:
-    """Options of unsupervised SimCSE (the paper's and its released script's defaults).
-
-    Attributes:
-        temperature: τ of eq. 4 (paper: 0.05).
-        mlp: pass [CLS] through a new dense + tanh layer during training only (the released unsupervised
-            model: ``--pooler_type cls --mlp_only_train``); ``false``: contrast the bare [CLS].
-        global_in_batch: the negatives are the second passes of the global batch, gathered from every
-            process (``seedr.losses.gather``); ``false``: this process's only.
-    """
-
-    temperature: float = 0.05
-    mlp: bool = True
-    global_in_batch: bool = True
-
-    def __post_init__(self) -> None:
-        if self.temperature <= 0:
-            raise ValueError(f"temperature must be > 0, got {self.temperature}")
 
 
 class TrainingMLP(nn.Module):
@@ -91,7 +70,6 @@ class SimCSE(Objective):
 
     name = "simcse"
     config_class = SimCSEConfig
-    trained_representation = "SimCSE's {pooling}"
     new_parts = ("SimCSE's MLP over [CLS] (training only)",)
 
     @classmethod

@@ -44,7 +44,6 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
 
 import torch
@@ -52,35 +51,11 @@ from torch.func import functional_call
 from torch.nn import functional as F
 from transformers import BertModel, PreTrainedModel, PreTrainedTokenizerBase
 
-from seedr.modeling.encoder import EncoderShape, Pooling, pool
+from seedr.modeling.encoder import EncoderShape, pool
 from seedr.modeling.mlm_head import MaskedLMHead
+from seedr.objective_options import TsdaeConfig
 from seedr.objectives.base import OBJECTIVES, Objective, ObjectiveOutput
 from seedr.objectives.masking import pad_token_ids, special_tokens_mask
-
-
-@dataclass
-class TsdaeConfig:
-    """Options of TSDAE pre-training (paper defaults).
-
-    Attributes:
-        deletion_ratio: share of each text's tokens deleted from the encoder's input (paper: 0.6,
-            the best noise of its comparison of noise types and ratios).
-        tie_encoder_decoder: the decoder's embeddings, self-attention and feed-forward are the encoder's
-            own parameters (paper and sentence-transformers' default: true); false gives the decoder its
-            own copy, initialised from the encoder.
-        bottleneck: the sentence vector ``s`` the decoder reads: ``"cls"`` (the paper's choice) or
-            ``"mean"``; the saved encoder records it as its pooling.
-    """
-
-    deletion_ratio: float = 0.6
-    tie_encoder_decoder: bool = True
-    bottleneck: Pooling = "cls"
-
-    def __post_init__(self) -> None:
-        if not 0 <= self.deletion_ratio < 1:
-            raise ValueError(f"deletion_ratio must be in [0, 1), got {self.deletion_ratio}")
-        if self.bottleneck not in ("cls", "mean"):
-            raise ValueError(f"bottleneck must be 'cls' or 'mean', got {self.bottleneck!r}")
 
 
 def shared_parameter_names(decoder: torch.nn.Module, encoder: torch.nn.Module) -> tuple[str, ...]:
@@ -105,7 +80,6 @@ class Tsdae(Objective):
 
     name = "tsdae"
     config_class = TsdaeConfig
-    trained_representation = "TSDAE's {pooling} sentence vector"
     new_parts = ("TSDAE decoder cross-attention",)
 
     @classmethod

@@ -47,6 +47,7 @@ from seedr.modeling.encoder import (
     read_settings,
     resolve_model_path,
 )
+from seedr.modeling.folders import declared_pooling
 from seedr.modeling.projection import Projection, load_projection, read_modules
 from seedr.retrieval.embeddings import (  # the folder's format; read_manifest, load_embeddings: its readers
     MANIFEST,
@@ -181,17 +182,8 @@ def model_defaults(model_path: str | os.PathLike) -> dict[str, Any]:
     """
     path = resolve_model_path(model_path)
     positions = model_positions(path)
-    defaults: dict[str, Any] = {"pooling": "cls", "normalize": False, "max_length": 512,
+    defaults: dict[str, Any] = {"pooling": declared_pooling(path), "normalize": False, "max_length": 512,
                                 "title": _json_field(path / SETTINGS_FILE, "title") or "pair"}
-    pooling_config = path / "1_Pooling" / "config.json"
-    if pooling_config.exists():
-        pooling = read_settings(pooling_config)
-        keys = {"cls": "pooling_mode_cls_token", "mean": "pooling_mode_mean_tokens"}
-        declared = pooling.get("pooling_mode", [mode for mode, key in keys.items() if pooling.get(key)])
-        modes = [declared] if isinstance(declared, str) else list(declared)
-        if len(modes) != 1 or modes[0] not in keys:
-            raise ValueError(f"{pooling_config}: seedr supports CLS or mean pooling; choose one explicitly")
-        defaults["pooling"] = modes[0]
     defaults["normalize"] = any(module.get("type", "").endswith(".Normalize") for module in read_modules(path))
     declared_length = (_json_field(path / "sentence_bert_config.json", "max_seq_length")
                        or _json_field(path / "tokenizer_config.json", "model_max_length"))

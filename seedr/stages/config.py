@@ -8,6 +8,7 @@ import typer
 
 from seedr.api import resolve_settings
 from seedr.config import attribute_descriptions, describe_settings, parse_overrides
+from seedr.objective_options import OBJECTIVE_OPTIONS
 from seedr.stages.common import clear_errors, console
 
 
@@ -36,9 +37,7 @@ def command(
     if describe:
         descriptions = None
         if stage == "pretrain":  # the objective's options are documented by its own config class
-            from seedr.objectives import OBJECTIVES
-
-            descriptions = attribute_descriptions(OBJECTIVES.get(resolved.objective_name).config_class, "objective")
+            descriptions = attribute_descriptions(OBJECTIVE_OPTIONS.get(resolved.objective_name), "objective")
         typer.echo("\n".join(describe_settings(resolved, descriptions)))
     else:
         resolved.train.resolve_accumulation(processes=1)  # as config.yaml records it

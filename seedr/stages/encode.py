@@ -9,18 +9,24 @@ import typer
 
 from seedr.api import encode
 from seedr.api.arguments import option_range
+from seedr.io.run_folders import CHECKPOINTS, PRODUCT
 from seedr.stages.common import clear_errors, console
 
 
-def _say_which_step(model: str) -> None:
+def _say_which_step(model: str, device: str | None) -> None:
     """For a run folder: which step of the run its ``encoder/`` is, and a warning when a newer checkpoint
-    exists (a run killed between a checkpoint and the product's update, not yet resumed)."""
-    from rich.markup import escape
-
-    from seedr.engine.checkpoint import CHECKPOINTS, PRODUCT, product_steps
-
+    exists (a run killed between a checkpoint and the product's update, not yet resumed); said by the main
+    process. Torch is imported only for a run folder, so that any other model's missing input is refused at
+    once (``seedr.api.encode``)."""
     run = Path(model).expanduser()
     if not ((run / PRODUCT / "config.json").exists() and (run / CHECKPOINTS).is_dir()):
+        return
+    from accelerate import PartialState
+    from rich.markup import escape
+
+    from seedr.engine.checkpoint import product_steps
+
+    if not PartialState(cpu=device == "cpu").is_main_process:
         return
     step, newest = product_steps(run)
     if step is not None:
@@ -93,15 +99,14 @@ def command(
 
     Example: seedr encode --model runs/finetune-seed --corpus scifact/corpus.jsonl --out runs/scifact-emb
     """
-    from accelerate import PartialState
-
-    if PartialState(cpu=device == "cpu").is_main_process:
-        _say_which_step(model)
+    _say_which_step(model, device)
     embeddings = encode(model, corpus, out, pooling=pooling, normalize=normalize, max_length=max_length,
                         batch_size=batch_size, dtype=dtype, compute_dtype=compute_dtype, shard_size=shard_size,
                         limit=limit, title=title, document_prefix=document_prefix, long_documents=long_documents,
                         device=device)
     if not embeddings.complete:
+        from accelerate import PartialState
+
         state = PartialState()
         console.print(f"process {state.process_index} of {state.num_processes}: its shards are in "
                       f"{embeddings.path}; the last process to finish completes the folder")

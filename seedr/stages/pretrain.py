@@ -59,13 +59,12 @@ def command(
 
     Example: seedr pretrain --config seed --corpus ../shared/data/wiki --model minilm --out runs/seed --set train.max_steps=200
     """
-    from seedr.engine.run_state import process_state
-
-    # under accelerate launch / torchrun, one process reports; the run's own first lines say what it
-    # trains, once its output has been checked (a refused --out is the only line)
-    speaks = process_state().is_main_process
     run = pretrain(out, config=config, objective=objective, model=model, size=size, tokenizer=tokenizer,
                    corpus=corpus, settings=parse_overrides(overrides), resume=resume)
-    if speaks:
+    # asked once the run has loaded torch, so that a refusal answers without it; under accelerate launch /
+    # torchrun, one process reports (the run's own first lines say what it trains)
+    from seedr.engine.run_state import process_state
+
+    if process_state().is_main_process:
         shown = {key: round(value, 4) if isinstance(value, float) else value for key, value in run.summary.items()}
         console.print(f"done: {shown}\nencoder: [bold]{escape(str(run.encoder))}[/]")

@@ -36,27 +36,28 @@ from accelerate import PartialState
 from rich.console import Console
 from transformers import PreTrainedTokenizerBase
 
-from seedr.config import read_recipe, to_dict
+from seedr.config import to_dict
 from seedr.data.corpus import load_corpus
 from seedr.data.queries import read_qrels, read_queries
 from seedr.data.records import Document, Qrels
 from seedr.data.training_log import METRICS
 from seedr.data.training_sets import TrainingSet, load_training_set
 from seedr.engine.checkpoint import PRODUCT, latest_checkpoint
-from seedr.engine.run_state import check_run_folder, uses_cpu
+from seedr.engine.run_state import uses_cpu
 from seedr.engine.trainer import Callback, Trainer
-from seedr.evaluation.metrics import deeper_than, evaluate_run
+from seedr.evaluation.metrics import check_dev_metrics, evaluate_run
 from seedr.hardware import resolve_mixed_precision
 from seedr.io import DataError, atomic_directory, atomic_write
+from seedr.io.run_folders import check_run_folder
 from seedr.losses import build_loss
 from seedr.losses.gather import NO_KEY, document_key
-from seedr.modeling.encoder import check_lengths, resolve_model_path
+from seedr.modeling.encoder import check_lengths
+from seedr.modeling.folders import PretrainedSeed, pretrained_seed
 from seedr.negatives import NEGATIVES, NegativeStrategy, NegativeTable
 from seedr.negatives.base import positives
-from seedr.objectives import OBJECTIVES
 from seedr.provenance import record_run
 from seedr.retrieval.dual_encoder import DualEncoder
-from seedr.retrieval.encode import document_input, model_defaults, tokenize_pairs
+from seedr.retrieval.encode import document_input, tokenize_pairs
 from seedr.settings import EPOCH_UNITS, FinetuneConfig, TrainConfig
 from seedr.training.few_shot import run_few_shot
 from seedr.training.publish import describe_run
@@ -236,47 +237,6 @@ class DevEvaluation(Callback):
 # --------------------------------------------------------------------------------------- orchestration
 
 
-@dataclass(frozen=True)
-class PretrainedSeed:
-    """A seed made by a seedr pre-training whose objective trained a pooled vector (``pretrained_seed``).
-
-    Attributes:
-        run: its pre-training run folder.
-        pooling: how the vector its objective trained pools (``1_Pooling/config.json`` of its encoder).
-        representation: that vector in words, e.g. "SEED-Encoder's [CLS] bottleneck".
-    """
-
-    run: Path
-    pooling: str
-    representation: str
-
-
-def pretrained_seed(model: str) -> PretrainedSeed | None:
-    """The seed ``model`` is, when it is the encoder of a seedr pre-training run (the run folder or its
-    ``encoder/``) whose objective trained a pooled vector (``Objective.trained_representation``: SEED-Encoder's
-    and CPDAE's bottleneck, the two-tower embedding; not MLM's) — ``None`` otherwise, and for an encoder
-    copied out of its run, whose ``config.yaml`` no longer says how it was made.
-
-    Fine-tuning such a seed pools as it was pre-trained unless the user sets ``pooling`` (``seedr.api``
-    ``resolve_settings``): a recipe's ``pooling: mean`` is written for the model it names (MiniLM, trained
-    with mean pooling), and fine-tuning SEED-Encoder's seed through its mean would train a vector the
-    pre-training never shaped, throwing away what the weak decoder taught [CLS].
-    """
-    try:
-        encoder = resolve_model_path(model)
-    except FileNotFoundError:
-        return None
-    record = encoder.parent / "config.yaml"
-    if encoder.name != PRODUCT or not record.is_file():
-        return None
-    name = read_recipe(record).get("objective_name")
-    if name not in OBJECTIVES or not OBJECTIVES.get(name).trained_representation:
-        return None  # a fine-tuning run, or an objective that trains no pooled vector
-    pooling = model_defaults(encoder)["pooling"]
-    described = OBJECTIVES.get(name).trained_representation.format(pooling="[CLS]" if pooling == "cls" else pooling)
-    return PretrainedSeed(encoder.parent, pooling, described)
-
-
 def seed_pooling_line(config: FinetuneConfig) -> str | None:
     """The line a fine-tuning starts with when its model is a ``pretrained_seed``: the pooling it trains
     through, and whether it is the one the seed was pre-trained through — "pooling: cls, as the seed runs/seed
@@ -371,15 +331,6 @@ def _train_one(config: FinetuneConfig, training: TrainingSet, dev: DevSet | None
     return {"run": str(out_dir), "encoder": str(out_dir / PRODUCT), "steps": train_config.max_steps,
             "queries": len(data.query_ids), "examples_per_epoch": len(data.units), "last": last,
             "dev": {k: v for k, v in last.items() if k.startswith("dev/")}}
-
-
-def check_dev_metrics(config: FinetuneConfig) -> None:
-    """Refuse dev metrics that go deeper than the documents retrieved per dev query: R@1000 on a top 100
-    would silently equal R@100 (``seedr.evaluation.metrics.deeper_than``)."""
-    too_deep = deeper_than(config.dev_metrics, config.dev_depth)
-    if too_deep:
-        raise ValueError(f"dev_metrics {', '.join(too_deep)} go deeper than the {config.dev_depth} documents "
-                         f"retrieved per dev query: raise dev_depth or drop them")
 
 
 def finetune(config: FinetuneConfig, out_dir: str | Path, resume: bool = False) -> dict[str, Any]:

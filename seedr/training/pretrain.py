@@ -44,7 +44,7 @@ from seedr.data.inputs import input_files
 from seedr.data.records import Document
 from seedr.engine.batches import TrainData
 from seedr.engine.checkpoint import latest_checkpoint
-from seedr.engine.run_state import check_run_folder, process_state
+from seedr.engine.run_state import process_state
 from seedr.engine.shards import (
     TokenShardData,
     ensure_token_shards,
@@ -52,6 +52,7 @@ from seedr.engine.shards import (
     source_fingerprint,
 )
 from seedr.engine.trainer import Trainer
+from seedr.io.run_folders import check_run_folder
 from seedr.modeling.bow_mlp import build_bow_mlp
 from seedr.modeling.encoder import (
     EncoderShape,
@@ -92,10 +93,7 @@ def build_model(config: ModelConfig, max_seq_length: int) -> tuple[PreTrainedMod
             raise ValueError(f"tokenizer {config.tokenizer!r} has {len(tokenizer)} tokens but {config.init!r} "
                              f"embeds only {encoder.config.vocab_size}")
         return encoder, tokenizer
-    if config.tokenizer is None:
-        raise ValueError("pre-training from scratch needs a tokenizer (model.tokenizer / --tokenizer: a folder "
-                         "written by `seedr prepare`, or a model folder); or continue from a checkpoint "
-                         "with model.init / --model")
+    config.check_source()
     tokenizer = load_tokenizer(config.tokenizer)
     if config.architecture == "bow_mlp":
         return build_bow_mlp(len(tokenizer), pad_token_id=tokenizer.pad_token_id or 0,

@@ -9,6 +9,7 @@ from typing import Any
 
 from seedr.config import from_dict, merge_settings
 from seedr.experiments.steps.base import build_step, condition_references
+from seedr.modeling.folders import BUILTIN_MODELS
 
 #: Settings that name a model or tokenizer to load, where an experiment's steps and retrievals take one.
 MODEL_SETTINGS = ("model", "model.init", "model.tokenizer", "negative_options.model")
@@ -30,8 +31,6 @@ def _check_models_reachable(settings: dict[str, Any], where: str) -> None:
     ``seedr-base``) nor an existing folder — when the file is read, at every scale (a paper scale is only
     validated, so this is where it learns that ``models/x`` exists only in some checkout). Placeholders
     (``{conditions.X}``) and a step's own chain are filled at run time and not checked here."""
-    from seedr.modeling.encoder import BUILTIN_MODELS
-
     for key, value in _flatten(merge_settings(settings)).items():
         if key not in MODEL_SETTINGS or not isinstance(value, str) or "{" in value or value in BUILTIN_MODELS:
             continue

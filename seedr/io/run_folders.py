@@ -1,0 +1,65 @@
+"""A training run's folder as its files say it, without torch: its checkpoints (``checkpoints/step-N``, each
+complete once it holds ``trainer_state.json``; ``seedr.engine.checkpoint`` writes and reads them) and whether a
+run may start in it (``check_run_folder``), which ``seedr.api`` asks before anything loads, so that a refused
+output answers at once."""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+
+from seedr.io.outputs import check_output
+
+#: The folder of a run's product, the encoder (``out/encoder``; ``seedr.engine.checkpoint``).
+PRODUCT = "encoder"
+CHECKPOINTS = "checkpoints"
+TRAINER_STATE = "trainer_state.json"
+_STEP_FOLDER = re.compile(r"^step-(\d+)$")
+
+
+def checkpoint_path(out_dir: str | os.PathLike, step: int) -> Path:
+    return Path(out_dir) / CHECKPOINTS / f"step-{step}"
+
+
+def list_checkpoints(out_dir: str | os.PathLike) -> list[tuple[int, Path]]:
+    """``(step, folder)`` of the complete checkpoints of a run, oldest first."""
+    root = Path(out_dir) / CHECKPOINTS
+    if not root.is_dir():
+        return []
+    found = []
+    for folder in root.iterdir():
+        match = _STEP_FOLDER.match(folder.name)
+        if match and (folder / TRAINER_STATE).exists():
+            found.append((int(match.group(1)), folder))
+    return sorted(found)
+
+
+def latest_checkpoint(out_dir: str | os.PathLike) -> Path | None:
+    """The newest complete checkpoint of a run, or ``None``."""
+    checkpoints = list_checkpoints(out_dir)
+    return checkpoints[-1][1] if checkpoints else None
+
+
+def already_a_run(out_dir: Path) -> ValueError:
+    return ValueError(f"{out_dir} already holds checkpoints of a run; resume it (--resume) or choose another "
+                      "output folder")
+
+
+def check_run_folder(out_dir: str | Path, resume: bool) -> None:
+    """Refuse, before anything is loaded or tokenised, an output that training would refuse only when it
+    starts: a file, a folder that is not a training run (``seedr.io.check_output``) or — without
+    ``resume`` — a run already there: one that holds checkpoints, in its own folder or in those of its
+    rounds (``round-<r>/``) and few-shot seeds (``seed-<s>/``), and one stopped before its first
+    checkpoint (its ``config.yaml`` and ``run.json`` only), which would otherwise start over without a
+    word. ``pretrain`` and ``finetune`` call it first; ``Trainer.train`` checks its own folder again."""
+    out_dir = Path(out_dir)
+    existing = check_output(out_dir, "training run", replaces=False)
+    if resume:
+        return
+    runs = [out_dir, *out_dir.glob("round-*"), *out_dir.glob("seed-*"), *out_dir.glob("seed-*/round-*")]
+    if any(latest_checkpoint(run) is not None for run in runs):
+        raise already_a_run(out_dir)
+    if existing:
+        raise ValueError(f"{out_dir} holds a run stopped before its first checkpoint; start it again there with "
+                         "--resume, or choose another output folder")

