@@ -11,7 +11,7 @@ import yaml
 
 from seedr.config import from_dict, identity
 from seedr.experiments.spec import load_experiment
-from seedr.modeling.encoder import encoder_shape
+from seedr.modeling.folders import encoder_shape
 from seedr.objectives import OBJECTIVES
 from seedr.settings import DataConfig, PretrainConfig, TrainConfig
 from seedr.training.compute_budget import apply_flops_budget, budget_steps, flops_per_step

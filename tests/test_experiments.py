@@ -1253,7 +1253,7 @@ def test_an_estimate_is_not_part_of_any_result_key():
 def test_work_is_sized_by_what_each_objective_computes():
     """SEED-Encoder's decoder runs every token through its layers and the vocabulary, CPDAE encodes two
     masked views, a two-tower pair is a query and a document at their own lengths."""
-    from seedr.modeling.encoder import EncoderShape, encoder_shape
+    from seedr.modeling.folders import EncoderShape, encoder_shape
     from seedr.objectives import OBJECTIVES
 
     shape = encoder_shape("seedr-base")
@@ -1283,7 +1283,7 @@ def test_fine_tuning_is_sized_at_the_lengths_its_batches_are_padded_to(tmp_path)
     from seedr.experiments.record.progress import SHARE_OF_MATMUL
     from seedr.experiments.record.sizing import padded_length, step_work, tokens_of
     from seedr.experiments.steps import STEPS
-    from seedr.modeling.encoder import EncoderShape
+    from seedr.modeling.folders import EncoderShape
 
     assert padded_length([7.0] * 5, 4) == pytest.approx(7.0)
     assert padded_length([2.0, 4.0], 1) == pytest.approx(3.0)  # one text: the mean

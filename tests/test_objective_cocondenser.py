@@ -99,7 +99,7 @@ def test_gradients_of_the_contrast_reach_the_backbone_through_cls_only(tokenizer
 
 
 def test_multiply_adds_are_condensers_for_two_spans():
-    from seedr.modeling.encoder import EncoderShape
+    from seedr.modeling.folders import EncoderShape
 
     shape = EncoderShape(layers=12, hidden=768, intermediate=3072, vocab=30522)
     options = CoCondenserConfig()

@@ -119,7 +119,7 @@ def test_gradients_reach_backbone_head_and_mlm_head(tokenizer, examples):
 
 
 def test_multiply_adds_count_the_head_and_its_prediction():
-    from seedr.modeling.encoder import EncoderShape
+    from seedr.modeling.folders import EncoderShape
 
     shape = EncoderShape(layers=12, hidden=768, intermediate=3072, vocab=30522)
     options = CondenserConfig()

@@ -139,7 +139,7 @@ def test_loss_on_fixed_sets_and_masks_matches_the_papers_equations(tokenizer, ex
 
 
 def test_multiply_adds_count_the_word_sets():
-    from seedr.modeling.encoder import EncoderShape
+    from seedr.modeling.folders import EncoderShape
 
     shape = EncoderShape(layers=12, hidden=768, intermediate=3072, vocab=30522)
     options = PropConfig(pairs_per_text=2)

@@ -236,7 +236,9 @@ def test_a_module_folder_linked_out_of_the_model_is_refused(projected: Path, tmp
     with pytest.raises(DataError, match="link leading out of the model folder") as info:
         model_fingerprint(folder)
     assert info.value.path == str(pooling) and "\n" not in str(info.value)
-    result = seedr("encode", "--model", folder, "--corpus", tmp_path / "none.jsonl", "--out", tmp_path / "emb")
+    corpus = tmp_path / "corpus.jsonl"  # a corpus that is there: inputs are checked before the model
+    corpus.write_text('{"_id": "d1", "text": "a text"}\n')
+    result = seedr("encode", "--model", folder, "--corpus", corpus, "--out", tmp_path / "emb")
     assert_one_error_line(result, "link leading out of the model folder")
     linked = copy_model(projected, tmp_path / "linked")
     weights = linked / "model.safetensors"
@@ -284,7 +286,7 @@ def test_the_usable_positions_leave_out_a_padding_offset() -> None:
     """RoBERTa-style models number positions from ``pad_token_id + 1``: of 66 embeddings, 64 are usable."""
     from transformers import BertConfig, BertModel, RobertaConfig, RobertaModel
 
-    from seedr.modeling.encoder import usable_positions
+    from seedr.modeling.folders import usable_positions
 
     sizes = {"hidden_size": 32, "num_hidden_layers": 1, "num_attention_heads": 2, "intermediate_size": 64,
              "vocab_size": 100}

@@ -53,12 +53,13 @@ from seedr.experiments.steps import (
 )
 from seedr.experiments.tasks import TASKS, FuseConfig, RetrievalTask, RetrieveConfig, fuses
 from seedr.io import atomic_write, json_text, output_lock
+from seedr.modeling.folders import encoder_shape
 from seedr.provenance import code_fingerprint, record_run, sources_as_first_read
 from seedr.reporting.report import render_report
 from seedr.retrieval.fusion import fuse
 
 if TYPE_CHECKING:
-    from seedr.modeling.encoder import EncoderShape
+    from seedr.modeling.folders import EncoderShape
 
 #: Every task's BM25 run, the reference of its floor (``seedr.experiments.record.figures.references``): the
 #: folder of an experiment's BM25 condition on that task when it has one (same key), else its own.
@@ -297,7 +298,6 @@ class _Plan:
         needed: a size that depends on what an earlier unit makes (training labels, a corpus) is known once
         it has run. A model a chain will make has the shape of the one it starts from (``made_shape``)."""
         from seedr.hardware import default_device, encoding_dtype
-        from seedr.modeling.encoder import encoder_shape
 
         makers = {step.product(folder): step for chained in self.chains.values() for step, folder in chained}
         encoded_tokens = EncodedTokens()

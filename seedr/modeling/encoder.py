@@ -10,7 +10,6 @@ otherwise, and the projection head, if any, as a ``Dense`` module (``seedr.model
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import math
 import os
@@ -35,6 +34,7 @@ from seedr.modeling.folders import (  # the folders' torch-free half, imported f
     read_settings,
     resolve_model_path,
     tokenizer_folder,
+    usable_positions,
 )
 from seedr.modeling.model_card import write_model_card
 from seedr.modeling.projection import (
@@ -234,79 +234,11 @@ def build_encoder(vocab_size: int, hidden_size: int = 768, num_hidden_layers: in
     return BertModel(config, add_pooling_layer=False)
 
 
-#: Model types that number positions from ``pad_token_id + 1`` (RoBERTa's ``create_position_ids_from_input_ids``),
-#: so that ``pad_token_id + 1`` of their ``max_position_embeddings`` are never a token's: XLM-R's 514 hold 512.
-PADDING_OFFSET_MODEL_TYPES = frozenset({
-    "roberta", "xlm-roberta", "xlm-roberta-xl", "camembert", "data2vec-text", "ibert", "longformer", "mpnet",
-    "roberta-prelayernorm", "xmod", "luke", "markuplm", "lilt", "layoutlmv3",
-})
-
-
-def usable_positions(config: dict) -> int | None:
-    """How many tokens a model of this ``config.json`` (as a dict) takes: its ``max_position_embeddings``, less
-    the padding offset of RoBERTa-style models (BERT has none); ``None`` for a model without positions."""
-    positions = config.get("max_position_embeddings")
-    if not isinstance(positions, int):
-        return None
-    if config.get("model_type") in PADDING_OFFSET_MODEL_TYPES:
-        positions -= (config.get("pad_token_id") or 0) + 1
-    return positions
-
-
 def model_positions(name_or_path: str | os.PathLike) -> int | None:
     """``usable_positions`` of a model folder's ``config.json`` (``check_model_folder`` reads it first)."""
     folder = resolve_model_path(name_or_path)
     check_model_folder(folder)
     return usable_positions(read_settings(folder / "config.json"))
-
-
-@dataclasses.dataclass(frozen=True)
-class EncoderShape:
-    """What a Transformer encoder's arithmetic grows with: its layers, their width and feed-forward width,
-    and its vocabulary (for the heads that predict tokens). It sizes work before it runs, for an
-    experiment's ETA (``seedr.experiments.record.progress``)."""
-
-    layers: int
-    hidden: int
-    intermediate: int
-    vocab: int
-
-    @property
-    def layer_multiply_adds(self) -> float:
-        """One token through one layer: attention's four projections (4·H²) and the feed-forward's two
-        (2·H·I); the attention scores, which grow with the length, are left out."""
-        return 4.0 * self.hidden ** 2 + 2.0 * self.hidden * self.intermediate
-
-    @property
-    def token_multiply_adds(self) -> float:
-        """One token through every layer."""
-        return self.layers * self.layer_multiply_adds
-
-    @property
-    def prediction_multiply_adds(self) -> float:
-        """One token predicted over the vocabulary from a hidden state (an MLM or decoder head: V·H)."""
-        return float(self.vocab * self.hidden)
-
-    @classmethod
-    def from_config(cls, config: dict) -> EncoderShape | None:
-        """From a ``config.json`` with BERT's names (``intermediate_size`` defaults to 4 × hidden); ``None``
-        for a model without them (the BoW-MLP baseline), whose work is then not sized."""
-        layers, hidden, vocab = (config.get(name) for name in ("num_hidden_layers", "hidden_size", "vocab_size"))
-        if not all(isinstance(value, int) and value > 0 for value in (layers, hidden, vocab)):
-            return None
-        return cls(layers=layers, hidden=hidden, intermediate=int(config.get("intermediate_size") or 4 * hidden),
-                   vocab=vocab)
-
-
-def encoder_shape(name_or_path: str | os.PathLike | None) -> EncoderShape | None:
-    """The ``EncoderShape`` of a model folder (or built-in name); ``None`` where there is none yet (a
-    model another step will make) or its ``config.json`` cannot be read."""
-    if name_or_path is None:
-        return None
-    try:
-        return EncoderShape.from_config(read_settings(resolve_model_path(name_or_path) / "config.json"))
-    except (FileNotFoundError, ValueError, TypeError):  # DataError is a ValueError
-        return None
 
 
 def check_lengths(model: str | os.PathLike, lengths: dict[str, int]) -> None:

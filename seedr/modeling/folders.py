@@ -1,6 +1,7 @@
 """Model folders without torch: which folder a model's name stands for (``resolve_model_path``: a folder, a
 seedr run, or a built-in short name; ``tokenizer_folder``), what a folder declares in its JSON files (``read_settings``, its pooling),
-and the seed a seedr pre-training made (``pretrained_seed``). What resolving a fine-tuning's settings reads
+the seed a seedr pre-training made (``pretrained_seed``), and an encoder's shape and positions from its
+``config.json`` (``EncoderShape``, ``encoder_shape``, ``usable_positions``), which size runs before they start. What resolving a fine-tuning's settings reads
 (``seedr.api.resolve_settings``), which answers without loading torch; ``seedr.modeling.encoder`` loads the
 models themselves and imports these from here.
 """
@@ -133,3 +134,69 @@ def pretrained_seed(model: str) -> PretrainedSeed | None:
     described = OBJECTIVE_OPTIONS.get(name).trained_representation.format(
         pooling="[CLS]" if pooling == "cls" else pooling)
     return PretrainedSeed(encoder.parent, pooling, described)
+#: Model types that number positions from ``pad_token_id + 1`` (RoBERTa's ``create_position_ids_from_input_ids``),
+#: so that ``pad_token_id + 1`` of their ``max_position_embeddings`` are never a token's: XLM-R's 514 hold 512.
+PADDING_OFFSET_MODEL_TYPES = frozenset({
+    "roberta", "xlm-roberta", "xlm-roberta-xl", "camembert", "data2vec-text", "ibert", "longformer", "mpnet",
+    "roberta-prelayernorm", "xmod", "luke", "markuplm", "lilt", "layoutlmv3",
+})
+
+
+def usable_positions(config: dict) -> int | None:
+    """How many tokens a model of this ``config.json`` (as a dict) takes: its ``max_position_embeddings``, less
+    the padding offset of RoBERTa-style models (BERT has none); ``None`` for a model without positions."""
+    positions = config.get("max_position_embeddings")
+    if not isinstance(positions, int):
+        return None
+    if config.get("model_type") in PADDING_OFFSET_MODEL_TYPES:
+        positions -= (config.get("pad_token_id") or 0) + 1
+    return positions
+
+
+@dataclass(frozen=True)
+class EncoderShape:
+    """What a Transformer encoder's arithmetic grows with: its layers, their width and feed-forward width,
+    and its vocabulary (for the heads that predict tokens). It sizes work before it runs, for an
+    experiment's ETA (``seedr.experiments.record.progress``)."""
+
+    layers: int
+    hidden: int
+    intermediate: int
+    vocab: int
+
+    @property
+    def layer_multiply_adds(self) -> float:
+        """One token through one layer: attention's four projections (4·H²) and the feed-forward's two
+        (2·H·I); the attention scores, which grow with the length, are left out."""
+        return 4.0 * self.hidden ** 2 + 2.0 * self.hidden * self.intermediate
+
+    @property
+    def token_multiply_adds(self) -> float:
+        """One token through every layer."""
+        return self.layers * self.layer_multiply_adds
+
+    @property
+    def prediction_multiply_adds(self) -> float:
+        """One token predicted over the vocabulary from a hidden state (an MLM or decoder head: V·H)."""
+        return float(self.vocab * self.hidden)
+
+    @classmethod
+    def from_config(cls, config: dict) -> EncoderShape | None:
+        """From a ``config.json`` with BERT's names (``intermediate_size`` defaults to 4 × hidden); ``None``
+        for a model without them (the BoW-MLP baseline), whose work is then not sized."""
+        layers, hidden, vocab = (config.get(name) for name in ("num_hidden_layers", "hidden_size", "vocab_size"))
+        if not all(isinstance(value, int) and value > 0 for value in (layers, hidden, vocab)):
+            return None
+        return cls(layers=layers, hidden=hidden, intermediate=int(config.get("intermediate_size") or 4 * hidden),
+                   vocab=vocab)
+
+
+def encoder_shape(name_or_path: str | os.PathLike | None) -> EncoderShape | None:
+    """The ``EncoderShape`` of a model folder (or built-in name); ``None`` where there is none yet (a
+    model another step will make) or its ``config.json`` cannot be read."""
+    if name_or_path is None:
+        return None
+    try:
+        return EncoderShape.from_config(read_settings(resolve_model_path(name_or_path) / "config.json"))
+    except (FileNotFoundError, ValueError, TypeError):  # DataError is a ValueError
+        return None

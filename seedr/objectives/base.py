@@ -15,7 +15,8 @@ from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
 from seedr.engine.batches import TrainData
 from seedr.engine.shards import TokenShardData
-from seedr.modeling.encoder import EncoderShape, save_encoder
+from seedr.modeling.encoder import save_encoder
+from seedr.modeling.folders import EncoderShape
 from seedr.modeling.outputs import ObjectiveOutput
 from seedr.registry import Registry
 from seedr.retrieval.encode import model_defaults

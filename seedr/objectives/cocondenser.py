@@ -39,7 +39,8 @@ import torch
 
 from seedr.losses.gather import gather_rows, row_offset
 from seedr.modeling.bow_decoder import at_least_float32
-from seedr.modeling.encoder import EncoderShape, pool
+from seedr.modeling.encoder import pool
+from seedr.modeling.folders import EncoderShape
 from seedr.objective_options import CoCondenserConfig
 from seedr.objectives.base import OBJECTIVES, ObjectiveOutput
 from seedr.objectives.condenser import Condenser

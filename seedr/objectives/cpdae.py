@@ -66,7 +66,8 @@ from transformers import PreTrainedModel, PreTrainedTokenizerBase
 from seedr.engine.run_state import process_state
 from seedr.losses.gather import gather_rows, row_offset, world_size
 from seedr.modeling.bow_decoder import BagOfWordsDecoder, at_least_float32, word_distribution
-from seedr.modeling.encoder import EncoderShape, pool
+from seedr.modeling.encoder import pool
+from seedr.modeling.folders import EncoderShape
 from seedr.objective_options import CpdaeClsConfig, CpdaeConfig
 from seedr.objectives.base import OBJECTIVES, ObjectiveOutput, PretrainingCorpus
 from seedr.objectives.mlm import MaskedLanguageModel

@@ -17,7 +17,7 @@ from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
 from seedr.engine.checkpoint import run_part_weights
 from seedr.io import DataError
-from seedr.modeling.encoder import EncoderShape
+from seedr.modeling.folders import EncoderShape
 from seedr.modeling.mlm_head import MaskedLMHead
 from seedr.objective_options import MLMConfig
 from seedr.objectives.base import OBJECTIVES, Objective, ObjectiveOutput

@@ -45,8 +45,8 @@ import torch
 from torch.nn import functional as F
 from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
-from seedr.modeling.encoder import EncoderShape
 from seedr.modeling.enhanced_decoder import EnhancedDecoderLayer
+from seedr.modeling.folders import EncoderShape
 from seedr.objective_options import RetroMaeConfig
 from seedr.objectives.base import OBJECTIVES, ObjectiveOutput
 from seedr.objectives.masking import IGNORE_INDEX, mask_tokens, special_tokens_mask

@@ -39,7 +39,8 @@ from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
 from seedr.losses.base import Similarity, candidate_scores
 from seedr.modeling.bow_decoder import at_least_float32
-from seedr.modeling.encoder import EncoderShape, pool, save_encoder
+from seedr.modeling.encoder import pool, save_encoder
+from seedr.modeling.folders import EncoderShape
 from seedr.objective_options import SimCSEConfig
 from seedr.objectives.base import OBJECTIVES, Objective, ObjectiveOutput
 from seedr.objectives.masking import pad_token_ids

@@ -51,7 +51,8 @@ from torch.func import functional_call
 from torch.nn import functional as F
 from transformers import BertModel, PreTrainedModel, PreTrainedTokenizerBase
 
-from seedr.modeling.encoder import EncoderShape, pool
+from seedr.modeling.encoder import pool
+from seedr.modeling.folders import EncoderShape
 from seedr.modeling.mlm_head import MaskedLMHead
 from seedr.objective_options import TsdaeConfig
 from seedr.objectives.base import OBJECTIVES, Objective, ObjectiveOutput

@@ -45,7 +45,7 @@ from seedr.io import DataError, iter_jsonl
 from seedr.losses.base import Similarity, in_batch_false_negatives
 from seedr.losses.gather import document_key
 from seedr.losses.in_batch_softmax import InBatchSoftmaxLoss
-from seedr.modeling.encoder import EncoderShape
+from seedr.modeling.folders import EncoderShape
 from seedr.modeling.projection import Projection
 from seedr.objective_options import PairConfig, TwoTowerConfig
 from seedr.objectives.base import OBJECTIVES, Objective, ObjectiveOutput, PretrainingCorpus

@@ -14,7 +14,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from seedr.modeling.encoder import EncoderShape
+from seedr.modeling.folders import EncoderShape
 from seedr.objectives import OBJECTIVES
 from seedr.settings import PretrainConfig
 

@@ -54,14 +54,8 @@ from seedr.engine.shards import (
 from seedr.engine.trainer import Trainer
 from seedr.io.run_folders import check_run_folder
 from seedr.modeling.bow_mlp import build_bow_mlp
-from seedr.modeling.encoder import (
-    EncoderShape,
-    build_encoder,
-    check_lengths,
-    encoder_shape,
-    load_encoder,
-    load_tokenizer,
-)
+from seedr.modeling.encoder import build_encoder, check_lengths, load_encoder, load_tokenizer
+from seedr.modeling.folders import EncoderShape, encoder_shape
 from seedr.objectives import OBJECTIVES, Objective, PretrainingCorpus
 from seedr.registry import Registry
 from seedr.settings import DataConfig, ModelConfig, PretrainConfig

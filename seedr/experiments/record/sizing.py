@@ -23,9 +23,9 @@ from seedr.experiments.record.progress import SHARE_OF_MATMUL, UnitWork
 if TYPE_CHECKING:
     from seedr.experiments.steps.base import ExperimentStep
     from seedr.experiments.tasks import RetrievalTask
-    from seedr.modeling.encoder import EncoderShape
+    from seedr.modeling.folders import EncoderShape
 
-#: A model's shape (``seedr.modeling.encoder.encoder_shape``), also of a model an earlier step will make.
+#: A model's shape (``seedr.modeling.folders.encoder_shape``), also of a model an earlier step will make.
 ShapeOf = Callable[[str | None], "EncoderShape | None"]
 
 #: Characters per WordPiece token of English text, about: to size an encoding before its texts are tokenised.
