@@ -401,14 +401,11 @@ def _train_one(config: FinetuneConfig, training: TrainingSet, dev: DevSet | None
 
 def check_dev_metrics(config: FinetuneConfig) -> None:
     """Refuse dev metrics that go deeper than the documents retrieved per dev query: R@1000 on a top 100
-    would silently equal R@100 (``seedr.evaluation.metrics.deeper_than``); and early stopping or keeping
-    the best model without a dev set to watch."""
+    would silently equal R@100 (``seedr.evaluation.metrics.deeper_than``)."""
     too_deep = deeper_than(config.dev_metrics, config.dev_depth)
     if too_deep:
         raise ValueError(f"dev_metrics {', '.join(too_deep)} go deeper than the {config.dev_depth} documents "
                          f"retrieved per dev query: raise dev_depth or drop them")
-    if (config.patience or config.keep_best) and config.dev_qrels is None:
-        raise ValueError("patience and keep_best watch the development evaluation: give dev_qrels (--dev-qrels)")
 
 
 def finetune(config: FinetuneConfig, out_dir: str | Path, resume: bool = False) -> dict[str, Any]:
@@ -417,11 +414,14 @@ def finetune(config: FinetuneConfig, out_dir: str | Path, resume: bool = False) 
     Returns a summary: the run folder, the encoder, the last logged metrics and the final dev metrics.
     An output the run would refuse (``check_run_folder``), and a global batch the processes cannot
     divide, and dev metrics deeper than the dev ranking (``check_dev_metrics``), are refused first, before
-    any data is read or negative mined.
+    any data is read or negative mined, and so are early stopping and keeping the best model without a
+    dev set to watch.
     """
     out_dir = Path(out_dir)
     check_run_folder(out_dir, resume)
     check_dev_metrics(config)
+    if (config.patience or config.keep_best) and config.dev_qrels is None:
+        raise ValueError("patience and keep_best watch the development evaluation: give dev_qrels (--dev-qrels)")
     said = seed_pooling_line(config)
     if said is not None:
         console.print(said, soft_wrap=True, highlight=False, markup=False)
