@@ -10,6 +10,8 @@ from seedr.api.arguments import checks_arguments
 from seedr.api.common import Settings, Source, _locked
 from seedr.api.training import TrainingRun, resolve_settings
 from seedr.api.training import pretrain as run_pretraining
+from seedr.provenance import record_run
+from seedr.reporting.validation import plot_validation
 
 #: The fine-tuning recipe ``adapt`` starts from (``seedr/recipes/finetune/adapt.yaml``).
 ADAPT_RECIPE = "adapt"
@@ -64,8 +66,6 @@ def adapt(out: str | os.PathLike, *, corpus: Source, model: str | os.PathLike | 
         PosixPath('runs/adapted/encoder')
     """
     from seedr.engine.run_state import check_run_folder
-    from seedr.provenance import record_run
-    from seedr.reporting.validation import plot_validation
     from seedr.training.finetune import finetune as run_finetuning
     from seedr.training.mined_pairs import OWN_POSITIVE, RECORD, MinedPairs, mine_pairs
 
