@@ -21,7 +21,8 @@ retrieval among the held-out documents' positives (``R@1``, ``R@10``, ``MRR@10``
 The folder (``pairs/`` of an adapt run):
 
 - ``train/``: a BEIR folder — ``corpus.jsonl`` (each pair's positive, id ``<task>-<n>``),
-  ``queries.jsonl`` (each pseudo-query, same id) and ``qrels/train.tsv``: grade 2 for the query's own
+  ``queries.jsonl`` (each pseudo-query, same id, with its ``task`` and the ``documents`` it was mined
+  from) and ``qrels/train.tsv``: grade 2 for the query's own
   positive, grade 1 for the other positives mined from the same document (or documents), which
   fine-tuning with ``positive_grade: 2`` trains on never and keeps out of the query's negatives, mined
   (BM25) and in-batch — a pseudo-query's own document is never a negative;
@@ -139,7 +140,8 @@ def _pairs(articles: list[Article], sources: Sequence[str], seed: int, config: P
 def _write_set(folder: Path, pairs: list[Pair], ids: list[str], split: str, qrels: list[tuple[str, str, int]]) -> None:
     """A BEIR folder: the positives as the corpus, the pseudo-queries, and the qrels of ``split``."""
     write_jsonl(folder / "corpus.jsonl", ({"_id": i, "title": p.title, "text": p.document} for i, p in zip(ids, pairs)))
-    write_jsonl(folder / "queries.jsonl", ({"_id": i, "text": p.query, "task": p.task} for i, p in zip(ids, pairs)))
+    write_jsonl(folder / "queries.jsonl", ({"_id": i, "text": p.query, "task": p.task, "documents": sorted(_sources(p))}
+                                           for i, p in zip(ids, pairs)))
     (folder / "qrels").mkdir(parents=True, exist_ok=True)
     lines = ["query-id\tcorpus-id\tscore", *(f"{q}\t{d}\t{grade}" for q, d, grade in qrels)]
     (folder / "qrels" / f"{split}.tsv").write_text("\n".join(lines) + "\n", encoding="utf-8")
