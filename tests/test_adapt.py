@@ -225,3 +225,22 @@ def test_early_stopping_waits_patience_evaluations_after_the_best():
     assert stopping.record() == {"metric": "dev/MRR@10", "value": 0.6, "step": 2, "patience": 2}
     with pytest.raises(ValueError, match="dev/nDCG@10"):
         EarlyStopping(evaluated, "nDCG@10", patience=1).observe(1, {"dev/MRR@10": 0.5}, torch.nn.Linear(1, 1))
+
+
+def test_continued_pre_training_is_validated_on_the_held_out_pairs_too(tiny_model, untitled, tmp_path):
+    """--pretrain mlm: on the training documents only, scored on the held-out pairs before its first step and
+    every dev_every steps (its own curve and plot), and fine-tuning starts from its encoder."""
+    run = seedr.adapt(tmp_path / "run", corpus=untitled, model=tiny_model, validation=24, dev_every=2, patience=0,
+                      pretrain="mlm", settings=TINY,
+                      pretrain_settings={"train.max_steps": 4, "train.batch_size": 8, "train.global_batch_size": 8,
+                                         "data.max_seq_length": 64, "train.log_every": 1})
+    seeding = run.path / "pretrain"
+    evaluated = [line["step"] for line in _lines(seeding / "metrics.jsonl") if "dev/R@10" in line]
+    assert evaluated == [0, 2, 4] and (seeding / "validation.png").is_file()
+    assert run.summary["pretraining"]["best"]["step"] in evaluated
+    assert model_fingerprint(seeding / "encoder") == model_fingerprint(seeding / "best")
+    import yaml
+
+    assert yaml.safe_load((seeding / "config.yaml").read_text())["data"]["corpus"] == [
+        str(run.path / "pairs" / "documents.jsonl")]  # the held-out documents are not pre-trained on
+    assert yaml.safe_load((run.path / "config.yaml").read_text())["model"] == str(seeding)  # fine-tuned from it

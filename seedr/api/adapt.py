@@ -5,11 +5,11 @@ from __future__ import annotations
 import os
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 from seedr.api.arguments import checks_arguments
 from seedr.api.common import Settings, Source, _locked
 from seedr.api.training import TrainingRun, resolve_settings
-from seedr.api.training import pretrain as run_pretraining
 from seedr.provenance import record_run
 from seedr.reporting.validation import plot_validation
 
@@ -85,15 +85,16 @@ def adapt(out: str | os.PathLike, *, corpus: Source, model: str | os.PathLike | 
         else:
             mined = mine_pairs(corpus, folder, sources=sources, validation=validation, max_documents=max_documents,
                                seed=checked.train.seed)
-        start = checked.model
-        if pretrain is not None:
-            seed_run = run_pretraining(out / PRETRAINING, config=pretrain, model=start, corpus=mined.documents,
-                                settings=pretrain_settings, resume=resume and (out / PRETRAINING).exists())
-            start = os.fspath(seed_run.path)
-        resolved = resolve_settings("finetune", recipe, settings, model=start, train=mined.train,
-                                    dev_qrels=mined.validation_qrels,
-                                    dev_queries=mined.validation / "queries.jsonl",
-                                    dev_corpus=mined.validation / "corpus.jsonl", dev_every=dev_every)
+        validated = {"train": mined.train, "dev_qrels": mined.validation_qrels,
+                     "dev_queries": mined.validation / "queries.jsonl",
+                     "dev_corpus": mined.validation / "corpus.jsonl", "dev_every": dev_every}
+        start, seeding = checked.model, None
+        if pretrain is not None:  # on the training documents, watched by the same validation
+            seeding = _pretrain(out / PRETRAINING, pretrain, start, mined.documents, pretrain_settings,
+                                resolve_settings("finetune", recipe, settings, model=start, **validated),
+                                checked.patience, resume)
+            start = os.fspath(out / PRETRAINING)
+        resolved = resolve_settings("finetune", recipe, settings, model=start, **validated)
         resolved.positive_grade = OWN_POSITIVE  # a pseudo-query trains towards its own positive alone
         resolved.patience = checked.patience
         # checked above: the folder now holds the run's record and pairs, which fine-tuning's own check
@@ -101,7 +102,27 @@ def adapt(out: str | os.PathLike, *, corpus: Source, model: str | os.PathLike | 
         summary = run_finetuning(resolved, out, resume=True)
         summary["pairs"] = mined.summary
         summary["validation_plot"] = str(plot_validation(out))
+        if seeding is not None:
+            summary["pretraining"] = seeding
         return TrainingRun(out, summary)
+
+
+def _pretrain(out: Path, recipe: str, model: str, documents: Path, settings: Settings | None, validation: Any,
+              patience: int, resume: bool) -> dict[str, Any]:
+    """Continued pre-training of ``model`` on the training ``documents`` in ``out``, scored on the held-out
+    pairs as fine-tuning is (``validation``: its dev set, metrics, ``dev_every``, patience, best kept);
+    its curve is drawn in ``out/validation.png``."""
+    from seedr.engine.run_state import check_run_folder
+    from seedr.training.seed_validation import pretrain_validated
+
+    resolved = resolve_settings("pretrain", recipe, settings, model=model, corpus=[documents])
+    validation.patience = patience
+    continuing = resume and (out / "config.yaml").exists()
+    with _locked(out):
+        check_run_folder(out, continuing)
+        summary = pretrain_validated(resolved, out, validation, resume=continuing)
+    summary["validation_plot"] = str(plot_validation(out))
+    return summary
 
 
 __all__ = ["ADAPT_RECIPE", "PAIRS", "PRETRAINING", "adapt"]

@@ -195,7 +195,7 @@ class DevSet:
     qrels: Qrels
 
 
-def load_dev_set(config: FinetuneConfig, training: TrainingSet) -> DevSet | None:
+def load_dev_set(config: FinetuneConfig, training: TrainingSet | None) -> DevSet | None:
     """The dev set named by the config (queries and corpus default to the training folder's)."""
     if config.dev_qrels is None:
         return None
