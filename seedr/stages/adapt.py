@@ -25,7 +25,7 @@ def _config_class() -> type[Any]:
 COMMAND_CLASS = listing_settings(
     _config_class, "finetune",
     note="Without --config, adapt fine-tunes with the adapt recipe (`seedr config finetune --config adapt`); it "
-         "sets train_data, the dev_* files and positive_grade itself.")
+         "sets train_data, the dev_* files and positive_grade itself.", recipe="adapt")
 
 
 @clear_errors
