@@ -73,7 +73,7 @@ def command(
     no longer improve and keeping the best model in OUT/encoder. No query or qrels file is read.
 
     Example: seedr adapt --model minilm --corpus ../shared/data/scifact --out runs/adapted
-    --max-documents 2000 --set train.max_steps=200
+    --max-documents 1000 --validation 100 --set train.max_steps=50
     """
     sources = [name.strip() for name in pairs.split(",") if name.strip()] if pairs else None
     run = adapt(out, corpus=[str(path) for path in corpus], model=model, pairs=sources, pretrain=pretrain,
