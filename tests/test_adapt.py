@@ -108,6 +108,19 @@ def test_pairs_come_from_the_documents_and_held_out_documents_are_never_trained_
     assert (other.validation / "queries.jsonl").read_text() != (mined.validation / "queries.jsonl").read_text()
 
 
+def test_sections_and_links_give_bfs_and_wlp_pairs(shared_data, wiki_shard, tmp_path):
+    """The Wikipedia shards have sections (BFS: a lead sentence against a passage of the body); FOLDOC has real
+    cross-links (WLP: a lead sentence against a passage of an entry linking to it). A WLP pair's positive
+    comes from the linking entry, which is then one of the documents it was mined from."""
+    wiki = mine_pairs(wiki_shard, tmp_path / "wiki", max_documents=40, validation=5)
+    assert wiki.summary["sources"] == ["ict", "title", "bfs", "crop"] and wiki.summary["pairs"]["train"]["bfs"] > 0
+    foldoc = mine_pairs(shared_data / "foldoc" / "foldoc.jsonl.gz", tmp_path / "foldoc", max_documents=300,
+                        validation=30)
+    assert "wlp" in foldoc.summary["sources"] and foldoc.summary["pairs"]["train"]["wlp"] > 0
+    linked = [row for row in _lines(foldoc.train / "queries.jsonl") if row["task"] == "wlp"]
+    assert linked and all(len(row["documents"]) == 2 for row in linked)
+
+
 def test_a_pseudo_query_s_own_document_is_never_its_negative(beir_folder, tmp_path):
     """BM25 ranks the other pairs of a pseudo-query's document first (a crop holds its ICT sentence): they
     are graded relevant, so left out of the mined negatives, and fine-tuning trains towards grade 2 alone."""
