@@ -215,7 +215,7 @@ def test_early_stopping_waits_patience_evaluations_after_the_best():
     class Trainer:
         stopped = None
 
-        class accelerator:  # noqa: N801 (the attribute a Trainer has)
+        class accelerator:  # the attribute a Trainer has
             is_main_process = True
 
         def stop(self, reason):
