@@ -106,6 +106,10 @@ def test_pairs_come_from_the_documents_and_held_out_documents_are_never_trained_
     assert (again.train / "queries.jsonl").read_text() == (mined.train / "queries.jsonl").read_text()
     other = mine_pairs(beir_folder, tmp_path / "other", validation=40, seed=4)
     assert (other.validation / "queries.jsonl").read_text() != (mined.validation / "queries.jsonl").read_text()
+    rows = [json.loads(line) for line in (beir_folder / "corpus.jsonl").read_text().splitlines()[:200]]
+    held = mine_pairs(rows, tmp_path / "rows", validation=40, seed=3)  # rows in memory, as from a notebook
+    assert (held.train / "queries.jsonl").read_text() == (mined.train / "queries.jsonl").read_text()
+    assert held.summary["corpus"] == ["rows in memory"]
 
 
 def test_sections_and_links_give_bfs_and_wlp_pairs(shared_data, wiki_shard, tmp_path):
