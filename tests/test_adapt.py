@@ -148,6 +148,14 @@ def test_a_pair_source_the_corpus_cannot_give_is_one_clear_line(untitled, tmp_pa
     result = runner.invoke(app, ["adapt", "--corpus", str(untitled), "--pairs", "title", "--out", str(tmp_path / "r")])
     assert result.exit_code == 1
     assert "no title pair can be mined" in result.output and "ict, crop" in result.output
+    for arguments, message in ((["--pairs", "ict,queries"], "unknown pair source(s) queries"),
+                               (["--pretrain", "no-such-recipe"], "no pretrain recipe 'no-such-recipe'"),
+                               (["--pretrain-set", "train.no_such_key=1", "--pretrain", "mlm"], "no_such_key"),
+                               (["--set", "no_such_key=1"], "no_such_key")):
+        out = tmp_path / "refused"
+        result = runner.invoke(app, ["adapt", "--corpus", str(untitled), "--out", str(out), *arguments])
+        assert result.exit_code == 1 and message in result.output, result.output
+        assert not out.exists() or not any(out.iterdir())  # nothing left to refuse the next try
 
 
 # ------------------------------------------------------------------------------------------------ adapt

@@ -75,16 +75,18 @@ def adapt(out: str | os.PathLike, *, corpus: Source, model: str | os.PathLike | 
     checked = resolve_settings("finetune", recipe, settings, model=model, dev_every=dev_every)  # bad settings: now
     if patience is not None:
         checked.patience = patience
+    if pretrain is not None:  # its recipe and settings too, before anything is mined
+        resolve_settings("pretrain", pretrain, pretrain_settings, model=checked.model)
     with _locked(out):
         check_run_folder(out, resume)  # before anything is read or mined
-        if not (out / "config.yaml").exists():  # marks the folder as a run before the pairs go in
-            record_run(out, checked, checked.train.seed)
         folder = out / PAIRS
         if resume and (folder / RECORD).is_file():
             mined = MinedPairs.load(folder)
-        else:
+        else:  # a corpus that gives no pairs leaves nothing behind
             mined = mine_pairs(corpus, folder, sources=sources, validation=validation, max_documents=max_documents,
                                seed=checked.train.seed)
+        if not (out / "config.yaml").exists():  # marks the folder as a run, its pairs in it
+            record_run(out, checked, checked.train.seed)
         validated = {"train": mined.train, "dev_qrels": mined.validation_qrels,
                      "dev_queries": mined.validation / "queries.jsonl",
                      "dev_corpus": mined.validation / "corpus.jsonl", "dev_every": dev_every}
