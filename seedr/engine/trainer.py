@@ -46,7 +46,11 @@ saved only once its weights are checked, so the last one is always good. A
 checkpoint records the run's settings; ``resume`` refuses other settings except
 ``SAFE_TO_CHANGE_ON_RESUME``, skips a damaged newest checkpoint for the one before (with a warning),
 says in one line when other code resumes the run than started it (``seedr.provenance.other_code``),
-and re-publishes ``out/encoder`` when a kill left it missing or older than the checkpoint."""
+and re-publishes ``out/encoder`` when a kill left it missing or older than the checkpoint.
+
+A callback may end a run before ``max_steps`` (``Trainer.stop``: early stopping on a development
+evaluation): the step it stops at is checkpointed and published as a last step is, and the reason is kept
+in the checkpoint's position, so that a resumed run stays stopped."""
 
 from __future__ import annotations
 
