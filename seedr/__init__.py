@@ -11,6 +11,7 @@ From Python, one call per stage (``seedr.api``; the ``seedr`` command runs the s
     run = seedr.pretrain("runs/seed", config="seed", model="seedr-base", corpus="my-docs.jsonl",
                          settings={"train.max_steps": 20, "train.global_batch_size": 8})
     retriever = seedr.finetune("runs/ft", model=run, train="my-labelled-folder", loss="nll")
+    adapted = seedr.adapt("runs/adapted", model="minilm", corpus="my-docs.jsonl")  # no labels: mined pairs
     index = seedr.index(seedr.encode(retriever, "my-docs.jsonl", "runs/emb"), "runs/index")
     index.search("a question", k=10)       # [Hit(id=..., score=..., text=..., title=...), ...]
 """
@@ -22,6 +23,7 @@ from seedr.api import (
     Index,
     SearchRun,
     TrainingRun,
+    adapt,
     encode,
     evaluate,
     finetune,
@@ -32,5 +34,5 @@ from seedr.api import (
 )
 from seedr.version import __version__
 
-__all__ = ["Embeddings", "Evaluation", "Hit", "Index", "SearchRun", "TrainingRun", "__version__", "encode", "evaluate",
-           "finetune", "index", "pretrain", "resolve_settings", "search"]
+__all__ = ["Embeddings", "Evaluation", "Hit", "Index", "SearchRun", "TrainingRun", "__version__", "adapt", "encode",
+           "evaluate", "finetune", "index", "pretrain", "resolve_settings", "search"]

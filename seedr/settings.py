@@ -381,6 +381,10 @@ class FinetuneConfig:
         dev_every: optimizer steps between dev evaluations; 0 = only before and after training.
         dev_metrics: the metrics of the dev evaluations (ir_measures names).
         dev_depth: documents retrieved per dev query.
+        patience: dev evaluations in a row without a better first dev metric after which training stops
+            (early stopping); 0 = train to train.max_steps.
+        keep_best: the run's encoder/ is the model of its best dev evaluation (the first dev metric; the
+            starting model included), kept in best/, rather than the last step's.
         shared_encoder: one encoder for queries and documents (Siamese: SEED, ANCE, CPDAE) or separate
             towers (DPR); null = the model folder's own (a two-tower checkpoint keeps its towers), else shared.
         pooling: cls or mean; null = what the model folder records, else cls.
@@ -395,6 +399,9 @@ class FinetuneConfig:
         negatives: the negative strategy (``seedr.negatives.NEGATIVES``: ance, bm25, in_batch, static).
         negative_options: options of the negative strategy, e.g. {depth: 100}.
         negatives_per_query: hard negatives per query in a batch (DPR: 1, CPDAE: 7).
+        positive_grade: the least relevance grade trained on as a positive; documents of a lower positive
+            grade are only kept out of a query's negatives (mined and in-batch), as the other pairs mined
+            from a pseudo-query's own document are (``seedr adapt``).
         epochs: when set, train.max_steps is this many passes over epoch_over.
         epoch_over: what an epoch passes over once: pairs (each labelled (query, positive)) or queries.
         drop_last: drop an epoch's last partial batch (true) or train on it (false).
@@ -415,6 +422,8 @@ class FinetuneConfig:
     dev_every: int = 0
     dev_metrics: list[str] = field(default_factory=lambda: ["MRR@10", "nDCG@10", "R@100"])
     dev_depth: int = 100
+    patience: int = 0
+    keep_best: bool = False
     shared_encoder: bool | None = None
     pooling: str | None = None
     similarity: str | None = None
@@ -427,6 +436,7 @@ class FinetuneConfig:
     negatives: str = "bm25"
     negative_options: dict[str, Any] = field(default_factory=dict)
     negatives_per_query: int = 1
+    positive_grade: int = 1
     epochs: float | None = None
     epoch_over: str = "pairs"
     drop_last: bool = False
@@ -441,8 +451,10 @@ class FinetuneConfig:
             raise ValueError(f"pooling must be cls or mean, got {self.pooling!r}")
         if self.similarity not in (None, "dot", "cosine"):
             raise ValueError(f"similarity must be dot or cosine, got {self.similarity!r}")
-        if self.negatives_per_query < 0 or self.dev_every < 0:
-            raise ValueError("negatives_per_query and dev_every cannot be negative")
+        if self.negatives_per_query < 0 or self.dev_every < 0 or self.patience < 0:
+            raise ValueError("negatives_per_query, dev_every and patience cannot be negative")
+        if self.positive_grade < 1:
+            raise ValueError(f"positive_grade must be at least 1, got {self.positive_grade}")
         if self.few_shot is not None and self.few_shot <= 0:
             raise ValueError(f"few_shot must be a positive count or fraction, got {self.few_shot}")
         if self.title not in (None, *TITLE_MODES):
@@ -453,7 +465,16 @@ class FinetuneConfig:
     def identity(self) -> dict[str, Any]:
         """What this run trains (``seedr.config.identity``, an experiment step's key): its settings, with
         ``train`` as ``TrainConfig.identity`` gives it — told whether ``epochs`` sets the run's length."""
-        return {**dataclasses.asdict(self), "train": self.train.identity(length_from_data=self.epochs is not None)}
+        data = {**dataclasses.asdict(self), "train": self.train.identity(length_from_data=self.epochs is not None)}
+        for name, default in _LATER_SETTINGS.items():  # at their defaults they compute what runs before them did
+            if data[name] == default:
+                del data[name]
+        return data
+
+
+#: Fine-tuning settings added after experiments recorded their steps, with the default that leaves a run
+#: as it was: left out of ``FinetuneConfig.identity`` at that default, so no recorded step is re-keyed.
+_LATER_SETTINGS = {"patience": 0, "keep_best": False, "positive_grade": 1}
 
 
 __all__ = ["EPOCH_UNITS", "LARGE_WARMUP_SHARE", "SCHEDULERS", "TITLE_MODES", "DataConfig", "FinetuneConfig", "ModelConfig",

@@ -30,7 +30,7 @@ def test_import_seedr_is_light_and_documents_every_stage():
     probe = subprocess.run([sys.executable, "-c", "import sys, seedr; print('torch' in sys.modules)"],
                            capture_output=True, text=True, check=True)
     assert probe.stdout.strip() == "False"  # torch is imported by the call that needs it, not by `import seedr`
-    for name in ("pretrain", "finetune", "encode", "index", "search", "evaluate", "resolve_settings"):
+    for name in ("pretrain", "finetune", "adapt", "encode", "index", "search", "evaluate", "resolve_settings"):
         function = getattr(seedr, name)
         assert function.__doc__ and "Example:" in function.__doc__, name
 

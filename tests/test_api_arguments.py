@@ -43,6 +43,10 @@ def _finetune(tmp_path, **arguments):
     return seedr.finetune(tmp_path / "out", train=tmp_path / "scifact", **arguments)
 
 
+def _adapt(tmp_path, **arguments):
+    return seedr.adapt(tmp_path / "out", corpus=tmp_path / "corpus.jsonl", **arguments)
+
+
 BAD = [  # (call, argument, value, error, message): the issue's cases first
     (_evaluate, "alpha", 5, ValueError, "alpha must be a number in (0, 1), got 5"),
     (_evaluate, "alpha", -1, ValueError, "alpha must be a number in (0, 1), got -1"),
@@ -76,6 +80,9 @@ BAD = [  # (call, argument, value, error, message): the issue's cases first
     (_index, "seed", -1, ValueError, "seed must be an integer at least 0, got -1"),
     (_index, "seed", 1.5, TypeError, "seed must be an integer at least 0, got 1.5 (float)"),
     (_finetune, "rounds", 0, ValueError, "rounds must be an integer at least 1, got 0"),
+    (_adapt, "validation", 0, ValueError, "validation must be a number above 0, got 0"),
+    (_adapt, "max_documents", 0, ValueError, "max_documents must be an integer at least 1, got 0"),
+    (_adapt, "patience", -1, ValueError, "patience must be an integer at least 0, got -1"),
     (_finetune, "dev_every", -1, ValueError, "dev_every must be an integer at least 0, got -1"),
     (_finetune, "few_shot", 0, ValueError, "few_shot must be a number above 0, got 0"),
     (_finetune, "seeds", [1, -2], ValueError, "seeds must be a non-empty list of integers at least 0, got -2"),
@@ -97,6 +104,8 @@ CLI = [  # values the parser lets through (typer has no open ranges, ks is one s
     (("evaluate", "run.trec", "--qa-answers", "qa.jsonl", "--corpus", "corpus.jsonl", "--ks", "0,20"),
      "ks must be a non-empty list of integers at least 1, got 0"),
     (("finetune", "--train", "scifact", "--out", "out", "--few-shot", "0"), "few_shot must be a number above 0, got 0.0"),
+    (("adapt", "--corpus", "corpus.jsonl", "--out", "out", "--validation", "0"),
+     "validation must be a number above 0, got 0.0"),
 ]
 
 
@@ -109,7 +118,7 @@ def test_the_command_line_gets_the_same_check_as_one_line(tmp_path, monkeypatch,
     assert list(tmp_path.iterdir()) == []
 
 
-@pytest.mark.parametrize("stage", ["encode", "index", "search", "evaluate", "finetune"])
+@pytest.mark.parametrize("stage", ["encode", "index", "search", "evaluate", "finetune", "adapt"])
 def test_the_stages_numeric_options_take_their_range_from_the_apis_table(stage):
     """One rule for both doors: every numeric option of a stage the API covers is in the table, with the
     table's bounds (shown in --help and checked by the parser; an open bound by the API alone)."""

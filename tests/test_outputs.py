@@ -56,6 +56,8 @@ CASES: dict[str, Case] = {
                                             data / "corpus.jsonl", "--out", out]),
     "finetune": (lambda user: _user_folder(user / "out"),
                  lambda data, shared, out: ["--model", "minilm", "--train", data, "--out", out]),
+    "adapt": (lambda user: _user_folder(user / "out"),
+              lambda data, shared, out: ["--model", "minilm", "--corpus", data, "--out", out]),
     "average": (lambda user: _user_folder(user / "out"),
                 lambda data, shared, out: ["minilm", "minilm", "--out", out]),
     "encode": (lambda user: _user_folder(user / "out"),
@@ -198,6 +200,7 @@ def test_no_api_function_replaces_what_the_user_had(tmp_path, scifact_slice, ask
     calls = {
         "pretrain": lambda out: seedr.pretrain(out, config="mlm", model="seedr-base", corpus=corpus),
         "finetune": lambda out: seedr.finetune(out, model="minilm", train=scifact_slice),
+        "adapt": lambda out: seedr.adapt(out, model="minilm", corpus=scifact_slice),
         "encode": lambda out: seedr.encode("minilm", corpus, out),
         "index": lambda out: seedr.index(tmp_path / "embeddings", out),
         "search": lambda out: seedr.search(out, bm25=True, corpus=corpus, queries=queries),

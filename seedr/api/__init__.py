@@ -20,10 +20,11 @@ Heavy libraries (torch, transformers, faiss) are imported inside the functions, 
 and every ``--help`` stay instant.
 """
 
+from seedr.api.adapt import adapt
 from seedr.api.common import CONFIG_STAGES
 from seedr.api.evaluation import Evaluation, evaluate
 from seedr.api.retrieval import Embeddings, Hit, Index, SearchRun, encode, index, search
 from seedr.api.training import TrainingRun, finetune, pretrain, resolve_settings
 
-__all__ = ["CONFIG_STAGES", "Embeddings", "Evaluation", "Hit", "Index", "SearchRun", "TrainingRun", "encode", "evaluate",
-           "finetune", "index", "pretrain", "resolve_settings", "search"]
+__all__ = ["CONFIG_STAGES", "Embeddings", "Evaluation", "Hit", "Index", "SearchRun", "TrainingRun", "adapt", "encode",
+           "evaluate", "finetune", "index", "pretrain", "resolve_settings", "search"]

@@ -88,6 +88,8 @@ ARGUMENTS: dict[str, dict[str, Bound]] = {
                "ef_search": AT_LEAST_ONE, "k1": Bound(float, 0), "b": Bound(float, 0, 1)},
     "Index.search": {"k": AT_LEAST_ONE, "batch_size": AT_LEAST_ONE},
     "evaluate": {"ks": Bound(int, 1, many=True), "alpha": Bound(float, 0, 1, open=True), "resamples": AT_LEAST_ONE},
+    "adapt": {"validation": Bound(float, 0, open=True), "max_documents": AT_LEAST_ONE, "dev_every": NOT_NEGATIVE,
+              "patience": NOT_NEGATIVE},
     "finetune": {"dev_every": NOT_NEGATIVE, "rounds": AT_LEAST_ONE, "few_shot": Bound(float, 0, open=True),
                  "seeds": Bound(int, 0, many=True)},
 }

@@ -46,7 +46,11 @@ saved only once its weights are checked, so the last one is always good. A
 checkpoint records the run's settings; ``resume`` refuses other settings except
 ``SAFE_TO_CHANGE_ON_RESUME``, skips a damaged newest checkpoint for the one before (with a warning),
 says in one line when other code resumes the run than started it (``seedr.provenance.other_code``),
-and re-publishes ``out/encoder`` when a kill left it missing or older than the checkpoint."""
+and re-publishes ``out/encoder`` when a kill left it missing or older than the checkpoint.
+
+A callback may end a run before ``max_steps`` (``Trainer.stop``: early stopping on a development
+evaluation): the step it stops at is checkpointed and published as a last step is, and the reason is kept
+in the checkpoint's position, so that a resumed run stays stopped."""
 
 from __future__ import annotations
 
@@ -62,7 +66,7 @@ from typing import Any
 import torch
 from accelerate import Accelerator
 from accelerate.state import AcceleratorState
-from accelerate.utils import set_seed
+from accelerate.utils import broadcast_object_list, set_seed
 from torch import Tensor, nn
 from tqdm.auto import tqdm
 
@@ -112,7 +116,8 @@ class Callback:
     """Hooks into the loop; every method is a no-op by default. Called on every process."""
 
     def on_step_end(self, trainer: Trainer, step: int) -> dict[str, float] | None:
-        """After optimizer step ``step`` (1-based); returned metrics are logged with that step."""
+        """After optimizer step ``step`` (1-based); returned metrics are logged with that step. A callback
+        that decides the run is done (early stopping) calls ``trainer.stop(reason)``."""
         return None
 
     def state_dict(self) -> dict:
@@ -190,6 +195,7 @@ class Trainer:
         self.step = 0
         self.epoch = 0
         self.batch_in_epoch = 0  # micro-batches of the current epoch already trained on (this process)
+        self.stopped: str | None = None  # why a callback ended the run before max_steps (``stop``)
         self._prepared = False
 
     # ------------------------------------------------------------------------------------------ public
@@ -197,6 +203,13 @@ class Trainer:
     def unwrapped_model(self) -> nn.Module:
         """The model without Accelerate's wrappers (DDP, autocast): what ``save_product`` receives."""
         return self.accelerator.unwrap_model(self.model)
+
+    def stop(self, reason: str) -> None:
+        """End the run after the current step (a callback's decision, e.g. early stopping): it is
+        checkpointed and published as at ``max_steps``, and a resumed run stays stopped (the reason is in
+        the checkpoint's position). Called on the main process alone, it reaches every process at the
+        step's end."""
+        self.stopped = reason
 
     def train(self, resume: bool = False) -> dict[str, float]:
         """Train to ``config.max_steps`` optimizer steps; returns the metrics of the last logged step.
@@ -255,7 +268,7 @@ class Trainer:
         grad_norm: Tensor | None = None
         started = time.perf_counter()
         self.model.train()
-        while self.step < config.max_steps:
+        while self.step < config.max_steps and not self.stopped:
             if self.batch_in_epoch:
                 loader = accelerator.skip_first_batches(loader, self.batch_in_epoch)
             for batch in loader:
@@ -290,6 +303,7 @@ class Trainer:
                 line: dict[str, float] = {}
                 for callback in self.callbacks:
                     line.update(callback.on_step_end(self, self.step) or {})
+                self._share_stop()
                 self.model.train()  # a callback that evaluated may have left the model in eval mode
                 if self._logs_at(self.step):
                     norm = float(grad_norm) if grad_norm is not None else math.nan
@@ -300,22 +314,31 @@ class Trainer:
                             **line, "seconds": round(time.perf_counter() - started, 3)}
                     self._write_metrics(line)
                     last_logged = line
-                if self.step % config.save_every == 0 or self.step == config.max_steps:
+                if self.step % config.save_every == 0 or self.step == config.max_steps or self.stopped:
                     stop_if_weights_not_good(self.accelerator, self.model, self.unwrapped_model(), self.config, batch,
                                              self.out_dir, self.step)
                     self._save()
-                if self.step >= config.max_steps:
+                if self.step >= config.max_steps or self.stopped:
                     break
             else:
                 self.epoch, self.batch_in_epoch = self.epoch + 1, 0
                 loader = accelerator.prepare_data_loader(self._epoch_loader(self.epoch))
         progress.close()
+        if self.stopped and accelerator.is_main_process:
+            tqdm.write(f"stopped at step {self.step} of {config.max_steps}: {self.stopped}", file=sys.stderr)
         if latest_checkpoint(self.out_dir) != checkpoint_path(self.out_dir, self.step):
             self._save()  # resumed at the end: make sure the product and checkpoint exist
         accelerator.wait_for_everyone()
         return last_logged
 
     # ------------------------------------------------------------------------------------------ internals
+
+    def _share_stop(self) -> None:
+        """Every process stops where the main process's callbacks stopped (they evaluate there alone)."""
+        if self.accelerator.num_processes > 1:
+            shared = [self.stopped]
+            broadcast_object_list(shared, from_process=0)
+            self.stopped = shared[0]
 
     def _logs_at(self, step: int) -> bool:
         return step % self.config.log_every == 0 or step == self.config.max_steps
@@ -388,7 +411,8 @@ class Trainer:
 
     def _save(self) -> None:
         position = {"step": self.step, "epoch": self.epoch, "batch_in_epoch": self.batch_in_epoch,
-                    "num_processes": self.accelerator.num_processes, "settings": self._settings()}
+                    "num_processes": self.accelerator.num_processes, "settings": self._settings(),
+                    "stopped": self.stopped}
         state_dict = getattr(self.data, "state_dict", None)
         extra = {"data": state_dict() if callable(state_dict) else None,
                  "callbacks": [callback.state_dict() for callback in self.callbacks]}
@@ -406,6 +430,7 @@ class Trainer:
             raise ValueError(f"{checkpoint} was written by {position.get('num_processes')} processes; resume "
                              f"it with the same number (now {self.accelerator.num_processes})")
         self.step, self.epoch, self.batch_in_epoch = position["step"], position["epoch"], position["batch_in_epoch"]
+        self.stopped = position.get("stopped")
         extra = read_extra_state(checkpoint)
         load_state_dict = getattr(self.data, "load_state_dict", None)
         if extra.get("data") is not None and callable(load_state_dict):

@@ -123,10 +123,12 @@ def _training(config: dict[str, Any], described: Mapping[str, str]) -> tuple[str
     return config.get("model"), lines
 
 
-def _evaluations(run_dir: Path, config: dict[str, Any]) -> list[EvalResult]:
-    """Dev metrics of the last logged evaluation, and every ``seedr evaluate --json`` in the run folder."""
+def _evaluations(run_dir: Path, config: dict[str, Any], step: int | None = None) -> list[EvalResult]:
+    """Dev metrics of the last evaluation logged at or before ``step`` (the encoder's: a run that keeps its
+    best model ships an earlier one than its last), and every ``seedr evaluate --json`` in the run folder."""
     results = []
-    logged = [line for line in read_metrics(run_dir) if any(k.startswith("dev/") for k in line)]
+    logged = [line for line in read_metrics(run_dir) if any(k.startswith("dev/") for k in line)
+              and (step is None or line.get("step", 0) <= step)]
     if logged:
         dev = portable_name(config["dev_qrels"]) if config.get("dev_qrels") else "dev set"
         results += [EvalResult(task_type="sentence-similarity", dataset_type="seedr-dev", dataset_name=str(dev),
@@ -224,7 +226,7 @@ def model_card(encoder_dir: str | os.PathLike, run_dir: str | os.PathLike | None
     if step is None and run_dir is not None:
         steps = [line["step"] for line in read_metrics(run_dir) if "step" in line]
         step = steps[-1] if steps else None
-    evaluations = _evaluations(Path(run_dir), config) if run_dir is not None else []
+    evaluations = _evaluations(Path(run_dir), config, step) if run_dir is not None else []
     hub_id = BUILTIN_HUB_IDS.get(str(base)) if base is not None else None
     masked_lm = has_mlm_head(encoder_dir)
     # a run's product is <run>/encoder: the run names it; a folder elsewhere (models/seedr-base) names itself

@@ -16,6 +16,7 @@ from seedr.objectives import (  # noqa: F401 (each module registers its objectiv
     retromae,
     seed,
     simcse,
+    text_pairs,
     tsdae,
     wlp,
 )

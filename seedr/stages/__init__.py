@@ -11,5 +11,5 @@ option's help are therefore written out, and ``tests/test_cli.py`` checks them a
 """
 
 #: Data-flow order, as ``seedr --help`` lists them; ``config`` (the settings a run would use) last.
-STAGES = ["prepare", "pretrain", "finetune", "average", "encode", "index", "search", "fuse", "evaluate", "diagnose",
+STAGES = ["prepare", "pretrain", "finetune", "adapt", "average", "encode", "index", "search", "fuse", "evaluate", "diagnose",
           "report", "experiment", "demo", "config"]

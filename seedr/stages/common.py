@@ -106,11 +106,13 @@ class StageCommand(TyperCommand):
             raise
 
 
-def listing_settings(config_class: Callable[[], type], stage: str, note: str = "") -> type[TyperCommand]:
+def listing_settings(config_class: Callable[[], type], stage: str, note: str = "",
+                     recipe: str | None = None) -> type[TyperCommand]:
     """A command class whose help ends with every key of the stage's config (the dataclass
     ``config_class()`` returns: imported only when the help is shown), its value and its description
-    (``seedr.config.describe_settings``), then ``note``. The values are the defaults or, when ``--config
-    NAME`` and ``--set KEY=VALUE`` stand beside ``--help``, what that recipe and those settings make them.
+    (``seedr.config.describe_settings``), then ``note``. The values are the defaults (or ``recipe``'s, the one
+    the command uses by default) or, when ``--config NAME`` and ``--set KEY=VALUE`` stand beside ``--help``,
+    what that recipe and those settings make them.
     """
 
     class SettingsCommand(StageCommand):
@@ -123,7 +125,7 @@ def listing_settings(config_class: Callable[[], type], stage: str, note: str = "
 
         @property
         def epilog(self) -> str:
-            lines = [*_settings_listing(config_class(), stage, self.words), *([note] if note else [])]
+            lines = [*_settings_listing(config_class(), stage, self.words, recipe), *([note] if note else [])]
             # typer's rich help joins lines within a paragraph: one paragraph per key
             return "\n\n".join(escape(line) for line in lines)
 
@@ -145,10 +147,11 @@ def _option_values(words: Sequence[str], option: str) -> list[str]:
     return values
 
 
-def _settings_listing(config_class: type, stage: str, words: Sequence[str]) -> list[str]:
-    """The heading and ``key = value: description`` lines of ``listing_settings``'s help."""
+def _settings_listing(config_class: type, stage: str, words: Sequence[str], recipe: str | None = None) -> list[str]:
+    """The heading and ``key = value: description`` lines of ``listing_settings``'s help (``recipe``: the
+    one the command uses when --config is not given)."""
 
-    recipes, overrides = _option_values(words, "--config"), _option_values(words, "--set")
+    recipes, overrides = _option_values(words, "--config") or ([recipe] if recipe else []), _option_values(words, "--set")
     sources = [*([f"recipe {recipes[-1]}"] if recipes else []), *(f"--set {value}" for value in overrides)]
     try:
         config = load_config(config_class, recipe_path(recipes[-1], stage) if recipes else None, overrides)

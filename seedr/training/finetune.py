@@ -59,6 +59,7 @@ from seedr.provenance import record_run
 from seedr.retrieval.dual_encoder import DualEncoder
 from seedr.retrieval.encode import document_input, tokenize_pairs
 from seedr.settings import EPOCH_UNITS, FinetuneConfig, TrainConfig
+from seedr.training.early_stopping import BEST, BEST_RECORD, EarlyStopping, publish_best
 from seedr.training.few_shot import run_few_shot
 from seedr.training.publish import describe_run
 
@@ -87,17 +88,22 @@ class FinetuneData:
     With ``examples_per_epoch`` set, "epochs" are episodes of that many examples cut from the endless
     sequence of shuffled passes — ANCE's set-up, where each episode trains on the negatives of the latest
     refresh (``use_negatives``). The current table's folder is the resumable state.
+
+    Positives are the documents of grade ``positive_grade`` or more; every document of a positive grade
+    is kept out of the query's negatives (``relevant``), those below ``positive_grade`` too.
     """
 
     def __init__(self, training: TrainingSet, table: NegativeTable, table_dir: Path, run_dir: Path,
                  negatives_per_query: int, seed: int, examples_per_epoch: int | None = None,
-                 epoch_over: str = "pairs") -> None:
+                 epoch_over: str = "pairs", positive_grade: int = 1) -> None:
         self.training, self.run_dir, self.seed = training, run_dir, seed
         self.negatives_per_query = negatives_per_query
         self.examples_per_epoch = examples_per_epoch
         self.relevant = positives(training.qrels)
+        self.trained = {qid: {doc for doc, grade in judged.items() if grade >= positive_grade}
+                        for qid, judged in training.qrels.items()}
         self.use_negatives(table, table_dir)
-        self.query_ids = sorted(qid for qid in training.queries if self.relevant.get(qid)
+        self.query_ids = sorted(qid for qid in training.queries if self.trained.get(qid)
                                 and (negatives_per_query == 0 or table.negatives.get(qid)))
         dropped = len(training.queries) - len(self.query_ids)
         if dropped:
@@ -106,7 +112,7 @@ class FinetuneData:
             raise ValueError(f"no training query has both a positive and a negative (negatives: {table_dir})")
         # (query, positive), the positive None when it is drawn anew each epoch
         self.units: list[tuple[str, str | None]] = (
-            [(qid, doc) for qid in self.query_ids for doc in sorted(self.relevant[qid])] if epoch_over == "pairs"
+            [(qid, doc) for qid in self.query_ids for doc in sorted(self.trained[qid])] if epoch_over == "pairs"
             else [(qid, None) for qid in self.query_ids])
 
     def use_negatives(self, table: NegativeTable, directory: Path) -> None:
@@ -124,7 +130,7 @@ class FinetuneData:
         examples = []
         for position in range(epoch * size, (epoch + 1) * size):
             qid, positive = self._pass_order(position // len(self.units))[position % len(self.units)]
-            positive = positive or rng.choice(sorted(self.relevant[qid]))
+            positive = positive or rng.choice(sorted(self.trained[qid]))
             negatives = self.table.sample(qid, self.negatives_per_query, rng)
             if len(negatives) < self.negatives_per_query:
                 raise ValueError(f"query {qid!r} has no negative left in {self.table_dir}")
@@ -180,7 +186,7 @@ class FinetuneCollator:
 
 #: The development evaluation's settings: when and how a run is scored on its dev set, not what it
 #: trains, so a resumed run may change them (``Trainer(safe_to_change=...)``).
-DEV_SETTINGS = frozenset({"dev_every", "dev_metrics", "dev_depth"})
+DEV_SETTINGS = frozenset({"dev_every", "dev_metrics", "dev_depth", "patience"})
 
 
 @dataclass
@@ -190,7 +196,7 @@ class DevSet:
     qrels: Qrels
 
 
-def load_dev_set(config: FinetuneConfig, training: TrainingSet) -> DevSet | None:
+def load_dev_set(config: FinetuneConfig, training: TrainingSet | None) -> DevSet | None:
     """The dev set named by the config (queries and corpus default to the training folder's)."""
     if config.dev_qrels is None:
         return None
@@ -213,6 +219,11 @@ class DevEvaluation(Callback):
                  batch_size: int = 64) -> None:
         self.dev, self.metrics, self.every, self.depth, self.batch_size = dev, list(metrics), every, depth, batch_size
         self.latest: dict[str, float] = {}
+        self.step: int | None = None  # the step ``latest`` was evaluated at
+
+    def evaluated(self) -> tuple[int | None, dict[str, float]]:
+        """``(step, metrics)`` of the latest evaluation (what ``EarlyStopping`` watches)."""
+        return self.step, self.latest
 
     def evaluate(self, model: DualEncoder) -> dict[str, float]:
         run = model.rank(self.dev.corpus, self.dev.queries, self.depth, batch_size=self.batch_size,
@@ -224,10 +235,12 @@ class DevEvaluation(Callback):
         due = (self.every and step % self.every == 0) or step == trainer.config.max_steps
         if not due or not trainer.accelerator.is_main_process:
             return None
+        self.step = step
         return self.evaluate(trainer.unwrapped_model())
 
     def log_initial(self, model: DualEncoder, run_dir: Path) -> dict[str, float]:
         """Evaluate before the first step and start ``metrics.jsonl`` with it (step 0 of the curve)."""
+        self.step = 0
         metrics = self.evaluate(model)
         with atomic_write(run_dir / METRICS) as stream:
             stream.write(json.dumps({"step": 0, "epoch": 0, **metrics}) + "\n")
@@ -303,17 +316,22 @@ def _train_one(config: FinetuneConfig, training: TrainingSet, dev: DevSet | None
     per_step = train_config.batch_size * train_config.accumulation_steps(processes) * processes
     episode = strategy.episode_steps * per_step if strategy.episode_steps else None
     data = FinetuneData(training, table, table_dir, out_dir, per_query, train_config.seed, episode,
-                        config.epoch_over)
+                        config.epoch_over, config.positive_grade)
     if config.epochs is not None:  # passes over the units (pairs or queries) that can be trained on
         steps = steps_for_epochs(config.epochs, len(data.units), train_config, PartialState().num_processes,
                                  config.drop_last)
         train_config = dataclasses.replace(train_config, max_steps=steps)  # a warm-up ratio follows
     callbacks = strategy.callbacks(data, training.corpus, training.queries, training.qrels, out_dir)
-    evaluation = None
+    evaluation, stopping = None, None
     if dev is not None:
         evaluation = DevEvaluation(dev, config.dev_metrics, config.dev_every, config.dev_depth,
                                    config.encode_batch_size)
         callbacks.append(evaluation)
+        if config.patience or config.keep_best:  # after the evaluation, which it reads
+            stopping = EarlyStopping(evaluation.evaluated, config.dev_metrics[0], config.patience,
+                                     out_dir / BEST if config.keep_best else None,
+                                     lambda unwrapped, directory: unwrapped.save(directory))
+            callbacks.append(stopping)
     collate = FinetuneCollator(model.tokenizer, config.query_max_length, config.document_max_length, data.relevant,
                                model.title)
     # config.yaml records what the run used, the model folder's settings included, not the nulls that chose them
@@ -327,10 +345,18 @@ def _train_one(config: FinetuneConfig, training: TrainingSet, dev: DevSet | None
     if evaluation is not None and not resuming and trainer.accelerator.is_main_process:
         initial = evaluation.log_initial(model, out_dir)
         console.print("dev before fine-tuning: " + ", ".join(f"{k} {v:.4f}" for k, v in initial.items()))
+        if stopping is not None:  # the starting model is the first candidate for the best
+            stopping.observe(0, initial, model)
     last = trainer.train(resume=resume)
-    return {"run": str(out_dir), "encoder": str(out_dir / PRODUCT), "steps": train_config.max_steps,
-            "queries": len(data.query_ids), "examples_per_epoch": len(data.units), "last": last,
-            "dev": {k: v for k, v in last.items() if k.startswith("dev/")}}
+    summary = {"run": str(out_dir), "encoder": str(out_dir / PRODUCT), "steps": trainer.step,
+               "queries": len(data.query_ids), "examples_per_epoch": len(data.units), "last": last,
+               "dev": {k: v for k, v in last.items() if k.startswith("dev/")}}
+    if stopping is not None:
+        summary.update(best=stopping.record(), stopped=trainer.stopped)
+        if config.keep_best and (out_dir / BEST / BEST_RECORD).is_file() and trainer.accelerator.is_main_process:
+            publish_best(out_dir / BEST, out_dir, describe_run(to_dict(resolved)))
+            console.print(f"encoder: the best {stopping.key} ({stopping.best:.4f}) was at step {stopping.best_step}")
+    return summary
 
 
 def finetune(config: FinetuneConfig, out_dir: str | Path, resume: bool = False) -> dict[str, Any]:
@@ -339,11 +365,14 @@ def finetune(config: FinetuneConfig, out_dir: str | Path, resume: bool = False) 
     Returns a summary: the run folder, the encoder, the last logged metrics and the final dev metrics.
     An output the run would refuse (``check_run_folder``), and a global batch the processes cannot
     divide, and dev metrics deeper than the dev ranking (``check_dev_metrics``), are refused first, before
-    any data is read or negative mined.
+    any data is read or negative mined, and so are early stopping and keeping the best model without a
+    dev set to watch.
     """
     out_dir = Path(out_dir)
     check_run_folder(out_dir, resume)
     check_dev_metrics(config)
+    if (config.patience or config.keep_best) and config.dev_qrels is None:
+        raise ValueError("patience and keep_best watch the development evaluation: give dev_qrels (--dev-qrels)")
     said = seed_pooling_line(config)
     if said is not None:
         console.print(said, soft_wrap=True, highlight=False, markup=False)

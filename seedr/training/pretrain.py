@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -51,7 +51,7 @@ from seedr.engine.shards import (
     shard_key,
     source_fingerprint,
 )
-from seedr.engine.trainer import Trainer
+from seedr.engine.trainer import Callback, Trainer
 from seedr.io.run_folders import check_run_folder
 from seedr.modeling.bow_mlp import build_bow_mlp
 from seedr.modeling.encoder import build_encoder, check_lengths, load_encoder, load_tokenizer
@@ -197,10 +197,13 @@ def build_objective(config: PretrainConfig, out_dir: str | Path | None = None
     return objective_class(encoder, tokenizer, objective_config), corpus
 
 
-def pretrain(config: PretrainConfig, out_dir: str | Path, resume: bool = False) -> dict[str, float]:
+def pretrain(config: PretrainConfig, out_dir: str | Path, resume: bool = False,
+             callbacks: Sequence[Callback] = ()) -> dict[str, float]:
     """Pre-train and write the run folder ``out_dir`` (see ``seedr.engine.trainer``).
 
-    Returns the metrics of the last logged step. An output the run would refuse (``check_run_folder``),
+    ``callbacks`` join the trainer's (a development evaluation: ``seedr.training.seed_validation``); one with
+    a ``log_initial(objective, out_dir)`` method is called with the starting model before the first step of
+    a run that is not resumed. Returns the metrics of the last logged step. An output the run would refuse (``check_run_folder``),
     and a global batch the processes cannot divide, are refused first, before the model is built or the
     corpus tokenised.
 
@@ -225,8 +228,12 @@ def pretrain(config: PretrainConfig, out_dir: str | Path, resume: bool = False) 
     def save_product(model: torch.nn.Module, directory: Path) -> None:
         model.save_encoder(directory, max_seq_length=max_seq_length)
 
-    trainer = Trainer(objective, data, objective.collate, config.train, out_dir, save_product, run_config=config,
-                      described=describe_run(to_dict(config), changes))
+    trainer = Trainer(objective, data, objective.collate, config.train, out_dir, save_product, callbacks,
+                      run_config=config, described=describe_run(to_dict(config), changes))
+    if not (resume and latest_checkpoint(out_dir) is not None) and trainer.accelerator.is_main_process:
+        for callback in callbacks:
+            if callable(getattr(callback, "log_initial", None)):
+                callback.log_initial(objective, out_dir)
     return trainer.train(resume=resume)
 
 

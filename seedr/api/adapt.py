@@ -1,0 +1,130 @@
+"""``adapt``: from a corpus without labels to a retriever adapted to it, in one call (``seedr adapt``)."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from seedr.api.arguments import checks_arguments
+from seedr.api.common import Settings, Source, _locked
+from seedr.api.training import TrainingRun, resolve_settings
+from seedr.provenance import record_run
+from seedr.reporting.validation import plot_validation
+
+#: The fine-tuning recipe ``adapt`` starts from (``seedr/recipes/finetune/adapt.yaml``).
+ADAPT_RECIPE = "adapt"
+#: The folders of an adapt run: the mined pairs, and the optional continued pre-training.
+PAIRS, PRETRAINING = "pairs", "pretrain"
+
+
+@checks_arguments
+def adapt(out: str | os.PathLike, *, corpus: Source, model: str | os.PathLike | None = None,
+          pairs: Sequence[str] | str | None = None, pretrain: str | None = None,
+          validation: float | None = None, max_documents: int | None = None, dev_every: int | None = None,
+          patience: int | None = None, config: str | os.PathLike | None = None, settings: Settings | None = None,
+          pretrain_settings: Settings | None = None, resume: bool = False) -> TrainingRun:
+    """Adapt an encoder to a corpus that has no labelled queries (``seedr adapt``): mine training pairs
+    from the documents alone, hold some documents' pairs out to validate on, optionally continue
+    pre-training on the other documents, then fine-tune contrastively on the pairs; the encoder lands in
+    ``out/encoder``, with its model card.
+
+    The pairs (``seedr.training.mined_pairs``): a sentence against the rest of its passage (ICT; Lee et
+    al. 2019), a title against its text, a lead sentence against the body or a linking article (BFS,
+    WLP; Chang et al., ICLR 2020) where the corpus has sections or links, two crops of a text
+    (Contriever; Izacard et al. 2022). They are written to ``out/pairs`` as a fine-tuning data set;
+    fine-tuning (the ``adapt`` recipe: NLL over in-batch and BM25 negatives) never takes a pseudo-query's
+    own document as its negative. The held-out pairs are scored as retrieval (MRR@10, R@1, R@10) every
+    ``dev_every`` steps, logged in ``metrics.jsonl`` and drawn beside the loss (``out/validation.png``);
+    training stops after ``patience`` evaluations without a better MRR@10, and ``out/encoder`` is the best
+    evaluation's model. No query or relevance file is read: a BEIR folder stands for its ``corpus.jsonl``.
+
+    Args:
+        out: the run folder.
+        corpus: the documents: paths (files, folders, quoted globs; a BEIR folder), a ``datasets.Dataset`` or
+            a list of dicts.
+        model: the encoder to adapt: a built-in name (``minilm``, ``seedr-base``), a folder or a run (default:
+            ``minilm``).
+        pairs: the pair sources, ``ict``, ``title``, ``bfs``, ``wlp``, ``crop`` (default: every one the corpus
+            supports).
+        pretrain: continue pre-training on the training documents first with this pre-training recipe
+            (``seed``, ``cpdae``, ``mlm`` ...; ``seedr pretrain --config``), in ``out/pretrain``.
+        validation: documents held out for validation (≥ 1) or their share (< 1); default 10%, at most 1,000.
+        max_documents: read only the corpus's first documents.
+        dev_every: steps between validations (default: the recipe's, 25).
+        patience: validations without improvement before stopping; 0 = train to ``train.max_steps``.
+        config: the fine-tuning recipe (default ``adapt``).
+        settings: fine-tuning settings over the recipe, e.g. ``{"train.max_steps": 100}``.
+        pretrain_settings: pre-training settings over its recipe, e.g. ``{"train.max_steps": 50}``.
+        resume: continue the run in ``out`` (its pairs are kept).
+
+    Example:
+        >>> run = seedr.adapt("runs/adapted", model="minilm", corpus="my-docs.jsonl",
+        ...                   settings={"train.max_steps": 100})
+        >>> run.encoder
+        PosixPath('runs/adapted/encoder')
+    """
+    from seedr.engine.run_state import check_run_folder
+    from seedr.training.finetune import finetune as run_finetuning
+    from seedr.training.mined_pairs import OWN_POSITIVE, RECORD, MinedPairs, mine_pairs
+
+    out = Path(out)
+    recipe = config if config is not None else ADAPT_RECIPE
+    sources = [pairs] if isinstance(pairs, str) else pairs
+    checked = resolve_settings("finetune", recipe, settings, model=model, dev_every=dev_every)  # bad settings: now
+    if patience is not None:
+        checked.patience = patience
+    if pretrain is not None:  # its recipe and settings too, before anything is mined
+        resolve_settings("pretrain", pretrain, pretrain_settings, model=checked.model)
+    with _locked(out):
+        check_run_folder(out, resume)  # before anything is read or mined
+        folder = out / PAIRS
+        if resume and (folder / RECORD).is_file():
+            mined = MinedPairs.load(folder)
+        else:  # a corpus that gives no pairs leaves nothing behind
+            mined = mine_pairs(corpus, folder, sources=sources, validation=validation, max_documents=max_documents,
+                               seed=checked.train.seed)
+        if not (out / "config.yaml").exists():  # marks the folder as a run, its pairs in it
+            record_run(out, checked, checked.train.seed)
+        validated = {"train": mined.train, "dev_qrels": mined.validation_qrels,
+                     "dev_queries": mined.validation / "queries.jsonl",
+                     "dev_corpus": mined.validation / "corpus.jsonl", "dev_every": dev_every}
+        start, seeding = checked.model, None
+        if pretrain is not None:  # on the training documents, watched by the same validation
+            seeding = _pretrain(out / PRETRAINING, pretrain, start, mined.documents, pretrain_settings,
+                                resolve_settings("finetune", recipe, settings, model=start, **validated),
+                                checked.patience, resume)
+            start = os.fspath(out / PRETRAINING)
+        resolved = resolve_settings("finetune", recipe, settings, model=start, **validated)
+        resolved.positive_grade = OWN_POSITIVE  # a pseudo-query trains towards its own positive alone
+        resolved.patience = checked.patience
+        # checked above: the folder now holds the run's record and pairs, which fine-tuning's own check
+        # would take for a run stopped before its first checkpoint
+        summary = run_finetuning(resolved, out, resume=True)
+        summary["pairs"] = mined.summary
+        summary["validation_plot"] = str(plot_validation(out))
+        if seeding is not None:
+            summary["pretraining"] = seeding
+        return TrainingRun(out, summary)
+
+
+def _pretrain(out: Path, recipe: str, model: str, documents: Path, settings: Settings | None, validation: Any,
+              patience: int, resume: bool) -> dict[str, Any]:
+    """Continued pre-training of ``model`` on the training ``documents`` in ``out``, scored on the held-out
+    pairs as fine-tuning is (``validation``: its dev set, metrics, ``dev_every``, patience, best kept);
+    its curve is drawn in ``out/validation.png``."""
+    from seedr.engine.run_state import check_run_folder
+    from seedr.training.seed_validation import pretrain_validated
+
+    resolved = resolve_settings("pretrain", recipe, settings, model=model, corpus=[documents])
+    validation.patience = patience
+    continuing = resume and (out / "config.yaml").exists()
+    with _locked(out):
+        check_run_folder(out, continuing)
+        summary = pretrain_validated(resolved, out, validation, resume=continuing)
+    summary["validation_plot"] = str(plot_validation(out))
+    return summary
+
+
+__all__ = ["ADAPT_RECIPE", "PAIRS", "PRETRAINING", "adapt"]

@@ -1,0 +1,236 @@
+"""Training pairs mined from a corpus alone, written as a fine-tuning data set: ``seedr adapt``'s labels.
+
+No query and no relevance label is read: every pseudo-query and its positive come from one document
+(or, for WLP, from a document and one that links to it), built by the pair tasks of
+``seedr.objectives`` (``PAIR_TASKS``):
+
+- ``ict``: a sentence of a passage against the rest of the passage (Inverse Cloze Task; Lee et al.,
+  ACL 2019; Chang et al., ICLR 2020, sec. 3);
+- ``title``: a document's title against its text (``seedr.objectives.text_pairs``);
+- ``bfs``: a sentence of an article's lead against a passage of its body (Body First Selection; Chang et
+  al., ICLR 2020, sec. 3) — corpora with sections (the ``wiki/`` bundle);
+- ``wlp``: a sentence of an article's lead against a passage of an article that links to it (Wiki Link
+  Prediction; Chang et al., ICLR 2020, sec. 3) — corpora with links (FOLDOC, the Jargon File);
+- ``crop``: two independent crops of a text (Contriever; Izacard et al., TMLR 2022, §3.2).
+
+By default every task the corpus supports (``supported_sources``). The documents are split, seeded, into
+a training part and a held-out part (``validation`` documents); the pairs of a held-out document are
+never trained on, nor are its texts mined as negatives: they score the model during training, as
+retrieval among the held-out documents' positives (``R@1``, ``R@10``, ``MRR@10``).
+
+The folder (``pairs/`` of an adapt run):
+
+- ``train/``: a BEIR folder — ``corpus.jsonl`` (each pair's positive, id ``<task>-<n>``),
+  ``queries.jsonl`` (each pseudo-query, same id, with its ``task`` and the ``documents`` it was mined
+  from) and ``qrels/train.tsv``: grade 2 for the query's own
+  positive, grade 1 for the other positives mined from the same document (or documents), which
+  fine-tuning with ``positive_grade: 2`` trains on never and keeps out of the query's negatives, mined
+  (BM25) and in-batch — a pseudo-query's own document is never a negative;
+- ``validation/``: the same for the held-out documents, one pair per document (a task drawn among those
+  that gave it one), so each pseudo-query has one relevant document; ``qrels/validation.tsv``;
+- ``documents.jsonl``: the training documents, whole, for a continued pre-training;
+- ``pairs.json``: what was mined — the settings, the tasks and their counts.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import random
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from seedr.data.corpus import article_document, read_corpus_articles
+from seedr.data.inputs import Inputs
+from seedr.data.records import Article
+from seedr.io import DataError, atomic_directory, write_jsonl
+from seedr.objectives.two_tower import PAIR_TASKS, Pair, PairConfig
+
+#: The pair tasks ``seedr adapt`` mines from, in the order a default run lists them.
+PAIR_SOURCES = ("ict", "title", "bfs", "wlp", "crop")
+#: The held-out documents when ``validation`` is not given: 10% of the corpus, at most this many.
+MAX_VALIDATION_DOCUMENTS = 1000
+#: The grade of a pseudo-query's own positive in ``train/qrels/train.tsv`` (other pairs of its document: 1).
+OWN_POSITIVE = 2
+RECORD = "pairs.json"
+
+
+@dataclass(frozen=True)
+class MinedPairs:
+    """A mined fine-tuning data set (see the module docstring).
+
+    Attributes:
+        folder: the ``pairs/`` folder.
+        summary: ``pairs.json``: settings, documents per split, pairs per task and split.
+    """
+
+    folder: Path
+    summary: dict[str, Any]
+
+    @property
+    def train(self) -> Path:
+        return self.folder / "train"
+
+    @property
+    def validation(self) -> Path:
+        return self.folder / "validation"
+
+    @property
+    def validation_qrels(self) -> Path:
+        return self.validation / "qrels" / "validation.tsv"
+
+    @property
+    def documents(self) -> Path:
+        return self.folder / "documents.jsonl"
+
+    @classmethod
+    def load(cls, folder: str | Path) -> MinedPairs:
+        folder = Path(folder)
+        return cls(folder, json.loads((folder / RECORD).read_text(encoding="utf-8")))
+
+
+def supported_sources(articles: list[Article], config: PairConfig | None = None) -> list[str]:
+    """The pair tasks of ``PAIR_SOURCES`` that build at least one pair from ``articles``."""
+    config = config or PairConfig()
+    return [name for name in PAIR_SOURCES if len(PAIR_TASKS.get(name)(articles, config))]
+
+
+def validation_count(documents: int, validation: float | None) -> int:
+    """How many documents are held out: ``validation`` documents (≥ 1) or that share of them (< 1);
+    by default 10%, at most ``MAX_VALIDATION_DOCUMENTS``. At least one is held out and one kept."""
+    if validation is None:
+        count = min(round(0.1 * documents), MAX_VALIDATION_DOCUMENTS)
+    elif validation < 1:
+        count = round(validation * documents)
+    else:
+        count = int(validation)
+    if documents < 2 or count >= documents:
+        raise ValueError(f"{documents} documents cannot be split into {count} held out for validation and "
+                         f"some to train on: give fewer validation documents or a larger corpus")
+    return max(1, count)
+
+
+def _names(corpus: Inputs) -> list[str]:
+    """The corpus as ``pairs.json`` records it: its paths, or that it was rows held in memory."""
+    if isinstance(corpus, str | Path):
+        return [str(corpus)]
+    if isinstance(corpus, list | tuple) and corpus and all(isinstance(item, str | Path) for item in corpus):
+        return [str(item) for item in corpus]
+    return ["rows in memory"]
+
+
+def _sources(pair: Pair) -> set[str]:
+    """The documents a pair was mined from: the query's, and for WLP the linking one."""
+    return {str(pair.source[key]) for key in ("article_id", "linked_from_id") if pair.source.get(key) is not None}
+
+
+def _pairs(articles: list[Article], sources: Sequence[str], seed: int, config: PairConfig) -> list[Pair]:
+    """One pair per unit of every task, each drawn with a generator seeded by (seed, task, unit)."""
+    pairs = []
+    for number, name in enumerate(sources):
+        task = PAIR_TASKS.get(name)(articles, config)
+        pairs += [task.pair(unit, np.random.default_rng([seed, number, unit])) for unit in range(len(task))]
+    return pairs
+
+
+def _write_set(folder: Path, pairs: list[Pair], ids: list[str], split: str, qrels: list[tuple[str, str, int]]) -> None:
+    """A BEIR folder: the positives as the corpus, the pseudo-queries, and the qrels of ``split``."""
+    write_jsonl(folder / "corpus.jsonl", ({"_id": i, "title": p.title, "text": p.document} for i, p in zip(ids, pairs)))
+    write_jsonl(folder / "queries.jsonl", ({"_id": i, "text": p.query, "task": p.task, "documents": sorted(_sources(p))}
+                                           for i, p in zip(ids, pairs)))
+    (folder / "qrels").mkdir(parents=True, exist_ok=True)
+    lines = ["query-id\tcorpus-id\tscore", *(f"{q}\t{d}\t{grade}" for q, d, grade in qrels)]
+    (folder / "qrels" / f"{split}.tsv").write_text("\n".join(lines) + "\n", encoding="utf-8")
+
+
+def _training_qrels(pairs: list[Pair], ids: list[str]) -> list[tuple[str, str, int]]:
+    """Each query's own positive (``OWN_POSITIVE``), then every other positive mined from its document(s)
+    at grade 1: relevant, so never a negative, but not trained towards."""
+    by_source: dict[str, list[str]] = {}
+    for pair, pair_id in zip(pairs, ids):
+        for source in _sources(pair):
+            by_source.setdefault(source, []).append(pair_id)
+    qrels = []
+    for pair, pair_id in zip(pairs, ids):
+        qrels.append((pair_id, pair_id, OWN_POSITIVE))
+        siblings = dict.fromkeys(other for source in sorted(_sources(pair)) for other in by_source[source])
+        qrels += [(pair_id, other, 1) for other in siblings if other != pair_id]
+    return qrels
+
+
+def mine_pairs(corpus: Inputs, folder: str | Path, sources: Sequence[str] | None = None,
+               validation: float | None = None, max_documents: int | None = None, seed: int = 13) -> MinedPairs:
+    """Mine pairs from ``corpus`` (files, globs, folders — a BEIR folder stands for its ``corpus.jsonl``
+    — or rows; ``seedr.data.corpus.read_corpus_articles``) into ``folder`` (written whole or not at all).
+
+    Args:
+        corpus: the documents; nothing else of a data-set folder is read.
+        folder: where the data set goes (see the module docstring).
+        sources: pair tasks of ``PAIR_SOURCES``; default every one the corpus supports.
+        validation: documents held out (≥ 1) or their share (< 1); default 10%, at most 1,000.
+        max_documents: read only the first documents of the corpus.
+        seed: the split and every pair.
+
+    Raises:
+        DataError: a named task that builds no pair from the corpus, or a corpus that gives none.
+    """
+    articles = list(itertools.islice(read_corpus_articles(corpus), max_documents))
+    config = PairConfig()
+    where = ", ".join(_names(corpus))
+    if sources is None:
+        sources = supported_sources(articles, config)
+        if not sources:
+            raise DataError(where, "no pair of any kind can be mined from these documents (too short?)")
+    unknown = sorted(set(sources) - set(PAIR_SOURCES))
+    if unknown:
+        raise ValueError(f"unknown pair source(s) {', '.join(unknown)}; sources: {', '.join(PAIR_SOURCES)}")
+    held_out = validation_count(len(articles), validation)
+    order = list(range(len(articles)))
+    random.Random(f"{seed}:validation").shuffle(order)
+    kept = set(order[held_out:])
+    train_articles = [a for index, a in enumerate(articles) if index in kept]
+    validation_articles = [a for index, a in enumerate(articles) if index not in kept]
+
+    train_pairs = _pairs(train_articles, sources, seed, config)
+    counts = {name: sum(pair.task == name for pair in train_pairs) for name in sources}
+    missing = [name for name, count in counts.items() if count == 0]
+    if missing:
+        raise DataError(where, f"no {', '.join(missing)} pair can be mined from these documents; pair sources "
+                               f"they support: {', '.join(supported_sources(articles, config)) or 'none'}")
+    seen: dict[str, int] = {}
+    train_ids = []
+    for pair in train_pairs:
+        seen[pair.task] = seen.get(pair.task, -1) + 1
+        train_ids.append(f"{pair.task}-{seen[pair.task]}")
+
+    # one pair per held-out document, its task drawn among those that gave it one
+    candidates: dict[str, list[Pair]] = {}
+    for pair in _pairs(validation_articles, sources, seed + 1, config):
+        candidates.setdefault(str(pair.source["article_id"]), []).append(pair)
+    rng = random.Random(f"{seed}:validation-pairs")
+    validation_pairs = [rng.choice(candidates[key]) for key in sorted(candidates)]
+    if not validation_pairs:
+        raise DataError(where, "the held-out documents give no pair to validate on: hold out more documents")
+    validation_ids = [f"val-{number}" for number in range(len(validation_pairs))]
+
+    summary = {"corpus": _names(corpus), "seed": seed,
+               "sources": list(sources), "max_documents": max_documents, "validation": validation,
+               "documents": {"train": len(train_articles), "validation": len(validation_articles)},
+               "pairs": {"train": counts,
+                         "validation": {name: sum(p.task == name for p in validation_pairs) for name in sources}}}
+    with atomic_directory(folder) as temporary:
+        _write_set(temporary / "train", train_pairs, train_ids, "train", _training_qrels(train_pairs, train_ids))
+        _write_set(temporary / "validation", validation_pairs, validation_ids, "validation",
+                   [(i, i, 1) for i in validation_ids])
+        write_jsonl(temporary / "documents.jsonl",
+                    ({"id": d.id, "title": d.title, "text": d.text} for d in map(article_document, train_articles)))
+        (temporary / RECORD).write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
+    return MinedPairs(Path(folder), summary)
+
+
+__all__ = ["MAX_VALIDATION_DOCUMENTS", "OWN_POSITIVE", "PAIR_SOURCES", "MinedPairs", "mine_pairs",
+           "supported_sources", "validation_count"]
