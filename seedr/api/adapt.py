@@ -10,6 +10,7 @@ from typing import Any
 from seedr.api.arguments import checks_arguments
 from seedr.api.common import Settings, Source, _locked
 from seedr.api.training import TrainingRun, resolve_settings
+from seedr.io.run_folders import check_run_folder
 from seedr.provenance import record_run
 from seedr.reporting.validation import plot_validation
 
@@ -65,7 +66,6 @@ def adapt(out: str | os.PathLike, *, corpus: Source, model: str | os.PathLike | 
         >>> run.encoder
         PosixPath('runs/adapted/encoder')
     """
-    from seedr.engine.run_state import check_run_folder
     from seedr.training.finetune import finetune as run_finetuning
     from seedr.training.mined_pairs import OWN_POSITIVE, RECORD, MinedPairs, mine_pairs
 
@@ -114,7 +114,6 @@ def _pretrain(out: Path, recipe: str, model: str, documents: Path, settings: Set
     """Continued pre-training of ``model`` on the training ``documents`` in ``out``, scored on the held-out
     pairs as fine-tuning is (``validation``: its dev set, metrics, ``dev_every``, patience, best kept);
     its curve is drawn in ``out/validation.png``."""
-    from seedr.engine.run_state import check_run_folder
     from seedr.training.seed_validation import pretrain_validated
 
     resolved = resolve_settings("pretrain", recipe, settings, model=model, corpus=[documents])

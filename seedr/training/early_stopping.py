@@ -20,9 +20,9 @@ from typing import TYPE_CHECKING, Any
 
 from torch import nn
 
-from seedr.engine.checkpoint import PRODUCT
 from seedr.engine.trainer import Callback
 from seedr.io import atomic_directory
+from seedr.io.run_folders import PRODUCT
 from seedr.modeling.model_card import write_model_card
 
 if TYPE_CHECKING:

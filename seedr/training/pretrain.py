@@ -218,9 +218,7 @@ def pretrain(config: PretrainConfig, out_dir: str | Path, resume: bool = False,
     budget = apply_flops_budget(config, objective.config, model_shape(config.model))
     changes = objective.changes(config.model.init) if config.model.init is not None else []
     if not (resume and latest_checkpoint(out_dir) is not None):  # a resumed run said them when it started
-        for line in [budget] if budget else []:
-            console.print(line, soft_wrap=True, highlight=False, markup=False)
-        for line in changes:
+        for line in ([budget] if budget else []) + changes:
             console.print(line, soft_wrap=True, highlight=False, markup=False)
     data = objective.training_data(objective.config, corpus)
     max_seq_length = config.data.max_seq_length

@@ -101,7 +101,7 @@ def pretrain_validated(config: PretrainConfig, out_dir: Path, validation: Finetu
                              out_dir / BEST if validation.keep_best else None, save)
     # read as fine-tuning will read it: through the vector its objective trains, if it trains one
     # (``pretrained_seed``), else with the fine-tuning's own pooling
-    trains_vector = bool(OBJECTIVES.get(config.objective_name).trained_representation)
+    trains_vector = bool(OBJECTIVES.get(config.objective_name).config_class.trained_representation)
     reading = dataclasses.replace(validation, pooling=None) if trains_vector else validation
     watching = SeedValidation(evaluation, reading, save, out_dir, stopping)
     last = pretrain(config, out_dir, resume=resume, callbacks=[watching, stopping])
