@@ -10,14 +10,12 @@ from typing import Any
 from seedr.api.arguments import checks_arguments
 from seedr.api.common import Settings, Source, _locked
 from seedr.api.training import TrainingRun, resolve_settings
-from seedr.io.run_folders import check_run_folder
-from seedr.provenance import record_run
+from seedr.config import merge_settings
 from seedr.reporting.validation import plot_validation
+from seedr.training.adapt import PAIRS, PRETRAINING
 
 #: The fine-tuning recipe ``adapt`` starts from (``seedr/recipes/finetune/adapt.yaml``).
 ADAPT_RECIPE = "adapt"
-#: The folders of an adapt run: the mined pairs, and the optional continued pre-training.
-PAIRS, PRETRAINING = "pairs", "pretrain"
 
 
 @checks_arguments
@@ -66,8 +64,7 @@ def adapt(out: str | os.PathLike, *, corpus: Source, model: str | os.PathLike | 
         >>> run.encoder
         PosixPath('runs/adapted/encoder')
     """
-    from seedr.training.finetune import finetune as run_finetuning
-    from seedr.training.mined_pairs import OWN_POSITIVE, RECORD, MinedPairs, mine_pairs
+    from seedr.training.adapt import run_adapt
 
     out = Path(out)
     recipe = config if config is not None else ADAPT_RECIPE
@@ -75,55 +72,17 @@ def adapt(out: str | os.PathLike, *, corpus: Source, model: str | os.PathLike | 
     checked = resolve_settings("finetune", recipe, settings, model=model, dev_every=dev_every)  # bad settings: now
     if patience is not None:
         checked.patience = patience
+    pretraining = None
     if pretrain is not None:  # its recipe and settings too, before anything is mined
-        resolve_settings("pretrain", pretrain, pretrain_settings, model=checked.model)
+        pretraining = resolve_settings("pretrain", pretrain, pretrain_settings, model=checked.model)
     with _locked(out):
-        check_run_folder(out, resume)  # before anything is read or mined
-        folder = out / PAIRS
-        if resume and (folder / RECORD).is_file():
-            mined = MinedPairs.load(folder)
-        else:  # a corpus that gives no pairs leaves nothing behind
-            mined = mine_pairs(corpus, folder, sources=sources, validation=validation, max_documents=max_documents,
-                               seed=checked.train.seed)
-        if not (out / "config.yaml").exists():  # marks the folder as a run, its pairs in it
-            record_run(out, checked, checked.train.seed)
-        validated = {"train": mined.train, "dev_qrels": mined.validation_qrels,
-                     "dev_queries": mined.validation / "queries.jsonl",
-                     "dev_corpus": mined.validation / "corpus.jsonl", "dev_every": dev_every}
-        start, seeding = checked.model, None
-        if pretrain is not None:  # on the training documents, watched by the same validation
-            seeding = _pretrain(out / PRETRAINING, pretrain, start, mined.documents, pretrain_settings,
-                                resolve_settings("finetune", recipe, settings, model=start, **validated),
-                                checked.patience, resume)
-            start = os.fspath(out / PRETRAINING)
-        resolved = resolve_settings("finetune", recipe, settings, model=start, **validated)
-        resolved.positive_grade = OWN_POSITIVE  # a pseudo-query trains towards its own positive alone
-        resolved.patience = checked.patience
-        # checked above: the folder now holds the run's record and pairs, which fine-tuning's own check
-        # would take for a run stopped before its first checkpoint
-        summary = run_finetuning(resolved, out, resume=True)
-        summary["pairs"] = mined.summary
+        summary = run_adapt(out, corpus, checked, sources=sources, validation=validation,
+                            max_documents=max_documents, pretraining=pretraining,
+                            pooling_given="pooling" in merge_settings(dict(settings or {})), resume=resume)
         summary["validation_plot"] = str(plot_validation(out))
-        if seeding is not None:
-            summary["pretraining"] = seeding
+        if "pretraining" in summary:
+            summary["pretraining"]["validation_plot"] = str(plot_validation(out / PRETRAINING))
         return TrainingRun(out, summary)
-
-
-def _pretrain(out: Path, recipe: str, model: str, documents: Path, settings: Settings | None, validation: Any,
-              patience: int, resume: bool) -> dict[str, Any]:
-    """Continued pre-training of ``model`` on the training ``documents`` in ``out``, scored on the held-out
-    pairs as fine-tuning is (``validation``: its dev set, metrics, ``dev_every``, patience, best kept);
-    its curve is drawn in ``out/validation.png``."""
-    from seedr.training.seed_validation import pretrain_validated
-
-    resolved = resolve_settings("pretrain", recipe, settings, model=model, corpus=[documents])
-    validation.patience = patience
-    continuing = resume and (out / "config.yaml").exists()
-    with _locked(out):
-        check_run_folder(out, continuing)
-        summary = pretrain_validated(resolved, out, validation, resume=continuing)
-    summary["validation_plot"] = str(plot_validation(out))
-    return summary
 
 
 __all__ = ["ADAPT_RECIPE", "PAIRS", "PRETRAINING", "adapt"]
