@@ -12,7 +12,7 @@ from seedr.api.common import Settings, Source, _locked
 from seedr.api.training import TrainingRun, resolve_settings
 from seedr.config import merge_settings
 from seedr.reporting.validation import plot_validation
-from seedr.training.adapt import PAIRS, PRETRAINING
+from seedr.training.adapt import PAIRS, PRETRAINING, run_adapt
 
 #: The fine-tuning recipe ``adapt`` starts from (``seedr/recipes/finetune/adapt.yaml``).
 ADAPT_RECIPE = "adapt"
@@ -64,8 +64,6 @@ def adapt(out: str | os.PathLike, *, corpus: Source, model: str | os.PathLike | 
         >>> run.encoder
         PosixPath('runs/adapted/encoder')
     """
-    from seedr.training.adapt import run_adapt
-
     out = Path(out)
     recipe = config if config is not None else ADAPT_RECIPE
     sources = [pairs] if isinstance(pairs, str) else pairs

@@ -62,4 +62,22 @@ def apply_flops_budget(config: PretrainConfig, options: Any, shape: EncoderShape
             f"{config.objective_name} ({flops_per_step(config, options, shape):.3g} FLOPs a step)")
 
 
-__all__ = ["TRAINING_FLOPS_PER_MULTIPLY_ADD", "apply_flops_budget", "budget_steps", "flops_per_step"]
+def contrastive_multiply_adds(shape: EncoderShape, query_length: float, document_length: float,
+                              negatives: int) -> float:
+    """One fine-tuning example's forward multiply-adds (``seedr adapt``, ``seedr finetune``): a query and its
+    positive and ``negatives`` hard negatives through the encoder, at the lengths given."""
+    return (query_length + (1 + negatives) * document_length) * shape.token_multiply_adds
+
+
+def denoising_multiply_adds(shape: EncoderShape, length: float, deletion: float) -> float:
+    """One TSDAE example's forward multiply-adds (Wang et al. 2021, as sentence-transformers'
+    ``DenoisingAutoEncoderLoss`` computes it): the noisy text (``1 − deletion`` of ``length``) through the
+    encoder; the original (``length``) through the tied decoder — the encoder's layers, each layer's
+    cross-attention query and output projections (2·H²: its keys and values are of one vector, the
+    sentence embedding) — and its prediction over the vocabulary (V·H)."""
+    decoder = shape.token_multiply_adds + 2.0 * shape.layers * shape.hidden ** 2 + shape.prediction_multiply_adds
+    return length * ((1 - deletion) * shape.token_multiply_adds + decoder)
+
+
+__all__ = ["TRAINING_FLOPS_PER_MULTIPLY_ADD", "apply_flops_budget", "budget_steps", "contrastive_multiply_adds",
+           "denoising_multiply_adds", "flops_per_step"]

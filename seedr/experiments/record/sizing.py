@@ -18,7 +18,9 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from seedr.config import from_dict
 from seedr.experiments.record.progress import SHARE_OF_MATMUL, UnitWork
+from seedr.objective_options import OBJECTIVE_OPTIONS
 
 if TYPE_CHECKING:
     from seedr.experiments.steps.base import ExperimentStep
@@ -129,7 +131,71 @@ def _dev_evaluations(config: Any, steps: float, shape: EncoderShape, dtype: str)
     return evaluations * 2.0 * texts * shape.token_multiply_adds * relative
 
 
-_STEP_SIZERS: dict[str, Callable[[Any, ShapeOf], UnitWork]] = {"pretrain": _pretraining, "finetune": _fine_tuning}
+def _adapting(step: ExperimentStep, shape_of: ShapeOf) -> UnitWork:
+    """An adapt step (``seedr.training.adapt``) before its pairs are mined: its fine-tuning's full budget of
+    steps (patience may stop it sooner), each example a pseudo-query, its positive and its hard negatives at
+    their length caps, forward and backward (× 3, two operations per multiply-add); its validations, each
+    encoding the held-out documents' pairs at the caps; and its continued pre-training, as ``_pretraining``
+    sizes one. The caps make it an upper bound, which the kind's measured rate corrects once one has run."""
+    from seedr.hardware import default_device, training_dtype
+    from seedr.negatives import NEGATIVES
+    from seedr.training.compute_budget import budget_steps, contrastive_multiply_adds, flops_per_step
+    from seedr.training.mined_pairs import MAX_VALIDATION_DOCUMENTS, validation_count
+
+    plan = step.config()
+    config, options = plan.finetuning, plan.options
+    dtype = training_dtype(config.train.mixed_precision, default_device())
+    shape = shape_of(step.given_model())
+    if shape is None:
+        return UnitWork("adapt", None, "fine-tuning", dtype)
+    negatives = config.negatives_per_query if NEGATIVES.get(config.negatives).hard_negatives else 0
+    batch = config.train.global_batch_size or config.train.batch_size
+    steps = config.train.max_steps
+    work = 6.0 * steps * batch * contrastive_multiply_adds(shape, config.query_max_length,
+                                                           config.document_max_length, negatives)
+    if options.max_documents is not None:
+        held_out = validation_count(options.max_documents, options.validation)
+    else:
+        held_out = int(options.validation) if options.validation and options.validation >= 1 else MAX_VALIDATION_DOCUMENTS
+    evaluations = 2 + (math.ceil(steps / config.dev_every) - 1 if config.dev_every else 0)
+    shares = SHARE_OF_MATMUL["fine-tuning"], SHARE_OF_MATMUL["inference"]
+    relative = shares[0].get(dtype, shares[0]["bfloat16"]) / shares[1].get(dtype, shares[1]["bfloat16"])
+    validating = held_out * (config.query_max_length + config.document_max_length) * shape.token_multiply_adds
+    work += evaluations * 2.0 * validating * relative
+    if plan.pretraining is not None:
+        pretraining = plan.pretraining
+        objective = _objective_options(pretraining)
+        pretrain_steps = (budget_steps(pretraining, objective, shape) if pretraining.flops_budget is not None
+                          else pretraining.train.max_steps)
+        checks = 2 + (math.ceil(pretrain_steps / config.dev_every) - 1 if config.dev_every else 0)
+        work += pretrain_steps * flops_per_step(pretraining, objective, shape) + checks * 2.0 * validating * relative
+    return UnitWork("adapt", work, "fine-tuning", dtype)
+
+
+def _objective_options(config: Any) -> Any:
+    """A pre-training config's objective options, as its objective builds them."""
+    return from_dict(OBJECTIVE_OPTIONS.get(config.objective_name), config.objective, "objective")
+
+
+def _denoising(step: ExperimentStep, shape_of: ShapeOf) -> UnitWork:
+    """TSDAE through sentence-transformers (``seedr.experiments.steps.tsdae_st``): its steps' texts, the noisy
+    one through the encoder and the original through the decoder and its prediction over the vocabulary,
+    forward and backward (× 3, two operations per multiply-add), as ``matched_steps`` counts them."""
+    from seedr.hardware import default_device, training_dtype
+    from seedr.training.compute_budget import denoising_multiply_adds
+
+    config = step.config()
+    dtype = training_dtype(config.mixed_precision, default_device())
+    shape = shape_of(step.given_model())
+    if shape is None:
+        return UnitWork("TSDAE (sentence-transformers)", None, "fine-tuning", dtype)
+    steps = step.steps(shape)
+    example = denoising_multiply_adds(shape, config.max_length, config.deletion)
+    return UnitWork("TSDAE (sentence-transformers)", 6.0 * steps * config.batch_size * example, "fine-tuning", dtype)
+
+
+_STEP_SIZERS: dict[str, Callable[[Any, ShapeOf], UnitWork]] = {"pretrain": _pretraining, "finetune": _fine_tuning,
+                                                                "adapt": _adapting, "tsdae_st": _denoising}
 
 #: ``training_lengths`` by training data (and when it last changed), split, title mode and lengths.
 _TRAINING_LENGTHS: dict[tuple[Any, ...], tuple[list[float], list[float]]] = {}

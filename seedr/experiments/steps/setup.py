@@ -1,17 +1,21 @@
 """The set-up steps, which prepare data once for an experiment's tasks and training: ``prepare`` and
 ``retrieval_task`` → ``seedr.data.prepare.prepare_corpus`` (``seedr prepare``, the latter plus a seeded
 held-out split), ``open_qa`` → ``seedr.data.open_qa.build_open_qa`` (``seedr prepare --open-qa``) over a
-BM25 run it makes, and ``reqa_split`` → ``seedr.data.reqa_split`` (``seedr prepare --reqa-split``)."""
+BM25 run it makes, ``reqa_split`` → ``seedr.data.reqa_split`` (``seedr prepare --reqa-split``), and
+``glossary_task`` → ``seedr.data.glossary.read_glossary``: a term → definition task from a glossary's structure."""
 
 from __future__ import annotations
 
 import dataclasses
 import json
+import random
+import re
 import shutil
 from pathlib import Path
 from typing import Any
 
 from seedr.config import from_dict, merge_settings
+from seedr.data.glossary import read_glossary
 from seedr.data.inputs import input_files
 from seedr.data.queries import read_qrels, read_queries, sample_queries, write_qrels
 from seedr.experiments.steps.base import STEPS, ExperimentStep
@@ -242,3 +246,66 @@ class RetrievalTaskStep(SetupStep):
             if not config.source and (out_dir.parent / f"{out_dir.name}-prepared" / "tokenizer").is_dir():
                 shutil.copytree(out_dir.parent / f"{out_dir.name}-prepared" / "tokenizer", folder / "tokenizer")
         return {"documents": len(corpus), "test_queries": len(test_ids), "train_queries": len(train_ids)}
+
+
+@dataclasses.dataclass
+class GlossaryTaskConfig:
+    """A retrieval task made from a glossary's structure alone (FOLDOC, the Jargon File:
+    ``seedr.data.glossary``): the query is an entry's term (its display headword), the one relevant
+    document is that entry's definition with the term removed wherever it occurs (case ignored), and the
+    corpus is the definitions of ``entries`` entries drawn (seeded) among those whose definition has at
+    least ``min_words`` words, without their terms (no title): finding a term's definition without the
+    term written in it, as a reader looks a word up in a dictionary that does not repeat it. ``queries``
+    of the drawn entries (seeded) are scored; every drawn definition is in the corpus."""
+
+    glossary: str = ""
+    entries: int = 2000
+    queries: int = 500
+    min_words: int = 8
+    seed: int = 13
+
+
+def glossary_definition(article: Any) -> str:
+    """An entry's definition with its term removed (word-bounded, case ignored), spacing collapsed."""
+    text = " ".join(article.paragraphs)
+    term = re.escape(article.title.strip())
+    pattern = re.compile(rf"(?<!\w){term}(?!\w)", re.IGNORECASE) if term else None
+    return " ".join((pattern.sub(" ", text) if pattern else text).split())
+
+
+@STEPS.register("glossary_task")
+class GlossaryTaskStep(SetupStep):
+    """Set-up step writing a term → definition task from a glossary (``GlossaryTaskConfig``): a folder with
+    ``corpus.jsonl`` (definitions, no titles), ``queries.jsonl`` (terms) and ``qrels/test.tsv``."""
+
+    kind = "glossary_task"
+
+    def config(self) -> GlossaryTaskConfig:
+        return from_dict(GlossaryTaskConfig, merge_settings(self.settings), f"{self.where} glossary_task")
+
+    def validate(self) -> None:
+        config = self.config()
+        if not config.glossary:
+            raise ValueError(f"{self.where} glossary_task: glossary is required (FOLDOC's foldoc.jsonl.gz)")
+        if not 1 <= config.queries <= config.entries:
+            raise ValueError(f"{self.where} glossary_task: queries must be between 1 and entries ({config.entries}), "
+                             f"got {config.queries}")
+
+    def run(self, out_dir: Path) -> dict[str, Any]:
+        config = self.config()
+        eligible = [article for article in read_glossary(config.glossary)
+                    if article.title.strip() and len(glossary_definition(article).split()) >= config.min_words]
+        if len(eligible) < config.entries:
+            raise ValueError(f"{config.glossary}: {len(eligible)} entries have a definition of {config.min_words} "
+                             f"words or more; asked for {config.entries}")
+        rng = random.Random(config.seed)
+        drawn = rng.sample(eligible, config.entries)
+        scored = rng.sample(drawn, config.queries)
+        with atomic_directory(out_dir) as folder:
+            with atomic_write(folder / "corpus.jsonl") as stream:
+                stream.writelines(json.dumps({"_id": a.id, "title": "", "text": glossary_definition(a)}) + "\n"
+                                  for a in drawn)
+            with atomic_write(folder / "queries.jsonl") as stream:
+                stream.writelines(json.dumps({"_id": f"q-{a.id}", "text": a.title.strip()}) + "\n" for a in scored)
+            write_qrels(folder / "qrels" / "test.tsv", {f"q-{a.id}": {a.id: 1} for a in scored}, format="beir")
+        return {"entries": len(drawn), "queries": len(scored), "eligible": len(eligible)}
