@@ -40,9 +40,16 @@ TINY = {
                                "max_length=64", "pair_articles=20", "finetune_steps=2", "reqa_articles=2"],
     "diagnostics_from_base": ["steps=2", "batch_size=4", "max_documents=20", "wiki_shards='00'", "warmup_steps=0",
                               "max_length=64", "texts=40", "reliance_texts=4", "lengths=[32, 64]", "longest=64"],
+    "label_free": ["adapt_steps=2", "batch_size=4", "adapt_length=32", "max_length=32", "dev_every=1",
+                   "patience=0", "validation=4", "adapt_documents=30", "pretrain_steps=2",
+                   "pretraining={model.size: null, data.max_seq_length: 32, train.max_steps: 2, train.batch_size: 4, "
+                   "train.global_batch_size: 4, train.save_every: 100000, train.log_every: 1}",
+                   "wiki_documents=60", "wiki_queries=20", "foldoc_entries=60", "foldoc_queries=20"],
 }
 #: The experiments that read NQ-open's training data and test pool (``--set open_qa=FOLDER``).
-READS_OPEN_QA = {"seed_vs_mlm"}
+READS_OPEN_QA = {"seed_vs_mlm", "label_free"}
+#: The experiments whose tiny run reads a toy ``--set data=FOLDER`` (``tiny_data``): SciFact's task cut.
+READS_SCIFACT = {"label_free"}
 
 
 def seedr(*arguments: str) -> None:
@@ -64,6 +71,26 @@ def tiny_open_qa(folder: Path) -> Path:
     return folder / "open-qa"
 
 
+def tiny_data(folder: Path, documents: int = 150) -> Path:
+    """A toy copy of the shared data for a tiny run: SciFact's first ``documents`` abstracts with the test
+    queries judged among them, and links to the other folders (read, never written)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    for name in ("foldoc", "nq-open", "wiki", "squad"):
+        if (SHARED / name).exists() and not (folder / name).exists():
+            (folder / name).symlink_to((SHARED / name).resolve())
+    source, target = SHARED / "scifact", folder / "scifact"
+    (target / "qrels").mkdir(parents=True, exist_ok=True)
+    lines = (source / "corpus.jsonl").read_text(encoding="utf-8").splitlines()[:documents]
+    kept = {json.loads(line)["_id"] for line in lines}
+    (target / "corpus.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    shutil.copyfile(source / "queries.jsonl", target / "queries.jsonl")
+    for split in ("train", "test"):
+        rows = (source / "qrels" / f"{split}.tsv").read_text(encoding="utf-8").splitlines()
+        judged = [row for row in rows[1:] if row.split("\t")[1] in kept]
+        (target / "qrels" / f"{split}.tsv").write_text("\n".join([rows[0], *judged]) + "\n", encoding="utf-8")
+    return folder
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("name", help="a shipped experiment with a gpu scale")
@@ -81,6 +108,8 @@ def main() -> None:
         settings += TINY[args.name]
         if args.name in READS_OPEN_QA:
             settings.append(f"open_qa={tiny_open_qa(work / 'data')}")
+        if args.name in READS_SCIFACT:
+            settings.append(f"data={tiny_data(work / 'shared')}")
     scale = "cpu" if args.tiny else "gpu"
     seedr("experiment", args.name, "--scale", scale, "--out", str(work / "runs"),
           *(item for setting in settings for item in ("--set", setting)))

@@ -31,7 +31,7 @@ class AdaptOptions:
         pretrain: a pre-training recipe (``seed``, ``cpdae``, ``mlm`` ...) run on the training documents
             first, or null.
         pretrain_settings: the pre-training's settings over that recipe (``train.max_steps`` ...).
-        seed: the training seed of both stages and of the mined pairs (``train.seed``); null: the recipe's.
+        seed: the training seed of both stages and of the mined pairs (or ``train.seed``); null: the recipe's.
         max_documents: read only the corpus's first documents.
         validation: documents held out for validation (≥ 1) or their share (< 1); null: 10%, at most 1,000.
     """
@@ -116,6 +116,8 @@ class AdaptStep(ExperimentStep):
             raise ValueError(message if message.startswith(self.where) else f"{self.where} adapt: {message}") from None
         seeded = {"train": {"seed": options.seed}} if options.seed is not None else {}
         finetuning = from_dict(FinetuneConfig, merge_settings(settings, seeded), f"{self.where} adapt")
+        options.seed = finetuning.train.seed  # one seed, however it was written, for both stages and the pairs
+        seeded = {"train": {"seed": options.seed}}
         try:
             check_dev_metrics(finetuning)
         except ValueError as error:

@@ -1,0 +1,154 @@
+"""The label-free evidence experiment (#56): the step kinds ``adapt`` (``seedr.training.adapt.run_adapt``, the
+path ``seedr.adapt`` takes), ``tsdae_st`` (TSDAE through sentence-transformers at adapt's training FLOPs) and
+the set-up step ``glossary_task`` (FOLDOC's term → definition task), and ``label_free.yaml`` run tiny."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from seedr.config import merge_settings
+from seedr.experiments.runner import step_folder
+from seedr.experiments.spec import load_experiment
+from seedr.experiments.steps import build_step
+from seedr.modeling.folders import encoder_shape
+from seedr.training.compute_budget import contrastive_multiply_adds, denoising_multiply_adds
+
+ROOT = Path(__file__).resolve().parents[1]
+WHERE = "label_free.yaml: conditions.x.steps[0]"
+
+
+def _refusal(kind: str, settings: dict) -> str:
+    with pytest.raises(ValueError) as caught:
+        build_step(kind, settings, WHERE).validate()
+    message = str(caught.value)
+    assert "\n" not in message and message.startswith(WHERE), message
+    return message
+
+
+@pytest.mark.parametrize(("settings", "message"), [
+    ({}, "corpus is required"),
+    ({"corpus": "docs.jsonl", "pairs": ["ict", "nope"]}, "unknown pair source(s) ['nope']"),
+    ({"corpus": "docs.jsonl", "pairs": []}, "unknown pair source"),
+    ({"corpus": "docs.jsonl", "train_data": "scifact"}, "adapt mines its training and validation data itself"),
+    ({"corpus": "docs.jsonl", "dev_qrels": "q.tsv"}, "adapt mines its training and validation data itself"),
+    ({"corpus": "docs.jsonl", "pretrain": "no-such-recipe"}, "no pretrain recipe 'no-such-recipe'"),
+    ({"corpus": "docs.jsonl", "pretrain_settings": {"train.max_steps": 3}}, "pretrain_settings without pretrain"),
+    ({"corpus": "docs.jsonl", "pretrain": "mlm", "pretrain_settings": {"train.no_such_key": 3}}, "no_such_key"),
+    ({"corpus": "docs.jsonl", "train.max_stepz": 3}, "max_stepz"),
+    ({"corpus": "docs.jsonl", "max_documents": 1}, "max_documents must be at least 2"),
+    ({"corpus": "docs.jsonl", "validation": 0}, "validation must be"),
+    ({"corpus": "docs.jsonl", "config": "no-such-recipe"}, "no finetune recipe 'no-such-recipe'"),
+    ({"corpus": "docs.jsonl", "dev_metrics": ["nDCG@oops"]}, "nDCG@oops"),
+])
+def test_adapt_step_refuses_bad_settings_in_one_line(settings, message):
+    assert message in _refusal("adapt", settings)
+
+
+@pytest.mark.parametrize(("settings", "message"), [
+    ({"max_steps": 3}, "corpus is required"),
+    ({"corpus": "docs.jsonl"}, "max_steps, or equal_compute.steps"),
+    ({"corpus": "docs.jsonl", "equal_compute": {"steps": 0}}, "max_steps, or equal_compute.steps"),
+    ({"corpus": "docs.jsonl", "max_steps": 3, "deletion": 1.2}, "deletion must be in (0, 1)"),
+    ({"corpus": "docs.jsonl", "max_steps": 0}, "max_steps must be at least 1"),
+    ({"corpus": "docs.jsonl", "max_steps": 3, "mixed_precision": "fp8"}, "mixed_precision"),
+    ({"corpus": "docs.jsonl", "max_steps": 3, "equal_compute": {"stepz": 3}}, "stepz"),
+    ({"corpus": "docs.jsonl", "max_steps": 3, "learning_rat": 1.0}, "learning_rat"),
+])
+def test_tsdae_step_refuses_bad_settings_in_one_line(settings, message):
+    assert message in _refusal("tsdae_st", settings)
+
+
+def test_glossary_task_refuses_bad_settings_in_one_line():
+    assert "glossary is required" in _refusal("glossary_task", {})
+    assert "queries must be between 1 and entries" in _refusal("glossary_task", {"glossary": "g", "entries": 5,
+                                                                                 "queries": 6})
+
+
+def _folder(kind: str, settings: dict) -> Path:
+    return step_folder(Path("out"), kind, build_step(kind, settings, "test"))
+
+
+def test_adapt_and_tsdae_steps_are_keyed_on_their_resolved_settings():
+    """Spellings that resolve alike share a folder (the adapt recipe named or not, the seed as ``seed`` or
+    ``train.seed``, a nested key dotted or not, a corpus as a path or a list); what changes the run does not."""
+    base = {"corpus": "docs.jsonl", "pairs": ["ict"], "seed": 2, "train.max_steps": 40}
+    adapt = _folder("adapt", base)
+    assert _folder("adapt", {**base, "config": "adapt"}) == adapt
+    assert _folder("adapt", {"corpus": ["docs.jsonl"], "pairs": "ict", "train": {"seed": 2, "max_steps": 40}}) == adapt
+    assert _folder("adapt", {**base, "train.batch_size": 16}) == adapt  # the recipe's own value
+    for changed in ({"pairs": ["crop"]}, {"seed": 3}, {"train.max_steps": 41}, {"max_documents": 500},
+                    {"validation": 50}, {"corpus": "other.jsonl"}, {"pretrain": "mlm"}, {"patience": 1}):
+        assert _folder("adapt", {**base, **changed}) != adapt, changed
+    pretrained = _folder("adapt", {**base, "pretrain": "mlm", "pretrain_settings": {"train.max_steps": 5}})
+    assert _folder("adapt", {**base, "pretrain": "mlm", "pretrain_settings": {"train": {"max_steps": 5}}}) == pretrained
+    assert _folder("adapt", {**base, "pretrain": "mlm", "pretrain_settings": {"train.max_steps": 6}}) != pretrained
+    tsdae = _folder("tsdae_st", {"corpus": "docs.jsonl", "equal_compute": {"steps": 40}})
+    assert _folder("tsdae_st", {"corpus": ["docs.jsonl"], "equal_compute.steps": 40, "deletion": 0.6}) == tsdae
+    assert _folder("tsdae_st", {"corpus": "docs.jsonl", "equal_compute": {"steps": 41}}) != tsdae
+    assert _folder("tsdae_st", {"corpus": "docs.jsonl", "equal_compute": {"steps": 40}, "seed": 2}) != tsdae
+
+
+def test_tsdae_takes_the_steps_of_adapts_training_flops():
+    """``equal_compute``: TSDAE's steps × its FLOPs per step equal adapt's budget, within one step."""
+    shape = encoder_shape("minilm")
+    step = build_step("tsdae_st", {"corpus": "docs.jsonl", "max_length": 128, "batch_size": 8,
+                                   "equal_compute": {"steps": 40, "batch_size": 16, "query_max_length": 64,
+                                                     "document_max_length": 128, "negatives": 1}}, "test")
+    adapt = 40 * 16 * contrastive_multiply_adds(shape, 64, 128, 1)
+    per_step = 8 * denoising_multiply_adds(shape, 128, 0.6)
+    steps = step.steps(shape)
+    assert abs(steps * per_step - adapt) <= per_step / 2
+    assert build_step("tsdae_st", {"corpus": "d", "max_steps": 7, "equal_compute": {"steps": 40}}, "t").steps(shape) == 7
+
+
+@pytest.mark.parametrize("scale", ["cpu", "gpu"])
+def test_label_free_names_its_pre_training_length_once(scale):
+    """The description's ``pretrain_steps`` is the steps the ``pretraining`` settings run, at every scale;
+    every adapt condition reads the corpus of the task it is scored on, and TSDAE matches adapt's steps."""
+    experiment = load_experiment("label_free", scale)
+    pretraining = merge_settings(experiment.variables["pretraining"])
+    assert pretraining["train"]["max_steps"] == experiment.variables["pretrain_steps"]
+    for condition in experiment.conditions.values():
+        for step in condition.steps:
+            assert condition.tasks and len(condition.tasks) == 1
+            if step.kind == "tsdae_st":
+                assert step.settings["equal_compute"]["steps"] == experiment.variables["adapt_steps"]
+    assert {claim.task for claim in experiment.claims} == set(experiment.tasks)
+    assert [claim.target for claim in experiment.claims if claim.target is not None] == [0.72]
+
+
+def test_glossary_task_hides_each_term_from_its_definition(shared_data, tmp_path):
+    """FOLDOC's task: one relevant definition per term, the term nowhere in it, no titles in the corpus."""
+    step = build_step("glossary_task", {"glossary": str(shared_data / "foldoc" / "foldoc.jsonl.gz"),
+                                        "entries": 200, "queries": 50}, "test")
+    summary = step.run(tmp_path / "task")
+    assert summary["entries"] == 200 and summary["queries"] == 50
+    corpus = {row["_id"]: row for row in map(json.loads, (tmp_path / "task" / "corpus.jsonl").open())}
+    queries = {row["_id"]: row["text"] for row in map(json.loads, (tmp_path / "task" / "queries.jsonl").open())}
+    qrels = [line.split("\t") for line in (tmp_path / "task" / "qrels" / "test.tsv").read_text().splitlines()[1:]]
+    assert len(qrels) == len(queries) == 50 and all(row["title"] == "" for row in corpus.values())
+    for query, document, grade in qrels:
+        term = queries[query].lower()
+        text = f" {corpus[document]['text'].lower()} "
+        assert grade == "1" and not any(f"{left}{term}{right}" in text for left in " (\"'" for right in " .,;:)\"'")
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(1200)
+def test_label_free_runs_tiny(tmp_path):
+    """``gpu/jobs/experiment.py label_free --tiny``: every condition, task and claim of the file through the
+    real steps (adapt with each source and with MLM first, TSDAE through sentence-transformers, the FOLDOC
+    and Wikipedia set-ups), a few steps each, on a toy SciFact and NQ-open."""
+    out = tmp_path / "out"
+    subprocess.run([sys.executable, str(ROOT / "gpu" / "jobs" / "experiment.py"), "label_free", "--seeds", "1",
+                    "--out", str(out), "--tiny"], check=True, cwd=ROOT, capture_output=True)
+    results = json.loads((out / "results.json").read_text())
+    assert set(results["tasks"]) == {"scifact", "wiki", "nq", "foldoc"}
+    assert len(results["claims"]) == 12
+    systems = results["tasks"]["foldoc"]["systems"]
+    assert {"bm25", "minilm", "minilm+bm25", "foldoc-adapt-all", "foldoc-adapt-pre", "foldoc-tsdae"} <= set(systems)
