@@ -40,6 +40,7 @@ TINY = {
                                "max_length=64", "pair_articles=20", "finetune_steps=2", "reqa_articles=2"],
     "diagnostics_from_base": ["steps=2", "batch_size=4", "max_documents=20", "wiki_shards='00'", "warmup_steps=0",
                               "max_length=64", "texts=40", "reliance_texts=4", "lengths=[32, 64]", "longest=64"],
+    # 79 units (each adapt, TSDAE and encoding loads MiniLM): minutes, not one
     "label_free": ["adapt_steps=2", "batch_size=4", "adapt_length=32", "max_length=32", "dev_every=1",
                    "patience=0", "validation=4", "adapt_documents=30", "pretrain_steps=2",
                    "pretraining={model.size: null, data.max_seq_length: 32, train.max_steps: 2, train.batch_size: 4, "
