@@ -90,9 +90,9 @@ def run(tiny: bool, threads: int) -> Section:
     from bench_pretrain import packed_sequences
 
     from seedr.engine.optim import build_optimizer
-    from seedr.engine.trainer import TrainConfig
     from seedr.modeling.encoder import build_encoder, load_tokenizer
     from seedr.objectives.mlm import MaskedLanguageModel
+    from seedr.settings import TrainConfig
 
     shape = shapes(tiny)
     tokenizer = load_tokenizer("minilm")

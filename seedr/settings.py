@@ -6,10 +6,9 @@ They import neither torch, transformers, accelerate nor faiss, so that ``seedr p
 ``seedr finetune --help`` list every key with its default or a recipe's value in a fraction of a second
 (``seedr.config.describe_settings``), and an experiment is planned without loading a model. One check
 reaches for a library, only when the value needing it is given: ``train.report_to`` asks Accelerate
-which trackers it has. The modules that run the training (``seedr.engine.trainer``, ``pretrain``,
-``finetune``) import these classes from here, and re-export them under their old names. (They are not
-in ``seedr/training/``: importing anything there runs that package's ``__init__``, which imports torch.)
-The pre-training objectives' options are in ``seedr.objective_options``, torch-free for the same reason.
+which trackers it has. Every module imports these classes from here, their one home
+(``tests/test_import_graph.py`` says so). The pre-training objectives' options are in
+``seedr.objective_options``, torch-free for the same reason.
 """
 
 from __future__ import annotations

@@ -148,11 +148,9 @@ def test_the_settings_module_imports_no_heavy_library():
              f"print(sorted(set({MODEL_PACKAGES!r}) & set(sys.modules)))")
     loaded = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout
     assert loaded.strip() == "[]"
-    from seedr.engine.trainer import TrainConfig
     from seedr.retrieval.encode import TITLE_MODES
     from seedr.settings import TITLE_MODES as WRITTEN_OUT
-    from seedr.training.finetune import FinetuneConfig
-    from seedr.training.pretrain import DataConfig, ModelConfig, PretrainConfig
+    from seedr.settings import DataConfig, FinetuneConfig, ModelConfig, PretrainConfig, TrainConfig
 
     assert WRITTEN_OUT == TITLE_MODES  # written out in the settings, which must not import the encoder
     import seedr.settings

@@ -18,7 +18,6 @@ from typer.testing import CliRunner
 from seedr.cli import app
 from seedr.data.records import Document
 from seedr.engine.checkpoint import latest_checkpoint, model_weights_path
-from seedr.engine.trainer import TrainConfig
 from seedr.evaluation.diagnostics import (
     alignment,
     anisotropy,
@@ -47,7 +46,8 @@ from seedr.experiments.diagnostics import (
 )
 from seedr.modeling.encoder import build_encoder
 from seedr.objectives.seed import SeedConfig, SeedEncoder
-from seedr.training.pretrain import DataConfig, ModelConfig, PretrainConfig, pretrain
+from seedr.settings import DataConfig, ModelConfig, PretrainConfig, TrainConfig
+from seedr.training.pretrain import pretrain
 
 runner = CliRunner()
 

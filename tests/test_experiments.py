@@ -625,7 +625,7 @@ def test_layered_settings_follow_one_rule_whichever_spelling(tmp_path):
     """A dotted key and a nested mapping mean the same in a recipe, a --set override and an experiment's
     defaults, scale and condition; the later layer wins whichever spelling either uses."""
     from seedr.config import load_config, merge_settings
-    from seedr.training.finetune import FinetuneConfig
+    from seedr.settings import FinetuneConfig
 
     assert merge_settings({"train": {"max_steps": 3, "seed": 1}, "train.max_steps": 5},
                           {"train": {"max_steps": 7}}, None) == {"train": {"max_steps": 7, "seed": 1}}

@@ -18,7 +18,7 @@ from seedr.cli import app
 from seedr.config import load_config
 from seedr.data.queries import sample_queries
 from seedr.data.training_sets import load_training_set
-from seedr.engine.trainer import TrainConfig, Trainer
+from seedr.engine.trainer import Trainer
 from seedr.losses import NLLLoss, Similarity, TripletLoss
 from seedr.losses.base import in_batch_false_negatives
 from seedr.modeling.encoder import build_encoder, load_tokenizer, save_encoder
@@ -26,10 +26,10 @@ from seedr.negatives import NegativeTable
 from seedr.recipes import recipes_dir
 from seedr.retrieval.dual_encoder import DOCUMENT_TOWER, DualEncoder
 from seedr.retrieval.encode import TextEncoder
+from seedr.settings import FinetuneConfig, TrainConfig
 from seedr.training.few_shot import few_shot_table
 from seedr.training.finetune import (
     FinetuneCollator,
-    FinetuneConfig,
     FinetuneData,
     FinetuneExample,
     build_model,

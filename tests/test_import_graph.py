@@ -311,3 +311,18 @@ def test_a_package_importing_its_own_modules_is_no_cycle(tmp_path):
     (tmp_path / "pkg" / "a.py").write_text("from pkg.b import f\n")
     (tmp_path / "pkg" / "b.py").write_text("def f():\n    pass\n")
     assert cycles(import_graph(tmp_path / "pkg")) == []
+
+
+def test_the_settings_classes_are_imported_from_their_home():
+    """#57: ``TrainConfig``, ``PretrainConfig``, ``FinetuneConfig``, ``ModelConfig`` and ``DataConfig`` live in
+    ``seedr.settings`` and are imported from there, not through a module that happens to import them."""
+    settings = {"TrainConfig", "PretrainConfig", "FinetuneConfig", "ModelConfig", "DataConfig"}
+    root = Path(__file__).resolve().parents[1]
+    found = []
+    for path in sorted([*root.glob("seedr/**/*.py"), *root.glob("tests/*.py"), *root.glob("bench/*.py"),
+                        *root.glob("gpu/**/*.py")]):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("seedr") \
+                    and node.module != "seedr.settings" and settings & {alias.name for alias in node.names}:
+                found.append(f"{path.relative_to(root)}:{node.lineno} imports from {node.module}")
+    assert not found, "\n".join(found)

@@ -19,7 +19,7 @@ from seedr.cli import app
 from seedr.modeling.encoder import save_encoder
 from seedr.modeling.model_card import write_model_card
 from seedr.provenance import record_run
-from seedr.training.finetune import FinetuneConfig
+from seedr.settings import FinetuneConfig
 from seedr.training.publish import write_run_card
 
 

@@ -15,7 +15,7 @@ from seedr.cli import app
 from seedr.config import from_dict, load_config
 from seedr.objectives import OBJECTIVES
 from seedr.recipes import recipes_dir
-from seedr.training.pretrain import PretrainConfig
+from seedr.settings import PretrainConfig
 
 RECIPES = recipes_dir("pretrain")
 TINY = ["--size", "tiny", "--tokenizer", "minilm", "--set", "model.hidden_size=32",

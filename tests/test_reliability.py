@@ -34,7 +34,7 @@ from seedr.data.corpus import read_corpus
 from seedr.engine.checkpoint import list_checkpoints, read_extra_state
 from seedr.engine.divergence import NonFiniteLossError
 from seedr.engine.shards import TokenShardData, write_token_shards
-from seedr.engine.trainer import TrainConfig, Trainer
+from seedr.engine.trainer import Trainer
 from seedr.io import (
     LOCK_SUFFIX,
     DataError,
@@ -48,6 +48,7 @@ from seedr.io import (
 from seedr.modeling.encoder import model_fingerprint, save_encoder
 from seedr.objectives.base import ObjectiveOutput
 from seedr.objectives.mlm import MaskedLanguageModel, MLMConfig
+from seedr.settings import TrainConfig
 from seedr.training.finetune import DEV_SETTINGS
 
 runner = CliRunner()

@@ -15,7 +15,7 @@ from seedr.data.qa import read_squad, reqa_candidates
 from seedr.data.training_sets import load_training_set
 from seedr.recipes import recipe_path
 from seedr.retrieval.encode import tokenize_pairs
-from seedr.training.finetune import FinetuneConfig
+from seedr.settings import FinetuneConfig
 
 RECIPE = recipe_path("reqa_squad", "finetune")
 

@@ -25,11 +25,11 @@ from seedr.data.corpus import read_corpus
 from seedr.engine.checkpoint import list_checkpoints
 from seedr.engine.optim import build_optimizer, build_scheduler, parameter_groups
 from seedr.engine.shards import TokenShardData, write_token_shards
-from seedr.engine.trainer import Callback, TrainConfig, Trainer
+from seedr.engine.trainer import Callback, Trainer
 from seedr.objectives.base import Objective, ObjectiveOutput
 from seedr.objectives.masking import pad_token_ids
 from seedr.objectives.mlm import MaskedLanguageModel, MLMConfig
-from seedr.settings import FinetuneConfig, PretrainConfig
+from seedr.settings import FinetuneConfig, PretrainConfig, TrainConfig
 
 SEQ_LEN = 64
 

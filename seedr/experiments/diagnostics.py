@@ -57,6 +57,7 @@ from seedr.objectives.two_tower import PairConfig, pair_data_for
 from seedr.reporting.diagnostics import plot_diagnostics
 from seedr.retrieval.dual_encoder import DualEncoder
 from seedr.retrieval.encode import model_defaults
+from seedr.settings import PretrainConfig
 
 #: "cls" and "mean" as ``seedr.modeling.encoder.pool``; "model": what the model folder declares.
 DiagnosticPooling = Literal["cls", "mean", "model"]
@@ -184,8 +185,6 @@ def load_objective(run_dir: str | os.PathLike, step: int | None = None) -> tuple
     """
     from safetensors import safe_open
     from transformers import AutoModel
-
-    from seedr.training.pretrain import PretrainConfig
 
     run_dir = Path(run_dir)
     if not (run_dir / "config.yaml").exists():

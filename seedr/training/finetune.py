@@ -1,7 +1,7 @@
 """Fine-tuning a pre-trained encoder into a dense retriever: the training data, its collation, dev
 evaluation during training, static-negative rounds and few-shot runs. The loop itself is the shared
 ``seedr.engine.trainer.Trainer``; the settings, ``FinetuneConfig``, are defined in the torch-free
-``seedr.settings`` and importable from here.
+``seedr.settings`` (imported from there, not from here).
 
 The set-ups of the papers, as recipes (``seedr/recipes/finetune/``):
 

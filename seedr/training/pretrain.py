@@ -2,8 +2,8 @@
 
 ``PretrainConfig`` is the whole recipe (``seedr/recipes/pretrain/*.yaml``): which objective and its options,
 the encoder (from scratch, or continued from a checkpoint), the training data and the optimisation; it is
-defined, with ``ModelConfig`` and ``DataConfig``, in the torch-free ``seedr.settings`` and importable from
-here. ``pretrain(config, out_dir)`` builds everything and runs the shared ``Trainer``.
+defined, with ``ModelConfig`` and ``DataConfig``, in the torch-free ``seedr.settings`` (imported from there,
+not from here). ``pretrain(config, out_dir)`` builds everything and runs the shared ``Trainer``.
 
 Two ways to get an encoder, as the papers did:
 
@@ -58,7 +58,7 @@ from seedr.modeling.encoder import build_encoder, check_lengths, load_encoder, l
 from seedr.modeling.folders import EncoderShape, encoder_shape
 from seedr.objectives import OBJECTIVES, Objective, PretrainingCorpus
 from seedr.registry import Registry
-from seedr.settings import DataConfig, ModelConfig, PretrainConfig
+from seedr.settings import ModelConfig, PretrainConfig
 from seedr.training.compute_budget import apply_flops_budget
 from seedr.training.publish import describe_run
 
@@ -235,5 +235,5 @@ def pretrain(config: PretrainConfig, out_dir: str | Path, resume: bool = False,
     return trainer.train(resume=resume)
 
 
-__all__ = ["MODEL_SIZES", "DataConfig", "ModelConfig", "PretrainConfig", "build_model", "build_objective",
+__all__ = ["MODEL_SIZES", "build_model", "build_objective",
            "model_shape", "new_model_shape", "pretrain", "pretraining_corpus", "token_data"]
