@@ -30,7 +30,7 @@ from typing import Any
 
 import yaml
 
-from seedr.config import to_dict
+from seedr.config.loading import to_dict
 from seedr.io import atomic_write
 from seedr.version import __version__
 

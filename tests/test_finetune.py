@@ -15,7 +15,8 @@ from safetensors.torch import load_file
 from typer.testing import CliRunner
 
 from seedr.cli import app
-from seedr.config import load_config
+from seedr.config.loading import load_config
+from seedr.config.settings import FinetuneConfig, TrainConfig
 from seedr.data.queries import sample_queries
 from seedr.data.training_sets import load_training_set
 from seedr.engine.trainer import Trainer
@@ -26,7 +27,6 @@ from seedr.negatives import NegativeTable
 from seedr.recipes import recipes_dir
 from seedr.retrieval.dual_encoder import DOCUMENT_TOWER, DualEncoder
 from seedr.retrieval.encode import TextEncoder
-from seedr.settings import FinetuneConfig, TrainConfig
 from seedr.training.few_shot import few_shot_table
 from seedr.training.finetune import (
     FinetuneCollator,

@@ -13,6 +13,7 @@ import pytest
 import torch
 from helpers import tiny_bert
 
+from seedr.config.settings import TrainConfig
 from seedr.data.articles import read_articles
 from seedr.data.training_sets import load_training_set
 from seedr.engine.gradient_cache import gradient_cache_step
@@ -22,7 +23,6 @@ from seedr.objectives.cpdae import Cpdae
 from seedr.objectives.ict import ICTObjective, ICTPairs
 from seedr.objectives.two_tower import PairConfig, PairData, TwoTowerConfig
 from seedr.retrieval.dual_encoder import DualEncoder
-from seedr.settings import TrainConfig
 from seedr.training.finetune import FinetuneCollator, FinetuneExample
 
 #: float64 models: GradCache only changes the order of float sums, so after one AdamW step the parameters

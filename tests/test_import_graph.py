@@ -262,7 +262,7 @@ def test_an_import_inside_a_function_defers_a_heavy_dependency():
     ``--help``, configuration and light readers stay fast. Any other import goes at the top of the file."""
     modules = _modules(PACKAGE)
     heavy = heavy_loads()
-    assert "torch" in heavy["seedr.engine.trainer"] and not heavy["seedr.config"] and not heavy["seedr.settings"]
+    assert "torch" in heavy["seedr.engine.trainer"] and not heavy["seedr.config.loading"] and not heavy["seedr.config.settings"]
     found = []
     for module, path in modules.items():
         tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
@@ -285,7 +285,7 @@ def test_the_library_never_imports_the_command_line():
                    for entry in COMMAND_LINE_SOURCE)
 
     graph = import_graph()
-    assert command_line("seedr.stages.encode") and command_line("seedr.cli") and not command_line("seedr.config")
+    assert command_line("seedr.stages.encode") and command_line("seedr.cli") and not command_line("seedr.config.loading")
     found = sorted(f"{module} (line {line}) imports {target}" for module, targets in graph.items()
                    if not command_line(module) for target, line in targets.items() if command_line(target))
     assert not found, "\n".join(found)
@@ -315,7 +315,7 @@ def test_a_package_importing_its_own_modules_is_no_cycle(tmp_path):
 
 def test_the_settings_classes_are_imported_from_their_home():
     """#57: ``TrainConfig``, ``PretrainConfig``, ``FinetuneConfig``, ``ModelConfig`` and ``DataConfig`` live in
-    ``seedr.settings`` and are imported from there, not through a module that happens to import them."""
+    ``seedr.config.settings`` and are imported from there, not through a module that happens to import them."""
     settings = {"TrainConfig", "PretrainConfig", "FinetuneConfig", "ModelConfig", "DataConfig"}
     root = Path(__file__).resolve().parents[1]
     found = []
@@ -323,6 +323,6 @@ def test_the_settings_classes_are_imported_from_their_home():
                         *root.glob("gpu/**/*.py")]):
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
             if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("seedr") \
-                    and node.module != "seedr.settings" and settings & {alias.name for alias in node.names}:
+                    and node.module != "seedr.config.settings" and settings & {alias.name for alias in node.names}:
                 found.append(f"{path.relative_to(root)}:{node.lineno} imports from {node.module}")
     assert not found, "\n".join(found)

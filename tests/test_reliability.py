@@ -30,6 +30,7 @@ from torch import nn
 from typer.testing import CliRunner
 
 from seedr.cli import app
+from seedr.config.settings import TrainConfig
 from seedr.data.corpus import read_corpus
 from seedr.engine.checkpoint import list_checkpoints, read_extra_state
 from seedr.engine.divergence import NonFiniteLossError
@@ -48,7 +49,6 @@ from seedr.io import (
 from seedr.modeling.encoder import model_fingerprint, save_encoder
 from seedr.objectives.base import ObjectiveOutput
 from seedr.objectives.mlm import MaskedLanguageModel, MLMConfig
-from seedr.settings import TrainConfig
 from seedr.training.finetune import DEV_SETTINGS
 
 runner = CliRunner()

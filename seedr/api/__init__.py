@@ -9,7 +9,7 @@ next step: a ``TrainingRun`` (give it as ``model=``), ``Embeddings`` (give them 
 
 Settings are a plain mapping of the recipe's keys, dotted or nested (``{"train.max_steps": 20}`` or
 ``{"train": {"max_steps": 20}}``): the stage's defaults, then the recipe (``config``), then the keyword
-arguments, then ``settings``, each over the one before (``seedr.config.merge_settings``). ``resolve_settings``
+arguments, then ``settings``, each over the one before (``seedr.config.loading.merge_settings``). ``resolve_settings``
 shows the result without running anything (``seedr config`` on the command line).
 
 Corpora and queries are paths (files, folders, quoted globs, as on the command line; parquet files and

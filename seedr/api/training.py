@@ -10,14 +10,14 @@ from typing import Any
 
 from seedr.api.arguments import checks_arguments
 from seedr.api.common import CONFIG_STAGES, Settings, Source, _is_paths, _locked, _model_name, _paths
-from seedr.config import from_dict, merge_settings, read_recipe
+from seedr.config.loading import from_dict, merge_settings, read_recipe
+from seedr.config.objective_options import OBJECTIVE_OPTIONS
+from seedr.config.settings import FinetuneConfig, PretrainConfig
 from seedr.data.inputs import input_files
 from seedr.io.run_folders import check_run_folder
 from seedr.modeling.folders import pretrained_seed, resolve_model_path, tokenizer_folder
-from seedr.objective_options import OBJECTIVE_OPTIONS
 from seedr.provenance import record_run
 from seedr.recipes import recipe_path
-from seedr.settings import FinetuneConfig, PretrainConfig
 
 
 def resolve_settings(stage: str, config: str | os.PathLike | None = None, settings: Settings | None = None,

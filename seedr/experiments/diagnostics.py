@@ -21,7 +21,8 @@ import numpy as np
 import torch
 from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
-from seedr.config import from_dict, load_config, parse_yaml
+from seedr.config.loading import from_dict, load_config, parse_yaml
+from seedr.config.settings import PretrainConfig
 from seedr.data.corpus import read_corpus
 from seedr.data.inputs import input_files
 from seedr.data.queries import read_qrels, read_queries
@@ -57,7 +58,6 @@ from seedr.objectives.two_tower import PairConfig, pair_data_for
 from seedr.reporting.diagnostics import plot_diagnostics
 from seedr.retrieval.dual_encoder import DualEncoder
 from seedr.retrieval.encode import model_defaults
-from seedr.settings import PretrainConfig
 
 #: "cls" and "mean" as ``seedr.modeling.encoder.pool``; "model": what the model folder declares.
 DiagnosticPooling = Literal["cls", "mean", "model"]

@@ -29,6 +29,7 @@ from transformers import (
 )
 from transformers.utils import logging as hf_logging
 
+from seedr.config.settings import Pooling
 from seedr.io import DataError
 from seedr.modeling.folders import (  # the folders' torch-free half, imported from here too
     read_settings,
@@ -45,7 +46,6 @@ from seedr.modeling.projection import (
     refuse_other_weights,
     save_projection,
 )
-from seedr.settings import Pooling
 
 #: The files of a model folder that determine its vectors: weights, architecture, tokenizer, and the
 #: sentence-transformers modules (pooling, projection, normalisation) — not its model card or logs.

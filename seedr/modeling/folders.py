@@ -12,11 +12,11 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from seedr.config import read_recipe
+from seedr.config.loading import read_recipe
+from seedr.config.objective_options import OBJECTIVE_OPTIONS
+from seedr.config.settings import Pooling
 from seedr.io import DataError, read_json
 from seedr.io.run_folders import PRODUCT
-from seedr.objective_options import OBJECTIVE_OPTIONS
-from seedr.settings import Pooling
 
 
 def _packaged_minilm() -> Path:

@@ -15,11 +15,11 @@ import torch
 from torch.nn import functional as F
 from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
+from seedr.config.objective_options import MLMConfig
 from seedr.engine.checkpoint import run_part_weights
 from seedr.io import DataError
 from seedr.modeling.folders import EncoderShape
 from seedr.modeling.mlm_head import MaskedLMHead
-from seedr.objective_options import MLMConfig
 from seedr.objectives.base import OBJECTIVES, Objective, ObjectiveOutput
 from seedr.objectives.masking import IGNORE_INDEX, mask_tokens, pad_token_ids, special_tokens_mask
 

@@ -37,11 +37,11 @@ from torch import nn
 from torch.nn import functional as F
 from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
+from seedr.config.objective_options import SimCSEConfig
 from seedr.losses.base import Similarity, candidate_scores
 from seedr.modeling.bow_decoder import at_least_float32
 from seedr.modeling.encoder import pool, save_encoder
 from seedr.modeling.folders import EncoderShape
-from seedr.objective_options import SimCSEConfig
 from seedr.objectives.base import OBJECTIVES, Objective, ObjectiveOutput
 from seedr.objectives.masking import pad_token_ids
 

@@ -35,6 +35,7 @@ from torch.utils.data import Dataset
 from tqdm.auto import tqdm
 from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
+from seedr.config.objective_options import PairConfig, TwoTowerConfig
 from seedr.data.articles import read_articles
 from seedr.data.glossary import read_glossary
 from seedr.data.links import recover_title_links
@@ -47,7 +48,6 @@ from seedr.losses.gather import document_key
 from seedr.losses.in_batch_softmax import InBatchSoftmaxLoss
 from seedr.modeling.folders import EncoderShape
 from seedr.modeling.projection import Projection
-from seedr.objective_options import PairConfig, TwoTowerConfig
 from seedr.objectives.base import OBJECTIVES, Objective, ObjectiveOutput, PretrainingCorpus
 from seedr.registry import Registry
 from seedr.retrieval.dual_encoder import DualEncoder

@@ -10,8 +10,8 @@ from rich.console import Console
 
 from seedr.api import adapt
 from seedr.api.arguments import option_range
-from seedr.config import parse_overrides
-from seedr.settings import FinetuneConfig
+from seedr.config.loading import parse_overrides
+from seedr.config.settings import FinetuneConfig
 from seedr.stages.common import clear_errors, listing_settings
 
 console = Console()  # the summary table goes to stdout; progress and errors to stderr

@@ -7,8 +7,8 @@ from typing import Annotated
 import typer
 
 from seedr.api import resolve_settings
-from seedr.config import attribute_descriptions, describe_settings, parse_overrides
-from seedr.objective_options import OBJECTIVE_OPTIONS
+from seedr.config.loading import attribute_descriptions, describe_settings, parse_overrides
+from seedr.config.objective_options import OBJECTIVE_OPTIONS
 from seedr.stages.common import clear_errors, console
 
 

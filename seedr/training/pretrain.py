@@ -2,7 +2,7 @@
 
 ``PretrainConfig`` is the whole recipe (``seedr/recipes/pretrain/*.yaml``): which objective and its options,
 the encoder (from scratch, or continued from a checkpoint), the training data and the optimisation; it is
-defined, with ``ModelConfig`` and ``DataConfig``, in the torch-free ``seedr.settings`` (imported from there,
+defined, with ``ModelConfig`` and ``DataConfig``, in the torch-free ``seedr.config.settings`` (imported from there,
 not from here). ``pretrain(config, out_dir)`` builds everything and runs the shared ``Trainer``.
 
 Two ways to get an encoder, as the papers did:
@@ -37,7 +37,8 @@ from accelerate.utils import set_seed
 from rich.console import Console
 from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
-from seedr.config import from_dict, to_dict
+from seedr.config.loading import from_dict, to_dict
+from seedr.config.settings import ModelConfig, PretrainConfig
 from seedr.data.corpus import read_corpus
 from seedr.data.default import default_corpus_path, default_documents
 from seedr.data.inputs import input_files
@@ -58,7 +59,6 @@ from seedr.modeling.encoder import build_encoder, check_lengths, load_encoder, l
 from seedr.modeling.folders import EncoderShape, encoder_shape
 from seedr.objectives import OBJECTIVES, Objective, PretrainingCorpus
 from seedr.registry import Registry
-from seedr.settings import ModelConfig, PretrainConfig
 from seedr.training.compute_budget import apply_flops_budget
 from seedr.training.publish import describe_run
 

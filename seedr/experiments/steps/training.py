@@ -9,10 +9,10 @@ import dataclasses
 from pathlib import Path
 from typing import Any
 
-from seedr.config import from_dict, identity, merge_settings
+from seedr.config.loading import from_dict, identity, merge_settings
+from seedr.config.settings import FinetuneConfig, PretrainConfig
 from seedr.experiments.steps.base import STEPS, ExperimentStep
 from seedr.registry import Registry
-from seedr.settings import FinetuneConfig, PretrainConfig
 
 
 def check_options(registry: Registry[Any], name: str, options: dict[str, Any] | None, where: str) -> None:

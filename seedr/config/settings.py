@@ -1,14 +1,14 @@
 """The settings of the training stages as dataclasses: ``TrainConfig`` (the optimisation, shared),
 ``PretrainConfig`` (with ``ModelConfig`` and ``DataConfig``) and ``FinetuneConfig`` — what a recipe
-(``seedr/recipes/``), ``--set`` and an experiment's steps fill (``seedr.config.load_config``).
+(``seedr/recipes/``), ``--set`` and an experiment's steps fill (``seedr.config.loading.load_config``).
 
 They import neither torch, transformers, accelerate nor faiss, so that ``seedr pretrain --help`` and
 ``seedr finetune --help`` list every key with its default or a recipe's value in a fraction of a second
-(``seedr.config.describe_settings``), and an experiment is planned without loading a model. One check
+(``seedr.config.loading.describe_settings``), and an experiment is planned without loading a model. One check
 reaches for a library, only when the value needing it is given: ``train.report_to`` asks Accelerate
 which trackers it has. Every module imports these classes from here, their one home
 (``tests/test_import_graph.py`` says so). The pre-training objectives' options are in
-``seedr.objective_options``, torch-free for the same reason.
+``seedr.config.objective_options``, torch-free for the same reason.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ import warnings
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from seedr.config import identity
+from seedr.config.loading import identity
 
 #: How an encoder pools its token states into the text's vector: the [CLS] state or their masked mean.
 Pooling = Literal["cls", "mean"]
@@ -51,7 +51,7 @@ class TrainConfig:
     """Optimisation settings; the defaults are those of SEED-Encoder §4.1 (and BERT).
 
     ``seedr pretrain --help`` and ``seedr finetune --help`` list these keys (as ``train.<name>``) with
-    their defaults and the descriptions below (``seedr.config.describe_settings``).
+    their defaults and the descriptions below (``seedr.config.loading.describe_settings``).
 
     Attributes:
         seed: seed of the model's new weights, the data order, masking and dropout.
@@ -178,7 +178,7 @@ class TrainConfig:
         return min(math.ceil(round(self.warmup_ratio * self.max_steps, 9)), self.max_steps - 1)
 
     def identity(self, length_from_data: bool = False) -> dict[str, Any]:
-        """These settings as what they train (``seedr.config.identity``, an experiment step's key): the
+        """These settings as what they train (``seedr.config.loading.identity``, an experiment step's key): the
         warm-up as the steps it comes to (``resolved_warmup_steps``: ``warmup_ratio: 0.1`` of 60 steps
         trains as ``warmup_steps: 6``), without ``report_to``, which only decides who watches. When the
         run's length is decided from its data instead (``length_from_data``: fine-tuning by ``epochs``),
@@ -331,7 +331,7 @@ class PretrainConfig:
                              f"{self.flops_budget}")
 
     def identity(self) -> dict[str, Any]:
-        """What this run trains (``seedr.config.identity``, an experiment step's key): its settings, with
+        """What this run trains (``seedr.config.loading.identity``, an experiment step's key): its settings, with
         ``train`` as ``TrainConfig.identity`` gives it; under a ``flops_budget`` the budget decides the
         run's length, so ``max_steps`` (and the warm-up steps a share of it comes to) are placeholders.
         Without a budget the key is what it was before budgets existed (no ``flops_budget`` entry), so that
@@ -462,7 +462,7 @@ class FinetuneConfig:
             raise ValueError(f"epoch_over must be one of {', '.join(EPOCH_UNITS)}, got {self.epoch_over!r}")
 
     def identity(self) -> dict[str, Any]:
-        """What this run trains (``seedr.config.identity``, an experiment step's key): its settings, with
+        """What this run trains (``seedr.config.loading.identity``, an experiment step's key): its settings, with
         ``train`` as ``TrainConfig.identity`` gives it — told whether ``epochs`` sets the run's length."""
         data = {**dataclasses.asdict(self), "train": self.train.identity(length_from_data=self.epochs is not None)}
         for name, default in _LATER_SETTINGS.items():  # at their defaults they compute what runs before them did
