@@ -15,7 +15,7 @@ import math
 from dataclasses import dataclass, field
 from typing import ClassVar, Literal
 
-from seedr.config.settings import Pooling
+from seedr.config.settings import QUERY_MAX_LENGTH, Pooling
 from seedr.registry import Registry
 
 #: How [CLS] enters SEED-Encoder's weak decoder (``seedr.modeling.weak_decoder``): a cross-attention
@@ -468,7 +468,7 @@ class TwoTowerConfig:
 
     trained_representation: ClassVar[str] = "the two-tower softmax's {pooling} embedding"
 
-    query_max_length: int = 64
+    query_max_length: int = QUERY_MAX_LENGTH
     document_max_length: int = 288
     projection_dim: int | None = None
     separate_towers: bool = False

@@ -23,6 +23,16 @@ from seedr.config.loading import identity
 
 #: How an encoder pools its token states into the text's vector: the [CLS] state or their masked mean.
 Pooling = Literal["cls", "mean"]
+#: Tokens of a document, or of a pre-training example, where no setting says otherwise (all three papers:
+#: 512): the one home of this default, which library functions name rather than write again
+#: (``tests/test_defaults.py``).
+MAX_LENGTH = 512
+#: Tokens of a query where no setting says otherwise (the papers' 64).
+QUERY_MAX_LENGTH = 64
+#: Texts per forward pass when encoding without gradients (retrieval, mined negatives, dev evaluations).
+ENCODE_BATCH_SIZE = 64
+#: Texts per forward pass of the papers' diagnostics (each keeps every layer's states, so fewer).
+DIAGNOSE_BATCH_SIZE = 16
 #: The learning-rate schedules of ``transformers.get_scheduler`` a run can choose (``train.scheduler``).
 SCHEDULERS = ("linear", "cosine", "constant", "constant_with_warmup")
 #: A warm-up longer than this share of the run draws a warning (the papers warm up over 10% or less).
@@ -293,7 +303,7 @@ class DataConfig:
 
     corpus: list[str] = field(default_factory=list)
     format: str = "auto"
-    max_seq_length: int = 512
+    max_seq_length: int = MAX_LENGTH
     packing: str = "full_sentences"
     max_documents: int | None = None
     shards: str | None = None
@@ -351,7 +361,7 @@ TITLE_MODES = ("pair", "join", "none")
 
 def _fine_tuning_defaults() -> TrainConfig:
     # DPR's learning rate (2e-5) for a fine-tuning without a recipe; recipes set each paper's own values.
-    return TrainConfig(learning_rate=2e-5, batch_size=32, max_steps=1000, save_every=500)
+    return TrainConfig(learning_rate=2e-5)
 
 
 @dataclass
@@ -428,8 +438,8 @@ class FinetuneConfig:
     similarity: str | None = None
     scale: float | None = None
     title: str | None = None
-    query_max_length: int = 64
-    document_max_length: int = 512
+    query_max_length: int = QUERY_MAX_LENGTH
+    document_max_length: int = MAX_LENGTH
     loss: str = "triplet"
     loss_options: dict[str, Any] = field(default_factory=dict)
     negatives: str = "bm25"
@@ -442,7 +452,7 @@ class FinetuneConfig:
     reinitialize: bool = False
     few_shot: float | None = None
     seeds: list[int] = field(default_factory=list)
-    encode_batch_size: int = 64
+    encode_batch_size: int = ENCODE_BATCH_SIZE
     train: TrainConfig = field(default_factory=_fine_tuning_defaults)
 
     def __post_init__(self) -> None:

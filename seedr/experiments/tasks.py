@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from seedr.config.loading import from_dict
+from seedr.config.settings import ENCODE_BATCH_SIZE
 from seedr.data.corpus import read_corpus
 from seedr.data.records import Document, Run
 from seedr.evaluation import tasks as evaluation_tasks
@@ -47,7 +48,7 @@ class RetrieveConfig:
     max_length: int | None = None
     query_max_length: int | None = None
     compute_dtype: str | None = None
-    batch_size: int = 64
+    batch_size: int = ENCODE_BATCH_SIZE
     title: str | None = None  # pair | join | none; None: what the model folder records, else pair
     factory: str = "Flat"
     metric: str = "ip"

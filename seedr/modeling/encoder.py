@@ -29,7 +29,7 @@ from transformers import (
 )
 from transformers.utils import logging as hf_logging
 
-from seedr.config.settings import Pooling
+from seedr.config.settings import MAX_LENGTH, Pooling
 from seedr.io import DataError
 from seedr.modeling.folders import (  # the folders' torch-free half, imported from here too
     read_settings,
@@ -386,7 +386,7 @@ SETTINGS_FILE = "seedr_dual_encoder.json"
 
 
 def save_encoder(encoder: PreTrainedModel, tokenizer: PreTrainedTokenizerBase, directory: str | os.PathLike,
-                 pooling: Pooling = "cls", max_seq_length: int = 512, similarity: str = "dot",
+                 pooling: Pooling = "cls", max_seq_length: int = MAX_LENGTH, similarity: str = "dot",
                  projection: Projection | None = None, normalize: bool = False) -> Path:
     """Save ``encoder`` + ``tokenizer`` as a Hugging Face folder that sentence-transformers also loads.
 

@@ -13,6 +13,7 @@ import torch
 from torch import nn
 from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
+from seedr.config.settings import MAX_LENGTH
 from seedr.engine.batches import TrainData
 from seedr.engine.shards import TokenShardData
 from seedr.modeling.encoder import save_encoder
@@ -117,7 +118,7 @@ class Objective(nn.Module):
                          f"{before}{keep}")
         return lines
 
-    def save_encoder(self, directory: str | os.PathLike, max_seq_length: int = 512) -> Path:
+    def save_encoder(self, directory: str | os.PathLike, max_seq_length: int = MAX_LENGTH) -> Path:
         return save_encoder(self.encoder, self.tokenizer, directory, pooling=self.pooling,
                             max_seq_length=max_seq_length)
 

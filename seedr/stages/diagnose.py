@@ -9,6 +9,7 @@ from typing import Annotated
 
 import typer
 
+from seedr.config.settings import DIAGNOSE_BATCH_SIZE
 from seedr.io import check_output
 from seedr.stages.common import clear_errors, console, locks_output
 
@@ -64,7 +65,7 @@ def command(
         "--common-words", min=1, help="CPDAE runs: how many of the corpus's most frequent tokens are common words."
     )] = 100,
     seed: Annotated[int, typer.Option("--seed", min=0, help="Seed of the random pairs and samples.")] = 13,
-    batch_size: Annotated[int, typer.Option("--batch-size", min=1, help="Sequences per forward pass.")] = 16,
+    batch_size: Annotated[int, typer.Option("--batch-size", min=1, help="Sequences per forward pass.")] = DIAGNOSE_BATCH_SIZE,
     overwrite: Annotated[bool, typer.Option(
         "--overwrite", help="Replace the diagnostics.json and .png seedr wrote in OUT before (nothing else).")] = False,
 ) -> None:

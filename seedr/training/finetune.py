@@ -37,7 +37,7 @@ from rich.console import Console
 from transformers import PreTrainedTokenizerBase
 
 from seedr.config.loading import to_dict
-from seedr.config.settings import EPOCH_UNITS, FinetuneConfig, TrainConfig
+from seedr.config.settings import ENCODE_BATCH_SIZE, EPOCH_UNITS, FinetuneConfig, TrainConfig
 from seedr.data.corpus import load_corpus
 from seedr.data.queries import read_qrels, read_queries
 from seedr.data.records import Document, Qrels
@@ -216,7 +216,7 @@ class DevEvaluation(Callback):
     al. 2021, Figure 6(a–b): dev MRR@10 against fine-tuning steps). Exact search (faiss Flat)."""
 
     def __init__(self, dev: DevSet, metrics: Sequence[str], every: int, depth: int = 100,
-                 batch_size: int = 64) -> None:
+                 batch_size: int = ENCODE_BATCH_SIZE) -> None:
         self.dev, self.metrics, self.every, self.depth, self.batch_size = dev, list(metrics), every, depth, batch_size
         self.latest: dict[str, float] = {}
         self.step: int | None = None  # the step ``latest`` was evaluated at

@@ -38,7 +38,7 @@ from rich.console import Console
 from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
 from seedr.config.loading import from_dict, to_dict
-from seedr.config.settings import ModelConfig, PretrainConfig
+from seedr.config.settings import MAX_LENGTH, ModelConfig, PretrainConfig
 from seedr.data.corpus import read_corpus
 from seedr.data.default import default_corpus_path, default_documents
 from seedr.data.inputs import input_files
@@ -95,7 +95,7 @@ def build_model(config: ModelConfig, max_seq_length: int) -> tuple[PreTrainedMod
     if config.architecture != "bert":
         raise ValueError(f"unknown model.architecture {config.architecture!r}; valid: bert, bow_mlp")
     encoder = build_encoder(vocab_size=len(tokenizer), intermediate_size=config.intermediate_size,
-                            max_position_embeddings=max(512, max_seq_length), dropout=config.dropout,
+                            max_position_embeddings=max(MAX_LENGTH, max_seq_length), dropout=config.dropout,
                             pad_token_id=tokenizer.pad_token_id or 0, **_new_bert_shape(config))
     return encoder, tokenizer
 
