@@ -25,6 +25,7 @@ import platform
 import sys
 from collections.abc import Iterable, Iterator
 from datetime import UTC, datetime
+from importlib import metadata
 from pathlib import Path
 from typing import Any
 
@@ -44,8 +45,6 @@ COMMAND_LINE_SOURCE = ("stages/", "cli.py", "__main__.py")
 
 def environment() -> dict[str, str]:
     """Versions of Python and of the libraries a result depends on."""
-    from importlib import metadata
-
     from seedr.hardware import native_bf16  # torch: a run record is written by light commands too
 
     versions = {"python": sys.version.split()[0], "platform": platform.platform(),

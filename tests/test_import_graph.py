@@ -326,3 +326,25 @@ def test_the_settings_classes_are_imported_from_their_home():
                     and node.module != "seedr.config.settings" and settings & {alias.name for alias in node.names}:
                 found.append(f"{path.relative_to(root)}:{node.lineno} imports from {node.module}")
     assert not found, "\n".join(found)
+
+
+def test_an_import_inside_a_function_of_another_library_defers_something():
+    """#57: a function-level import of the standard library, or of a module the file imports at its top
+    already, defers nothing: it belongs at the top with the others (seedr's own imports are checked by
+    ``test_an_import_inside_a_function_defers_a_heavy_dependency``)."""
+    standard = set(sys.stdlib_module_names)
+    root = Path(__file__).resolve().parents[1]
+    found = []
+    for path in sorted((root / "seedr").rglob("*.py")):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        top = {alias.name for node in tree.body if isinstance(node, ast.Import) for alias in node.names}
+        top |= {node.module for node in tree.body if isinstance(node, ast.ImportFrom) and node.module}
+        for function in ast.walk(tree):
+            if not isinstance(function, ast.FunctionDef | ast.AsyncFunctionDef):
+                continue
+            for node in ast.walk(function):
+                names = ([alias.name for alias in node.names] if isinstance(node, ast.Import) else
+                         [node.module] if isinstance(node, ast.ImportFrom) and node.module and not node.level else [])
+                found += [f"{path.relative_to(root)}:{node.lineno} {name}" for name in names
+                          if not name.startswith("seedr") and (name.split(".")[0] in standard or name in top)]
+    assert not found, "import these at the top:\n" + "\n".join(found)

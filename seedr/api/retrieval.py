@@ -7,6 +7,7 @@ import dataclasses
 import functools
 import os
 from collections.abc import Mapping, Sequence
+from itertools import islice
 from pathlib import Path
 from typing import Any
 
@@ -62,8 +63,6 @@ def encode(model: str | os.PathLike, corpus: Source, out: str | os.PathLike, *, 
     Example:
         >>> embeddings = seedr.encode(retriever, "scifact/corpus.jsonl", "runs/emb")
     """
-    from itertools import islice
-
     out, model = Path(out), _model_name(model)
     with _locked(out):
         check_output(out, "embeddings", replaces=False, inputs=_input_paths(corpus, model))

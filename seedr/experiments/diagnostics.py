@@ -19,7 +19,7 @@ from typing import Any, Literal
 
 import numpy as np
 import torch
-from transformers import PreTrainedModel, PreTrainedTokenizerBase
+from transformers import AutoModel, PreTrainedModel, PreTrainedTokenizerBase
 
 from seedr.config.loading import from_dict, load_config, parse_yaml
 from seedr.config.settings import DIAGNOSE_BATCH_SIZE, PretrainConfig
@@ -184,7 +184,6 @@ def load_objective(run_dir: str | os.PathLike, step: int | None = None) -> tuple
     weights are loaded (``seedr.engine.checkpoint.load_model_weights``).
     """
     from safetensors import safe_open
-    from transformers import AutoModel
 
     run_dir = Path(run_dir)
     if not (run_dir / "config.yaml").exists():

@@ -10,6 +10,7 @@ otherwise, and the projection head, if any, as a ``Dense`` module (``seedr.model
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 import os
@@ -27,6 +28,7 @@ from transformers import (
     PreTrainedModel,
     PreTrainedTokenizerBase,
 )
+from transformers.models.auto.configuration_auto import CONFIG_MAPPING
 from transformers.utils import logging as hf_logging
 
 from seedr.config.settings import MAX_LENGTH, Pooling
@@ -61,8 +63,6 @@ def model_fingerprint(name_or_path: str | os.PathLike) -> str:
     the same model have the same fingerprint, and a model re-trained into the same folder gets a new one.
     Recorded beside embeddings and in index folders.
     """
-    import hashlib
-
     folder = resolve_model_path(name_or_path)
     digest = hashlib.sha256()
     files = {file for pattern in _FINGERPRINTED for file in folder.glob(pattern) if file.is_file()}
@@ -179,7 +179,6 @@ def check_model_folder(folder: str | os.PathLike) -> None:
     Raises:
         DataError: naming ``config.json`` or ``tokenizer_config.json`` and the field at fault.
     """
-    from transformers.models.auto.configuration_auto import CONFIG_MAPPING
 
     folder = Path(folder)
     for name in ("config.json", "tokenizer_config.json"):

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
+from importlib import resources
 from pathlib import Path
 
 from seedr.config.loading import read_recipe
@@ -29,8 +30,6 @@ def _packaged_minilm() -> Path:
 def _packaged_seedr_base() -> Path:
     """The seedr base (``models/seedr-base`` of the checkout): package data of every install, reached
     through ``seedr/builtin_models``, a link to ``models/`` that the wheel resolves into files."""
-    from importlib import resources
-
     return Path(str(resources.files("seedr") / "builtin_models" / "seedr-base"))
 
 

@@ -7,6 +7,7 @@ from typing import Annotated, Any
 
 import typer
 from rich.console import Console
+from rich.table import Table
 
 from seedr.api import adapt
 from seedr.api.arguments import option_range
@@ -84,8 +85,6 @@ def command(
 
 
 def _print_summary(summary: dict) -> None:
-    from rich.table import Table
-
     table = Table(title=f"seedr adapt → {summary['run']}")
     table.add_column("")
     table.add_column("value", justify="right")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Annotated
 
 import typer
@@ -29,8 +30,6 @@ def command(
 
     Example: seedr config pretrain --config seed --set train.batch_size=8
     """
-    import dataclasses
-
     import yaml
 
     resolved = resolve_settings(stage, config, parse_overrides(overrides))

@@ -7,6 +7,7 @@ from typing import Annotated, Any
 
 import typer
 from rich.console import Console
+from rich.table import Table
 
 from seedr.api import finetune, resolve_settings
 from seedr.api.arguments import option_range
@@ -108,8 +109,6 @@ def command(
 
 
 def _print_summary(summary: dict) -> None:
-    from rich.table import Table
-
     table = Table(title=f"seedr finetune → {summary['run']}")
     table.add_column("")
     table.add_column("value", justify="right")
