@@ -17,22 +17,31 @@ From Python, one call per stage (``seedr.api``; the ``seedr`` command runs the s
 """
 
 from seedr.api import (
+    AveragedEncoder,
     Embeddings,
     Evaluation,
+    FusedRun,
     Hit,
     Index,
+    PreparedData,
+    Report,
     SearchRun,
     TrainingRun,
     adapt,
+    average,
     encode,
     evaluate,
     finetune,
+    fuse,
     index,
+    prepare,
     pretrain,
+    report,
     resolve_settings,
     search,
 )
 from seedr.version import __version__
 
-__all__ = ["Embeddings", "Evaluation", "Hit", "Index", "SearchRun", "TrainingRun", "__version__", "adapt", "encode",
-           "evaluate", "finetune", "index", "pretrain", "resolve_settings", "search"]
+__all__ = ["AveragedEncoder", "Embeddings", "Evaluation", "FusedRun", "Hit", "Index", "PreparedData", "Report",
+           "SearchRun", "TrainingRun", "__version__", "adapt", "average", "encode", "evaluate", "finetune", "fuse",
+           "index", "prepare", "pretrain", "report", "resolve_settings", "search"]

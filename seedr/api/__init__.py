@@ -22,9 +22,14 @@ and every ``--help`` stay instant.
 
 from seedr.api.adapt import adapt
 from seedr.api.common import CONFIG_STAGES
+from seedr.api.data import PreparedData, prepare
 from seedr.api.evaluation import Evaluation, evaluate
+from seedr.api.fusion import FusedRun, fuse
+from seedr.api.models import AveragedEncoder, average
+from seedr.api.reports import Report, report
 from seedr.api.retrieval import Embeddings, Hit, Index, SearchRun, encode, index, search
 from seedr.api.training import TrainingRun, finetune, pretrain, resolve_settings
 
-__all__ = ["CONFIG_STAGES", "Embeddings", "Evaluation", "Hit", "Index", "SearchRun", "TrainingRun", "adapt", "encode",
-           "evaluate", "finetune", "index", "pretrain", "resolve_settings", "search"]
+__all__ = ["CONFIG_STAGES", "AveragedEncoder", "Embeddings", "Evaluation", "FusedRun", "Hit", "Index", "PreparedData",
+           "Report", "SearchRun", "TrainingRun", "adapt", "average", "encode", "evaluate", "finetune", "fuse", "index",
+           "prepare", "pretrain", "report", "resolve_settings", "search"]
