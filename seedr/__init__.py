@@ -18,19 +18,26 @@ From Python, one call per stage (``seedr.api``; the ``seedr`` command runs the s
 
 from seedr.api import (
     AveragedEncoder,
+    Diagnostics,
     Embeddings,
     Evaluation,
+    ExperimentRun,
     FusedRun,
     Hit,
     Index,
+    MinedNegatives,
     PreparedData,
     Report,
     SearchRun,
     TrainingRun,
     adapt,
+    ance_refresh,
     average,
+    demo,
+    diagnose,
     encode,
     evaluate,
+    experiment,
     finetune,
     fuse,
     index,
@@ -42,6 +49,7 @@ from seedr.api import (
 )
 from seedr.version import __version__
 
-__all__ = ["AveragedEncoder", "Embeddings", "Evaluation", "FusedRun", "Hit", "Index", "PreparedData", "Report",
-           "SearchRun", "TrainingRun", "__version__", "adapt", "average", "encode", "evaluate", "finetune", "fuse",
-           "index", "prepare", "pretrain", "report", "resolve_settings", "search"]
+__all__ = ["AveragedEncoder", "Diagnostics", "Embeddings", "Evaluation", "ExperimentRun", "FusedRun", "Hit", "Index",
+           "MinedNegatives", "PreparedData", "Report", "SearchRun", "TrainingRun", "__version__", "adapt", "ance_refresh",
+           "average", "demo", "diagnose", "encode", "evaluate", "experiment", "finetune", "fuse", "index", "prepare",
+           "pretrain", "report", "resolve_settings", "search"]

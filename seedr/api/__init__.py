@@ -23,13 +23,16 @@ and every ``--help`` stay instant.
 from seedr.api.adapt import adapt
 from seedr.api.common import CONFIG_STAGES
 from seedr.api.data import PreparedData, prepare
+from seedr.api.diagnostics import Diagnostics, diagnose
 from seedr.api.evaluation import Evaluation, evaluate
+from seedr.api.experiments import ExperimentRun, demo, experiment
 from seedr.api.fusion import FusedRun, fuse
 from seedr.api.models import AveragedEncoder, average
 from seedr.api.reports import Report, report
 from seedr.api.retrieval import Embeddings, Hit, Index, SearchRun, encode, index, search
-from seedr.api.training import TrainingRun, finetune, pretrain, resolve_settings
+from seedr.api.training import MinedNegatives, TrainingRun, ance_refresh, finetune, pretrain, resolve_settings
 
-__all__ = ["CONFIG_STAGES", "AveragedEncoder", "Embeddings", "Evaluation", "FusedRun", "Hit", "Index", "PreparedData",
-           "Report", "SearchRun", "TrainingRun", "adapt", "average", "encode", "evaluate", "finetune", "fuse", "index",
-           "prepare", "pretrain", "report", "resolve_settings", "search"]
+__all__ = ["CONFIG_STAGES", "AveragedEncoder", "Diagnostics", "Embeddings", "Evaluation", "ExperimentRun", "FusedRun",
+           "Hit", "Index", "MinedNegatives", "PreparedData", "Report", "SearchRun", "TrainingRun", "adapt",
+           "ance_refresh", "average", "demo", "diagnose", "encode", "evaluate", "experiment", "finetune", "fuse",
+           "index", "prepare", "pretrain", "report", "resolve_settings", "search"]

@@ -99,6 +99,10 @@ ARGUMENTS: dict[str, dict[str, Bound]] = {
                 "tokenizer_vocab": NOT_NEGATIVE, "test_fraction": Bound(float, 0, 1), "seed": NOT_NEGATIVE,
                 "test_questions": AT_LEAST_ONE, "run_depth": NOT_NEGATIVE, "answer_passages": AT_LEAST_ONE,
                 "pool_random": NOT_NEGATIVE},
+    "diagnose": {"max_documents": AT_LEAST_ONE, "pairs": AT_LEAST_ONE, "positive_count": AT_LEAST_ONE,
+                 "word_texts": NOT_NEGATIVE, "top_k": AT_LEAST_ONE, "reliance_texts": NOT_NEGATIVE,
+                 "masked_lm_texts": NOT_NEGATIVE, "common_words": AT_LEAST_ONE, "seed": NOT_NEGATIVE,
+                 "batch_size": AT_LEAST_ONE},
 }
 
 
