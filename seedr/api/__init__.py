@@ -2,10 +2,15 @@
 
 The command line is this API: ``seedr pretrain --config seed --model seedr-base --corpus docs.jsonl --out
 runs/seed --set train.max_steps=20`` is ``seedr.pretrain("runs/seed", config="seed", model="seedr-base",
-corpus="docs.jsonl", settings={"train.max_steps": 20})``. Each function returns an object that leads to the
-next step: a ``TrainingRun`` (give it as ``model=``), ``Embeddings`` (give them to ``index``), an ``Index``
-(``index.search("a question", k=10)`` returns ``Hit``s with ids, scores and texts), a ``SearchRun``
-(give it to ``evaluate``) and an ``Evaluation`` (its table, as Markdown or as numbers).
+corpus="docs.jsonl", settings={"train.max_steps": 20})``. Every stage is one function: ``prepare``, ``pretrain``,
+``finetune`` (and ``ance_refresh``, its negatives mined apart), ``adapt``, ``average``, ``encode``, ``index``,
+``search``, ``fuse``, ``evaluate``, ``diagnose``, ``report``, ``experiment`` and ``demo``. Each returns an object
+that leads to the next step: ``PreparedData`` (give it as ``corpus=``), a ``TrainingRun`` or an
+``AveragedEncoder`` (give it as ``model=``), ``Embeddings`` (give them to ``index``), an ``Index``
+(``index.search("a question", k=10)`` returns ``Hit``s with ids, scores and texts), a ``SearchRun`` or a
+``FusedRun`` (give them to ``fuse`` and ``evaluate``), an ``Evaluation`` (its table, as Markdown or as numbers),
+``Diagnostics``, a ``Report`` and an ``ExperimentRun``. The functions print only progress (an experiment also
+its run's lines, on the ``console`` given): what a command prints, they return.
 
 Settings are a plain mapping of the recipe's keys, dotted or nested (``{"train.max_steps": 20}`` or
 ``{"train": {"max_steps": 20}}``): the stage's defaults, then the recipe (``config``), then the keyword
