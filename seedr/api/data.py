@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from seedr.api.arguments import checks_arguments
-from seedr.api.common import Source, _input_paths, _locked, _paths
+from seedr.api.common import Paths, _input_paths, _locked, _paths
 from seedr.io import check_output
 
 #: What ``prepare`` writes: a prepared corpus, a ReQA split, or open-domain QA data.
@@ -39,7 +39,7 @@ class PreparedData:
 
 
 @checks_arguments
-def prepare(out: str | os.PathLike, *, corpus: Source | None = None, format: str = "auto", passage_words: int = 0,
+def prepare(out: str | os.PathLike, *, corpus: Paths | None = None, format: str = "auto", passage_words: int = 0,
             max_articles: int | None = None, links: bool = False, min_title_words: int = 2,
             tokenizer_vocab: int = 0, cased: bool = False, reqa_split: str | os.PathLike | None = None,
             test_fraction: float = 0.2, seed: int = 0, open_qa: str | os.PathLike | None = None,

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from seedr.api.arguments import checks_arguments
-from seedr.api.common import Source, _input_paths, _locked, _model_name, _paths
+from seedr.api.common import Paths, _input_paths, _locked, _model_name, _paths
 from seedr.config.settings import DIAGNOSE_BATCH_SIZE
 from seedr.io import check_output
 
@@ -37,7 +37,7 @@ class Diagnostics:
 
 
 @checks_arguments
-def diagnose(model: str | os.PathLike, out: str | os.PathLike, *, corpus: Source | None = None,
+def diagnose(model: str | os.PathLike, out: str | os.PathLike, *, corpus: Paths | None = None,
              max_documents: int = 2000, lengths: Sequence[int] = DIAGNOSE_LENGTHS, pairs: int = 256,
              positives: str | os.PathLike | None = None, split: str = "train", positive_count: int = 256,
              pooling: str = "cls", word_texts: int = 8, top_k: int = 10, reliance_texts: int = 64,
