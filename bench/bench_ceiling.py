@@ -89,8 +89,8 @@ def shapes(tiny: bool) -> dict[str, object]:
 def run(tiny: bool, threads: int) -> Section:
     from bench_pretrain import packed_sequences
 
+    from seedr.config.settings import TrainConfig
     from seedr.engine.optim import build_optimizer
-    from seedr.engine.trainer import TrainConfig
     from seedr.modeling.encoder import build_encoder, load_tokenizer
     from seedr.objectives.mlm import MaskedLanguageModel
 

@@ -57,7 +57,8 @@ def triples(count: int) -> list:
 def seedr_steps(examples: list, batch: int, warmup: int, max_length: int) -> float:
     from accelerate.state import AcceleratorState
 
-    from seedr.engine.trainer import Callback, TrainConfig, Trainer
+    from seedr.config.settings import TrainConfig
+    from seedr.engine.trainer import Callback, Trainer
     from seedr.losses import build_loss
     from seedr.retrieval.dual_encoder import DualEncoder
     from seedr.training.finetune import FinetuneCollator

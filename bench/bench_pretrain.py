@@ -213,8 +213,9 @@ def seedr_objective(objective: str, options: dict, setting: Setting, examples: l
     clock that sizes its steps as it goes, the run's last step is lowered to the clock's count once known."""
     from accelerate.state import AcceleratorState
 
-    from seedr.engine.trainer import Callback, TrainConfig, Trainer
-    from seedr.training.pretrain import DataConfig, ModelConfig, PretrainConfig, build_objective
+    from seedr.config.settings import DataConfig, ModelConfig, PretrainConfig, TrainConfig
+    from seedr.engine.trainer import Callback, Trainer
+    from seedr.training.pretrain import build_objective
 
     class NoCheckpoints(Trainer):
         def _save(self) -> None:  # writing checkpoints is not part of a step

@@ -17,22 +17,39 @@ From Python, one call per stage (``seedr.api``; the ``seedr`` command runs the s
 """
 
 from seedr.api import (
+    AveragedEncoder,
+    Diagnostics,
     Embeddings,
     Evaluation,
+    ExperimentRun,
+    FusedRun,
     Hit,
     Index,
+    MinedNegatives,
+    PreparedData,
+    Report,
     SearchRun,
     TrainingRun,
     adapt,
+    ance_refresh,
+    average,
+    demo,
+    diagnose,
     encode,
     evaluate,
+    experiment,
     finetune,
+    fuse,
     index,
+    prepare,
     pretrain,
+    report,
     resolve_settings,
     search,
 )
 from seedr.version import __version__
 
-__all__ = ["Embeddings", "Evaluation", "Hit", "Index", "SearchRun", "TrainingRun", "__version__", "adapt", "encode",
-           "evaluate", "finetune", "index", "pretrain", "resolve_settings", "search"]
+__all__ = ["AveragedEncoder", "Diagnostics", "Embeddings", "Evaluation", "ExperimentRun", "FusedRun", "Hit", "Index",
+           "MinedNegatives", "PreparedData", "Report", "SearchRun", "TrainingRun", "__version__", "adapt", "ance_refresh",
+           "average", "demo", "diagnose", "encode", "evaluate", "experiment", "finetune", "fuse", "index", "prepare",
+           "pretrain", "report", "resolve_settings", "search"]

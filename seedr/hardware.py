@@ -5,7 +5,7 @@ AVX512-BF16 or AMX instructions. On a CPU with AVX2 alone oneDNN emulates it, an
 runs hundreds of times slower than the float32 one (a one-off check of 2048² products on a 2-core
 AMD EPYC with AVX2: 0.28 against 95 GFLOP/s), so an experiment written for one machine in bf16 would not finish on the other. ``auto``
 (training's ``train.mixed_precision``, encoding's ``compute_dtype``) picks bf16 where it is native and
-float32 elsewhere; ``run.json`` records which (``seedr.config.environment``).
+float32 elsewhere; ``run.json`` records which (``seedr.config.loading.environment``).
 """
 
 from __future__ import annotations

@@ -25,12 +25,13 @@ import platform
 import sys
 from collections.abc import Iterable, Iterator
 from datetime import UTC, datetime
+from importlib import metadata
 from pathlib import Path
 from typing import Any
 
 import yaml
 
-from seedr.config import to_dict
+from seedr.config.loading import to_dict
 from seedr.io import atomic_write
 from seedr.version import __version__
 
@@ -44,8 +45,6 @@ COMMAND_LINE_SOURCE = ("stages/", "cli.py", "__main__.py")
 
 def environment() -> dict[str, str]:
     """Versions of Python and of the libraries a result depends on."""
-    from importlib import metadata
-
     from seedr.hardware import native_bf16  # torch: a run record is written by light commands too
 
     versions = {"python": sys.version.split()[0], "platform": platform.platform(),

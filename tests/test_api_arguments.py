@@ -47,6 +47,22 @@ def _adapt(tmp_path, **arguments):
     return seedr.adapt(tmp_path / "out", corpus=tmp_path / "corpus.jsonl", **arguments)
 
 
+def _fuse(tmp_path, **arguments):
+    return seedr.fuse([tmp_path / "a.trec", tmp_path / "b.trec"], tmp_path / "out.trec", **arguments)
+
+
+def _average(tmp_path, **arguments):
+    return seedr.average(["minilm", "minilm"], tmp_path / "out", **arguments)
+
+
+def _prepare(tmp_path, **arguments):
+    return seedr.prepare(tmp_path / "out", corpus=tmp_path / "corpus.jsonl", **arguments)
+
+
+def _diagnose(tmp_path, **arguments):
+    return seedr.diagnose("minilm", tmp_path / "out", corpus=tmp_path / "corpus.jsonl", **arguments)
+
+
 BAD = [  # (call, argument, value, error, message): the issue's cases first
     (_evaluate, "alpha", 5, ValueError, "alpha must be a number in (0, 1), got 5"),
     (_evaluate, "alpha", -1, ValueError, "alpha must be a number in (0, 1), got -1"),
@@ -86,6 +102,17 @@ BAD = [  # (call, argument, value, error, message): the issue's cases first
     (_finetune, "dev_every", -1, ValueError, "dev_every must be an integer at least 0, got -1"),
     (_finetune, "few_shot", 0, ValueError, "few_shot must be a number above 0, got 0"),
     (_finetune, "seeds", [1, -2], ValueError, "seeds must be a non-empty list of integers at least 0, got -2"),
+    (_fuse, "weight", [1, -1], ValueError, "weight must be a non-empty list of numbers at least 0, got -1"),
+    (_fuse, "rrf_k", 60, TypeError, "rrf_k must be a non-empty list of integers at least 1, got 60 (int)"),
+    (_fuse, "k", 0, ValueError, "k must be an integer at least 1, got 0"),
+    (_fuse, "grid_step", 0, ValueError, "grid_step must be a number in [0.01, 1], got 0"),
+    (_average, "checkpoints", 0, ValueError, "checkpoints must be an integer at least 1, got 0"),
+    (_average, "weight", [0.5, "1"], TypeError, "weight must be a non-empty list of numbers at least 0, got '1'"),
+    (_prepare, "passage_words", -1, ValueError, "passage_words must be an integer at least 0, got -1"),
+    (_prepare, "test_fraction", 1.5, ValueError, "test_fraction must be a number in [0, 1], got 1.5"),
+    (_prepare, "max_articles", 0, ValueError, "max_articles must be an integer at least 1, got 0"),
+    (_diagnose, "pairs", 0, ValueError, "pairs must be an integer at least 1, got 0"),
+    (_diagnose, "batch_size", 2.5, TypeError, "batch_size must be an integer at least 1, got 2.5 (float)"),
 ]
 
 
@@ -118,7 +145,8 @@ def test_the_command_line_gets_the_same_check_as_one_line(tmp_path, monkeypatch,
     assert list(tmp_path.iterdir()) == []
 
 
-@pytest.mark.parametrize("stage", ["encode", "index", "search", "evaluate", "finetune", "adapt"])
+@pytest.mark.parametrize("stage", ["encode", "index", "search", "evaluate", "finetune", "adapt", "fuse", "average",
+                                   "prepare", "diagnose"])
 def test_the_stages_numeric_options_take_their_range_from_the_apis_table(stage):
     """One rule for both doors: every numeric option of a stage the API covers is in the table, with the
     table's bounds (shown in --help and checked by the parser; an open bound by the API alone)."""

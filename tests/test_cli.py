@@ -89,7 +89,7 @@ def shown(value) -> str:
 def test_training_stage_help_lists_every_settable_key_with_its_default(stage):
     import dataclasses
 
-    from seedr.settings import FinetuneConfig, PretrainConfig
+    from seedr.config.settings import FinetuneConfig, PretrainConfig
 
     defaults = (FinetuneConfig if stage == "finetune" else PretrainConfig)()
     output = help_text(stage)
@@ -144,30 +144,28 @@ def test_a_training_stage_s_help_loads_no_heavy_library(arguments):
 
 
 def test_the_settings_module_imports_no_heavy_library():
-    probe = ("import sys, seedr.settings as settings; settings.PretrainConfig(); settings.FinetuneConfig(title='join'); "
+    probe = ("import sys, seedr.config.settings as settings; settings.PretrainConfig(); settings.FinetuneConfig(title='join'); "
              f"print(sorted(set({MODEL_PACKAGES!r}) & set(sys.modules)))")
     loaded = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout
     assert loaded.strip() == "[]"
-    from seedr.engine.trainer import TrainConfig
+    from seedr.config.settings import TITLE_MODES as WRITTEN_OUT
+    from seedr.config.settings import DataConfig, FinetuneConfig, ModelConfig, PretrainConfig, TrainConfig
     from seedr.retrieval.encode import TITLE_MODES
-    from seedr.settings import TITLE_MODES as WRITTEN_OUT
-    from seedr.training.finetune import FinetuneConfig
-    from seedr.training.pretrain import DataConfig, ModelConfig, PretrainConfig
 
     assert WRITTEN_OUT == TITLE_MODES  # written out in the settings, which must not import the encoder
-    import seedr.settings
+    import seedr.config.settings
 
     assert (TrainConfig, PretrainConfig, ModelConfig, DataConfig, FinetuneConfig) == (
-        seedr.settings.TrainConfig, seedr.settings.PretrainConfig, seedr.settings.ModelConfig,
-        seedr.settings.DataConfig, seedr.settings.FinetuneConfig)  # the old names still import
+        seedr.config.settings.TrainConfig, seedr.config.settings.PretrainConfig, seedr.config.settings.ModelConfig,
+        seedr.config.settings.DataConfig, seedr.config.settings.FinetuneConfig)  # the old names still import
 
 
 def test_describe_settings_lists_every_key_of_a_resolved_config_described():
     import dataclasses
 
-    from seedr.config import attribute_descriptions, describe_settings, from_dict
+    from seedr.config.loading import attribute_descriptions, describe_settings, from_dict
+    from seedr.config.settings import PretrainConfig
     from seedr.objectives.seed import SeedConfig
-    from seedr.settings import PretrainConfig
 
     config = from_dict(PretrainConfig, {"objective_name": "seed", "objective": dataclasses.asdict(SeedConfig()),
                                         "data": {"corpus": ["a.jsonl", "b.jsonl"]}, "model": {"bow_mlp": {"hidden_dim": 8}}})

@@ -9,11 +9,11 @@ import math
 import pytest
 import yaml
 
-from seedr.config import from_dict, identity
+from seedr.config.loading import from_dict, identity
+from seedr.config.settings import DataConfig, PretrainConfig, TrainConfig
 from seedr.experiments.spec import load_experiment
 from seedr.modeling.folders import encoder_shape
 from seedr.objectives import OBJECTIVES
-from seedr.settings import DataConfig, PretrainConfig, TrainConfig
 from seedr.training.compute_budget import apply_flops_budget, budget_steps, flops_per_step
 
 

@@ -16,9 +16,9 @@ from safetensors import safe_open
 from typer.testing import CliRunner
 
 from seedr.cli import app
+from seedr.config.settings import DataConfig, ModelConfig, PretrainConfig, TrainConfig
 from seedr.data.records import Document
 from seedr.engine.checkpoint import latest_checkpoint, model_weights_path
-from seedr.engine.trainer import TrainConfig
 from seedr.evaluation.diagnostics import (
     alignment,
     anisotropy,
@@ -47,7 +47,7 @@ from seedr.experiments.diagnostics import (
 )
 from seedr.modeling.encoder import build_encoder
 from seedr.objectives.seed import SeedConfig, SeedEncoder
-from seedr.training.pretrain import DataConfig, ModelConfig, PretrainConfig, pretrain
+from seedr.training.pretrain import pretrain
 
 runner = CliRunner()
 

@@ -12,7 +12,7 @@ import pytest
 from typer.testing import CliRunner
 
 from seedr.cli import app
-from seedr.config import parse_yaml
+from seedr.config.loading import parse_yaml
 from seedr.experiments.files import SHARED_FOLDER, experiment_path, read_experiment_file
 from seedr.experiments.spec import experiment_names, experiments_dir, load_experiment
 from seedr.io import DataError

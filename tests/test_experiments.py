@@ -599,7 +599,7 @@ def test_a_step_names_a_shipped_recipe_under_its_settings(tmp_path):
     """``config: NAME`` in a pretrain or finetune step layers the shipped recipe under the step's settings,
     as ``--config`` under ``--set``: the recipe's options apply, the step's win, and the step is keyed on
     what that resolves to — naming the recipe and spelling it out are one step."""
-    from seedr.config import read_recipe
+    from seedr.config.loading import read_recipe
     from seedr.experiments.runner import step_folder
     from seedr.experiments.steps import build_step
     from seedr.recipes import recipe_path
@@ -624,8 +624,8 @@ def test_a_step_names_a_shipped_recipe_under_its_settings(tmp_path):
 def test_layered_settings_follow_one_rule_whichever_spelling(tmp_path):
     """A dotted key and a nested mapping mean the same in a recipe, a --set override and an experiment's
     defaults, scale and condition; the later layer wins whichever spelling either uses."""
-    from seedr.config import load_config, merge_settings
-    from seedr.training.finetune import FinetuneConfig
+    from seedr.config.loading import load_config, merge_settings
+    from seedr.config.settings import FinetuneConfig
 
     assert merge_settings({"train": {"max_steps": 3, "seed": 1}, "train.max_steps": 5},
                           {"train": {"max_steps": 7}}, None) == {"train": {"max_steps": 7, "seed": 1}}

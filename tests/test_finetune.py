@@ -15,10 +15,11 @@ from safetensors.torch import load_file
 from typer.testing import CliRunner
 
 from seedr.cli import app
-from seedr.config import load_config
+from seedr.config.loading import load_config
+from seedr.config.settings import FinetuneConfig, TrainConfig
 from seedr.data.queries import sample_queries
 from seedr.data.training_sets import load_training_set
-from seedr.engine.trainer import TrainConfig, Trainer
+from seedr.engine.trainer import Trainer
 from seedr.losses import NLLLoss, Similarity, TripletLoss
 from seedr.losses.base import in_batch_false_negatives
 from seedr.modeling.encoder import build_encoder, load_tokenizer, save_encoder
@@ -29,7 +30,6 @@ from seedr.retrieval.encode import TextEncoder
 from seedr.training.few_shot import few_shot_table
 from seedr.training.finetune import (
     FinetuneCollator,
-    FinetuneConfig,
     FinetuneData,
     FinetuneExample,
     build_model,

@@ -35,7 +35,7 @@ from hypothesis import HealthCheck, Phase, example, given, settings
 from hypothesis import strategies as st
 from test_malformed_input import READERS, Sample, damage, samples, write_damaged  # noqa: F401 (samples: a fixture)
 
-from seedr.config import read_recipe
+from seedr.config.loading import read_recipe
 from seedr.data.corpus import read_corpus
 from seedr.data.queries import read_qrels, read_queries
 from seedr.data.runs import (

@@ -13,10 +13,11 @@ import pytest
 import torch
 from helpers import tiny_bert
 
+from seedr.config.settings import TrainConfig
 from seedr.data.articles import read_articles
 from seedr.data.training_sets import load_training_set
 from seedr.engine.gradient_cache import gradient_cache_step
-from seedr.engine.trainer import TrainConfig, Trainer
+from seedr.engine.trainer import Trainer
 from seedr.losses import NLLLoss, Similarity
 from seedr.objectives.cpdae import Cpdae
 from seedr.objectives.ict import ICTObjective, ICTPairs

@@ -262,7 +262,7 @@ def test_an_import_inside_a_function_defers_a_heavy_dependency():
     ``--help``, configuration and light readers stay fast. Any other import goes at the top of the file."""
     modules = _modules(PACKAGE)
     heavy = heavy_loads()
-    assert "torch" in heavy["seedr.engine.trainer"] and not heavy["seedr.config"] and not heavy["seedr.settings"]
+    assert "torch" in heavy["seedr.engine.trainer"] and not heavy["seedr.config.loading"] and not heavy["seedr.config.settings"]
     found = []
     for module, path in modules.items():
         tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
@@ -285,7 +285,7 @@ def test_the_library_never_imports_the_command_line():
                    for entry in COMMAND_LINE_SOURCE)
 
     graph = import_graph()
-    assert command_line("seedr.stages.encode") and command_line("seedr.cli") and not command_line("seedr.config")
+    assert command_line("seedr.stages.encode") and command_line("seedr.cli") and not command_line("seedr.config.loading")
     found = sorted(f"{module} (line {line}) imports {target}" for module, targets in graph.items()
                    if not command_line(module) for target, line in targets.items() if command_line(target))
     assert not found, "\n".join(found)
@@ -311,3 +311,40 @@ def test_a_package_importing_its_own_modules_is_no_cycle(tmp_path):
     (tmp_path / "pkg" / "a.py").write_text("from pkg.b import f\n")
     (tmp_path / "pkg" / "b.py").write_text("def f():\n    pass\n")
     assert cycles(import_graph(tmp_path / "pkg")) == []
+
+
+def test_the_settings_classes_are_imported_from_their_home():
+    """#57: ``TrainConfig``, ``PretrainConfig``, ``FinetuneConfig``, ``ModelConfig`` and ``DataConfig`` live in
+    ``seedr.config.settings`` and are imported from there, not through a module that happens to import them."""
+    settings = {"TrainConfig", "PretrainConfig", "FinetuneConfig", "ModelConfig", "DataConfig"}
+    root = Path(__file__).resolve().parents[1]
+    found = []
+    for path in sorted([*root.glob("seedr/**/*.py"), *root.glob("tests/*.py"), *root.glob("bench/*.py"),
+                        *root.glob("gpu/**/*.py")]):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("seedr") \
+                    and node.module != "seedr.config.settings" and settings & {alias.name for alias in node.names}:
+                found.append(f"{path.relative_to(root)}:{node.lineno} imports from {node.module}")
+    assert not found, "\n".join(found)
+
+
+def test_an_import_inside_a_function_of_another_library_defers_something():
+    """#57: a function-level import of the standard library, or of a module the file imports at its top
+    already, defers nothing: it belongs at the top with the others (seedr's own imports are checked by
+    ``test_an_import_inside_a_function_defers_a_heavy_dependency``)."""
+    standard = set(sys.stdlib_module_names)
+    root = Path(__file__).resolve().parents[1]
+    found = []
+    for path in sorted((root / "seedr").rglob("*.py")):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        top = {alias.name for node in tree.body if isinstance(node, ast.Import) for alias in node.names}
+        top |= {node.module for node in tree.body if isinstance(node, ast.ImportFrom) and node.module}
+        for function in ast.walk(tree):
+            if not isinstance(function, ast.FunctionDef | ast.AsyncFunctionDef):
+                continue
+            for node in ast.walk(function):
+                names = ([alias.name for alias in node.names] if isinstance(node, ast.Import) else
+                         [node.module] if isinstance(node, ast.ImportFrom) and node.module and not node.level else [])
+                found += [f"{path.relative_to(root)}:{node.lineno} {name}" for name in names
+                          if not name.startswith("seedr") and (name.split(".")[0] in standard or name in top)]
+    assert not found, "import these at the top:\n" + "\n".join(found)

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from seedr.config import merge_settings
+from seedr.config.loading import merge_settings
 from seedr.experiments.runner import step_folder
 from seedr.experiments.spec import load_experiment
 from seedr.experiments.steps import build_step

@@ -16,10 +16,10 @@ from huggingface_hub import ModelCard
 from typer.testing import CliRunner
 
 from seedr.cli import app
+from seedr.config.settings import FinetuneConfig
 from seedr.modeling.encoder import save_encoder
 from seedr.modeling.model_card import write_model_card
 from seedr.provenance import record_run
-from seedr.training.finetune import FinetuneConfig
 from seedr.training.publish import write_run_card
 
 

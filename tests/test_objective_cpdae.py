@@ -11,7 +11,7 @@ import pytest
 import torch
 from helpers import tiny_bert, wiki_token_ids
 
-from seedr.config import from_dict
+from seedr.config.loading import from_dict
 from seedr.engine.part_gradients import gradient_shares, part_gradient_norms
 from seedr.io import DataError
 from seedr.objectives import OBJECTIVES

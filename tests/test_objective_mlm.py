@@ -8,7 +8,7 @@ import torch
 from helpers import tiny_bert, wiki_token_ids
 from transformers import BertConfig, BertForMaskedLM
 
-from seedr.config import from_dict
+from seedr.config.loading import from_dict
 from seedr.io import DataError
 from seedr.modeling.encoder import load_encoder
 from seedr.objectives import OBJECTIVES

@@ -1,4 +1,4 @@
-"""The objectives' options live once, torch-free, in ``seedr.objective_options``: every objective takes its
+"""The objectives' options live once, torch-free, in ``seedr.config.objective_options``: every objective takes its
 registered options class as its ``config_class``, and the two registries name the same objectives."""
 
 from __future__ import annotations
@@ -7,8 +7,8 @@ import dataclasses
 import subprocess
 import sys
 
-from seedr.config import attribute_descriptions
-from seedr.objective_options import OBJECTIVE_OPTIONS
+from seedr.config.loading import attribute_descriptions
+from seedr.config.objective_options import OBJECTIVE_OPTIONS
 from seedr.objectives import OBJECTIVES
 
 
@@ -30,7 +30,7 @@ def test_every_option_is_described_and_every_objective_says_what_it_trains():
 
 
 def test_the_options_import_no_torch():
-    probe = ("import sys, seedr.objective_options as options\n"
+    probe = ("import sys, seedr.config.objective_options as options\n"
              "for name in options.OBJECTIVE_OPTIONS:\n    options.OBJECTIVE_OPTIONS.get(name)()\n"
              "print(sorted({'torch', 'transformers', 'numpy'} & set(sys.modules)))")
     loaded = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout

@@ -11,7 +11,7 @@ import torch
 from helpers import LargestTensor, tiny_bert, wiki_token_ids
 from safetensors import safe_open
 
-from seedr.config import from_dict
+from seedr.config.loading import from_dict
 from seedr.modeling.weak_decoder import WeakDecoder, banded_attention, dense_attention
 from seedr.objectives import OBJECTIVES
 from seedr.objectives.seed import SeedConfig, SeedEncoder

@@ -260,7 +260,8 @@ def test_bow_mlp_trains_as_a_tower_and_saves(tokenizer, ict_pairs, tmp_path):
 def test_mixture_trains_in_the_shared_trainer_and_writes_its_encoder(tokenizer, wiki_shard, tmp_path):
     from sentence_transformers import SentenceTransformer
 
-    from seedr.engine.trainer import TrainConfig, Trainer
+    from seedr.config.settings import TrainConfig
+    from seedr.engine.trainer import Trainer
     from seedr.objectives.two_tower import pair_data_for
 
     config = TwoTowerConfig(document_max_length=64, projection_dim=16, pairs=PairConfig(max_articles=60))

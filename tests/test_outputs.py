@@ -204,10 +204,20 @@ def test_no_api_function_replaces_what_the_user_had(tmp_path, scifact_slice, ask
         "encode": lambda out: seedr.encode("minilm", corpus, out),
         "index": lambda out: seedr.index(tmp_path / "embeddings", out),
         "search": lambda out: seedr.search(out, bm25=True, corpus=corpus, queries=queries),
+        "prepare": lambda out: seedr.prepare(out, corpus=corpus),
+        "prepare reqa_split": lambda out: seedr.prepare(out, reqa_split=tmp_path / "squad.json"),
+        "average": lambda out: seedr.average(["minilm", "minilm"], out),
+        "fuse": lambda out: seedr.fuse([_trec_run(tmp_path / "a.trec"), _trec_run(tmp_path / "b.trec")], out),
+        "diagnose": lambda out: seedr.diagnose("minilm", out, corpus=corpus),
+        "report": lambda out: seedr.report([tmp_path / "run"], out),
+        "ance_refresh": lambda out: seedr.ance_refresh(out, model="minilm", train=scifact_slice),
     }
+    users = {"search": lambda user: _user_file(user / "notes.txt"), "fuse": lambda user: _user_file(user / "notes.txt"),
+             "diagnose": lambda user: _user_file(user / "run" / "diagnostics.json").parent,
+             "report": lambda user: _user_file(user / "report" / "report.md").parent}
     for name, call in calls.items():
         user = tmp_path / name
-        out = _user_file(user / "notes.txt") if name == "search" else _user_folder(user / "out")
+        out = users.get(name, lambda user: _user_folder(user / "out"))(user)
         before = snapshot(user)
         asked.clear()
         with pytest.raises(DataError):

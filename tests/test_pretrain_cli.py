@@ -12,10 +12,10 @@ import yaml
 from typer.testing import CliRunner
 
 from seedr.cli import app
-from seedr.config import from_dict, load_config
+from seedr.config.loading import from_dict, load_config
+from seedr.config.settings import PretrainConfig
 from seedr.objectives import OBJECTIVES
 from seedr.recipes import recipes_dir
-from seedr.training.pretrain import PretrainConfig
 
 RECIPES = recipes_dir("pretrain")
 TINY = ["--size", "tiny", "--tokenizer", "minilm", "--set", "model.hidden_size=32",

@@ -17,10 +17,10 @@ from torch import nn
 from typer.testing import CliRunner
 
 from seedr.cli import app
+from seedr.config.settings import FinetuneConfig, TrainConfig
 from seedr.data.corpus import load_corpus
 from seedr.data.queries import read_queries
 from seedr.data.records import Document
-from seedr.engine.trainer import TrainConfig
 from seedr.io import DataError
 from seedr.losses import NLLLoss
 from seedr.modeling.encoder import save_encoder
@@ -30,7 +30,7 @@ from seedr.objectives.two_tower import Pair, TwoTowerConfig
 from seedr.retrieval.dual_encoder import DOCUMENT_TOWER, DualEncoder
 from seedr.retrieval.embeddings import load_embeddings
 from seedr.retrieval.encode import TextEncoder, tokenize_pairs
-from seedr.training.finetune import FinetuneCollator, FinetuneConfig, FinetuneExample, finetune
+from seedr.training.finetune import FinetuneCollator, FinetuneExample, finetune
 
 MAX_LENGTH = 128  # the tiny BERT's positions; saved as max_seq_length so sentence-transformers cuts there too
 

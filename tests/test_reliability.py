@@ -30,11 +30,12 @@ from torch import nn
 from typer.testing import CliRunner
 
 from seedr.cli import app
+from seedr.config.settings import TrainConfig
 from seedr.data.corpus import read_corpus
 from seedr.engine.checkpoint import list_checkpoints, read_extra_state
 from seedr.engine.divergence import NonFiniteLossError
 from seedr.engine.shards import TokenShardData, write_token_shards
-from seedr.engine.trainer import TrainConfig, Trainer
+from seedr.engine.trainer import Trainer
 from seedr.io import (
     LOCK_SUFFIX,
     DataError,

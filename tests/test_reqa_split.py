@@ -10,12 +10,12 @@ import pytest
 from typer.testing import CliRunner
 
 from seedr.cli import app
-from seedr.config import load_config
+from seedr.config.loading import load_config
+from seedr.config.settings import FinetuneConfig
 from seedr.data.qa import read_squad, reqa_candidates
 from seedr.data.training_sets import load_training_set
 from seedr.recipes import recipe_path
 from seedr.retrieval.encode import tokenize_pairs
-from seedr.training.finetune import FinetuneConfig
 
 RECIPE = recipe_path("reqa_squad", "finetune")
 

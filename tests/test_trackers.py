@@ -13,8 +13,8 @@ import yaml
 from typer.testing import CliRunner
 
 from seedr.cli import app
+from seedr.config.settings import TrainConfig
 from seedr.engine.trainer import Trainer
-from seedr.settings import TrainConfig
 
 runner = CliRunner()
 

@@ -21,15 +21,15 @@ import torch
 from helpers import tiny_bert
 from torch import nn
 
+from seedr.config.settings import FinetuneConfig, PretrainConfig, TrainConfig
 from seedr.data.corpus import read_corpus
 from seedr.engine.checkpoint import list_checkpoints
 from seedr.engine.optim import build_optimizer, build_scheduler, parameter_groups
 from seedr.engine.shards import TokenShardData, write_token_shards
-from seedr.engine.trainer import Callback, TrainConfig, Trainer
+from seedr.engine.trainer import Callback, Trainer
 from seedr.objectives.base import Objective, ObjectiveOutput
 from seedr.objectives.masking import pad_token_ids
 from seedr.objectives.mlm import MaskedLanguageModel, MLMConfig
-from seedr.settings import FinetuneConfig, PretrainConfig
 
 SEQ_LEN = 64
 
@@ -556,7 +556,7 @@ def test_check_run_folder_refuses_what_training_would_refuse(tmp_path):
 
 def test_pretrain_and_finetune_refuse_a_run_folder_before_reading_anything(tmp_path):
     """Issue 42.5: the refusal comes before the corpus is read or tokenised (here it does not exist)."""
-    from seedr.settings import DataConfig, FinetuneConfig, ModelConfig, PretrainConfig
+    from seedr.config.settings import DataConfig, FinetuneConfig, ModelConfig, PretrainConfig
     from seedr.training.finetune import finetune
     from seedr.training.pretrain import pretrain
 

@@ -14,7 +14,7 @@ import torch
 from typer.testing import CliRunner
 
 from seedr.cli import app
-from seedr.config import parse_yaml, read_recipe
+from seedr.config.loading import parse_yaml, read_recipe
 from seedr.experiments.record.docs_results import record
 from seedr.experiments.spec import load_experiment
 from seedr.io import DataError
@@ -215,7 +215,7 @@ def test_an_alias_bomb_is_refused_in_an_experiment_file(tmp_path):
 
 @pytest.mark.timeout(60)
 def test_alias_bombs_and_recursive_aliases_are_refused_by_every_yaml_reader(tmp_path):
-    """Recipes and every YAML seedr reads go through ``seedr.config.parse_yaml``; aliases stay usable."""
+    """Recipes and every YAML seedr reads go through ``seedr.config.loading.parse_yaml``; aliases stay usable."""
     recipe = tmp_path / "recipe.yaml"
     recipe.write_text(_billion_laughs())
     with pytest.raises(DataError, match=r"recipe\.yaml: .*alias") as refused:

@@ -48,8 +48,8 @@ def test_the_wheel_runs_from_any_folder(installed: Path, tmp_path: Path) -> None
 
     seedr = installed / "bin" / "seedr"
     # the wheel's own code and files, not the checkout's; a recipe by name is a valid configuration
-    probe = run(sys.executable, "-c", "import seedr; from seedr.config import load_config; "
-                "from seedr.recipes import recipe_path; from seedr.training.pretrain import PretrainConfig; "
+    probe = run(sys.executable, "-c", "import seedr; from seedr.config.loading import load_config; "
+                "from seedr.recipes import recipe_path; from seedr.config.settings import PretrainConfig; "
                 "print(seedr.__file__); print(recipe_path('seed', 'pretrain')); "
                 "print(load_config(PretrainConfig, recipe_path('seed', 'pretrain')).objective_name)")
     assert probe.returncode == 0, probe.stderr

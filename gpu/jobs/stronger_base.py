@@ -43,8 +43,8 @@ def heldout_scores(model: str, texts: list[str], lengths: tuple[int, ...]) -> di
     """Held-out masked-LM loss and accuracy of ``model`` (a folder with its MLM head) at each length."""
     import torch
 
+    from seedr.config.settings import ModelConfig, PretrainConfig
     from seedr.evaluation.masked_lm import heldout_masked_lm
-    from seedr.settings import ModelConfig, PretrainConfig
     from seedr.training.pretrain import build_objective
 
     objective, _ = build_objective(PretrainConfig(objective_name="mlm", model=ModelConfig(init=model)))

@@ -130,7 +130,7 @@ def ict_pairs(count: int) -> list:
 def seedr_base_rates(tiny: bool) -> dict:
     """Tokens/s and FLOP/s (``multiply_adds_per_example`` × 6, sizing's measure) of every ``MINI_OBJECTIVES``
     at every ``MINI_LENGTHS`` at the seedr base's shape (in the fresh process this is called in)."""
-    from seedr.config import from_dict
+    from seedr.config.loading import from_dict
     from seedr.modeling.encoder import load_tokenizer
     from seedr.modeling.folders import EncoderShape
     from seedr.objectives import OBJECTIVES

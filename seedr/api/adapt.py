@@ -10,7 +10,7 @@ from typing import Any
 from seedr.api.arguments import checks_arguments
 from seedr.api.common import Settings, Source, _locked
 from seedr.api.training import TrainingRun, resolve_settings
-from seedr.config import merge_settings
+from seedr.config.loading import merge_settings
 from seedr.reporting.validation import plot_validation
 from seedr.training.adapt import PAIRS, PRETRAINING, run_adapt
 

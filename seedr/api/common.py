@@ -15,6 +15,8 @@ Settings = Mapping[str, Any]
 #: A corpus or queries: a path (file, folder, quoted glob), several paths, a ``datasets.Dataset`` or a list
 #: of dicts.
 Source = Any
+#: Files read by path only: a path (file, folder, quoted glob) or several.
+Paths = str | os.PathLike | Sequence[str | os.PathLike]
 
 #: The stages whose settings are a config (``resolve_settings``), with their config classes' modules.
 CONFIG_STAGES = ("pretrain", "finetune")

@@ -7,11 +7,13 @@ import dataclasses
 import functools
 import os
 from collections.abc import Mapping, Sequence
+from itertools import islice
 from pathlib import Path
 from typing import Any
 
 from seedr.api.arguments import checks_arguments
 from seedr.api.common import Source, _input_paths, _is_paths, _length, _locked, _model_name
+from seedr.config.settings import ENCODE_BATCH_SIZE
 from seedr.data.inputs import input_files
 from seedr.data.queries import read_queries
 from seedr.io import check_output
@@ -48,7 +50,7 @@ def _check_inputs(model: str | None, corpus: Source | None) -> None:
 
 @checks_arguments
 def encode(model: str | os.PathLike, corpus: Source, out: str | os.PathLike, *, pooling: str | None = None,
-           normalize: bool | None = None, max_length: int | None = None, batch_size: int = 64,
+           normalize: bool | None = None, max_length: int | None = None, batch_size: int = ENCODE_BATCH_SIZE,
            dtype: str = "float32", compute_dtype: str = "auto", shard_size: int = 50_000, limit: int | None = None,
            title: str | None = None, document_prefix: str = "", long_documents: str | None = None,
            device: str | None = None, show_progress: bool = True) -> Embeddings:
@@ -61,8 +63,6 @@ def encode(model: str | os.PathLike, corpus: Source, out: str | os.PathLike, *, 
     Example:
         >>> embeddings = seedr.encode(retriever, "scifact/corpus.jsonl", "runs/emb")
     """
-    from itertools import islice
-
     out, model = Path(out), _model_name(model)
     with _locked(out):
         check_output(out, "embeddings", replaces=False, inputs=_input_paths(corpus, model))
@@ -165,7 +165,7 @@ class Index:
 
     @checks_arguments
     def search(self, queries: str | Sequence[str] | Mapping[str, str], k: int = 10,
-               batch_size: int = 64) -> list[Hit] | list[list[Hit]] | dict[str, list[Hit]]:
+               batch_size: int = ENCODE_BATCH_SIZE) -> list[Hit] | list[list[Hit]] | dict[str, list[Hit]]:
         """The top ``k`` documents of one query (a list of ``Hit``), of several (a list of lists, in order)
         or of ``{qid: text}`` (``{qid: hits}``), best first; ties broken by document id."""
         from seedr.data.runs import rank_documents
@@ -245,7 +245,7 @@ class SearchRun:
 def search(out: str | os.PathLike | None = None, *, queries: Source | Mapping[str, str] | None = None,
            questions: Source | None = None, reqa: str | os.PathLike | None = None, k: int = 100,
            index: str | os.PathLike | None = None, model: str | os.PathLike | None = None,
-           max_length: int | None = None, query_prefix: str | None = None, batch_size: int = 64,
+           max_length: int | None = None, query_prefix: str | None = None, batch_size: int = ENCODE_BATCH_SIZE,
            nprobe: int | None = None, ef_search: int | None = None, device: str | None = None, mmap: bool = False,
            bm25: bool = False, corpus: Source | None = None, bm25_index: str | os.PathLike | None = None,
            k1: float = 0.9, b: float = 0.4, tag: str | None = None, overwrite: bool = False,

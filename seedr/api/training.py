@@ -10,14 +10,15 @@ from typing import Any
 
 from seedr.api.arguments import checks_arguments
 from seedr.api.common import CONFIG_STAGES, Settings, Source, _is_paths, _locked, _model_name, _paths
-from seedr.config import from_dict, merge_settings, read_recipe
+from seedr.config.loading import from_dict, merge_settings, read_recipe
+from seedr.config.objective_options import OBJECTIVE_OPTIONS
+from seedr.config.settings import FinetuneConfig, PretrainConfig
 from seedr.data.inputs import input_files
-from seedr.io.run_folders import check_run_folder
+from seedr.io import check_output
+from seedr.io.run_folders import TRAINER_STATE, check_run_folder
 from seedr.modeling.folders import pretrained_seed, resolve_model_path, tokenizer_folder
-from seedr.objective_options import OBJECTIVE_OPTIONS
 from seedr.provenance import record_run
 from seedr.recipes import recipe_path
-from seedr.settings import FinetuneConfig, PretrainConfig
 
 
 def resolve_settings(stage: str, config: str | os.PathLike | None = None, settings: Settings | None = None,
@@ -235,3 +236,67 @@ def finetune(out: str | os.PathLike, *, model: str | os.PathLike | None = None,
         from seedr.training.finetune import finetune as run_finetuning
 
         return TrainingRun(out, run_finetuning(resolved, out, resume=resume))
+
+
+@dataclasses.dataclass(frozen=True)
+class MinedNegatives:
+    """A folder of ANCE negatives (``ance_refresh``): ``negatives.jsonl`` and ``provenance.json``.
+
+    Attributes:
+        path: the folder; give it as a fine-tuning's ``negative_options`` table, or leave it where a run
+            training with ``negative_options.inline: false`` picks it up.
+        model: the encoder that mined them, as the settings resolved it.
+    """
+
+    path: Path
+    model: str
+
+    def __fspath__(self) -> str:
+        return os.fspath(self.path)
+
+
+def ance_refresh(out: str | os.PathLike | None = None, *, model: str | os.PathLike,
+                 train: str | os.PathLike | None = None, config: str | os.PathLike | None = None,
+                 settings: Settings | None = None) -> MinedNegatives:
+    """Mine ANCE negatives once, apart from a training run (``seedr finetune --ance-refresh-only``): encode the
+    training corpus with ``model``, search the training queries in it, and keep each query's top
+    ``negative_options.depth`` (default 200) documents other than its positives (Xiong et al. 2021, ANCE:
+    the asynchronous refresh, here in a process of its own). A run training elsewhere with
+    ``negative_options.inline: false`` picks the table up.
+
+    Args:
+        out: the folder of ``negatives.jsonl`` and ``provenance.json`` (default, for a trainer checkpoint
+            ``RUN/checkpoints/step-N``: ``RUN/ance/refresh-N``); only a negatives folder is replaced.
+        model: the encoder: a checkpoint folder (``RUN/checkpoints/step-N``: its step is recorded) or a model.
+        train: the training data whose queries are mined for (``finetune``'s ``train``).
+        config, settings: the fine-tuning recipe and settings (``negative_options.depth``, the lengths and
+            ``encode_batch_size``).
+
+    Example:
+        >>> seedr.ance_refresh(model="runs/ft/checkpoints/step-200", train="scifact",
+        ...                    settings={"negative_options.depth": 50}).path
+        PosixPath('runs/ft/ance/refresh-200')
+    """
+    resolved = resolve_settings("finetune", config, settings, model=model, train=train)
+    if not resolved.train_data:
+        raise ValueError("no training data: give --train (or train_data in the recipe)")
+    checkpoint = Path(resolved.model)
+    if out is None and (checkpoint / TRAINER_STATE).exists():
+        from seedr.engine.checkpoint import read_position
+        from seedr.negatives.ance import refresh_folder
+
+        out = refresh_folder(checkpoint.parent.parent, read_position(checkpoint)["step"])
+    if out is None:
+        raise ValueError(f"{checkpoint} is not a trainer checkpoint (no {TRAINER_STATE}): give the output folder")
+    out = Path(out)
+    with _locked(out):
+        # a refresh replaces its folder whole: never another kind of folder (a run given as out by mistake)
+        check_output(out, "negatives", replaces=True, overwrite=True)
+        from seedr.data.training_sets import load_training_set
+        from seedr.negatives import ance_refresh as mine
+
+        training = load_training_set(resolved.train_data, resolved.train_split)
+        folder = mine(resolved.model, training.corpus, training.queries, training.qrels, out,
+                      top=int(resolved.negative_options.get("depth", 200)), batch_size=resolved.encode_batch_size,
+                      query_max_length=resolved.query_max_length, document_max_length=resolved.document_max_length)
+    return MinedNegatives(folder, resolved.model)

@@ -8,6 +8,6 @@ head), and below ``seedr.training``, which builds runs out of them."""
 
 from seedr.engine.batches import TrainData
 from seedr.engine.shards import TokenShardData, write_token_shards
-from seedr.engine.trainer import Callback, TrainConfig, Trainer
+from seedr.engine.trainer import Callback, Trainer
 
-__all__ = ["Callback", "TokenShardData", "TrainConfig", "TrainData", "Trainer", "write_token_shards"]
+__all__ = ["Callback", "TokenShardData", "TrainData", "Trainer", "write_token_shards"]

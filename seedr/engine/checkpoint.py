@@ -36,7 +36,7 @@ from typing import Any
 
 import torch
 from accelerate import Accelerator
-from accelerate.utils import OPTIMIZER_NAME, broadcast_object_list
+from accelerate.utils import OPTIMIZER_NAME, broadcast_object_list, load
 
 from seedr.io import DataError, atomic_directory, read_json
 from seedr.io.run_folders import (  # the layout, which a run's refusal reads without torch
@@ -156,7 +156,6 @@ def verify_checkpoint(path: Path) -> None:
             raise DataError(file, "empty file")
     # Accelerate reads the RNG states with weights_only=True, but takes any failure for "no RNG state" and
     # goes on silently, which would make the resumed run differ from an uninterrupted one.
-    from accelerate.utils import load
 
     for file in sorted((path / STATE).glob("random_states_*.pkl")):
         try:

@@ -12,10 +12,10 @@ import torch
 from accelerate import Accelerator
 from torch import Tensor, nn
 
+from seedr.config.settings import TrainConfig
 from seedr.engine.batches import isolated_rng
 from seedr.engine.checkpoint import latest_checkpoint
 from seedr.engine.gradient_cache import gradient_cache_loss
-from seedr.settings import TrainConfig
 
 
 class NonFiniteLossError(ValueError):

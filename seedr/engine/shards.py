@@ -42,6 +42,7 @@ from tokenizers import Tokenizer
 from tqdm.auto import tqdm
 from transformers import PreTrainedTokenizerBase
 
+from seedr.config.settings import MAX_LENGTH
 from seedr.data.records import Document
 from seedr.data.sentences import sentence_spans
 from seedr.io import DataError, atomic_directory
@@ -187,10 +188,14 @@ class _ShardFileWriter:
         self.pieces, self.lengths, self.buffered = [], [], 0
 
 
+#: Documents tokenised per call of the (fast, batched) tokenizer while shards are written.
+TOKENIZE_BATCH_SIZE = 256
+
+
 def write_token_shards(documents: Iterable[Document], tokenizer: PreTrainedTokenizerBase,
-                       directory: str | os.PathLike, *, max_seq_length: int = 512,
+                       directory: str | os.PathLike, *, max_seq_length: int = MAX_LENGTH,
                        packing: str = "full_sentences", sources: Any = (),
-                       tokens_per_shard: int = DEFAULT_TOKENS_PER_SHARD, batch_size: int = 256,
+                       tokens_per_shard: int = DEFAULT_TOKENS_PER_SHARD, batch_size: int = TOKENIZE_BATCH_SIZE,
                        progress: bool = True) -> dict[str, Any]:
     """Tokenise ``documents`` (any iterable, consumed once, never materialised) into a shard folder.
 
@@ -343,7 +348,7 @@ def shard_key(sources: Any, tokenizer: PreTrainedTokenizerBase, max_seq_length: 
 
 def ensure_token_shards(documents: Iterable[Document] | Callable[[], Iterable[Document]],
                         tokenizer: PreTrainedTokenizerBase, directory: str | os.PathLike, *, sources: Sequence[Any],
-                        max_seq_length: int = 512, packing: str = "full_sentences",
+                        max_seq_length: int = MAX_LENGTH, packing: str = "full_sentences",
                         max_documents: int | None = None, progress: bool = True) -> Path:
     """The shard folder ``directory``, tokenising ``documents`` into it only if it does not exist yet.
 

@@ -70,7 +70,8 @@ from accelerate.utils import broadcast_object_list, set_seed
 from torch import Tensor, nn
 from tqdm.auto import tqdm
 
-from seedr.config import to_dict
+from seedr.config.loading import to_dict
+from seedr.config.settings import TrainConfig
 from seedr.data.training_log import METRICS, append_metrics, read_metrics
 from seedr.engine.batches import IndexedDataset, SeededCollate, TrainData
 from seedr.engine.checkpoint import (
@@ -109,7 +110,6 @@ from seedr.hardware import resolve_mixed_precision
 from seedr.io import DataError, atomic_write
 from seedr.io.run_folders import already_a_run
 from seedr.provenance import code_fingerprint, other_code, record_run
-from seedr.settings import TrainConfig
 
 
 class Callback:

@@ -38,6 +38,7 @@ from torch.nn import functional as F
 from tqdm.auto import tqdm
 from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
+from seedr.config.settings import DIAGNOSE_BATCH_SIZE, MAX_LENGTH
 from seedr.modeling.bow_decoder import word_distribution
 from seedr.modeling.encoder import pool
 from seedr.modeling.weak_decoder import WeakDecoder
@@ -54,7 +55,7 @@ _CHARACTERS_PER_TOKEN_BOUND = 12
 
 @torch.inference_mode()
 def embed_token_ids(model: PreTrainedModel, sequences: Sequence[Sequence[int]], pooling: str = "cls",
-                    batch_size: int = 16, show_progress: bool = False) -> torch.Tensor:
+                    batch_size: int = DIAGNOSE_BATCH_SIZE, show_progress: bool = False) -> torch.Tensor:
     """Embed token-id sequences of equal length, specials included, exactly as given; (N, H) float32."""
     device = next(model.parameters()).device
     vectors = []
@@ -72,7 +73,7 @@ def embed_token_ids(model: PreTrainedModel, sequences: Sequence[Sequence[int]], 
 
 def random_pair_similarity(model: PreTrainedModel, tokenizer: PreTrainedTokenizerBase, texts: Sequence[str],
                            lengths: Iterable[int] = PAPER_LENGTHS, pairs: int = 256, seed: int = 13, *,
-                           pooling: Literal["cls", "mean"] = "cls", batch_size: int = 16,
+                           pooling: Literal["cls", "mean"] = "cls", batch_size: int = DIAGNOSE_BATCH_SIZE,
                            show_progress: bool = False) -> dict[int, tuple[float, float]]:
     """Cosine similarity of random pairs of sequences, by length: ``{length: (mean, std)}``.
 
@@ -165,8 +166,8 @@ def texts_of_length(tokenizer: PreTrainedTokenizerBase, texts: Iterable[str], le
 
 
 @torch.inference_mode()
-def cls_reliance(objective: Any, texts: Sequence[str], max_length: int = 512,
-                 batch_size: int = 16) -> ClsReliance:
+def cls_reliance(objective: Any, texts: Sequence[str], max_length: int = MAX_LENGTH,
+                 batch_size: int = DIAGNOSE_BATCH_SIZE) -> ClsReliance:
     """The weak decoder's reliance on [CLS] by position (SEED-Encoder §4.6.1, Figure 4).
 
     Each text, cut to ``max_length`` tokens, goes through the encoder and then, teacher-forced as in
@@ -289,8 +290,8 @@ def require_word_decoder(objective: Any) -> Any:
     return objective
 
 @torch.inference_mode()
-def word_distributions(objective: Any, texts: Sequence[str], max_length: int = 512,
-                       batch_size: int = 16) -> tuple[torch.Tensor, list[list[int]]]:
+def word_distributions(objective: Any, texts: Sequence[str], max_length: int = MAX_LENGTH,
+                       batch_size: int = DIAGNOSE_BATCH_SIZE) -> tuple[torch.Tensor, list[list[int]]]:
     """CPDAE's z̃ (eq. 3, 5: the decoder's sigmoids normalised to sum to one) for unmasked texts cut to
     ``max_length`` tokens: ``(distributions (N, V), token ids of each text, specials included)``."""
 
@@ -310,7 +311,7 @@ def word_distributions(objective: Any, texts: Sequence[str], max_length: int = 5
 
 
 def decoded_words(objective: Any, texts: Sequence[str], k: int = 10,
-                  max_length: int = 512) -> list[list[tuple[str, float]]]:
+                  max_length: int = MAX_LENGTH) -> list[list[tuple[str, float]]]:
     """The ``k`` most probable words of CPDAE's decoded distribution z̃ for each text, with their
     probabilities: what the decoder reads out of the [CLS] vector (§3.3).
 
@@ -324,7 +325,7 @@ def decoded_words(objective: Any, texts: Sequence[str], k: int = 10,
     return [list(zip(tokens(ids.tolist()), probabilities.tolist())) for probabilities, ids in zip(*top)]
 
 
-def word_probabilities(objective: Any, text: str, max_length: int = 512) -> list[tuple[str, float]]:
+def word_probabilities(objective: Any, text: str, max_length: int = MAX_LENGTH) -> list[tuple[str, float]]:
     """CPDAE's Table 4: each word of ``text`` with "the normalized output probabilities of all the
     subwords of a whole word" summed (each distinct subword once), in text order."""
     require_word_decoder(objective)
@@ -356,7 +357,7 @@ def most_frequent_tokens(tokenizer: PreTrainedTokenizerBase, texts: Iterable[str
 
 
 def common_word_mass(objective: Any, texts: Sequence[str], common_ids: Iterable[int],
-                     max_length: int = 512) -> dict[str, float]:
+                     max_length: int = MAX_LENGTH) -> dict[str, float]:
     """Where CPDAE's decoded probability mass goes (§3.3), averaged over ``texts``.
 
     Returns:

@@ -50,7 +50,13 @@ def unigram_plateau(targets: Sequence[int], tokens: Sequence[int] | None = None)
     return {"unigram_loss": loss, "unigram_accuracy": sum(t == most_frequent for t in targets) / len(targets)}
 
 
-def masked_batches(tokenizer: Any, texts: Sequence[str], max_length: int = 128, batch_size: int = 32,
+#: Held-out masked-LM texts: tokens each (held-out texts are scored as pre-training saw them: 128 at the
+#: CPU scale) and texts per forward pass.
+HELDOUT_MAX_LENGTH, HELDOUT_BATCH_SIZE = 128, 32
+
+
+def masked_batches(tokenizer: Any, texts: Sequence[str], max_length: int = HELDOUT_MAX_LENGTH,
+                   batch_size: int = HELDOUT_BATCH_SIZE,
                    probability: float = 0.15, seed: int = 0) -> Iterator[dict[str, torch.Tensor]]:
     """``texts`` cut to ``max_length`` tokens and BERT-masked, in batches of ``batch_size``: dicts of
     ``input_ids`` (masked), ``attention_mask`` and ``labels`` (the original token at each target, else
@@ -67,7 +73,8 @@ def masked_batches(tokenizer: Any, texts: Sequence[str], max_length: int = 128, 
 
 
 @torch.inference_mode()
-def heldout_masked_lm(objective: Any, texts: Sequence[str], max_length: int = 128, batch_size: int = 32,
+def heldout_masked_lm(objective: Any, texts: Sequence[str], max_length: int = HELDOUT_MAX_LENGTH,
+                      batch_size: int = HELDOUT_BATCH_SIZE,
                       seed: int = 0) -> dict[str, float]:
     """Masked-LM loss (mean cross-entropy over targets, nats) and masked-token accuracy on ``texts``.
 

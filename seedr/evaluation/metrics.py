@@ -25,10 +25,10 @@ from collections.abc import Sequence
 import ir_measures
 import numpy as np
 
+from seedr.config.settings import FinetuneConfig
 from seedr.data.records import Qrels, Run
 from seedr.data.runs import rank_documents
 from seedr.evaluation import DEFAULT_METRICS
-from seedr.settings import FinetuneConfig
 
 
 def parse_metric(name: str) -> ir_measures.Measure:

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
 
+from seedr.config.settings import ENCODE_BATCH_SIZE
 from seedr.data.qa import ReqaCandidate
 from seedr.data.records import Document, Qrels, Run
 from seedr.evaluation.metrics import evaluate_run, per_query
@@ -41,7 +42,7 @@ def evaluate_reqa(run: Run, qrels: Qrels) -> dict[str, float]:
     return {name: means[measure] for name, measure in REQA_METRICS.items()}
 
 
-def index_candidates(encoder: TextEncoder, candidates: list[ReqaCandidate], batch_size: int = 64,
+def index_candidates(encoder: TextEncoder, candidates: list[ReqaCandidate], batch_size: int = ENCODE_BATCH_SIZE,
                      show_progress: bool = False) -> DenseIndex:
     """An exact (Flat) index of ReQA candidates, each encoded as the pair (sentence, paragraph)."""
     vectors = encoder.encode([c.text for c in candidates], batch_size, show_progress,

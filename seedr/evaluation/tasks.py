@@ -21,6 +21,7 @@ import functools
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from pathlib import Path
 
+from seedr.config.settings import ENCODE_BATCH_SIZE
 from seedr.data.inputs import Sources
 from seedr.data.qa import read_squad, reqa_candidates
 from seedr.data.queries import read_qrels, read_queries, sample_queries
@@ -150,7 +151,7 @@ class ReqaTask(EvaluationTask):
 
         return lexical_documents(self.candidates)
 
-    def index(self, encoder, batch_size: int = 64, show_progress: bool = False):  # noqa: ANN001, ANN201
+    def index(self, encoder, batch_size: int = ENCODE_BATCH_SIZE, show_progress: bool = False):  # noqa: ANN001, ANN201
         """An exact index of the candidates encoded as (sentence, paragraph) pairs by ``encoder``."""
         from seedr.evaluation.reqa import index_candidates
 

@@ -19,9 +19,10 @@ from typing import Any, Literal
 
 import numpy as np
 import torch
-from transformers import PreTrainedModel, PreTrainedTokenizerBase
+from transformers import AutoModel, PreTrainedModel, PreTrainedTokenizerBase
 
-from seedr.config import from_dict, load_config, parse_yaml
+from seedr.config.loading import from_dict, load_config, parse_yaml
+from seedr.config.settings import DIAGNOSE_BATCH_SIZE, PretrainConfig
 from seedr.data.corpus import read_corpus
 from seedr.data.inputs import input_files
 from seedr.data.queries import read_qrels, read_queries
@@ -48,7 +49,7 @@ from seedr.evaluation.diagnostics import (
     texts_of_length,
     word_probabilities,
 )
-from seedr.evaluation.masked_lm import heldout_masked_lm
+from seedr.evaluation.masked_lm import HELDOUT_BATCH_SIZE, heldout_masked_lm
 from seedr.hardware import default_device
 from seedr.io import DataError, atomic_write
 from seedr.modeling.encoder import check_model_folder, load_encoder, load_tokenizer, resolve_model_path
@@ -92,7 +93,7 @@ def load_encoder_parts(encoder: EncoderSource, tokenizer: PreTrainedTokenizerBas
 
 def embed_pairs(encoder: EncoderSource, positive_pairs: Sequence[PositivePair], *,
                 tokenizer: PreTrainedTokenizerBase | None = None, pooling: DiagnosticPooling = "cls",
-                batch_size: int = 16, show_progress: bool = False) -> tuple[np.ndarray, np.ndarray]:
+                batch_size: int = DIAGNOSE_BATCH_SIZE, show_progress: bool = False) -> tuple[np.ndarray, np.ndarray]:
     """``(query embeddings (N, H), document embeddings (N, H))`` of positive pairs, embedded as
     retrieval embeds them (``seedr.retrieval.dual_encoder``: documents as ``title [SEP] text``, by the
     document tower when the model has one)."""
@@ -183,9 +184,6 @@ def load_objective(run_dir: str | os.PathLike, step: int | None = None) -> tuple
     weights are loaded (``seedr.engine.checkpoint.load_model_weights``).
     """
     from safetensors import safe_open
-    from transformers import AutoModel
-
-    from seedr.training.pretrain import PretrainConfig
 
     run_dir = Path(run_dir)
     if not (run_dir / "config.yaml").exists():
@@ -251,7 +249,7 @@ def run_diagnostics(path: str | os.PathLike) -> frozenset[str]:
 
 
 def masked_lm_curve(run_dir: str | os.PathLike, texts: Sequence[str], max_length: int | None = None,
-                    batch_size: int = 32, seed: int = 0, every_checkpoint: bool = True) -> list[dict[str, float]]:
+                    batch_size: int = HELDOUT_BATCH_SIZE, seed: int = 0, every_checkpoint: bool = True) -> list[dict[str, float]]:
     """Held-out masked-LM loss and accuracy (``seedr.evaluation.masked_lm.heldout_masked_lm``) of each kept
     checkpoint of an MLM-family run, oldest first (only the newest when ``every_checkpoint`` is False),
     each with its ``step``; every checkpoint is scored on the same texts and masks. ``max_length``
@@ -275,7 +273,7 @@ def masked_lm_curve(run_dir: str | os.PathLike, texts: Sequence[str], max_length
 def diagnose(model: str | os.PathLike, texts: Sequence[str] = (),
              pairs_for_statistics: Sequence[PositivePair] = (), lengths: Iterable[int] = PAPER_LENGTHS,
              pairs: int = 256, seed: int = 13, pooling: DiagnosticPooling = "cls", word_texts: int = 8,
-             top_k: int = 10, common_words: int = 100, batch_size: int = 16,
+             top_k: int = 10, common_words: int = 100, batch_size: int = DIAGNOSE_BATCH_SIZE,
              show_progress: bool = False, reliance_texts: int = 64, masked_lm_texts: int = 256,
              masked_lm_curve_steps: bool = False) -> dict[str, Any]:
     """Run the diagnostics the inputs allow; returns ``{"metrics": {name: number}, "details": {...}}``.

@@ -13,11 +13,11 @@ extends the shipped blocks by name. The shared files are merged in the order nam
 file's own keys over them: mappings merge key by key (``tasks``, ``defaults.finetune``,
 ``scales.paper.variables``), anything else — a list, a string, a number, null — is replaced whole. Keys are
 compared as written: a condition named ``a.b`` is one key, and a setting overridden as ``train.seed`` over a
-shared ``train: {seed: …}`` is layered later by the defaults' own rule (``seedr.config.merge_settings``), the
+shared ``train: {seed: …}`` is layered later by the defaults' own rule (``seedr.config.loading.merge_settings``), the
 experiment's value winning. A shared file holds any of an experiment file's keys and may extend other
 shared files, found the same way; a cycle, a missing or malformed file, and a name that is not a plain
 name (``../x``, ``/x``, ``sub/x``: only files of the shared folders can be named) are refused in one line
-naming the file. Nothing in these files runs code: they are read as YAML data (``seedr.config.parse_yaml``,
+naming the file. Nothing in these files runs code: they are read as YAML data (``seedr.config.loading.parse_yaml``,
 a safe loader).
 """
 
@@ -30,7 +30,7 @@ from typing import Any
 
 import yaml
 
-from seedr.config import YAMLExpansionError, parse_yaml, yaml_problem
+from seedr.config.loading import YAMLExpansionError, parse_yaml, yaml_problem
 from seedr.io import DataError, read_text
 
 #: The key of an experiment (or shared) file naming the shared files it extends.

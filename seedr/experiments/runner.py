@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
 
-from seedr.config import from_dict, identity, merge_settings
+from seedr.config.loading import from_dict, identity, merge_settings
 from seedr.data.runs import read_trec_run, write_trec_run
 from seedr.experiments.record.figures import figures, references, seed_spread, with_seed_sd
 from seedr.experiments.record.preamble import machine, report_preamble

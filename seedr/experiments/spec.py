@@ -60,7 +60,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from seedr.config import merge_settings, parse_yaml
+from seedr.config.loading import merge_settings, parse_yaml
 from seedr.experiments.files import (
     experiment_names,
     experiment_path,

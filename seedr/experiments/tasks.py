@@ -20,7 +20,8 @@ from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any, ClassVar
 
-from seedr.config import from_dict
+from seedr.config.loading import from_dict
+from seedr.config.settings import ENCODE_BATCH_SIZE
 from seedr.data.corpus import read_corpus
 from seedr.data.records import Document, Run
 from seedr.evaluation import tasks as evaluation_tasks
@@ -47,7 +48,7 @@ class RetrieveConfig:
     max_length: int | None = None
     query_max_length: int | None = None
     compute_dtype: str | None = None
-    batch_size: int = 64
+    batch_size: int = ENCODE_BATCH_SIZE
     title: str | None = None  # pair | join | none; None: what the model folder records, else pair
     factory: str = "Flat"
     metric: str = "ip"
@@ -111,7 +112,7 @@ class FuseConfig:
         return self.select_with or self.fuse
 
     def identity(self) -> dict[str, Any]:
-        """What the fused run depends on (``seedr.config.identity``); ``select_with`` only where given, so
+        """What the fused run depends on (``seedr.config.loading.identity``); ``select_with`` only where given, so
         that fusions which choose with their own runs keep the folders they had before it existed."""
         fields = {field.name: getattr(self, field.name) for field in dataclasses.fields(self)}
         if self.select_with is None:

@@ -8,6 +8,7 @@ import os
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -81,8 +82,6 @@ def output_lock(path: str | os.PathLike) -> Iterator[Path]:
     gets; a file that a dead process left, in this format or an older one, is simply taken. Released on
     exit, errors included, removing the file.
     """
-    from datetime import UTC, datetime
-
     lock = lock_path(path)
     lock.parent.mkdir(parents=True, exist_ok=True)
     handle = _take(lock, path)

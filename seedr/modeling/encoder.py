@@ -10,6 +10,7 @@ otherwise, and the projection head, if any, as a ``Dense`` module (``seedr.model
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 import os
@@ -27,8 +28,10 @@ from transformers import (
     PreTrainedModel,
     PreTrainedTokenizerBase,
 )
+from transformers.models.auto.configuration_auto import CONFIG_MAPPING
 from transformers.utils import logging as hf_logging
 
+from seedr.config.settings import MAX_LENGTH, Pooling
 from seedr.io import DataError
 from seedr.modeling.folders import (  # the folders' torch-free half, imported from here too
     read_settings,
@@ -45,7 +48,6 @@ from seedr.modeling.projection import (
     refuse_other_weights,
     save_projection,
 )
-from seedr.settings import Pooling
 
 #: The files of a model folder that determine its vectors: weights, architecture, tokenizer, and the
 #: sentence-transformers modules (pooling, projection, normalisation) — not its model card or logs.
@@ -61,8 +63,6 @@ def model_fingerprint(name_or_path: str | os.PathLike) -> str:
     the same model have the same fingerprint, and a model re-trained into the same folder gets a new one.
     Recorded beside embeddings and in index folders.
     """
-    import hashlib
-
     folder = resolve_model_path(name_or_path)
     digest = hashlib.sha256()
     files = {file for pattern in _FINGERPRINTED for file in folder.glob(pattern) if file.is_file()}
@@ -179,7 +179,6 @@ def check_model_folder(folder: str | os.PathLike) -> None:
     Raises:
         DataError: naming ``config.json`` or ``tokenizer_config.json`` and the field at fault.
     """
-    from transformers.models.auto.configuration_auto import CONFIG_MAPPING
 
     folder = Path(folder)
     for name in ("config.json", "tokenizer_config.json"):
@@ -386,7 +385,7 @@ SETTINGS_FILE = "seedr_dual_encoder.json"
 
 
 def save_encoder(encoder: PreTrainedModel, tokenizer: PreTrainedTokenizerBase, directory: str | os.PathLike,
-                 pooling: Pooling = "cls", max_seq_length: int = 512, similarity: str = "dot",
+                 pooling: Pooling = "cls", max_seq_length: int = MAX_LENGTH, similarity: str = "dot",
                  projection: Projection | None = None, normalize: bool = False) -> Path:
     """Save ``encoder`` + ``tokenizer`` as a Hugging Face folder that sentence-transformers also loads.
 

@@ -10,13 +10,14 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
+from importlib import resources
 from pathlib import Path
 
-from seedr.config import read_recipe
+from seedr.config.loading import read_recipe
+from seedr.config.objective_options import OBJECTIVE_OPTIONS
+from seedr.config.settings import Pooling
 from seedr.io import DataError, read_json
 from seedr.io.run_folders import PRODUCT
-from seedr.objective_options import OBJECTIVE_OPTIONS
-from seedr.settings import Pooling
 
 
 def _packaged_minilm() -> Path:
@@ -29,8 +30,6 @@ def _packaged_minilm() -> Path:
 def _packaged_seedr_base() -> Path:
     """The seedr base (``models/seedr-base`` of the checkout): package data of every install, reached
     through ``seedr/builtin_models``, a link to ``models/`` that the wheel resolves into files."""
-    from importlib import resources
-
     return Path(str(resources.files("seedr") / "builtin_models" / "seedr-base"))
 
 

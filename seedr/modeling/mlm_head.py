@@ -14,6 +14,7 @@ from pathlib import Path
 
 import torch
 from safetensors import safe_open
+from safetensors.torch import load_file, save_file
 from torch import nn
 from transformers import PretrainedConfig
 from transformers.activations import ACT2FN
@@ -71,8 +72,6 @@ class MaskedLMHead(nn.Module):
         output projection is the tied word-embedding matrix, already there): ``BertForMaskedLM`` and
         ``load_from_checkpoint`` then load the head, while ``AutoModel`` reports the extra keys as
         unexpected and ignores them, as with Google's BERT checkpoints."""
-        from safetensors.torch import load_file, save_file
-
         file = Path(folder) / "model.safetensors"
         if not file.exists():
             raise FileNotFoundError(f"{file}: the head is added to a single-file encoder checkpoint")

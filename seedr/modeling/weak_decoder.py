@@ -58,7 +58,7 @@ from torch.nn import functional as F
 from transformers import PretrainedConfig
 from transformers.activations import ACT2FN
 
-from seedr.objective_options import ClsPath
+from seedr.config.objective_options import ClsPath
 
 Implementation = Literal["banded", "dense"]
 

@@ -7,6 +7,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from seedr.config.settings import ENCODE_BATCH_SIZE, MAX_LENGTH, QUERY_MAX_LENGTH
 from seedr.data.records import Document, Qrels
 from seedr.engine.checkpoint import PRODUCT, TRAINER_STATE, checkpoint_path, read_position
 from seedr.engine.trainer import Callback
@@ -67,7 +68,7 @@ class AnceNegatives(NegativeStrategy):
     negatives_folder = f"{REFRESHES}/refresh-0"
 
     def __init__(self, refresh_every: int = 10_000, depth: int = 200, inline: bool = True,
-                 batch_size: int = 64) -> None:
+                 batch_size: int = ENCODE_BATCH_SIZE) -> None:
         if refresh_every < 1 or depth < 1:
             raise ValueError(f"ance: refresh_every and depth must be at least 1, got {refresh_every} and {depth}")
         self.refresh_every, self.depth, self.inline, self.batch_size = refresh_every, depth, inline, batch_size
@@ -142,8 +143,8 @@ def latest_refresh(run_dir: str | Path, up_to: int | None = None) -> Path | None
 
 
 def ance_refresh(checkpoint: str | Path, corpus: Mapping[str, Document], queries: Mapping[str, str], qrels: Qrels,
-                 out_dir: str | Path | None = None, top: int = 200, step: int | None = None, batch_size: int = 64,
-                 query_max_length: int = 64, document_max_length: int = 512) -> Path:
+                 out_dir: str | Path | None = None, top: int = 200, step: int | None = None, batch_size: int = ENCODE_BATCH_SIZE,
+                 query_max_length: int = QUERY_MAX_LENGTH, document_max_length: int = MAX_LENGTH) -> Path:
     """One ANCE refresh as a stage of its own: encode the corpus with ``checkpoint``, build the index,
     search ``queries``, keep each one's top ``top`` minus its positives; write ``negatives.jsonl`` and
     ``provenance.json`` (which checkpoint, which step) into ``out_dir`` and return it.

@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
+from seedr.config.settings import ENCODE_BATCH_SIZE
 from seedr.data.negatives import (
     NEGATIVES_FILE,
     PROVENANCE_FILE,
@@ -67,7 +68,7 @@ class RefreshableData(Protocol):
 
 
 def dense_negatives(model: DualEncoder, corpus: Mapping[str, Document], queries: Mapping[str, str], qrels: Qrels,
-                    depth: int, provenance: dict[str, Any], batch_size: int = 64,
+                    depth: int, provenance: dict[str, Any], batch_size: int = ENCODE_BATCH_SIZE,
                     margins: FalseNegativeMargins | None = None) -> NegativeTable:
     """Mine with a dense model: encode the corpus and the queries, search exactly (faiss Flat), keep
     each query's top ``depth`` minus positives. The encode → index → search → mine step of ANCE

@@ -7,6 +7,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from seedr.config.settings import ENCODE_BATCH_SIZE
 from seedr.data.records import Document, Qrels
 from seedr.data.runs import read_trec_run
 from seedr.io import DataError
@@ -54,7 +55,7 @@ class StaticNegatives(NegativeStrategy):
     name = "static"
 
     def __init__(self, run: str | None = None, model: str | None = None, depth: int = 200, rounds: int = 1,
-                 batch_size: int = 64, relative_margin: float | None = None,
+                 batch_size: int = ENCODE_BATCH_SIZE, relative_margin: float | None = None,
                  absolute_margin: float | None = None) -> None:
         if depth < 1 or rounds < 1:
             raise ValueError(f"static negatives: depth and rounds must be at least 1, got {depth} and {rounds}")

@@ -13,6 +13,7 @@ import torch
 from torch import nn
 from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
+from seedr.config.settings import MAX_LENGTH
 from seedr.engine.batches import TrainData
 from seedr.engine.shards import TokenShardData
 from seedr.modeling.encoder import save_encoder
@@ -39,7 +40,7 @@ class Objective(nn.Module):
     """Base class of pre-training objectives.
 
     Subclasses set ``name`` and ``config_class`` (the dataclass of their options, registered under the
-    objective's name in ``seedr.objective_options.OBJECTIVE_OPTIONS``, where settings are resolved without
+    objective's name in ``seedr.config.objective_options.OBJECTIVE_OPTIONS``, where settings are resolved without
     torch; it also says the pooled vector the objective trains, ``trained_representation``), build their
     auxiliary modules in ``__init__(encoder, tokenizer, config)``, and implement:
 
@@ -117,7 +118,7 @@ class Objective(nn.Module):
                          f"{before}{keep}")
         return lines
 
-    def save_encoder(self, directory: str | os.PathLike, max_seq_length: int = 512) -> Path:
+    def save_encoder(self, directory: str | os.PathLike, max_seq_length: int = MAX_LENGTH) -> Path:
         return save_encoder(self.encoder, self.tokenizer, directory, pooling=self.pooling,
                             max_seq_length=max_seq_length)
 

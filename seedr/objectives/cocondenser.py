@@ -37,11 +37,11 @@ from collections.abc import Sequence
 
 import torch
 
+from seedr.config.objective_options import CoCondenserConfig
 from seedr.losses.gather import gather_rows, row_offset
 from seedr.modeling.bow_decoder import at_least_float32
 from seedr.modeling.encoder import pool
 from seedr.modeling.folders import EncoderShape
-from seedr.objective_options import CoCondenserConfig
 from seedr.objectives.base import OBJECTIVES, ObjectiveOutput
 from seedr.objectives.condenser import Condenser
 from seedr.objectives.cpdae import twin_contrastive_loss

@@ -47,12 +47,13 @@ import torch
 from torch.nn import functional as F
 from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
+from seedr.config.objective_options import ContrieverConfig
+from seedr.config.settings import MAX_LENGTH
 from seedr.losses.base import Similarity, candidate_scores
 from seedr.losses.gather import gather_rows
 from seedr.modeling.bow_decoder import at_least_float32
 from seedr.modeling.encoder import pool, save_encoder
 from seedr.modeling.folders import EncoderShape
-from seedr.objective_options import ContrieverConfig
 from seedr.objectives.base import OBJECTIVES, Objective, ObjectiveOutput
 from seedr.objectives.masking import pad_token_ids
 
@@ -194,7 +195,7 @@ class Contriever(Objective):
             loss, accuracy = self.in_batch_loss(queries, keys)
         return ObjectiveOutput(loss=loss, parts={"contriever": loss}, metrics={"accuracy": accuracy})
 
-    def save_encoder(self, directory: str | os.PathLike, max_seq_length: int = 512) -> Path:
+    def save_encoder(self, directory: str | os.PathLike, max_seq_length: int = MAX_LENGTH) -> Path:
         """The encoder alone (no key encoder), with the pooling and the score it was trained with."""
         return save_encoder(self.encoder, self.tokenizer, directory, pooling=self.config.pooling,
                             max_seq_length=max_seq_length, similarity="cosine" if self.config.normalize else "dot",

@@ -63,12 +63,12 @@ import torch
 from torch.nn import functional as F
 from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
+from seedr.config.objective_options import CpdaeClsConfig, CpdaeConfig
 from seedr.engine.run_state import process_state
 from seedr.losses.gather import gather_rows, row_offset, world_size
 from seedr.modeling.bow_decoder import BagOfWordsDecoder, at_least_float32, word_distribution
 from seedr.modeling.encoder import pool
 from seedr.modeling.folders import EncoderShape
-from seedr.objective_options import CpdaeClsConfig, CpdaeConfig
 from seedr.objectives.base import OBJECTIVES, ObjectiveOutput, PretrainingCorpus
 from seedr.objectives.mlm import MaskedLanguageModel
 from seedr.objectives.vocabulary_tables import load_vocabulary_table, save_vocabulary_table

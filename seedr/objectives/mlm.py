@@ -15,11 +15,12 @@ import torch
 from torch.nn import functional as F
 from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
+from seedr.config.objective_options import MLMConfig
+from seedr.config.settings import MAX_LENGTH
 from seedr.engine.checkpoint import run_part_weights
 from seedr.io import DataError
 from seedr.modeling.folders import EncoderShape
 from seedr.modeling.mlm_head import MaskedLMHead
-from seedr.objective_options import MLMConfig
 from seedr.objectives.base import OBJECTIVES, Objective, ObjectiveOutput
 from seedr.objectives.masking import IGNORE_INDEX, mask_tokens, pad_token_ids, special_tokens_mask
 
@@ -89,7 +90,7 @@ class MaskedLanguageModel(Objective):
         self.mlm_head.load_state_dict(head)
         return True
 
-    def save_encoder(self, directory: str | os.PathLike, max_seq_length: int = 512) -> Path:
+    def save_encoder(self, directory: str | os.PathLike, max_seq_length: int = MAX_LENGTH) -> Path:
         """The encoder as every objective saves it, with the MLM head when ``config.save_head``."""
         path = super().save_encoder(directory, max_seq_length)
         if self.config.save_head:

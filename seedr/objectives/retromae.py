@@ -45,9 +45,9 @@ import torch
 from torch.nn import functional as F
 from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
+from seedr.config.objective_options import RetroMaeConfig
 from seedr.modeling.enhanced_decoder import EnhancedDecoderLayer
 from seedr.modeling.folders import EncoderShape
-from seedr.objective_options import RetroMaeConfig
 from seedr.objectives.base import OBJECTIVES, ObjectiveOutput
 from seedr.objectives.masking import IGNORE_INDEX, mask_tokens, special_tokens_mask
 from seedr.objectives.mlm import MaskedLanguageModel

@@ -32,11 +32,11 @@ from collections.abc import Sequence
 import torch
 from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
+from seedr.config.objective_options import SeedConfig
 from seedr.modeling.encoder import pool
 from seedr.modeling.folders import EncoderShape
 from seedr.modeling.linear_cross_entropy import linear_cross_entropy
 from seedr.modeling.weak_decoder import WeakDecoder
-from seedr.objective_options import SeedConfig
 from seedr.objectives.base import OBJECTIVES, ObjectiveOutput
 from seedr.objectives.mlm import MaskedLanguageModel
 

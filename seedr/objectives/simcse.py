@@ -37,11 +37,12 @@ from torch import nn
 from torch.nn import functional as F
 from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
+from seedr.config.objective_options import SimCSEConfig
+from seedr.config.settings import MAX_LENGTH
 from seedr.losses.base import Similarity, candidate_scores
 from seedr.modeling.bow_decoder import at_least_float32
 from seedr.modeling.encoder import pool, save_encoder
 from seedr.modeling.folders import EncoderShape
-from seedr.objective_options import SimCSEConfig
 from seedr.objectives.base import OBJECTIVES, Objective, ObjectiveOutput
 from seedr.objectives.masking import pad_token_ids
 
@@ -119,7 +120,7 @@ class SimCSE(Objective):
         loss, accuracy = self.contrastive_loss(first, second)
         return ObjectiveOutput(loss=loss, parts={"simcse": loss}, metrics={"accuracy": accuracy})
 
-    def save_encoder(self, directory: str | os.PathLike, max_seq_length: int = 512) -> Path:
+    def save_encoder(self, directory: str | os.PathLike, max_seq_length: int = MAX_LENGTH) -> Path:
         """The encoder without the MLP (``mlp_only_train``), pooling by [CLS], scored by the cosine it
         was trained with."""
         return save_encoder(self.encoder, self.tokenizer, directory, pooling="cls", max_seq_length=max_seq_length,

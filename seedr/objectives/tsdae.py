@@ -51,10 +51,10 @@ from torch.func import functional_call
 from torch.nn import functional as F
 from transformers import BertModel, PreTrainedModel, PreTrainedTokenizerBase
 
+from seedr.config.objective_options import TsdaeConfig
 from seedr.modeling.encoder import pool
 from seedr.modeling.folders import EncoderShape
 from seedr.modeling.mlm_head import MaskedLMHead
-from seedr.objective_options import TsdaeConfig
 from seedr.objectives.base import OBJECTIVES, Objective, ObjectiveOutput
 from seedr.objectives.masking import pad_token_ids, special_tokens_mask
 

@@ -35,6 +35,8 @@ from torch.utils.data import Dataset
 from tqdm.auto import tqdm
 from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
+from seedr.config.objective_options import PairConfig, TwoTowerConfig
+from seedr.config.settings import MAX_LENGTH
 from seedr.data.articles import read_articles
 from seedr.data.glossary import read_glossary
 from seedr.data.links import recover_title_links
@@ -47,7 +49,6 @@ from seedr.losses.gather import document_key
 from seedr.losses.in_batch_softmax import InBatchSoftmaxLoss
 from seedr.modeling.folders import EncoderShape
 from seedr.modeling.projection import Projection
-from seedr.objective_options import PairConfig, TwoTowerConfig
 from seedr.objectives.base import OBJECTIVES, Objective, ObjectiveOutput, PretrainingCorpus
 from seedr.registry import Registry
 from seedr.retrieval.dual_encoder import DualEncoder
@@ -404,7 +405,7 @@ class TwoTowerObjective(Objective):
                 metrics[f"accuracy/{task}"] = correct[rows].float().sum() / rows.sum().clamp(min=1)
         return ObjectiveOutput(losses.mean(), parts, metrics)
 
-    def save_encoder(self, directory: str | os.PathLike, max_seq_length: int = 512) -> Path:
+    def save_encoder(self, directory: str | os.PathLike, max_seq_length: int = MAX_LENGTH) -> Path:
         """The towers as ``DualEncoder.save`` writes them: what ``DualEncoder.from_pretrained`` reads to
         fine-tune with the same towers, pooling and score."""
         return self.towers.save(directory, max_seq_length=max_seq_length)

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from seedr.config import read_recipe
+from seedr.config.loading import read_recipe
 from seedr.data.training_log import read_metrics
 from seedr.io import REPORT_MARKER, DataError, atomic_write
 from seedr.reporting.figures import save_plot

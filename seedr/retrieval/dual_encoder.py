@@ -22,6 +22,7 @@ import torch
 from torch import nn
 from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
+from seedr.config.settings import ENCODE_BATCH_SIZE, MAX_LENGTH, QUERY_MAX_LENGTH
 from seedr.data.records import Document, Run
 from seedr.data.runs import run_from_topk
 from seedr.engine.gradient_cache import GradientCacheSplit, Tower
@@ -91,8 +92,8 @@ class DualEncoder(nn.Module):
 
     def __init__(self, query_encoder: PreTrainedModel, tokenizer: PreTrainedTokenizerBase,
                  loss: RetrievalLoss | None = None, document_encoder: PreTrainedModel | None = None,
-                 pooling: Pooling = "cls", similarity: Similarity | None = None, query_max_length: int = 64,
-                 document_max_length: int = 512, query_projection: Projection | None = None,
+                 pooling: Pooling = "cls", similarity: Similarity | None = None, query_max_length: int = QUERY_MAX_LENGTH,
+                 document_max_length: int = MAX_LENGTH, query_projection: Projection | None = None,
                  document_projection: Projection | None = None, title: str = "pair") -> None:
         super().__init__()
         if title not in TITLE_MODES:
@@ -121,8 +122,8 @@ class DualEncoder(nn.Module):
     @classmethod
     def from_pretrained(cls, model: str | os.PathLike, loss: RetrievalLoss | None = None, shared: bool | None = None,
                         pooling: Pooling | None = None, similarity: str | None = None,
-                        scale: float | None = None, query_max_length: int = 64,
-                        document_max_length: int = 512, title: str | None = None) -> DualEncoder:
+                        scale: float | None = None, query_max_length: int = QUERY_MAX_LENGTH,
+                        document_max_length: int = MAX_LENGTH, title: str | None = None) -> DualEncoder:
         """Start from a local model folder (or ``minilm``, or a seedr run folder).
 
         ``shared``/``pooling``/``similarity``/``scale``/``title`` default to what the folder records (see
@@ -276,13 +277,13 @@ class DualEncoder(nn.Module):
     #: sets bfloat16 when it trains in bf16, so whole-corpus encodings run at the same precision.
     inference_dtype: torch.dtype | None = None
 
-    def embed_queries(self, texts: Sequence[str], batch_size: int = 64, show_progress: bool = False) -> np.ndarray:
+    def embed_queries(self, texts: Sequence[str], batch_size: int = ENCODE_BATCH_SIZE, show_progress: bool = False) -> np.ndarray:
         """Query embeddings (Q, D) as numpy, L2-normalised under cosine so an inner-product index ranks right."""
         return encode_texts(self.query_encoder, self.tokenizer, list(texts), self.pooling, self.query_max_length,
                             batch_size, projection=self.query_projection, normalize=self.similarity.name == "cosine",
                             autocast_dtype=self.inference_dtype, show_progress=show_progress)
 
-    def embed_documents(self, documents: Sequence[Document], batch_size: int = 64,
+    def embed_documents(self, documents: Sequence[Document], batch_size: int = ENCODE_BATCH_SIZE,
                         show_progress: bool = False) -> np.ndarray:
         """Document embeddings (N, D) as numpy, from the document tower."""
         encoder, projection = self._document_tower()
@@ -294,7 +295,7 @@ class DualEncoder(nn.Module):
                             show_progress=show_progress)
 
     def rank(self, documents: Mapping[str, Document], queries: Mapping[str, str], k: int,
-             batch_size: int = 64, show_progress: bool = False,
+             batch_size: int = ENCODE_BATCH_SIZE, show_progress: bool = False,
              score_also: Mapping[str, Collection[str]] | None = None) -> Run:
         """Retrieve the top ``k`` of ``documents`` for each query with the current weights (exact search,
         faiss Flat): what dev evaluation during training and dense negative mining (ANCE) need.

@@ -33,6 +33,7 @@ import torch
 from tqdm.auto import tqdm
 from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
+from seedr.config.settings import ENCODE_BATCH_SIZE, MAX_LENGTH
 from seedr.data.records import Document
 from seedr.hardware import default_device, encoding_dtype
 from seedr.io import DataError
@@ -95,7 +96,7 @@ def _autocast_dtype(dtype: str | torch.dtype | None) -> torch.dtype | None:
 
 
 def tokenize_pairs(tokenizer: PreTrainedTokenizerBase, texts: Sequence[str],
-                   text_pairs: Sequence[str | None] | None = None, max_length: int = 512) -> list[dict[str, list[int]]]:
+                   text_pairs: Sequence[str | None] | None = None, max_length: int = MAX_LENGTH) -> list[dict[str, list[int]]]:
     """Per-text token ids, unpadded (``tokenizer.pad`` them): ``[CLS] text [SEP] pair [SEP]`` where
     ``text_pairs`` gives a pair, ``[CLS] text [SEP]`` where it is ``None``/empty (or not given).
 
@@ -119,7 +120,7 @@ def tokenize_pairs(tokenizer: PreTrainedTokenizerBase, texts: Sequence[str],
 
 
 def encode_texts(model: PreTrainedModel, tokenizer: PreTrainedTokenizerBase, texts: Sequence[str],
-                 pooling: Pooling = "cls", max_length: int = 512, batch_size: int = 64, *,
+                 pooling: Pooling = "cls", max_length: int = MAX_LENGTH, batch_size: int = ENCODE_BATCH_SIZE, *,
                  text_pairs: Sequence[str | None] | None = None, projection: Projection | None = None,
                  normalize: bool = False, autocast_dtype: str | torch.dtype | None = None,
                  show_progress: bool = False, on_batch: Callable[[int], object] | None = None) -> np.ndarray:
@@ -182,12 +183,12 @@ def model_defaults(model_path: str | os.PathLike) -> dict[str, Any]:
     """
     path = resolve_model_path(model_path)
     positions = model_positions(path)
-    defaults: dict[str, Any] = {"pooling": declared_pooling(path), "normalize": False, "max_length": 512,
+    defaults: dict[str, Any] = {"pooling": declared_pooling(path), "normalize": False, "max_length": MAX_LENGTH,
                                 "title": _json_field(path / SETTINGS_FILE, "title") or "pair"}
     defaults["normalize"] = any(module.get("type", "").endswith(".Normalize") for module in read_modules(path))
     declared_length = (_json_field(path / "sentence_bert_config.json", "max_seq_length")
                        or _json_field(path / "tokenizer_config.json", "model_max_length"))
-    defaults["max_length"] = int(min(declared_length or 512, positions or float("inf")))
+    defaults["max_length"] = int(min(declared_length or MAX_LENGTH, positions or float("inf")))
     return defaults
 
 
@@ -296,7 +297,7 @@ class TextEncoder:
                 "document_prefix": self.document_prefix, "title": self.title, "dim": self.dim,
                 "compute_dtype": str(self.autocast_dtype or torch.float32).removeprefix("torch.")}
 
-    def encode(self, texts: Sequence[str], batch_size: int = 64, show_progress: bool = False,
+    def encode(self, texts: Sequence[str], batch_size: int = ENCODE_BATCH_SIZE, show_progress: bool = False,
                text_pairs: Sequence[str | None] | None = None,
                on_batch: Callable[[int], object] | None = None) -> np.ndarray:
         """Embed raw ``texts`` (no prefix added); (N, D) float32. ``on_batch``: as ``encode_texts``'."""
@@ -304,12 +305,12 @@ class TextEncoder:
                             text_pairs=text_pairs, projection=self.projection, normalize=self.normalize,
                             autocast_dtype=self.autocast_dtype, show_progress=show_progress, on_batch=on_batch)
 
-    def encode_queries(self, queries: Sequence[str], batch_size: int = 64,
+    def encode_queries(self, queries: Sequence[str], batch_size: int = ENCODE_BATCH_SIZE,
                        show_progress: bool = False) -> np.ndarray:
         """Embed queries, each preceded by ``query_prefix``."""
         return self.encode([self.query_prefix + query for query in queries], batch_size, show_progress)
 
-    def encode_documents(self, documents: Sequence[Document], batch_size: int = 64,
+    def encode_documents(self, documents: Sequence[Document], batch_size: int = ENCODE_BATCH_SIZE,
                          show_progress: bool = False,
                          on_batch: Callable[[int], object] | None = None) -> np.ndarray:
         """Embed documents as ``document_input`` lays them out under ``title`` (by default the pair
@@ -333,7 +334,7 @@ def _batched(items: Iterable[Document], size: int) -> Iterator[list[Document]]:
 
 
 def encode_corpus_to_shards(encoder: TextEncoder, documents: Iterable[Document], out_dir: str | os.PathLike,
-                            shard_size: int = 50_000, dtype: str = "float32", batch_size: int = 64,
+                            shard_size: int = 50_000, dtype: str = "float32", batch_size: int = ENCODE_BATCH_SIZE,
                             show_progress: bool = True,
                             extra_settings: dict[str, Any] | None = None, rank: int = 0,
                             world_size: int = 1, total: int | None = None) -> Path:

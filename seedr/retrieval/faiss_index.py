@@ -266,6 +266,10 @@ def use_gpu_clustering(index: faiss.Index) -> bool:
     return True
 
 
+#: Query vectors per faiss search call (bounds the score matrix a call holds).
+SEARCH_BATCH_SIZE = 4096
+
+
 @dataclass
 class DenseIndex:
     """A faiss index with the document id of every vector and the config that built it."""
@@ -356,7 +360,7 @@ class DenseIndex:
                 factory = self.config["factory"]
                 raise ValueError(f"parameter {name!r} does not apply to a {factory!r} index") from None
 
-    def search(self, query_embeddings: np.ndarray, k: int, batch_size: int = 4096,
+    def search(self, query_embeddings: np.ndarray, k: int, batch_size: int = SEARCH_BATCH_SIZE,
                show_progress: bool = False) -> tuple[np.ndarray, list[list[str]]]:
         """Top ``k`` documents of each query: ``(scores (Q, k'), ids Q×k')``, k' = min(k, count).
 

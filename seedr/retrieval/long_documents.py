@@ -22,6 +22,7 @@ from itertools import islice
 import numpy as np
 from transformers import PreTrainedTokenizerBase
 
+from seedr.config.settings import MAX_LENGTH
 from seedr.data.records import Document, Run
 from seedr.data.runs import rank_documents, run_from_topk
 from seedr.registry import Registry
@@ -48,7 +49,7 @@ class Passages:
         return max(counts.values(), default=0)
 
 
-def split_documents(documents: Iterable[Document], tokenizer: PreTrainedTokenizerBase, passage_length: int = 512,
+def split_documents(documents: Iterable[Document], tokenizer: PreTrainedTokenizerBase, passage_length: int = MAX_LENGTH,
                     stride: int | None = None, max_passages: int | None = None) -> Passages:
     """Cut each document into passages that fit ``passage_length`` tokens with its title and the
     special tokens ([CLS] title [SEP] passage [SEP]).
@@ -94,12 +95,12 @@ def split_documents(documents: Iterable[Document], tokenizer: PreTrainedTokenize
 
 
 def firstp_passages(documents: Iterable[Document], tokenizer: PreTrainedTokenizerBase,
-                   passage_length: int = 512) -> Passages:
+                   passage_length: int = MAX_LENGTH) -> Passages:
     """FirstP: each document's first passage only."""
     return split_documents(documents, tokenizer, passage_length, max_passages=1)
 
 
-def maxp_passages(documents: Iterable[Document], tokenizer: PreTrainedTokenizerBase, passage_length: int = 512,
+def maxp_passages(documents: Iterable[Document], tokenizer: PreTrainedTokenizerBase, passage_length: int = MAX_LENGTH,
                  stride: int | None = None, max_passages: int | None = 4) -> Passages:
     """MaxP's passages: the first ``max_passages`` passages of each document (ANCE MaxP: 4 × 512 tokens)."""
     return split_documents(documents, tokenizer, passage_length, stride, max_passages)

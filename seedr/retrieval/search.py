@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from seedr.config.settings import ENCODE_BATCH_SIZE
 from seedr.data.records import Run
 from seedr.data.runs import run_from_topk
 from seedr.retrieval.encode import TextEncoder
@@ -16,7 +17,7 @@ from seedr.retrieval.long_documents import PASSAGE_SEPARATOR, Passages, search_m
 
 
 def search_text(index: DenseIndex, encoder: TextEncoder, queries: dict[str, str], k: int = 100,
-                batch_size: int = 64, show_progress: bool = False) -> Run:
+                batch_size: int = ENCODE_BATCH_SIZE, show_progress: bool = False) -> Run:
     """Encode ``queries`` (``{qid: text}``, with the encoder's query prefix) and search ``index``.
 
     An index of long documents' passages (``seedr encode --long-documents firstp|maxp``) ranks the

@@ -7,11 +7,12 @@ from typing import Annotated, Any
 
 import typer
 from rich.console import Console
+from rich.table import Table
 
 from seedr.api import adapt
 from seedr.api.arguments import option_range
-from seedr.config import parse_overrides
-from seedr.settings import FinetuneConfig
+from seedr.config.loading import parse_overrides
+from seedr.config.settings import FinetuneConfig
 from seedr.stages.common import clear_errors, listing_settings
 
 console = Console()  # the summary table goes to stdout; progress and errors to stderr
@@ -84,8 +85,6 @@ def command(
 
 
 def _print_summary(summary: dict) -> None:
-    from rich.table import Table
-
     table = Table(title=f"seedr adapt → {summary['run']}")
     table.add_column("")
     table.add_column("value", justify="right")

@@ -8,6 +8,8 @@ from typing import Annotated
 
 import typer
 
+from seedr.api import average
+from seedr.api.arguments import option_range
 from seedr.stages.common import clear_errors, console
 
 
@@ -19,11 +21,11 @@ def command(
     )],
     out: Annotated[Path, typer.Option("--out", help="Folder of the averaged encoder (written once complete).")],
     weight: Annotated[list[float] | None, typer.Option(
-        "--weight", min=0.0, help="One per model, in their order (normalised to sum to 1). Default: equal "
+        "--weight", **option_range("average", "weight"), help="One per model, in their order (normalised to sum to 1). Default: equal "
                                   "(a uniform soup)."
     )] = None,
     checkpoints: Annotated[int | None, typer.Option(
-        "--checkpoints", min=1, help="Average a run's newest N checkpoints instead of its final encoder (the "
+        "--checkpoints", **option_range("average", "checkpoints"), help="Average a run's newest N checkpoints instead of its final encoder (the "
                                      "run folder then stands for N models, oldest first): latest weight "
                                      "averaging. The run must have kept them (train.keep_checkpoints, "
                                      "train.save_every)."
@@ -44,19 +46,6 @@ def command(
 
     Example: seedr average runs/ft minilm --weight 0.5 --weight 0.5 --out wise-ft
     """
-    from seedr.engine.averaging import average_encoders, checkpoint_encoders
-
-    members: list[str] = []
-    for model in models:
-        if checkpoints is None:
-            members.append(model)
-            continue
-        run = Path(model)
-        if not (run / "checkpoints").is_dir():
-            raise ValueError(f"--checkpoints: {model} is not a seedr run folder (no checkpoints/ in it)")
-        members += [str(path) for path in checkpoint_encoders(run, checkpoints)]
-    # average_encoders takes the output's lock itself, once it has refused an output inside a model:
-    # a lock taken first would be written into that model
-    record = average_encoders(members, out, weight, overwrite=overwrite)
-    console.print(f"averaged {record['weights_averaged']} weights of {len(members)} models into [bold]{out}[/]",
-                  highlight=False)
+    averaged = average(models, out, weight=weight, checkpoints=checkpoints, overwrite=overwrite)
+    console.print(f"averaged {averaged.record['weights_averaged']} weights of {len(averaged.members)} models into "
+                  f"[bold]{out}[/]", highlight=False)

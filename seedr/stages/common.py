@@ -14,7 +14,7 @@ from rich.console import Console
 from rich.markup import escape
 from typer.core import TyperCommand
 
-from seedr.config import describe_settings, load_config
+from seedr.config.loading import describe_settings, load_config
 from seedr.io import CORRUPT_STREAM_ERRORS, DataError, output_lock
 from seedr.recipes import recipe_path
 
@@ -76,7 +76,7 @@ def clear_errors(function: Callable[..., Any]) -> Callable[..., Any]:
 
 def one_line_warnings() -> None:
     """Print the warnings a command raises as one line each, ``warning: <message>``: Python's own form is
-    two lines, the file and line that warned, then its source (``seedr/config.py:174: UserWarning: ...`` /
+    two lines, the file and line that warned, then its source (``seedr/config/loading.py:174: UserWarning: ...`` /
     ``config = cls(**values)``), noise to a user of the command, and read before the error it precedes."""
 
     def show(message: Warning | str, category: type[Warning], filename: str, lineno: int,
@@ -110,7 +110,7 @@ def listing_settings(config_class: Callable[[], type], stage: str, note: str = "
                      recipe: str | None = None) -> type[TyperCommand]:
     """A command class whose help ends with every key of the stage's config (the dataclass
     ``config_class()`` returns: imported only when the help is shown), its value and its description
-    (``seedr.config.describe_settings``), then ``note``. The values are the defaults (or ``recipe``'s, the one
+    (``seedr.config.loading.describe_settings``), then ``note``. The values are the defaults (or ``recipe``'s, the one
     the command uses by default) or, when ``--config NAME`` and ``--set KEY=VALUE`` stand beside ``--help``,
     what that recipe and those settings make them.
     """

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Annotated
 
 import typer
 
 from seedr.api import resolve_settings
-from seedr.config import attribute_descriptions, describe_settings, parse_overrides
-from seedr.objective_options import OBJECTIVE_OPTIONS
+from seedr.config.loading import attribute_descriptions, describe_settings, parse_overrides
+from seedr.config.objective_options import OBJECTIVE_OPTIONS
 from seedr.stages.common import clear_errors, console
 
 
@@ -29,8 +30,6 @@ def command(
 
     Example: seedr config pretrain --config seed --set train.batch_size=8
     """
-    import dataclasses
-
     import yaml
 
     resolved = resolve_settings(stage, config, parse_overrides(overrides))

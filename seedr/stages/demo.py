@@ -8,12 +8,11 @@ from typing import Annotated
 
 import typer
 
-from seedr.experiments.spec import load_experiment
-from seedr.stages.common import clear_errors, console, locks_output
+from seedr.api import demo
+from seedr.stages.common import clear_errors, console
 
 
 @clear_errors
-@locks_output("out")
 def command(
     out: Annotated[Path, typer.Option("--out", help="Run folder (finished steps are reused).")] = Path("runs/demo"),
     data: Annotated[Path | None, typer.Option(
@@ -30,8 +29,4 @@ def command(
 
     Example: seedr demo --out runs/demo-scifact --data ../shared/data/scifact --set pretrain_steps=300
     """
-    from seedr.experiments.runner import run_experiment
-
-    overrides = [*(set_ or []), *([f"data={data}"] if data is not None else [])]
-    experiment = load_experiment("demo", "cpu", overrides)
-    run_experiment(experiment, out, console)
+    demo(out, data=data, settings=set_ or [], console=console)

@@ -9,12 +9,13 @@ from typing import Annotated
 
 import typer
 
-from seedr.io import check_output
-from seedr.stages.common import clear_errors, console, locks_output
+from seedr.api import diagnose
+from seedr.api.arguments import option_range
+from seedr.config.settings import DIAGNOSE_BATCH_SIZE
+from seedr.stages.common import clear_errors, console
 
 
 @clear_errors
-@locks_output("out")
 def command(
     model: Annotated[str, typer.Argument(
         help="Model folder, seedr run folder (a CPDAE run adds its decoded words, a SEED run its "
@@ -29,31 +30,31 @@ def command(
                          "globs in any seedr format, e.g. the wiki shards (repeatable)."
     )] = None,
     max_documents: Annotated[int, typer.Option(
-        "--max-documents", min=1, help="Read at most this many documents (articles, for ICT pairs)."
+        "--max-documents", **option_range("diagnose", "max_documents"), help="Read at most this many documents (articles, for ICT pairs)."
     )] = 2000,
     lengths: Annotated[str, typer.Option(
         "--lengths", help="Sequence lengths in tokens, [CLS] and [SEP] included (Fig. 1(b))."
     )] = "64,128,256,512",
-    pairs: Annotated[int, typer.Option("--pairs", min=1, help="Random pairs per length.")] = 256,
+    pairs: Annotated[int, typer.Option("--pairs", **option_range("diagnose", "pairs"), help="Random pairs per length.")] = 256,
     positives: Annotated[Path | None, typer.Option(
         "--positives", help="Positive pairs for alignment/uniformity/anisotropy: a BEIR folder (its judged "
                             "pairs, e.g. scifact) or article files (ICT pairs)."
     )] = None,
     split: Annotated[str, typer.Option("--split", help="BEIR qrels split of --positives.")] = "train",
-    positive_count: Annotated[int, typer.Option("--positive-pairs", min=1, help="Positive pairs to use.")] = 256,
+    positive_count: Annotated[int, typer.Option("--positive-pairs", **option_range("diagnose", "positive_count"), help="Positive pairs to use.")] = 256,
     pooling: Annotated[str, typer.Option(
         "--pooling", help="cls (the papers'), mean, or model (what the model folder declares)."
     )] = "cls",
     word_texts: Annotated[int, typer.Option(
-        "--word-texts", min=0, help="CPDAE runs: texts whose decoded words are analysed (0: skip)."
+        "--word-texts", **option_range("diagnose", "word_texts"), help="CPDAE runs: texts whose decoded words are analysed (0: skip)."
     )] = 8,
-    top_k: Annotated[int, typer.Option("--top-k", min=1, help="CPDAE runs: decoded words listed per text.")] = 10,
+    top_k: Annotated[int, typer.Option("--top-k", **option_range("diagnose", "top_k"), help="CPDAE runs: decoded words listed per text.")] = 10,
     reliance_texts: Annotated[int, typer.Option(
-        "--reliance-texts", min=0, help="SEED-Encoder runs: texts (filling the training length) for the decoder's "
+        "--reliance-texts", **option_range("diagnose", "reliance_texts"), help="SEED-Encoder runs: texts (filling the training length) for the decoder's "
                                  "reliance on [CLS] by position, Fig. 4 (0: skip)."
     )] = 64,
     masked_lm_texts: Annotated[int, typer.Option(
-        "--mlm-texts", min=0, help="Runs with an MLM head (MLM, SEED, CPDAE): held-out texts for the masked-LM "
+        "--mlm-texts", **option_range("diagnose", "masked_lm_texts"), help="Runs with an MLM head (MLM, SEED, CPDAE): held-out texts for the masked-LM "
                                    "loss and masked-token accuracy, beside the unigram plateau (0: skip)."
     )] = 256,
     masked_lm_curve_steps: Annotated[bool, typer.Option(
@@ -61,10 +62,10 @@ def command(
                             "whether MLM left its unigram plateau."
     )] = False,
     common_words: Annotated[int, typer.Option(
-        "--common-words", min=1, help="CPDAE runs: how many of the corpus's most frequent tokens are common words."
+        "--common-words", **option_range("diagnose", "common_words"), help="CPDAE runs: how many of the corpus's most frequent tokens are common words."
     )] = 100,
-    seed: Annotated[int, typer.Option("--seed", min=0, help="Seed of the random pairs and samples.")] = 13,
-    batch_size: Annotated[int, typer.Option("--batch-size", min=1, help="Sequences per forward pass.")] = 16,
+    seed: Annotated[int, typer.Option("--seed", **option_range("diagnose", "seed"), help="Seed of the random pairs and samples.")] = 13,
+    batch_size: Annotated[int, typer.Option("--batch-size", **option_range("diagnose", "batch_size"), help="Sequences per forward pass.")] = DIAGNOSE_BATCH_SIZE,
     overwrite: Annotated[bool, typer.Option(
         "--overwrite", help="Replace the diagnostics.json and .png seedr wrote in OUT before (nothing else).")] = False,
 ) -> None:
@@ -84,31 +85,25 @@ def command(
     from rich.markup import escape
     from rich.table import Table
 
-    from seedr.experiments.diagnostics import corpus_texts, diagnose, positive_pairs, write_diagnostics
-
-    read = [path for path in (Path(model), *(corpus or []), positives) if path and path.exists()]
-    check_output(out / "diagnostics.json", "diagnostics", overwrite=overwrite, inputs=read)
-    check_output(out / "diagnostics.png", "diagnostics plot", overwrite=overwrite, inputs=read)
     try:
         wanted_lengths = [int(length) for length in lengths.split(",") if length.strip()]
     except ValueError:
         raise ValueError(f"--lengths takes comma-separated token counts, e.g. 64,128,256,512; "
                          f"got {lengths!r}") from None
-    texts = corpus_texts(corpus, max_documents) if corpus else []
-    pairs_for_statistics = (positive_pairs(positives, positive_count, seed, split, max_documents)
-                            if positives is not None else [])
-    result = diagnose(model, texts, pairs_for_statistics, wanted_lengths, pairs, seed, pooling, word_texts,
-                      top_k, common_words, batch_size, show_progress=True, reliance_texts=reliance_texts,
-                      masked_lm_texts=masked_lm_texts, masked_lm_curve_steps=masked_lm_curve_steps)
-    json_path, plot_path = write_diagnostics(result, out)
+    found = diagnose(model, out, corpus=[str(path) for path in corpus] if corpus else None,
+                     max_documents=max_documents, lengths=wanted_lengths, pairs=pairs, positives=positives,
+                     split=split, positive_count=positive_count, pooling=pooling, word_texts=word_texts, top_k=top_k,
+                     reliance_texts=reliance_texts, masked_lm_texts=masked_lm_texts,
+                     masked_lm_curve_steps=masked_lm_curve_steps, common_words=common_words, seed=seed,
+                     batch_size=batch_size, overwrite=overwrite)
 
     table = Table(title=f"diagnostics of {escape(model)}")
     table.add_column("metric")
     table.add_column("value", justify="right")
-    for name, value in result["metrics"].items():
+    for name, value in found.metrics.items():
         table.add_row(name, f"{value:.4f}")
     Console().print(table)
-    for index, words in enumerate(result["details"].get("decoded_words", {}).get("top_words", [])[:3]):
+    for index, words in enumerate(found.details.get("decoded_words", {}).get("top_words", [])[:3]):
         shown = ", ".join(f"{escape(word)} {probability:.3g}" for word, probability in words)
         console.print(f"decoded words of text {index}: {shown}")
-    console.print(f"written: [bold]{escape(str(json_path))}[/], [bold]{escape(str(plot_path))}[/]")
+    console.print(f"written: [bold]{escape(str(found.json))}[/], [bold]{escape(str(found.plot))}[/]")

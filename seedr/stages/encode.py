@@ -9,6 +9,7 @@ import typer
 
 from seedr.api import encode
 from seedr.api.arguments import option_range
+from seedr.config.settings import ENCODE_BATCH_SIZE
 from seedr.io.run_folders import CHECKPOINTS, PRODUCT
 from seedr.stages.common import clear_errors, console
 
@@ -63,7 +64,7 @@ def command(
         help="Tokens per document (default: the model's, else 512)."
     )] = None,
     batch_size: Annotated[int, typer.Option(
-        "--batch-size", **option_range("encode", "batch_size"), help="Documents per forward pass.")] = 64,
+        "--batch-size", **option_range("encode", "batch_size"), help="Documents per forward pass.")] = ENCODE_BATCH_SIZE,
     dtype: Annotated[str, typer.Option("--dtype", help="Stored precision: float32 or float16.")] = "float32",
     compute_dtype: Annotated[str, typer.Option(
         "--compute-dtype", help="Precision of the forward pass: auto (bfloat16 autocast where the CPU or GPU "

@@ -7,11 +7,12 @@ from typing import Annotated, Any
 
 import typer
 from rich.console import Console
+from rich.table import Table
 
-from seedr.api import finetune, resolve_settings
+from seedr.api import ance_refresh, finetune
 from seedr.api.arguments import option_range
-from seedr.config import parse_overrides
-from seedr.settings import FinetuneConfig
+from seedr.config.loading import parse_overrides
+from seedr.config.settings import FinetuneConfig
 from seedr.stages.common import clear_errors, listing_settings
 
 console = Console()  # the summary table goes to stdout; progress and errors to stderr
@@ -88,18 +89,8 @@ def command(
                "few_shot": few_shot,
                "seeds": [int(seed) for seed in seeds.split(",") if seed.strip()] if seeds else None}
     if ance_refresh_only:
-        from seedr.data.training_sets import load_training_set
-        from seedr.negatives import ance_refresh
-
-        resolved = resolve_settings("finetune", config, settings, **options)
-        if not resolved.train_data:
-            raise ValueError("no training data: give --train (or train_data in the recipe)")
-        training = load_training_set(resolved.train_data, resolved.train_split)
-        depth = int(resolved.negative_options.get("depth", 200))
-        folder = ance_refresh(resolved.model, training.corpus, training.queries, training.qrels, out, top=depth,
-                              batch_size=resolved.encode_batch_size, query_max_length=resolved.query_max_length,
-                              document_max_length=resolved.document_max_length)
-        console.print(f"ANCE negatives mined with {resolved.model}: [bold]{folder}[/]")
+        mined = ance_refresh(out, model=model, train=train, config=config, settings=settings)
+        console.print(f"ANCE negatives mined with {mined.model}: [bold]{mined.path}[/]")
         return
     if out is None:
         raise ValueError("give the run folder: --out DIR")
@@ -108,8 +99,6 @@ def command(
 
 
 def _print_summary(summary: dict) -> None:
-    from rich.table import Table
-
     table = Table(title=f"seedr finetune → {summary['run']}")
     table.add_column("")
     table.add_column("value", justify="right")

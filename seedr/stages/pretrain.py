@@ -9,8 +9,8 @@ import typer
 from rich.markup import escape
 
 from seedr.api import pretrain
-from seedr.config import parse_overrides
-from seedr.settings import PretrainConfig
+from seedr.config.loading import parse_overrides
+from seedr.config.settings import PretrainConfig
 from seedr.stages.common import clear_errors, console, listing_settings
 
 

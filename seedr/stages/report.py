@@ -8,14 +8,11 @@ from typing import Annotated
 
 import typer
 
-from seedr.io import check_output
-from seedr.reporting.html import is_report_folder, render_report_html
-from seedr.reporting.report import render_report
-from seedr.stages.common import clear_errors, console, locks_output
+from seedr.api import report
+from seedr.stages.common import clear_errors, console
 
 
 @clear_errors
-@locks_output("out")
 def command(
     runs: Annotated[list[Path], typer.Argument(
         help="Run folders (pretrain, finetune, evaluate outputs), or one written report folder (report.md: an "
@@ -33,15 +30,8 @@ def command(
     Example: seedr report runs/pretrain-seed runs/finetune-seed --out runs/report
     """
 
-    read = [path for path in runs if path.exists()]
-    html_only = len(runs) == 1 and is_report_folder(runs[0])
-    if not html_only:
-        check_output(out / "report.md", "report", overwrite=overwrite, inputs=read)
-    check_output(out / "report.html", "report page", overwrite=overwrite, inputs=read)
-    if html_only:
-        page = render_report_html(runs[0], out)
-        console.print(f"HTML page of {runs[0]} written to [bold]{page}[/]")
+    written = report(runs, out, title=title, overwrite=overwrite)
+    if written.markdown is None:
+        console.print(f"HTML page of {runs[0]} written to [bold]{written.html}[/]")
         return
-
-    target = render_report(runs, out, title=title)
-    console.print(f"report written to [bold]{target}[/] and {target.with_suffix('.html').name}")
+    console.print(f"report written to [bold]{written.markdown}[/] and {written.html.name}")

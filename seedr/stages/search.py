@@ -9,6 +9,7 @@ import typer
 
 from seedr.api import search
 from seedr.api.arguments import option_range
+from seedr.config.settings import ENCODE_BATCH_SIZE
 from seedr.stages.common import clear_errors, console
 
 
@@ -44,7 +45,7 @@ def command(
     )] = None,
     batch_size: Annotated[int, typer.Option(
         "--batch-size", **option_range("search", "batch_size"),
-        help="Dense: queries per forward pass.")] = 64,
+        help="Dense: queries per forward pass.")] = ENCODE_BATCH_SIZE,
     nprobe: Annotated[int | None, typer.Option(
         "--nprobe", **option_range("search", "nprobe"), help="Dense IVF indexes: inverted lists visited."
     )] = None,

@@ -22,7 +22,7 @@ from seedr.data.inputs import Inputs
 from seedr.io.run_folders import check_run_folder
 from seedr.modeling.folders import pretrained_seed
 from seedr.provenance import record_run
-from seedr.settings import FinetuneConfig, PretrainConfig
+from seedr.config.settings import FinetuneConfig, PretrainConfig
 
 #: The folders of an adapt run: the mined pairs, and the optional continued pre-training.
 PAIRS, PRETRAINING = "pairs", "pretrain"

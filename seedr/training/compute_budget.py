@@ -14,9 +14,9 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from seedr.config.settings import PretrainConfig
 from seedr.modeling.folders import EncoderShape
 from seedr.objectives import OBJECTIVES
-from seedr.settings import PretrainConfig
 
 #: Floating-point operations of a training step per multiply-add of its forward pass: 2 per multiply-add,
 #: × 3 for the forward pass and the backward pass's two products per weight.

@@ -1,7 +1,7 @@
 """Fine-tuning a pre-trained encoder into a dense retriever: the training data, its collation, dev
 evaluation during training, static-negative rounds and few-shot runs. The loop itself is the shared
 ``seedr.engine.trainer.Trainer``; the settings, ``FinetuneConfig``, are defined in the torch-free
-``seedr.settings`` and importable from here.
+``seedr.config.settings`` (imported from there, not from here).
 
 The set-ups of the papers, as recipes (``seedr/recipes/finetune/``):
 
@@ -36,7 +36,8 @@ from accelerate import PartialState
 from rich.console import Console
 from transformers import PreTrainedTokenizerBase
 
-from seedr.config import to_dict
+from seedr.config.loading import to_dict
+from seedr.config.settings import ENCODE_BATCH_SIZE, EPOCH_UNITS, FinetuneConfig, TrainConfig
 from seedr.data.corpus import load_corpus
 from seedr.data.queries import read_qrels, read_queries
 from seedr.data.records import Document, Qrels
@@ -58,7 +59,6 @@ from seedr.negatives.base import positives
 from seedr.provenance import record_run
 from seedr.retrieval.dual_encoder import DualEncoder
 from seedr.retrieval.encode import document_input, tokenize_pairs
-from seedr.settings import EPOCH_UNITS, FinetuneConfig, TrainConfig
 from seedr.training.early_stopping import BEST, BEST_RECORD, EarlyStopping, publish_best
 from seedr.training.few_shot import run_few_shot
 from seedr.training.publish import describe_run
@@ -216,7 +216,7 @@ class DevEvaluation(Callback):
     al. 2021, Figure 6(a–b): dev MRR@10 against fine-tuning steps). Exact search (faiss Flat)."""
 
     def __init__(self, dev: DevSet, metrics: Sequence[str], every: int, depth: int = 100,
-                 batch_size: int = 64) -> None:
+                 batch_size: int = ENCODE_BATCH_SIZE) -> None:
         self.dev, self.metrics, self.every, self.depth, self.batch_size = dev, list(metrics), every, depth, batch_size
         self.latest: dict[str, float] = {}
         self.step: int | None = None  # the step ``latest`` was evaluated at

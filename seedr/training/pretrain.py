@@ -2,8 +2,8 @@
 
 ``PretrainConfig`` is the whole recipe (``seedr/recipes/pretrain/*.yaml``): which objective and its options,
 the encoder (from scratch, or continued from a checkpoint), the training data and the optimisation; it is
-defined, with ``ModelConfig`` and ``DataConfig``, in the torch-free ``seedr.settings`` and importable from
-here. ``pretrain(config, out_dir)`` builds everything and runs the shared ``Trainer``.
+defined, with ``ModelConfig`` and ``DataConfig``, in the torch-free ``seedr.config.settings`` (imported from there,
+not from here). ``pretrain(config, out_dir)`` builds everything and runs the shared ``Trainer``.
 
 Two ways to get an encoder, as the papers did:
 
@@ -37,7 +37,8 @@ from accelerate.utils import set_seed
 from rich.console import Console
 from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
-from seedr.config import from_dict, to_dict
+from seedr.config.loading import from_dict, to_dict
+from seedr.config.settings import MAX_LENGTH, ModelConfig, PretrainConfig
 from seedr.data.corpus import read_corpus
 from seedr.data.default import default_corpus_path, default_documents
 from seedr.data.inputs import input_files
@@ -58,7 +59,6 @@ from seedr.modeling.encoder import build_encoder, check_lengths, load_encoder, l
 from seedr.modeling.folders import EncoderShape, encoder_shape
 from seedr.objectives import OBJECTIVES, Objective, PretrainingCorpus
 from seedr.registry import Registry
-from seedr.settings import DataConfig, ModelConfig, PretrainConfig
 from seedr.training.compute_budget import apply_flops_budget
 from seedr.training.publish import describe_run
 
@@ -95,7 +95,7 @@ def build_model(config: ModelConfig, max_seq_length: int) -> tuple[PreTrainedMod
     if config.architecture != "bert":
         raise ValueError(f"unknown model.architecture {config.architecture!r}; valid: bert, bow_mlp")
     encoder = build_encoder(vocab_size=len(tokenizer), intermediate_size=config.intermediate_size,
-                            max_position_embeddings=max(512, max_seq_length), dropout=config.dropout,
+                            max_position_embeddings=max(MAX_LENGTH, max_seq_length), dropout=config.dropout,
                             pad_token_id=tokenizer.pad_token_id or 0, **_new_bert_shape(config))
     return encoder, tokenizer
 
@@ -235,5 +235,5 @@ def pretrain(config: PretrainConfig, out_dir: str | Path, resume: bool = False,
     return trainer.train(resume=resume)
 
 
-__all__ = ["MODEL_SIZES", "DataConfig", "ModelConfig", "PretrainConfig", "build_model", "build_objective",
+__all__ = ["MODEL_SIZES", "build_model", "build_objective",
            "model_shape", "new_model_shape", "pretrain", "pretraining_corpus", "token_data"]

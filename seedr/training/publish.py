@@ -16,7 +16,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from seedr.config import read_recipe
+from seedr.config.loading import read_recipe
 from seedr.losses import LOSSES
 from seedr.modeling.model_card import write_model_card
 from seedr.negatives import NEGATIVES
@@ -44,7 +44,7 @@ def write_run_card(encoder_dir: str | os.PathLike, run_dir: str | os.PathLike, s
         >>> write_run_card("models/seedr-base", "runs/seedr-base/phase2")  # doctest: +SKIP
     """
     config_file = Path(run_dir) / "config.yaml"
-    config = read_recipe(config_file) if config_file.exists() else {}  # bounded YAML (seedr.config)
+    config = read_recipe(config_file) if config_file.exists() else {}  # bounded YAML (seedr.config.loading)
     return write_model_card(encoder_dir, run_dir, step, describe_run(config))
 
 

@@ -21,12 +21,12 @@ from typing import TYPE_CHECKING, Any
 
 from torch import nn
 
-from seedr.config import to_dict
+from seedr.config.loading import to_dict
+from seedr.config.settings import FinetuneConfig, PretrainConfig
 from seedr.data.training_log import METRICS
 from seedr.engine.trainer import Callback
 from seedr.io import atomic_write
 from seedr.objectives import OBJECTIVES
-from seedr.settings import FinetuneConfig, PretrainConfig
 from seedr.training.early_stopping import BEST, BEST_RECORD, EarlyStopping, publish_best
 from seedr.training.finetune import DevEvaluation, build_model, load_dev_set
 from seedr.training.pretrain import pretrain

@@ -15,7 +15,6 @@ logs as ``grad_norm/<part>``). A part's share is its norm over the sum of the pa
 from __future__ import annotations
 
 import argparse
-import statistics
 import tempfile
 import time
 from pathlib import Path
@@ -25,7 +24,8 @@ import torch
 from seedr.config import load_config
 from seedr.engine.optim import build_optimizer
 from seedr.engine.part_gradients import gradient_shares, part_gradient_norms
-from seedr.training.pretrain import PretrainConfig, build_objective, token_data
+from seedr.settings import PretrainConfig
+from seedr.training.pretrain import build_objective, token_data
 
 ROOT = Path(__file__).resolve().parents[3]
 WIKI = ROOT.parent / "shared" / "data" / "wiki" / "enwiki-2015-00.jsonl.xz"

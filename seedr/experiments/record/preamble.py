@@ -3,6 +3,7 @@ its figures — what this run computed and what it reused, grouped by the code t
 
 from __future__ import annotations
 
+import os
 import platform
 from typing import Any
 
@@ -13,8 +14,6 @@ def machine() -> dict[str, Any]:
     """The machine a run was made on, for the report. Whether its CPU computes bf16 natively is recorded
     too: ``mixed_precision: auto`` trains in bf16 there and in float32 elsewhere, and on the 2-core CPUs
     of this project the same experiment's steps took 2.8× as long without it."""
-    import os
-
     import torch
 
     from seedr.hardware import cpu_description, native_bf16

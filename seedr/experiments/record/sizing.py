@@ -18,9 +18,9 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from seedr.config import from_dict
+from seedr.config.loading import from_dict
 from seedr.experiments.record.progress import SHARE_OF_MATMUL, UnitWork
-from seedr.objective_options import OBJECTIVE_OPTIONS
+from seedr.config.objective_options import OBJECTIVE_OPTIONS
 
 if TYPE_CHECKING:
     from seedr.experiments.steps.base import ExperimentStep

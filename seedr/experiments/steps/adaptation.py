@@ -8,13 +8,13 @@ import dataclasses
 from pathlib import Path
 from typing import Any
 
-from seedr.config import from_dict, identity, merge_settings, read_recipe
+from seedr.config.loading import from_dict, identity, merge_settings, read_recipe
 from seedr.experiments.steps.base import STEPS, ExperimentStep
 from seedr.experiments.steps.training import check_options
-from seedr.objective_options import OBJECTIVE_OPTIONS
+from seedr.config.objective_options import OBJECTIVE_OPTIONS
 from seedr.recipes import recipe_path
 from seedr.reporting.validation import plot_validation
-from seedr.settings import FinetuneConfig, PretrainConfig
+from seedr.config.settings import FinetuneConfig, PretrainConfig
 from seedr.training.adapt import PRETRAINING, run_adapt
 
 #: The fine-tuning recipe an adapt step layers its settings over unless it names another (``config``).

@@ -8,7 +8,7 @@ import re
 from pathlib import Path
 from typing import Any, ClassVar
 
-from seedr.config import identity, merge_settings, read_recipe
+from seedr.config.loading import identity, merge_settings, read_recipe
 from seedr.io import atomic_write
 from seedr.recipes import recipe_path
 from seedr.registry import Registry
@@ -76,7 +76,7 @@ class ExperimentStep:
         self.config()
 
     def resolved(self) -> Any:
-        """What this step computes, in JSON-like data (``seedr.config.identity`` of its config): its folder
+        """What this step computes, in JSON-like data (``seedr.config.loading.identity`` of its config): its folder
         is keyed on it, so settings that resolve alike share a step (a default given explicitly, a
         warm-up as a share or in steps) and a changed default gives a new one."""
         return identity(self.config())

@@ -14,7 +14,7 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-from seedr.config import from_dict, merge_settings
+from seedr.config.loading import from_dict, merge_settings
 from seedr.data.glossary import read_glossary
 from seedr.data.inputs import input_files
 from seedr.data.queries import read_qrels, read_queries, sample_queries, write_qrels

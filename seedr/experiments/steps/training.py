@@ -9,7 +9,8 @@ import dataclasses
 from pathlib import Path
 from typing import Any
 
-from seedr.config import from_dict, identity, merge_settings
+from seedr.config.loading import from_dict, identity, merge_settings
+from seedr.config.settings import FinetuneConfig, PretrainConfig
 from seedr.experiments.steps.base import STEPS, ExperimentStep
 from seedr.registry import Registry
 
@@ -32,8 +33,6 @@ class PretrainStep(ExperimentStep):
     recipe_stage = "pretrain"
 
     def config(self) -> Any:
-        from seedr.training.pretrain import PretrainConfig
-
         config = from_dict(PretrainConfig, self.settings_over_recipe(), f"{self.where} pretrain")
         self.objective_config(config)
         return config
@@ -72,7 +71,6 @@ class FinetuneStep(ExperimentStep):
     def config(self) -> Any:
         from seedr.losses import LOSSES
         from seedr.negatives import NEGATIVES
-        from seedr.training.finetune import FinetuneConfig
 
         config = from_dict(FinetuneConfig, self.settings_over_recipe(), f"{self.where} finetune")
         if config.few_shot is not None and len(config.seeds) > 1:

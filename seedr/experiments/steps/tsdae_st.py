@@ -40,11 +40,20 @@ import random
 from pathlib import Path
 from typing import Any
 
-from seedr.config import from_dict, merge_settings
+from seedr.config.loading import from_dict, merge_settings
+from seedr.config.settings import QUERY_MAX_LENGTH
 from seedr.data.training_log import METRICS
 from seedr.experiments.steps.base import STEPS, ExperimentStep
 from seedr.io import atomic_directory, atomic_write
 from seedr.modeling.folders import declared_pooling, encoder_shape, resolve_model_path
+
+
+#: TSDAE's batch (Wang et al. 2021, §3, and sentence-transformers' TSDAE example).
+TSDAE_BATCH_SIZE = 8
+#: The text length TSDAE and the adapt run it matches read (the ``adapt`` recipe's ``document_max_length``).
+ADAPT_DOCUMENT_LENGTH = 256
+#: The ``adapt`` recipe's batch.
+ADAPT_BATCH_SIZE = 16
 
 
 @dataclasses.dataclass
@@ -53,9 +62,9 @@ class EqualCompute:
     ``train.batch_size``, lengths and hard negatives per query)."""
 
     steps: int = 0
-    batch_size: int = 16
-    query_max_length: int = 64
-    document_max_length: int = 256
+    batch_size: int = ADAPT_BATCH_SIZE
+    query_max_length: int = QUERY_MAX_LENGTH
+    document_max_length: int = ADAPT_DOCUMENT_LENGTH
     negatives: int = 1
 
 
@@ -80,8 +89,8 @@ class TsdaeStConfig:
     model: str = "minilm"
     corpus: list[str] = dataclasses.field(default_factory=list)
     max_documents: int | None = None
-    max_length: int = 256
-    batch_size: int = 8
+    max_length: int = ADAPT_DOCUMENT_LENGTH
+    batch_size: int = TSDAE_BATCH_SIZE
     learning_rate: float = 3.0e-5
     deletion: float = 0.6
     seed: int = 13
@@ -224,4 +233,4 @@ class TsdaeStStep(ExperimentStep):
         return train_tsdae(self.config(), out_dir)
 
 
-__all__ = ["EqualCompute", "TsdaeStConfig", "TsdaeStStep", "matched_steps", "train_tsdae"]
+__all__ = ["ADAPT_BATCH_SIZE", "ADAPT_DOCUMENT_LENGTH", "TSDAE_BATCH_SIZE", "EqualCompute", "TsdaeStConfig", "TsdaeStStep", "matched_steps", "train_tsdae"]

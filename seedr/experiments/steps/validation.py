@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from seedr.config import from_dict, merge_settings
+from seedr.config.loading import from_dict, merge_settings
 from seedr.experiments.steps.base import build_step, condition_references
 from seedr.modeling.folders import BUILTIN_MODELS
 

@@ -2,7 +2,7 @@
 name → its options class, which the objective's own class (``seedr.objectives``, ``Objective.config_class``)
 takes as its ``config_class``.
 
-They are apart from the objectives, which import torch, for the reason ``seedr.settings`` is: resolving a
+They are apart from the objectives, which import torch, for the reason ``seedr.config.settings`` is: resolving a
 pre-training's settings (``seedr config pretrain``, ``--describe``, the refusal of an unknown
 ``objective.*`` key) fills and checks these classes, and answers in a fraction of a second without torch.
 Each class also says, as ``trained_representation``, the pooled vector its objective trains to stand for a
@@ -15,8 +15,8 @@ import math
 from dataclasses import dataclass, field
 from typing import ClassVar, Literal
 
+from seedr.config.settings import QUERY_MAX_LENGTH, Pooling
 from seedr.registry import Registry
-from seedr.settings import Pooling
 
 #: How [CLS] enters SEED-Encoder's weak decoder (``seedr.modeling.weak_decoder``): a cross-attention
 #: sub-layer per layer, or one extra key of the windowed self-attention.
@@ -468,7 +468,7 @@ class TwoTowerConfig:
 
     trained_representation: ClassVar[str] = "the two-tower softmax's {pooling} embedding"
 
-    query_max_length: int = 64
+    query_max_length: int = QUERY_MAX_LENGTH
     document_max_length: int = 288
     projection_dim: int | None = None
     separate_towers: bool = False

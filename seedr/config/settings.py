@@ -1,15 +1,14 @@
 """The settings of the training stages as dataclasses: ``TrainConfig`` (the optimisation, shared),
 ``PretrainConfig`` (with ``ModelConfig`` and ``DataConfig``) and ``FinetuneConfig`` — what a recipe
-(``seedr/recipes/``), ``--set`` and an experiment's steps fill (``seedr.config.load_config``).
+(``seedr/recipes/``), ``--set`` and an experiment's steps fill (``seedr.config.loading.load_config``).
 
 They import neither torch, transformers, accelerate nor faiss, so that ``seedr pretrain --help`` and
 ``seedr finetune --help`` list every key with its default or a recipe's value in a fraction of a second
-(``seedr.config.describe_settings``), and an experiment is planned without loading a model. One check
+(``seedr.config.loading.describe_settings``), and an experiment is planned without loading a model. One check
 reaches for a library, only when the value needing it is given: ``train.report_to`` asks Accelerate
-which trackers it has. The modules that run the training (``seedr.engine.trainer``, ``pretrain``,
-``finetune``) import these classes from here, and re-export them under their old names. (They are not
-in ``seedr/training/``: importing anything there runs that package's ``__init__``, which imports torch.)
-The pre-training objectives' options are in ``seedr.objective_options``, torch-free for the same reason.
+which trackers it has. Every module imports these classes from here, their one home
+(``tests/test_import_graph.py`` says so). The pre-training objectives' options are in
+``seedr.config.objective_options``, torch-free for the same reason.
 """
 
 from __future__ import annotations
@@ -20,10 +19,20 @@ import warnings
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from seedr.config import identity
+from seedr.config.loading import identity
 
 #: How an encoder pools its token states into the text's vector: the [CLS] state or their masked mean.
 Pooling = Literal["cls", "mean"]
+#: Tokens of a document, or of a pre-training example, where no setting says otherwise (all three papers:
+#: 512): the one home of this default, which library functions name rather than write again
+#: (``tests/test_defaults.py``).
+MAX_LENGTH = 512
+#: Tokens of a query where no setting says otherwise (the papers' 64).
+QUERY_MAX_LENGTH = 64
+#: Texts per forward pass when encoding without gradients (retrieval, mined negatives, dev evaluations).
+ENCODE_BATCH_SIZE = 64
+#: Texts per forward pass of the papers' diagnostics (each keeps every layer's states, so fewer).
+DIAGNOSE_BATCH_SIZE = 16
 #: The learning-rate schedules of ``transformers.get_scheduler`` a run can choose (``train.scheduler``).
 SCHEDULERS = ("linear", "cosine", "constant", "constant_with_warmup")
 #: A warm-up longer than this share of the run draws a warning (the papers warm up over 10% or less).
@@ -52,7 +61,7 @@ class TrainConfig:
     """Optimisation settings; the defaults are those of SEED-Encoder §4.1 (and BERT).
 
     ``seedr pretrain --help`` and ``seedr finetune --help`` list these keys (as ``train.<name>``) with
-    their defaults and the descriptions below (``seedr.config.describe_settings``).
+    their defaults and the descriptions below (``seedr.config.loading.describe_settings``).
 
     Attributes:
         seed: seed of the model's new weights, the data order, masking and dropout.
@@ -179,7 +188,7 @@ class TrainConfig:
         return min(math.ceil(round(self.warmup_ratio * self.max_steps, 9)), self.max_steps - 1)
 
     def identity(self, length_from_data: bool = False) -> dict[str, Any]:
-        """These settings as what they train (``seedr.config.identity``, an experiment step's key): the
+        """These settings as what they train (``seedr.config.loading.identity``, an experiment step's key): the
         warm-up as the steps it comes to (``resolved_warmup_steps``: ``warmup_ratio: 0.1`` of 60 steps
         trains as ``warmup_steps: 6``), without ``report_to``, which only decides who watches. When the
         run's length is decided from its data instead (``length_from_data``: fine-tuning by ``epochs``),
@@ -294,7 +303,7 @@ class DataConfig:
 
     corpus: list[str] = field(default_factory=list)
     format: str = "auto"
-    max_seq_length: int = 512
+    max_seq_length: int = MAX_LENGTH
     packing: str = "full_sentences"
     max_documents: int | None = None
     shards: str | None = None
@@ -332,7 +341,7 @@ class PretrainConfig:
                              f"{self.flops_budget}")
 
     def identity(self) -> dict[str, Any]:
-        """What this run trains (``seedr.config.identity``, an experiment step's key): its settings, with
+        """What this run trains (``seedr.config.loading.identity``, an experiment step's key): its settings, with
         ``train`` as ``TrainConfig.identity`` gives it; under a ``flops_budget`` the budget decides the
         run's length, so ``max_steps`` (and the warm-up steps a share of it comes to) are placeholders.
         Without a budget the key is what it was before budgets existed (no ``flops_budget`` entry), so that
@@ -352,7 +361,7 @@ TITLE_MODES = ("pair", "join", "none")
 
 def _fine_tuning_defaults() -> TrainConfig:
     # DPR's learning rate (2e-5) for a fine-tuning without a recipe; recipes set each paper's own values.
-    return TrainConfig(learning_rate=2e-5, batch_size=32, max_steps=1000, save_every=500)
+    return TrainConfig(learning_rate=2e-5)
 
 
 @dataclass
@@ -429,8 +438,8 @@ class FinetuneConfig:
     similarity: str | None = None
     scale: float | None = None
     title: str | None = None
-    query_max_length: int = 64
-    document_max_length: int = 512
+    query_max_length: int = QUERY_MAX_LENGTH
+    document_max_length: int = MAX_LENGTH
     loss: str = "triplet"
     loss_options: dict[str, Any] = field(default_factory=dict)
     negatives: str = "bm25"
@@ -443,7 +452,7 @@ class FinetuneConfig:
     reinitialize: bool = False
     few_shot: float | None = None
     seeds: list[int] = field(default_factory=list)
-    encode_batch_size: int = 64
+    encode_batch_size: int = ENCODE_BATCH_SIZE
     train: TrainConfig = field(default_factory=_fine_tuning_defaults)
 
     def __post_init__(self) -> None:
@@ -463,7 +472,7 @@ class FinetuneConfig:
             raise ValueError(f"epoch_over must be one of {', '.join(EPOCH_UNITS)}, got {self.epoch_over!r}")
 
     def identity(self) -> dict[str, Any]:
-        """What this run trains (``seedr.config.identity``, an experiment step's key): its settings, with
+        """What this run trains (``seedr.config.loading.identity``, an experiment step's key): its settings, with
         ``train`` as ``TrainConfig.identity`` gives it — told whether ``epochs`` sets the run's length."""
         data = {**dataclasses.asdict(self), "train": self.train.identity(length_from_data=self.epochs is not None)}
         for name, default in _LATER_SETTINGS.items():  # at their defaults they compute what runs before them did

@@ -1,0 +1,56 @@
+"""One home per default (#57): a setting's default is written once — in its settings dataclass
+(``seedr/config/``) or as a named constant there or in the module it belongs to — and library functions and
+stage options name it instead of writing the number again, so that changing a default changes it
+everywhere (``document_max_length``'s 512 was written in six places)."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+from seedr.config.settings import ENCODE_BATCH_SIZE, MAX_LENGTH, QUERY_MAX_LENGTH, FinetuneConfig
+
+#: The lengths and batch sizes that library functions, stage options and other dataclasses take.
+SHARED = {"max_length", "max_seq_length", "document_max_length", "query_max_length", "passage_length",
+          "batch_size", "encode_batch_size"}
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def literal_defaults(source: str) -> list[tuple[int, str]]:
+    """``(line, name)`` of every parameter or annotated field of ``SHARED`` whose default is a number
+    literal, in ``source``."""
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+            arguments = node.args
+            positional = arguments.posonlyargs + arguments.args
+            pairs = [*zip(positional[len(positional) - len(arguments.defaults):], arguments.defaults),
+                     *zip(arguments.kwonlyargs, arguments.kw_defaults)]
+            found += [(default.lineno, argument.arg) for argument, default in pairs
+                      if argument.arg in SHARED and isinstance(default, ast.Constant)
+                      and type(default.value) is int]
+        elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name) \
+                and node.target.id in SHARED and isinstance(node.value, ast.Constant) and type(node.value.value) is int:
+            found.append((node.lineno, node.target.id))
+    return found
+
+
+def test_no_length_or_batch_default_is_written_outside_its_home():
+    found = [f"{path.relative_to(ROOT)}:{line} {name}"
+             for path in sorted((ROOT / "seedr").rglob("*.py")) if "config" not in path.relative_to(ROOT).parts[1:2]
+             for line, name in literal_defaults(path.read_text(encoding="utf-8"))]
+    assert not found, "name the setting's constant instead of its number:\n" + "\n".join(found)
+
+
+@pytest.mark.parametrize("source", ["def f(batch_size: int = 64): ...", "def f(*, max_length: int = 512): ...",
+                                    "class C:\n    document_max_length: int = 512\n"])
+def test_the_scan_finds_a_literal_default(source):
+    assert literal_defaults(source)
+
+
+def test_the_settings_take_the_named_defaults():
+    config = FinetuneConfig()
+    assert (config.document_max_length, config.query_max_length, config.encode_batch_size) == (
+        MAX_LENGTH, QUERY_MAX_LENGTH, ENCODE_BATCH_SIZE)
