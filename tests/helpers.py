@@ -14,7 +14,7 @@ from torch.utils._python_dispatch import TorchDispatchMode
 from transformers import BertModel
 
 from seedr.io import DataError
-from seedr.modeling.encoder import build_encoder
+from seedr.modeling.encoder import build_encoder, load_tokenizer, save_encoder
 
 
 @functools.cache
@@ -42,6 +42,15 @@ def tiny_bert(tokenizer, **sizes) -> BertModel:
     transformers tests its models with); ``sizes`` are further ``build_encoder`` arguments."""
     return build_encoder(len(tokenizer), **{"hidden_size": 32, "num_hidden_layers": 2, "num_attention_heads": 2,
                                             "max_position_embeddings": 128, **sizes})
+
+
+def save_tiny_bert(folder: Path, pooling: str) -> Path:
+    """A freshly initialised 2-layer, 32-wide BERT with MiniLM's (BERT) vocabulary, saved in ``folder`` as
+    seedr saves an encoder (``pooling``: its sentence-transformers pooling)."""
+    torch.manual_seed(0)
+    tokenizer = load_tokenizer("minilm")
+    save_encoder(tiny_bert(tokenizer), tokenizer, folder, pooling=pooling, max_seq_length=128)
+    return folder
 
 
 def first_lines(source: Path, count: int, folder: Path) -> Path:

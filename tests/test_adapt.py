@@ -16,9 +16,10 @@ from typer.testing import CliRunner
 import seedr
 from seedr.cli import app
 from seedr.data.training_sets import load_training_set
-from seedr.modeling.encoder import build_encoder, load_tokenizer, model_fingerprint, save_encoder
+from seedr.modeling.encoder import model_fingerprint
 from seedr.training.early_stopping import EarlyStopping
 from seedr.training.mined_pairs import OWN_POSITIVE, mine_pairs
+from tests.helpers import save_tiny_bert
 
 runner = CliRunner()
 
@@ -30,13 +31,7 @@ TINY = {"train.max_steps": 4, "train.batch_size": 8, "train.learning_rate": 1e-3
 @pytest.fixture(scope="module")
 def tiny_model(tmp_path_factory) -> Path:
     """A freshly initialised 2-layer, 32-wide BERT with MiniLM's vocabulary."""
-    torch.manual_seed(0)
-    folder = tmp_path_factory.mktemp("tiny-bert")
-    tokenizer = load_tokenizer("minilm")
-    encoder = build_encoder(tokenizer.vocab_size, hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
-                            max_position_embeddings=128)
-    save_encoder(encoder, tokenizer, folder, pooling="mean", max_seq_length=128)
-    return folder
+    return save_tiny_bert(tmp_path_factory.mktemp("tiny-bert"), "mean")
 
 
 @pytest.fixture(scope="module")

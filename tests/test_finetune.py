@@ -22,7 +22,7 @@ from seedr.data.training_sets import load_training_set
 from seedr.engine.trainer import Trainer
 from seedr.losses import NLLLoss, Similarity, TripletLoss
 from seedr.losses.base import in_batch_false_negatives
-from seedr.modeling.encoder import build_encoder, load_tokenizer, save_encoder
+from seedr.modeling.encoder import load_tokenizer
 from seedr.negatives import NegativeTable
 from seedr.recipes import recipes_dir
 from seedr.retrieval.dual_encoder import DOCUMENT_TOWER, DualEncoder
@@ -37,6 +37,7 @@ from seedr.training.finetune import (
     finetune,
     steps_for_epochs,
 )
+from tests.helpers import save_tiny_bert
 
 runner = CliRunner()
 RECIPES = recipes_dir("finetune")
@@ -74,13 +75,7 @@ def scifact_small(shared_data: Path, tmp_path_factory) -> Path:
 @pytest.fixture(scope="module")
 def tiny_model(tmp_path_factory) -> Path:
     """A freshly initialised 2-layer, 32-wide BERT with MiniLM's (BERT) vocabulary, [CLS] pooling."""
-    torch.manual_seed(0)
-    folder = tmp_path_factory.mktemp("tiny-bert")
-    tokenizer = load_tokenizer("minilm")
-    encoder = build_encoder(tokenizer.vocab_size, hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
-                            max_position_embeddings=128)
-    save_encoder(encoder, tokenizer, folder, pooling="cls", max_seq_length=128)
-    return folder
+    return save_tiny_bert(tmp_path_factory.mktemp("tiny-bert"), "cls")
 
 
 def _config(tiny_model: Path, data: Path, **changes) -> FinetuneConfig:
