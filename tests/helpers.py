@@ -134,9 +134,10 @@ def sharpen(module: torch.nn.Module) -> None:
                 parameter.copy_(0.2 * torch.randn(parameter.shape, generator=generator))
 
 
-def pretrain_tiny(config: str, corpus: Path, out: Path) -> dict:
+def pretrain_tiny(config: str, corpus: Path, out: Path, **settings: object) -> tuple[dict, str]:
     """``seedr pretrain --config CONFIG`` from seedr-base for 2 steps of 4 texts of 48 tokens (10 documents
-    of ``corpus``); returns the last logged metrics."""
+    of ``corpus``), ``settings`` (``{"objective.span_length": 24}``) over these; returns the last logged
+    metrics and the command's output."""
     from typer.testing import CliRunner
 
     from seedr.cli import app
@@ -144,8 +145,8 @@ def pretrain_tiny(config: str, corpus: Path, out: Path) -> dict:
     arguments = ["pretrain", "--config", config, "--model", "seedr-base", "--corpus", str(corpus), "--out", str(out)]
     for key, value in {"data.max_documents": 10, "data.max_seq_length": 48, "train.max_steps": 2,
                        "train.batch_size": 4, "train.global_batch_size": 4, "train.warmup_steps": 1,
-                       "train.log_every": 1}.items():
+                       "train.log_every": 1, **settings}.items():
         arguments += ["--set", f"{key}={value}"]
     result = CliRunner().invoke(app, arguments, catch_exceptions=False)
     assert result.exit_code == 0, result.output
-    return json.loads((out / "metrics.jsonl").read_text().splitlines()[-1])
+    return json.loads((out / "metrics.jsonl").read_text().splitlines()[-1]), result.output

@@ -10,11 +10,10 @@ import pytest
 import torch
 from helpers import tiny_bert, wiki_token_ids
 from test_objective_condenser import reference_condenser_loss
-from typer.testing import CliRunner
 
-from seedr.cli import app
 from seedr.objectives import OBJECTIVES
 from seedr.objectives.cocondenser import CoCondenser, CoCondenserConfig, span_bounds
+from tests.helpers import pretrain_tiny
 
 
 @pytest.fixture(scope="module")
@@ -113,15 +112,8 @@ def test_recipe_runs_from_the_seedr_base_and_saves_a_sentence_transformer(wiki_s
     from sentence_transformers import SentenceTransformer
 
     out = tmp_path / "cocondenser"
-    result = CliRunner().invoke(app, [
-        "pretrain", "--config", "cocondenser", "--model", "seedr-base", "--corpus", str(wiki_shard),
-        "--out", str(out),
-        *[item for value in ("data.max_documents=8", "data.max_seq_length=64", "objective.span_length=24",
-                             "train.max_steps=2", "train.batch_size=4", "train.global_batch_size=4",
-                             "train.warmup_steps=0", "train.log_every=1", "train.save_every=2")
-          for item in ("--set", value)]], catch_exceptions=False)
-    assert result.exit_code == 0, result.output
-    last = json.loads((out / "metrics.jsonl").read_text().splitlines()[-1])
+    last, _ = pretrain_tiny("cocondenser", wiki_shard, out,
+                            **{"data.max_seq_length": 64, "objective.span_length": 24})
     assert last["step"] == 2
     assert last["loss"] == pytest.approx(last["mlm"] + last["condenser_mlm"] + last["span_contrastive"], rel=1e-5)
     model = SentenceTransformer(str(out / "encoder"), device="cpu")

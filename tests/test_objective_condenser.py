@@ -11,12 +11,11 @@ import pytest
 import torch
 from helpers import tiny_bert, wiki_token_ids
 from torch.nn import functional as F
-from typer.testing import CliRunner
 
-from seedr.cli import app
 from seedr.objectives import OBJECTIVES
 from seedr.objectives.condenser import Condenser, CondenserConfig
 from seedr.objectives.masking import IGNORE_INDEX
+from tests.helpers import pretrain_tiny
 
 
 @pytest.fixture(scope="module")
@@ -132,15 +131,8 @@ def test_recipe_runs_from_the_seedr_base_and_saves_a_sentence_transformer(wiki_s
     from sentence_transformers import SentenceTransformer
 
     out = tmp_path / "condenser"
-    result = CliRunner().invoke(app, [
-        "pretrain", "--config", "condenser", "--model", "seedr-base", "--corpus", str(wiki_shard), "--out", str(out),
-        *[item for value in ("data.max_documents=8", "data.max_seq_length=64", "train.max_steps=2",
-                             "train.batch_size=4", "train.global_batch_size=4", "train.warmup_steps=0",
-                             "train.log_every=1", "train.save_every=2")
-          for item in ("--set", value)]], catch_exceptions=False)
-    assert result.exit_code == 0, result.output
-    assert "Condenser head: new, from random weights" in result.output
-    last = json.loads((out / "metrics.jsonl").read_text().splitlines()[-1])
+    last, output = pretrain_tiny("condenser", wiki_shard, out)
+    assert "Condenser head: new, from random weights" in output
     assert last["step"] == 2 and last["loss"] == pytest.approx(last["mlm"] + last["condenser_mlm"], rel=1e-5)
     model = SentenceTransformer(str(out / "encoder"), device="cpu")
     assert model.encode(["Anarchism is a political philosophy."]).shape == (1, 256)

@@ -15,11 +15,10 @@ import torch
 import yaml
 from helpers import tiny_bert, wiki_token_ids
 from test_objective_condenser import reference_mlm
-from typer.testing import CliRunner
 
-from seedr.cli import app
 from seedr.objectives import OBJECTIVES
 from seedr.objectives.prop import Prop, PropConfig, count_tokens, save_counts
+from tests.helpers import pretrain_tiny
 
 MU = 50.0
 
@@ -152,16 +151,9 @@ def test_recipe_runs_from_the_seedr_base_and_saves_a_sentence_transformer(wiki_s
     from sentence_transformers import SentenceTransformer
 
     out = tmp_path / "prop"
-    result = CliRunner().invoke(app, [
-        "pretrain", "--config", "prop", "--model", "seedr-base", "--corpus", str(wiki_shard), "--out", str(out),
-        *[item for value in ("data.max_documents=8", "data.max_seq_length=64", "train.max_steps=2",
-                             "train.batch_size=4", "train.global_batch_size=4", "train.warmup_steps=0",
-                             "train.log_every=1", "train.save_every=2")
-          for item in ("--set", value)]], catch_exceptions=False)
-    assert result.exit_code == 0, result.output
+    last, _ = pretrain_tiny("prop", wiki_shard, out)
     recorded = yaml.safe_load((out / "config.yaml").read_text())["objective"]
     assert recorded["collection_statistics"].endswith("token_counts.npy") and 0 < recorded["dirichlet_mu"] <= 62
-    last = json.loads((out / "metrics.jsonl").read_text().splitlines()[-1])
     assert last["step"] == 2 and last["loss"] == pytest.approx(last["mlm"] + last["rop"], rel=1e-5)
     model = SentenceTransformer(str(out / "encoder"), device="cpu")
     assert model.encode(["Anarchism is a political philosophy."]).shape == (1, 256)

@@ -137,7 +137,7 @@ def test_decoder_reads_the_encoder_only_through_cls_and_trains_the_shared_head(t
 
 def test_pretrain_recipe_runs_from_seedr_base_and_saves_only_the_encoder(wiki_shard, tmp_path):
     out = tmp_path / "retromae"
-    last = pretrain_tiny("retromae", wiki_shard, out)
+    last, _ = pretrain_tiny("retromae", wiki_shard, out)
     assert last["step"] == 2 and last["loss"] == pytest.approx(last["mlm"] + last["decoder"], rel=1e-5)
     with safe_open(str(out / "encoder" / "model.safetensors"), framework="pt") as tensors:
         assert not any("decoder" in name or "mlm_head" in name for name in tensors.keys())  # noqa: SIM118

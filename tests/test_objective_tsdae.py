@@ -168,7 +168,7 @@ def test_decoder_reads_the_encoder_only_through_cls_and_shares_its_weights(token
 
 def test_pretrain_recipe_runs_from_seedr_base_and_saves_a_cls_encoder(wiki_shard, tmp_path):
     out = tmp_path / "tsdae"
-    last = pretrain_tiny("tsdae", wiki_shard, out)
+    last, _ = pretrain_tiny("tsdae", wiki_shard, out)
     assert last["step"] == 2 and last["loss"] == pytest.approx(last["reconstruction"], rel=1e-5)
     with safe_open(str(out / "encoder" / "model.safetensors"), framework="pt") as tensors:
         assert not any("crossattention" in name or "cls." in name for name in tensors.keys())  # noqa: SIM118
