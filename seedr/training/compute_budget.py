@@ -14,6 +14,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from seedr.config.objective_options import OBJECTIVE_OPTIONS
 from seedr.config.settings import PretrainConfig
 from seedr.modeling.folders import EncoderShape
 from seedr.objectives import OBJECTIVES
@@ -70,13 +71,12 @@ def contrastive_multiply_adds(shape: EncoderShape, query_length: float, document
 
 
 def denoising_multiply_adds(shape: EncoderShape, length: float, deletion: float) -> float:
-    """One TSDAE example's forward multiply-adds (Wang et al. 2021, as sentence-transformers'
-    ``DenoisingAutoEncoderLoss`` computes it): the noisy text (``1 − deletion`` of ``length``) through the
-    encoder; the original (``length``) through the tied decoder — the encoder's layers, each layer's
-    cross-attention query and output projections (2·H²: its keys and values are of one vector, the
-    sentence embedding) — and its prediction over the vocabulary (V·H)."""
-    decoder = shape.token_multiply_adds + 2.0 * shape.layers * shape.hidden ** 2 + shape.prediction_multiply_adds
-    return length * ((1 - deletion) * shape.token_multiply_adds + decoder)
+    """One TSDAE example's forward multiply-adds (Wang et al. 2021) at ``length`` tokens with ``deletion``
+    of them deleted: seedr's own TSDAE objective's count (``Tsdae.multiply_adds_per_example``), whose
+    architecture is that of sentence-transformers' ``DenoisingAutoEncoderLoss`` (a decoder tied to the
+    encoder, cross-attending only to the sentence vector, then the vocabulary), so both are counted alike."""
+    options = OBJECTIVE_OPTIONS.get("tsdae")(deletion_ratio=deletion)
+    return OBJECTIVES.get("tsdae").multiply_adds_per_example(options, int(length), shape)
 
 
 __all__ = ["TRAINING_FLOPS_PER_MULTIPLY_ADD", "apply_flops_budget", "budget_steps", "contrastive_multiply_adds",

@@ -23,8 +23,9 @@ as ``seedr.experiments.record.sizing`` counts training — multiply-adds per tok
   (``document_max_length`` each) through the encoder: ``(Lq + (1 + n)·Ld) · M``;
 - TSDAE, per example: the noisy text (``1 − deletion`` of ``max_length``) through the encoder, the original
   (``max_length``) through the decoder — the encoder's layers plus each layer's cross-attention query and
-  output projections (2·H²; its keys and values are of one vector) and the prediction over the vocabulary
-  (V·H): ``(1 − p)·L·M + L·(M + 2·layers·H² + V·H)``.
+  output projections (2·H²; its keys and values are of one vector) and the prediction head (H², then V·H):
+  ``(1 − p)·L·M + L·(M + 2·layers·H² + H² + V·H)``, seedr's TSDAE objective's own count
+  (``Tsdae.multiply_adds_per_example``).
 
 Adapt's validations, its BM25 mining and its early stopping are not counted: the match is to adapt's full
 budget of steps, which patience may cut short. The encoder (without the decoder) is written as a normal
