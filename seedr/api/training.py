@@ -21,12 +21,14 @@ from seedr.provenance import record_run
 from seedr.recipes import recipe_path
 
 
-def resolve_settings(stage: str, config: str | os.PathLike | None = None, settings: Settings | None = None,
-                     **options: Any) -> Any:
+def resolve_settings(stage: str, config: str | os.PathLike | None = None, settings: Settings | None = None, *,
+                     processes: int | None = None, **options: Any) -> Any:
     """The resolved config of ``stage`` (``pretrain`` or ``finetune``): its defaults, then the recipe
     ``config`` (a name shipped with seedr, e.g. ``seed``, or a YAML file), then ``options`` (the stage's
     keyword arguments that are settings: ``model``, ``corpus``, ``objective`` ...), then ``settings``.
-    Nothing runs; unknown keys raise ``ValueError`` listing the valid ones.
+    Nothing runs; unknown keys raise ``ValueError`` listing the valid ones. With ``processes``, the gradient
+    accumulation is the one a run on that many processes takes, as its ``config.yaml`` records it (``seedr
+    config`` shows one process's); without, it is left to the run, which knows its launcher.
 
     Fine-tuning a seed that a seedr pre-training made (``seedr.modeling.folders.pretrained_seed``: SEED-Encoder,
     CPDAE, the two-tower objectives) pools as its objective trained, whatever the recipe says, unless
@@ -54,11 +56,14 @@ def resolve_settings(stage: str, config: str | os.PathLike | None = None, settin
         if seed is not None:  # the vector the seed's objective trained, not the one a recipe wrote for MiniLM
             resolved_finetune.pooling = seed.pooling
         check_dev_metrics(resolved_finetune)
-        return resolved_finetune
-    resolved = from_dict(PretrainConfig, merge_settings(recipe, given, dict(settings or {})))
-    # every option of the objective, its defaults included, as the run records them
-    options_class = OBJECTIVE_OPTIONS.get(resolved.objective_name)
-    resolved.objective = dataclasses.asdict(from_dict(options_class, resolved.objective, "objective"))
+        resolved: Any = resolved_finetune
+    else:
+        resolved = from_dict(PretrainConfig, merge_settings(recipe, given, dict(settings or {})))
+        # every option of the objective, its defaults included, as the run records them
+        options_class = OBJECTIVE_OPTIONS.get(resolved.objective_name)
+        resolved.objective = dataclasses.asdict(from_dict(options_class, resolved.objective, "objective"))
+    if processes is not None:
+        resolved.train.resolve_accumulation(processes)
     return resolved
 
 

@@ -110,11 +110,13 @@ def prepare_corpus(out_dir: str | os.PathLike, options: PrepareOptions | None = 
             summary.linked_articles = sum(bool(article.links) for article in articles)
             summary.links = sum(len(article.links) for article in articles)
             write_links(folder / "links.jsonl", articles)
-        counted = tqdm(articles, desc="articles", unit="", disable=not progress)
+        read = itertools.count()  # counted apart from the bar: a disabled tqdm counts nothing
+        counted = tqdm((article for article, _ in zip(articles, read)), desc="articles", unit="",
+                       disable=not progress)
         documents = (split_passages(counted, words=options.passage_words) if options.passage_words
                      else map(article_document, counted))
         summary.documents = write_corpus(folder / "corpus.jsonl", documents)
-        summary.articles = counted.n
+        summary.articles = next(read)
         if not options.corpus:
             queries, qrels = default_description_queries()
             if options.passage_words:

@@ -32,14 +32,13 @@ def command(
     """
     import yaml
 
-    resolved = resolve_settings(stage, config, parse_overrides(overrides))
+    resolved = resolve_settings(stage, config, parse_overrides(overrides), processes=1)  # as config.yaml records it
     if describe:
         descriptions = None
         if stage == "pretrain":  # the objective's options are documented by its own config class
             descriptions = attribute_descriptions(OBJECTIVE_OPTIONS.get(resolved.objective_name), "objective")
         typer.echo("\n".join(describe_settings(resolved, descriptions)))
     else:
-        resolved.train.resolve_accumulation(processes=1)  # as config.yaml records it
         typer.echo(yaml.safe_dump(dataclasses.asdict(resolved), sort_keys=False), nl=False)
     console.print(f"on one process, {resolved.train.describe_batch(processes=1)}; under a launcher, the "
                   "accumulation follows the number of processes", highlight=False, soft_wrap=True)
