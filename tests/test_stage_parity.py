@@ -1,24 +1,22 @@
 """#57: every command of the README's pipeline table and its ``seedr.api`` function, run on the same inputs,
-write the same outputs (the product files byte for byte, the records but for when and how they were run):
-the options' defaults of the command line and the keywords' defaults of the API are one set."""
+write the same outputs (every file's content, weights tensor by tensor; records but for when they ran and how
+long): the options' defaults of the command line and the keywords' defaults of the API are one set."""
 
 from __future__ import annotations
 
 import json
-import shutil
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
+from helpers import bm25_experiment
 from safetensors import safe_open
 from typer.testing import CliRunner
 
 import seedr
 from seedr.cli import app
 from seedr.config.loading import to_dict
-
-from helpers import bm25_experiment
 
 #: Two steps of four texts: enough to move every weight, so that a setting one way does not apply is seen.
 TRAINING = {"train.max_steps": 2, "train.batch_size": 4, "train.global_batch_size": 4, "train.log_every": 1,
@@ -57,7 +55,7 @@ def _content(path: Path, roots: tuple[str, ...]) -> Any:
         return [_steady(json.loads(line), roots) for line in path.read_text(encoding="utf-8").splitlines()]
     if path.suffix == ".safetensors":  # its header's metadata is a hash map: saved in no fixed order
         with safe_open(str(path), framework="numpy") as weights:
-            return weights.metadata(), {name: weights.get_tensor(name).tobytes() for name in weights.keys()}
+            return weights.metadata(), {name: weights.get_tensor(name).tobytes() for name in weights.keys()}  # noqa: SIM118 (not a dict)
     if path.suffix in {".yaml", ".yml"}:
         return _steady(yaml.safe_load(path.read_text(encoding="utf-8")), roots)
     if path.suffix in {".md", ".html", ".txt", ".log"}:
