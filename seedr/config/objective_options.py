@@ -15,7 +15,7 @@ import math
 from dataclasses import dataclass, field
 from typing import ClassVar, Literal
 
-from seedr.config.settings import QUERY_MAX_LENGTH, Pooling
+from seedr.config.settings import DROPOUT, QUERY_MAX_LENGTH, Pooling
 from seedr.registry import Registry
 
 #: How [CLS] enters SEED-Encoder's weak decoder (``seedr.modeling.weak_decoder``): a cross-attention
@@ -88,7 +88,7 @@ class SeedConfig(MLMConfig):
     decoder_layers: int = 3
     attention_span: int | str = 2
     decoder_weight: float = 1.0
-    decoder_dropout: float = 0.1
+    decoder_dropout: float = DROPOUT
     tie_embeddings: bool = True
     cls_path: ClsPath = "cross_attention"
     pre_layer_norm: bool = True

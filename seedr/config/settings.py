@@ -37,6 +37,16 @@ DIAGNOSE_BATCH_SIZE = 16
 SCHEDULERS = ("linear", "cosine", "constant", "constant_with_warmup")
 #: A warm-up longer than this share of the run draws a warning (the papers warm up over 10% or less).
 LARGE_WARMUP_SHARE = 0.25
+#: The training seed where no setting says otherwise (``train.seed``).
+SEED = 42
+#: BERT's dropout, which both papers keep, for the encoder and for SEED-Encoder's decoder.
+DROPOUT = 0.1
+#: How pre-training cuts documents into sequences where no setting says otherwise (``data.packing``).
+PACKING = "full_sentences"
+#: The encoder a fine-tuning starts from where none is given (``model``).
+FINETUNE_MODEL = "minilm"
+#: The least relevance grade trained on as a positive (``positive_grade``).
+POSITIVE_GRADE = 1
 
 
 def _check_trackers(names: list[str]) -> None:
@@ -106,7 +116,7 @@ class TrainConfig:
             after its folder. metrics.jsonl is written either way.
     """
 
-    seed: int = 42
+    seed: int = SEED
     max_steps: int = 1000
     batch_size: int = 32
     gradient_accumulation_steps: int = 1
@@ -273,7 +283,7 @@ class ModelConfig:
     num_hidden_layers: int | None = None
     num_attention_heads: int | None = None
     intermediate_size: int | None = None
-    dropout: float = 0.1
+    dropout: float = DROPOUT
     architecture: str = "bert"
     bow_mlp: dict[str, int] = field(default_factory=dict)
 
@@ -304,7 +314,7 @@ class DataConfig:
     corpus: list[str] = field(default_factory=list)
     format: str = "auto"
     max_seq_length: int = MAX_LENGTH
-    packing: str = "full_sentences"
+    packing: str = PACKING
     max_documents: int | None = None
     shards: str | None = None
 
@@ -422,7 +432,7 @@ class FinetuneConfig:
             10% warm-up.
     """
 
-    model: str = "minilm"
+    model: str = FINETUNE_MODEL
     train_data: str = ""
     train_split: str = "train"
     dev_qrels: str | None = None
@@ -445,9 +455,9 @@ class FinetuneConfig:
     negatives: str = "bm25"
     negative_options: dict[str, Any] = field(default_factory=dict)
     negatives_per_query: int = 1
-    positive_grade: int = 1
+    positive_grade: int = POSITIVE_GRADE
     epochs: float | None = None
-    epoch_over: str = "pairs"
+    epoch_over: str = EPOCH_UNITS[0]
     drop_last: bool = False
     reinitialize: bool = False
     few_shot: float | None = None
@@ -483,7 +493,7 @@ class FinetuneConfig:
 
 #: Fine-tuning settings added after experiments recorded their steps, with the default that leaves a run
 #: as it was: left out of ``FinetuneConfig.identity`` at that default, so no recorded step is re-keyed.
-_LATER_SETTINGS = {"patience": 0, "keep_best": False, "positive_grade": 1}
+_LATER_SETTINGS = {"patience": 0, "keep_best": False, "positive_grade": POSITIVE_GRADE}
 
 
 __all__ = ["EPOCH_UNITS", "LARGE_WARMUP_SHARE", "SCHEDULERS", "TITLE_MODES", "DataConfig", "FinetuneConfig", "ModelConfig",

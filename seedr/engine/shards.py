@@ -42,7 +42,7 @@ from tokenizers import Tokenizer
 from tqdm.auto import tqdm
 from transformers import PreTrainedTokenizerBase
 
-from seedr.config.settings import MAX_LENGTH
+from seedr.config.settings import MAX_LENGTH, PACKING, SEED
 from seedr.data.records import Document
 from seedr.data.sentences import sentence_spans
 from seedr.io import DataError, atomic_directory
@@ -194,7 +194,7 @@ TOKENIZE_BATCH_SIZE = 256
 
 def write_token_shards(documents: Iterable[Document], tokenizer: PreTrainedTokenizerBase,
                        directory: str | os.PathLike, *, max_seq_length: int = MAX_LENGTH,
-                       packing: str = "full_sentences", sources: Any = (),
+                       packing: str = PACKING, sources: Any = (),
                        tokens_per_shard: int = DEFAULT_TOKENS_PER_SHARD, batch_size: int = TOKENIZE_BATCH_SIZE,
                        progress: bool = True) -> dict[str, Any]:
     """Tokenise ``documents`` (any iterable, consumed once, never materialised) into a shard folder.
@@ -317,7 +317,7 @@ class TokenShardData:
     so a resumed run sees exactly the batches an uninterrupted one would have seen."""
 
     directory: str | os.PathLike
-    seed: int = 42
+    seed: int = SEED
 
     def __post_init__(self) -> None:
         self.shards = TokenShards(self.directory)
@@ -348,7 +348,7 @@ def shard_key(sources: Any, tokenizer: PreTrainedTokenizerBase, max_seq_length: 
 
 def ensure_token_shards(documents: Iterable[Document] | Callable[[], Iterable[Document]],
                         tokenizer: PreTrainedTokenizerBase, directory: str | os.PathLike, *, sources: Sequence[Any],
-                        max_seq_length: int = MAX_LENGTH, packing: str = "full_sentences",
+                        max_seq_length: int = MAX_LENGTH, packing: str = PACKING,
                         max_documents: int | None = None, progress: bool = True) -> Path:
     """The shard folder ``directory``, tokenising ``documents`` into it only if it does not exist yet.
 

@@ -31,7 +31,7 @@ from transformers import (
 from transformers.models.auto.configuration_auto import CONFIG_MAPPING
 from transformers.utils import logging as hf_logging
 
-from seedr.config.settings import MAX_LENGTH, Pooling
+from seedr.config.settings import DROPOUT, MAX_LENGTH, Pooling
 from seedr.io import DataError
 from seedr.modeling.folders import (  # the folders' torch-free half, imported from here too
     read_settings,
@@ -219,7 +219,7 @@ def load_tokenizer(name_or_path: str | os.PathLike) -> PreTrainedTokenizerBase:
 
 def build_encoder(vocab_size: int, hidden_size: int = 768, num_hidden_layers: int = 12,
                   num_attention_heads: int = 12, intermediate_size: int | None = None,
-                  max_position_embeddings: int = 512, dropout: float = 0.1, pad_token_id: int = 0) -> BertModel:
+                  max_position_embeddings: int = 512, dropout: float = DROPOUT, pad_token_id: int = 0) -> BertModel:
     """A freshly initialised BERT encoder of the given size (from-scratch pre-training, as SEED-Encoder).
 
     Dropout 0.1 as in BERT and both papers; the intermediate size defaults to 4 × hidden.

@@ -59,6 +59,7 @@ from transformers import PretrainedConfig
 from transformers.activations import ACT2FN
 
 from seedr.config.objective_options import ClsPath
+from seedr.config.settings import DROPOUT
 
 Implementation = Literal["banded", "dense"]
 
@@ -254,7 +255,7 @@ class WeakDecoder(nn.Module):
     """
 
     def __init__(self, config: PretrainedConfig, num_layers: int = 3, attention_span: int | None = 2,
-                 dropout: float = 0.1, tie_embeddings: bool = True, implementation: Implementation = "banded",
+                 dropout: float = DROPOUT, tie_embeddings: bool = True, implementation: Implementation = "banded",
                  cls_path: ClsPath = "cross_attention", pre_layer_norm: bool = True) -> None:
         super().__init__()
         if attention_span is not None and attention_span < 1:

@@ -37,7 +37,7 @@ from rich.console import Console
 from transformers import PreTrainedTokenizerBase
 
 from seedr.config.loading import to_dict
-from seedr.config.settings import ENCODE_BATCH_SIZE, EPOCH_UNITS, FinetuneConfig, TrainConfig
+from seedr.config.settings import ENCODE_BATCH_SIZE, EPOCH_UNITS, POSITIVE_GRADE, FinetuneConfig, TrainConfig
 from seedr.data.corpus import load_corpus
 from seedr.data.queries import read_qrels, read_queries
 from seedr.data.records import Document, Qrels
@@ -95,7 +95,7 @@ class FinetuneData:
 
     def __init__(self, training: TrainingSet, table: NegativeTable, table_dir: Path, run_dir: Path,
                  negatives_per_query: int, seed: int, examples_per_epoch: int | None = None,
-                 epoch_over: str = "pairs", positive_grade: int = 1) -> None:
+                 epoch_over: str = EPOCH_UNITS[0], positive_grade: int = POSITIVE_GRADE) -> None:
         self.training, self.run_dir, self.seed = training, run_dir, seed
         self.negatives_per_query = negatives_per_query
         self.examples_per_epoch = examples_per_epoch

@@ -42,7 +42,7 @@ from pathlib import Path
 from typing import Any
 
 from seedr.config.loading import from_dict, merge_settings
-from seedr.config.settings import QUERY_MAX_LENGTH
+from seedr.config.settings import FINETUNE_MODEL, QUERY_MAX_LENGTH
 from seedr.data.training_log import METRICS
 from seedr.experiments.steps.base import STEPS, ExperimentStep
 from seedr.io import atomic_directory, atomic_write
@@ -87,7 +87,7 @@ class TsdaeStConfig:
         mixed_precision: ``auto`` (bf16 where native, as seedr's training), ``bf16`` or ``no``.
     """
 
-    model: str = "minilm"
+    model: str = FINETUNE_MODEL
     corpus: list[str] = dataclasses.field(default_factory=list)
     max_documents: int | None = None
     max_length: int = ADAPT_DOCUMENT_LENGTH
