@@ -19,7 +19,7 @@ from seedr.cli import app
 from seedr.config.settings import DataConfig, ModelConfig, PretrainConfig, TrainConfig
 from seedr.data.records import Document
 from seedr.engine.checkpoint import latest_checkpoint, model_weights_path
-from seedr.evaluation.diagnostics import (
+from seedr.diagnostics.measures import (
     alignment,
     anisotropy,
     cls_reliance,
@@ -33,7 +33,7 @@ from seedr.evaluation.diagnostics import (
     uniformity,
     word_probabilities,
 )
-from seedr.experiments.diagnostics import (
+from seedr.diagnostics.loading import (
     corpus_texts,
     diagnose,
     embed_pairs,

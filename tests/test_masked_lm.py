@@ -12,7 +12,7 @@ import torch
 from test_diagnostics import tiny_run
 
 from seedr.evaluation.masked_lm import heldout_masked_lm, masked_batches, unigram_plateau
-from seedr.experiments.diagnostics import (
+from seedr.diagnostics.loading import (
     corpus_texts,
     diagnose,
     load_objective,

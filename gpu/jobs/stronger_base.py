@@ -72,7 +72,7 @@ def main() -> None:
     parser.add_argument("--budget", type=float, default=420.0, help="seconds of training at most (default 420)")
     parser.add_argument("--tiny", action="store_true", help="a toy size on the CPU, to check that the job runs")
     args = parser.parse_args()
-    from seedr.experiments.diagnostics import corpus_texts
+    from seedr.diagnostics.loading import corpus_texts
 
     args.out.mkdir(parents=True, exist_ok=True)
     run = args.out / "run"

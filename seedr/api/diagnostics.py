@@ -83,8 +83,8 @@ def diagnose(model: str | os.PathLike, out: str | os.PathLike, *, corpus: Paths 
         read += _input_paths(corpus_paths, positives)
         check_output(out / "diagnostics.json", "diagnostics", overwrite=overwrite, inputs=read)
         check_output(out / "diagnostics.png", "diagnostics plot", overwrite=overwrite, inputs=read)
-        from seedr.experiments.diagnostics import corpus_texts, positive_pairs, write_diagnostics
-        from seedr.experiments.diagnostics import diagnose as run_diagnostics
+        from seedr.diagnostics.loading import corpus_texts, positive_pairs, write_diagnostics
+        from seedr.diagnostics.loading import diagnose as run_diagnostics
 
         texts = corpus_texts(corpus_paths, max_documents) if corpus_paths else []
         pairs_for_statistics = (positive_pairs(positives, positive_count, seed, split, max_documents)

@@ -213,7 +213,7 @@ def load_model_weights(checkpoint: Path, model: torch.nn.Module) -> None:
     it was for training; a parameter missing on either side is an error naming it.
 
     For inspecting a checkpoint outside the trainer (e.g. CPDAE's decoder in
-    ``seedr.evaluation.diagnostics``); resuming uses ``Accelerator.load_state``. Expects one process's
+    ``seedr.diagnostics.measures``); resuming uses ``Accelerator.load_state``. Expects one process's
     full weights, not FSDP's sharded state.
     """
     from safetensors.torch import load_model

@@ -80,7 +80,7 @@ def heldout_masked_lm(objective: Any, texts: Sequence[str], max_length: int = HE
 
     Args:
         objective: an objective with an MLM head (``seedr.objectives.mlm.MaskedLanguageModel`` and its
-            subclasses SEED-Encoder and CPDAE), e.g. from ``seedr.experiments.diagnostics.load_objective``.
+            subclasses SEED-Encoder and CPDAE), e.g. from ``seedr.diagnostics.loading.load_objective``.
         texts: held-out texts, each cut to ``max_length`` tokens ([CLS] and [SEP] included).
         seed: seed of the masks (``masked_batches``); the same seed and texts give every checkpoint the
             same targets.

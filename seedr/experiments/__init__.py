@@ -4,8 +4,8 @@ The running: an experiment file (``seedr/experiments/NAME.yaml``, shipped in thi
 shared files it extends, by ``seedr.experiments.files``; resolved by ``seedr.experiments.spec``) lists
 conditions — chains of the stages' own steps (``seedr.experiments.steps``) — and the tasks they are
 evaluated on (``seedr.experiments.tasks``); ``seedr.experiments.runner`` runs them resumably and scores
-them (``seedr.experiments.scoring``). ``seedr.experiments.diagnostics`` loads run folders, checkpoints
-and objectives for the papers' diagnostics (``seedr diagnose``).
+them (``seedr.experiments.scoring``); the ``diagnose`` step runs the papers' diagnostics
+(``seedr.diagnostics``).
 
 The record (``seedr.experiments.record``): each figure and what it is read against (``figures``), the
 claims' verdicts (``verdicts``), their Markdown (``results_markdown``), the report's preamble, plots and

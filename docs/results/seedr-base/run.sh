@@ -35,7 +35,7 @@ seedr diagnose $R/phase2 --corpus $D/wiki/enwiki-2015-07.jsonl.xz --max-document
 # Which phase is the base, on the same held-out texts (256 of them) at 128 and 512 tokens:
 python -c "
 import json
-from seedr.experiments.diagnostics import corpus_texts, masked_lm_curve
+from seedr.diagnostics.loading import corpus_texts, masked_lm_curve
 texts = corpus_texts(['$D/wiki/enwiki-2015-07.jsonl.xz'], max_documents=512)[:256]
 json.dump({f'{run}@{length}': masked_lm_curve('$R/' + run, texts, max_length=length, every_checkpoint=False)[-1]
            for run in ('phase1', 'phase2') for length in (128, 512)}, open('$HERE/choice.json', 'w'), indent=1)"

@@ -9,7 +9,7 @@ from typing import Any
 
 from seedr.data.runs import read_trec_run
 from seedr.evaluation.case_study import case_study
-from seedr.reporting.diagnostics import plot_reliance
+from seedr.diagnostics.plots import plot_reliance
 from seedr.reporting.report import plot_comparison
 
 

@@ -191,7 +191,7 @@ class DiagnoseStep(ExperimentStep):
         return super().with_model(run_folder)
 
     def run(self, out_dir: Path) -> dict[str, Any]:
-        from seedr.experiments.diagnostics import corpus_texts, diagnose, positive_pairs, write_diagnostics
+        from seedr.diagnostics.loading import corpus_texts, diagnose, positive_pairs, write_diagnostics
 
         config = self.config()
         texts = corpus_texts(config.corpus, config.max_documents) if config.corpus else []

@@ -2,9 +2,9 @@
 encoder under test from a model or run folder, a pre-training objective with its trained decoder from
 a run folder's checkpoint (CPDAE's word decoder, SEED-Encoder's weak decoder), texts from corpus
 files, positive pairs from BEIR folders or articles; then ``diagnose`` runs what its inputs allow
-through ``seedr.evaluation.diagnostics`` and ``write_diagnostics`` writes ``diagnostics.json``
+through ``seedr.diagnostics.measures`` and ``write_diagnostics`` writes ``diagnostics.json``
 (``{"metrics": {...}, "details": {...}}``, read by ``seedr report``) and ``diagnostics.png``
-(``seedr.reporting.diagnostics``).
+(``seedr.diagnostics.plots``).
 """
 
 from __future__ import annotations
@@ -35,7 +35,7 @@ from seedr.engine.checkpoint import (
     load_model_weights,
     model_weights_path,
 )
-from seedr.evaluation.diagnostics import (
+from seedr.diagnostics.measures import (
     PAPER_LENGTHS,
     cls_reliance,
     common_word_mass,
@@ -55,7 +55,7 @@ from seedr.io import DataError, atomic_write
 from seedr.modeling.encoder import check_model_folder, load_encoder, load_tokenizer, resolve_model_path
 from seedr.objectives import OBJECTIVES
 from seedr.objectives.two_tower import PairConfig, pair_data_for
-from seedr.reporting.diagnostics import plot_diagnostics
+from seedr.diagnostics.plots import plot_diagnostics
 from seedr.retrieval.dual_encoder import DualEncoder
 from seedr.retrieval.encode import model_defaults
 

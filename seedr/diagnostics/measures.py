@@ -1,5 +1,5 @@
 """The papers' diagnostics of an encoder beyond retrieval metrics, computed from models in memory and
-from vectors (loading run folders, checkpoints and objectives is ``seedr.experiments.diagnostics``).
+from vectors (loading run folders, checkpoints and objectives is ``seedr.diagnostics.loading``).
 
 - **Random-pair similarity by length** (SEED-Encoder, Lu et al., EMNLP 2021, §3.2 and Figure 1(b);
   §4.6.2 and Figure 5): the cosine similarity of the [CLS] embeddings of random pairs of text
@@ -86,7 +86,7 @@ def random_pair_similarity(model: PreTrainedModel, tokenizer: PreTrainedTokenize
 
     Args:
         model, tokenizer: the encoder in eval mode and its tokenizer
-            (``seedr.experiments.diagnostics.load_encoder_parts`` loads them from a folder).
+            (``seedr.diagnostics.loading.load_encoder_parts`` loads them from a folder).
         texts: real texts, e.g. Wikipedia articles (``corpus_texts``).
         lengths: sequence lengths in tokens, specials included (Figure 1(b): 64, 128, 256, 512).
         pairs: random pairs per length (the paper does not say how many).
@@ -183,7 +183,7 @@ def cls_reliance(objective: Any, texts: Sequence[str], max_length: int = MAX_LEN
     the paper's "encoder CLS" is the one common to every layer and both paths.
 
     Args:
-        objective: a SEED-Encoder objective in eval mode (``seedr.experiments.diagnostics.load_weak_decoder``
+        objective: a SEED-Encoder objective in eval mode (``seedr.diagnostics.loading.load_weak_decoder``
             rebuilds it from a run folder, with its training length as ``max_length``).
         texts: real texts; ``texts_of_length`` picks ones that fill ``max_length`` tokens.
 
@@ -315,7 +315,7 @@ def decoded_words(objective: Any, texts: Sequence[str], k: int = 10,
     """The ``k`` most probable words of CPDAE's decoded distribution z̃ for each text, with their
     probabilities: what the decoder reads out of the [CLS] vector (§3.3).
 
-    ``objective``: a CPDAE objective (``seedr.experiments.diagnostics.load_word_decoder`` rebuilds it
+    ``objective``: a CPDAE objective (``seedr.diagnostics.loading.load_word_decoder`` rebuilds it
     from a run folder, with its training length as ``max_length``).
     """
     require_word_decoder(objective)
