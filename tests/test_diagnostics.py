@@ -18,7 +18,7 @@ from typer.testing import CliRunner
 from seedr.cli import app
 from seedr.config.settings import DataConfig, ModelConfig, PretrainConfig, TrainConfig
 from seedr.data.records import Document
-from seedr.engine.checkpoint import latest_checkpoint, model_weights_path
+from seedr.training.engine.checkpoint import latest_checkpoint, model_weights_path
 from seedr.diagnostics.measures import (
     alignment,
     anisotropy,

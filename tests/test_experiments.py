@@ -1533,7 +1533,7 @@ def test_a_change_to_one_objective_re_keys_only_the_steps_that_run_it(monkeypatc
     before = _step_keys(monkeypatch, library, out)
     assert {"cpdae pretrain", "mlm pretrain", "seed pretrain", "cpdae finetune", "mlm finetune"} <= set(before)
 
-    engine = library / "engine" / "trainer.py"
+    engine = library / "training" / "engine" / "trainer.py"
     engine.write_text(engine.read_text().replace('"""', '"""Reworded. ', 1))
     (tmp_path / "README.md").write_text("a README edit\n")
     assert _step_keys(monkeypatch, library, out) == before

@@ -11,8 +11,10 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-#: The tracked tree outside models/ (the one weights folder the repository holds) may not exceed this.
-LIMIT_BYTES = 10_000_000
+#: The tracked tree outside models/ (the one weights folder the repository holds) may not exceed this: 8.4 MB
+#: when the guard was set at 10 MB, 10.0 MB with thirty recorded experiments, so 12 MB leaves room for about
+#: ten more records (a recorded experiment is 0.1-0.7 MB: Markdown, palette PNGs, results.json).
+LIMIT_BYTES = 12_000_000
 
 
 def tracked_files() -> list[Path]:
@@ -23,7 +25,7 @@ def tracked_files() -> list[Path]:
     return [ROOT / name for name in listing.stdout.decode().split("\0") if name]
 
 
-def test_the_tracked_tree_outside_models_is_at_most_10_mb():
+def test_the_tracked_tree_outside_models_is_at_most_12_mb():
     files = [path for path in tracked_files() if not path.relative_to(ROOT).as_posix().startswith("models/")]
     sizes = {path: path.lstat().st_size for path in files if path.exists() or path.is_symlink()}
     total = sum(sizes.values())

@@ -14,7 +14,7 @@ from typer.testing import CliRunner
 
 from seedr.cli import app
 from seedr.config.settings import TrainConfig
-from seedr.engine.trainer import Trainer
+from seedr.training.engine.trainer import Trainer
 
 runner = CliRunner()
 

@@ -287,7 +287,7 @@ def ance_refresh(out: str | os.PathLike | None = None, *, model: str | os.PathLi
         raise ValueError("no training data: give --train (or train_data in the recipe)")
     checkpoint = Path(resolved.model)
     if out is None and (checkpoint / TRAINER_STATE).exists():
-        from seedr.engine.checkpoint import read_position
+        from seedr.training.engine.checkpoint import read_position
         from seedr.negatives.ance import refresh_folder
 
         out = refresh_folder(checkpoint.parent.parent, read_position(checkpoint)["step"])

@@ -27,7 +27,7 @@ from seedr.data.corpus import read_corpus
 from seedr.data.inputs import input_files
 from seedr.data.queries import read_qrels, read_queries
 from seedr.data.records import Document
-from seedr.engine.checkpoint import (
+from seedr.training.engine.checkpoint import (
     PRODUCT,
     checkpoint_path,
     latest_checkpoint,
@@ -181,7 +181,7 @@ def load_objective(run_dir: str | os.PathLike, step: int | None = None) -> tuple
 
     The objective is built from the run's ``config.yaml`` around the encoder of the checkpoint
     (``checkpoints/step-N/encoder``, the newest unless ``step`` is given), then the checkpoint's full
-    weights are loaded (``seedr.engine.checkpoint.load_model_weights``).
+    weights are loaded (``seedr.training.engine.checkpoint.load_model_weights``).
     """
     from safetensors import safe_open
 

@@ -1,5 +1,5 @@
 """A training run's folder as its files say it, without torch: its checkpoints (``checkpoints/step-N``, each
-complete once it holds ``trainer_state.json``; ``seedr.engine.checkpoint`` writes and reads them) and whether a
+complete once it holds ``trainer_state.json``; ``seedr.training.engine.checkpoint`` writes and reads them) and whether a
 run may start in it (``check_run_folder``), which ``seedr.api`` asks before anything loads, so that a refused
 output answers at once."""
 
@@ -11,7 +11,7 @@ from pathlib import Path
 
 from seedr.io.outputs import check_output
 
-#: The folder of a run's product, the encoder (``out/encoder``; ``seedr.engine.checkpoint``).
+#: The folder of a run's product, the encoder (``out/encoder``; ``seedr.training.engine.checkpoint``).
 PRODUCT = "encoder"
 CHECKPOINTS = "checkpoints"
 TRAINER_STATE = "trainer_state.json"

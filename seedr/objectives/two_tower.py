@@ -42,7 +42,7 @@ from seedr.data.glossary import read_glossary
 from seedr.data.links import recover_title_links
 from seedr.data.records import Article
 from seedr.data.sentences import sentence_spans
-from seedr.engine.gradient_cache import GradientCacheSplit
+from seedr.training.engine.gradient_cache import GradientCacheSplit
 from seedr.io import DataError, iter_jsonl
 from seedr.losses.base import Similarity, in_batch_false_negatives
 from seedr.losses.gather import document_key

@@ -1,6 +1,6 @@
 """The steps that train or examine an encoder: ``pretrain`` → ``seedr.training.pretrain.pretrain``
 (``seedr pretrain``), ``finetune`` → ``seedr.training.finetune.finetune`` (``seedr finetune``), ``average`` →
-``seedr.engine.averaging.average_encoders`` (``seedr average``) and ``diagnose`` → the diagnostics of
+``seedr.training.engine.averaging.average_encoders`` (``seedr average``) and ``diagnose`` → the diagnostics of
 ``seedr diagnose``."""
 
 from __future__ import annotations
@@ -103,7 +103,7 @@ class FinetuneStep(ExperimentStep):
 
 @dataclasses.dataclass
 class AverageConfig:
-    """``seedr average`` options (``seedr.engine.averaging``): the previous step's encoder (``model``), or
+    """``seedr average`` options (``seedr.training.engine.averaging``): the previous step's encoder (``model``), or
     the encoders of its run's ``checkpoints`` newest checkpoints instead, then the ``others`` models (e.g.
     ``minilm``, the model it was fine-tuned from: WiSE-FT), one weight each (default equal)."""
 
@@ -137,7 +137,7 @@ class AverageStep(ExperimentStep):
 
     def members(self) -> list[str]:
         """The models averaged, in order (the first is the template)."""
-        from seedr.engine.averaging import checkpoint_encoders
+        from seedr.training.engine.averaging import checkpoint_encoders
 
         config = self.config()
         run = Path(config.model).parent if Path(config.model).name == "encoder" else Path(config.model)
@@ -146,7 +146,7 @@ class AverageStep(ExperimentStep):
         return [*first, *config.others]
 
     def run(self, out_dir: Path) -> dict[str, Any]:
-        from seedr.engine.averaging import average_encoders
+        from seedr.training.engine.averaging import average_encoders
 
         return average_encoders(self.members(), out_dir / "encoder", self.config().weights)
 

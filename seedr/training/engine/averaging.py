@@ -33,7 +33,7 @@ import shutil
 from collections.abc import Sequence
 from pathlib import Path
 
-from seedr.engine.checkpoint import PRODUCT, list_checkpoints
+from seedr.training.engine.checkpoint import PRODUCT, list_checkpoints
 from seedr.io import DataError, atomic_directory, check_output, output_lock
 from seedr.modeling.encoder import (
     PLACEHOLDER_POOLER,
