@@ -5,7 +5,6 @@ from __future__ import annotations
 import os
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
 from seedr.api.arguments import checks_arguments
 from seedr.api.common import Settings, Source, _locked
