@@ -61,8 +61,8 @@ def test_registry_names_written_into_option_help_match_the_registries():
     from seedr.negatives import NEGATIVES
 
     assert f"auto, {', '.join(CORPUS_FORMATS.names())}." in stage_option("prepare", "--format").help
-    assert f"Negative strategy: {', '.join(NEGATIVES.names())} " in stage_option("finetune", "--negatives").help
-    assert f"Loss: {', '.join(LOSSES.names())} " in stage_option("finetune", "--loss").help
+    assert f"NEGATIVES: {', '.join(NEGATIVES.names())})" in stage_option("finetune", "--negatives").help
+    assert f"LOSSES: {', '.join(LOSSES.names())})" in stage_option("finetune", "--loss").help
 
 
 def test_evaluate_defaults_to_the_library_metrics():

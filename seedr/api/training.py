@@ -10,6 +10,7 @@ from typing import Any
 
 from seedr.api.arguments import checks_arguments
 from seedr.api.common import CONFIG_STAGES, Settings, Source, _is_paths, _locked, _model_name, _paths
+from seedr.api.setting_options import SETTING_OPTIONS, documents_settings
 from seedr.config.loading import from_dict, merge_settings, read_recipe
 from seedr.config.objective_options import OBJECTIVE_OPTIONS
 from seedr.config.settings import FinetuneConfig, PretrainConfig
@@ -93,21 +94,10 @@ def _check_finetuning_inputs(config: FinetuneConfig) -> None:
             input_files(paths, kind)
 
 
-#: The keyword arguments of ``pretrain`` / ``finetune`` that are settings, and the key each sets.
-_SETTING_OPTIONS = {
-    "pretrain": {"objective": "objective_name", "model": "model.init", "size": "model.size",
-                 "tokenizer": "model.tokenizer", "corpus": "data.corpus"},
-    "finetune": {"model": "model", "train": "train_data", "negatives": "negatives", "loss": "loss",
-                 "dev_qrels": "dev_qrels", "dev_queries": "dev_queries", "dev_corpus": "dev_corpus",
-                 "dev_every": "dev_every", "rounds": "negative_options.rounds", "few_shot": "few_shot",
-                 "seeds": "seeds"},
-}
-
-
 def _stage_options(stage: str, options: Mapping[str, Any]) -> dict[str, Any]:
     """The stage's keyword arguments as settings (``model`` → ``model.init`` when pre-training), those
     given only; paths and runs as the strings a config holds."""
-    keys = _SETTING_OPTIONS[stage]
+    keys = SETTING_OPTIONS[stage]
     unknown = sorted(set(options) - set(keys))
     if unknown:
         raise TypeError(f"{stage}: unknown option(s) {unknown}; options: {', '.join(keys)} (others go in settings)")
@@ -147,6 +137,7 @@ class TrainingRun:
         return os.fspath(self.path)
 
 
+@documents_settings("pretrain")
 def pretrain(out: str | os.PathLike, *, config: str | os.PathLike | None = None, objective: str | None = None,
              model: str | os.PathLike | None = None, size: str | None = None,
              tokenizer: str | os.PathLike | None = None, corpus: Source | None = None,
@@ -156,11 +147,10 @@ def pretrain(out: str | os.PathLike, *, config: str | os.PathLike | None = None,
     Args:
         out: the run folder.
         config: a recipe shipped with seedr (``seed``, ``cpdae``, ``mlm``, ``ict_bfs_wlp`` ...) or a YAML file.
-        objective: the objective's name (default: the recipe's, else ``mlm``).
-        model: continue from a model: a built-in name (``seedr-base``, ``minilm``), a Hugging Face folder or
-            a run (a ``TrainingRun`` or its folder).
-        size: from scratch instead: ``tiny``, ``mini``, ``small``, ``medium`` or ``base`` (needs ``tokenizer``).
-        tokenizer: tokenizer folder for from-scratch pre-training.
+        objective: <setting>
+        model: <setting>
+        size: <setting>
+        tokenizer: <setting>
         corpus: the text: paths, a ``datasets.Dataset`` or a list of dicts (rows held in memory are written
             to ``out/inputs/corpus.jsonl`` first: the token shards are keyed on files).
         settings: any recipe key, e.g. ``{"train.max_steps": 20, "data.max_seq_length": 128}``.
@@ -198,6 +188,7 @@ def pretrain(out: str | os.PathLike, *, config: str | os.PathLike | None = None,
 
 
 @checks_arguments
+@documents_settings("finetune")
 def finetune(out: str | os.PathLike, *, model: str | os.PathLike | None = None,
              train: str | os.PathLike | None = None, negatives: str | None = None, loss: str | None = None,
              config: str | os.PathLike | None = None, settings: Settings | None = None,
@@ -208,19 +199,19 @@ def finetune(out: str | os.PathLike, *, model: str | os.PathLike | None = None,
 
     Args:
         out: the run folder.
-        model: the encoder to start from: a built-in name (``seedr-base``, ``minilm``), a folder or a
-            ``TrainingRun`` (default: ``minilm``).
-        train: training data: a BEIR folder (``corpus.jsonl``, ``queries.jsonl``, ``qrels/train.tsv``) or a DPR
-            retriever JSON file.
-        negatives: ``bm25``, ``in_batch``, ``static`` or ``ance`` (default: ``bm25``).
-        loss: ``triplet``, ``nll`` or ``in_batch_softmax`` (default: ``triplet``).
+        model: <setting>
+        train: <setting>
+        negatives: <setting>
+        loss: <setting>
         config: a recipe shipped with seedr (``dpr``, ``ance``, ``seed_siamese_bm25`` ...) or a YAML file.
         settings: any recipe key, e.g. ``{"train.max_steps": 200, "query_max_length": 32}``.
-        dev_qrels, dev_queries, dev_corpus: development data, evaluated during training.
-        dev_every: steps between development evaluations (0: before and after training only).
+        dev_qrels: <setting>
+        dev_queries: <setting>
+        dev_corpus: <setting>
+        dev_every: <setting>
         rounds: static negatives: mine → fine-tune rounds.
-        few_shot: train on this many sampled queries (≥ 1) or this share of them (< 1).
-        seeds: few-shot: one run per seed.
+        few_shot: <setting>
+        seeds: <setting>
         resume: continue the run in ``out`` from its newest checkpoint.
 
     Example:
@@ -287,8 +278,8 @@ def ance_refresh(out: str | os.PathLike | None = None, *, model: str | os.PathLi
         raise ValueError("no training data: give --train (or train_data in the recipe)")
     checkpoint = Path(resolved.model)
     if out is None and (checkpoint / TRAINER_STATE).exists():
-        from seedr.training.engine.checkpoint import read_position
         from seedr.negatives.ance import refresh_folder
+        from seedr.training.engine.checkpoint import read_position
 
         out = refresh_folder(checkpoint.parent.parent, read_position(checkpoint)["step"])
     if out is None:

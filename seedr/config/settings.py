@@ -258,11 +258,12 @@ class ModelConfig:
     """The encoder to pre-train.
 
     Attributes:
-        init: continue from this local Hugging Face folder, seedr run folder, or ``minilm``; when set,
-            ``size`` and the shape fields are ignored.
-        size: from scratch: a name from ``seedr.training.pretrain.MODEL_SIZES`` (tiny, mini, small,
-            medium, base).
-        tokenizer: tokenizer folder (``seedr prepare``) or model folder; default: that of ``init``.
+        init: continue from this model: a built-in name (``seedr-base``, ``minilm``), a local Hugging Face
+            folder or a seedr run folder; when set, ``size`` and the shape fields are ignored.
+        size: from scratch instead (with a ``tokenizer``): a name from ``seedr.training.pretrain.MODEL_SIZES``
+            (tiny, mini, small, medium, base).
+        tokenizer: tokenizer folder (``seedr prepare``) or model folder; default: that of the model continued
+            from (``init``).
         hidden_size: from scratch: overrides the size's hidden size.
         num_hidden_layers: from scratch: overrides the size's number of layers.
         num_attention_heads: from scratch: overrides the size's attention heads (they must divide
@@ -391,10 +392,12 @@ class FinetuneConfig:
     an epoch; ``drop_last: true`` drops it, for losses that want full batches of in-batch negatives.
 
     Attributes:
-        model: the encoder to fine-tune: a model folder, a seedr run folder, or ``minilm``.
-        train_data: a BEIR folder (corpus.jsonl, queries.jsonl, qrels/<split>.tsv) or a DPR retriever JSON.
+        model: the encoder to fine-tune: a built-in name (``minilm``, ``seedr-base``), a model folder or a
+            seedr run folder.
+        train_data: training data: a BEIR folder (corpus.jsonl, queries.jsonl, qrels/<split>.tsv) or a DPR
+            retriever JSON file.
         train_split: the qrels split of a BEIR folder to train on.
-        dev_qrels: dev labels, evaluated during training (SEED-Encoder Figure 6); null = no dev set.
+        dev_qrels: dev labels, evaluated during training (SEED-Encoder Figure 6); unset: no dev set.
         dev_queries: dev queries: a file, folder or quoted glob; default: queries.jsonl of the training folder.
         dev_corpus: dev corpus: a file, folder or quoted glob; default: the training corpus.
         dev_every: optimizer steps between dev evaluations; 0 = only before and after training.

@@ -11,6 +11,7 @@ from rich.table import Table
 
 from seedr.api import ance_refresh, finetune
 from seedr.api.arguments import option_range
+from seedr.api.setting_options import setting_help
 from seedr.config.loading import parse_overrides
 from seedr.config.settings import FinetuneConfig
 from seedr.stages.common import clear_errors, listing_settings
@@ -29,14 +30,13 @@ COMMAND_CLASS = listing_settings(_config_class, "finetune")
 @clear_errors
 def command(
     model: Annotated[str | None, typer.Option(
-        "--model", help="A built-in model (seedr-base, minilm), a model folder or a seedr run folder (default: minilm).")] = None,
+        "--model", help=setting_help("finetune", "model"))] = None,
     train: Annotated[str | None, typer.Option(
-        "--train", help="Training data: a BEIR folder (corpus.jsonl, queries.jsonl, qrels/train.tsv) or a DPR "
-                        "retriever JSON file.")] = None,
+        "--train", help=setting_help("finetune", "train"))] = None,
     negatives: Annotated[str | None, typer.Option(
-        "--negatives", help="Negative strategy: ance, bm25, in_batch, static (default: bm25).")] = None,
+        "--negatives", help=setting_help("finetune", "negatives"))] = None,
     loss: Annotated[str | None, typer.Option(
-        "--loss", help="Loss: in_batch_softmax, nll, triplet (default: triplet).")] = None,
+        "--loss", help=setting_help("finetune", "loss"))] = None,
     out: Annotated[Path | None, typer.Option(
         "--out", help="Run folder (required unless --ance-refresh-only).")] = None,
     config: Annotated[str | None, typer.Option(
@@ -46,22 +46,21 @@ def command(
         "--set", help="key=value override, e.g. train.max_steps=500 or negative_options.depth=50 "
                       "(repeatable).")] = None,
     dev_qrels: Annotated[str | None, typer.Option(
-        "--dev-qrels", help="Dev relevance labels, evaluated during training.")] = None,
+        "--dev-qrels", help=setting_help("finetune", "dev_qrels"))] = None,
     dev_queries: Annotated[str | None, typer.Option(
-        "--dev-queries", help="Dev queries: a file, a folder or a quoted glob (default: the training "
-                              "folder's queries.jsonl).")] = None,
+        "--dev-queries", help=setting_help("finetune", "dev_queries"))] = None,
     dev_corpus: Annotated[str | None, typer.Option(
-        "--dev-corpus", help="Dev corpus: a file, a folder or a quoted glob (default: the training corpus).")] = None,
+        "--dev-corpus", help=setting_help("finetune", "dev_corpus"))] = None,
     dev_every: Annotated[int | None, typer.Option(
         "--dev-every", **option_range("finetune", "dev_every"),
-        help="Steps between dev evaluations; 0: before and after training only.")] = None,
+        help=setting_help("finetune", "dev_every"))] = None,
     rounds: Annotated[int | None, typer.Option(
         "--rounds", **option_range("finetune", "rounds"),
         help="static negatives: mine → fine-tune rounds, each mining with the last model "
                          "(CPDAE on documents: 2).")] = None,
     few_shot: Annotated[float | None, typer.Option(
         "--few-shot", **option_range("finetune", "few_shot"),
-        help="Train on N sampled queries (N ≥ 1) or on that fraction of them (< 1).")] = None,
+        help=setting_help("finetune", "few_shot"))] = None,
     seeds: Annotated[str | None, typer.Option(
         "--seeds", help="Few-shot: comma-separated seeds, one run each, averaged in few-shot.md.")] = None,
     resume: Annotated[bool, typer.Option(

@@ -9,6 +9,7 @@ import typer
 from rich.markup import escape
 
 from seedr.api import pretrain
+from seedr.api.setting_options import setting_help
 from seedr.config.loading import parse_overrides
 from seedr.config.settings import PretrainConfig
 from seedr.stages.common import clear_errors, console, listing_settings
@@ -30,8 +31,7 @@ def command(
     out: Annotated[Path, typer.Option(
         "--out", help="Run folder: encoder/, checkpoints/, metrics.jsonl, config.yaml.")],
     objective: Annotated[str | None, typer.Option(
-        "--objective", help="Objective name (mlm, seed, cpdae, ict, bfs, wlp, ict_bfs_wlp, ...); "
-                            "default: the recipe's objective_name, else mlm.")] = None,
+        "--objective", help=setting_help("pretrain", "objective"))] = None,
     corpus: Annotated[list[Path] | None, typer.Option(
         "--corpus", help="Corpus: a file (JSONL, TSV, parquet ...), a folder (of shards, made by `seedr prepare`, or "
                          "a Hugging Face save_to_disk folder) or a quoted glob "
@@ -44,11 +44,11 @@ def command(
         "--set", help="Override a recipe option: key=value, e.g. train.max_steps=200 or "
                       "objective.attention_span=all (repeatable).")] = None,
     model: Annotated[str | None, typer.Option(
-        "--model", help="Continue from a built-in model (seedr-base, minilm), a local HF folder or a seedr run folder.")] = None,
+        "--model", help=setting_help("pretrain", "model"))] = None,
     size: Annotated[str | None, typer.Option(
-        "--size", help="From scratch: tiny, mini, small, medium or base.")] = None,
+        "--size", help=setting_help("pretrain", "size"))] = None,
     tokenizer: Annotated[str | None, typer.Option(
-        "--tokenizer", help="Tokenizer folder (from `seedr prepare`) for from-scratch pre-training.")] = None,
+        "--tokenizer", help=setting_help("pretrain", "tokenizer"))] = None,
     resume: Annotated[bool, typer.Option("--resume", help="Continue from the newest checkpoint in --out.")] = False,
 ) -> None:
     """Pre-train an encoder; writes a Hugging Face + sentence-transformers encoder to OUT/encoder.

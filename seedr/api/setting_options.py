@@ -1,0 +1,86 @@
+"""The keyword arguments of the training stages that are settings, and what documents them: one table.
+
+``pretrain(model=...)`` sets ``model.init``, ``finetune(dev_every=...)`` sets ``dev_every``: each such keyword
+(and the command-line option that passes it) is a setting of ``seedr.config.settings``, described once in
+the ``Attributes:`` section of its dataclass, which ``seedr config --describe`` lists. The API's docstrings
+(``documents_settings``) and the commands' ``--help`` (``setting_help``) take their text from there, so the
+three cannot say different things of one setting.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+import textwrap
+from collections.abc import Callable
+from typing import Any
+
+from seedr.config.loading import attribute_descriptions
+from seedr.config.settings import FinetuneConfig, PretrainConfig
+
+#: Each training stage's keyword arguments that are settings, and the key each sets.
+SETTING_OPTIONS: dict[str, dict[str, str]] = {
+    "pretrain": {"objective": "objective_name", "model": "model.init", "size": "model.size",
+                 "tokenizer": "model.tokenizer", "corpus": "data.corpus"},
+    "finetune": {"model": "model", "train": "train_data", "negatives": "negatives", "loss": "loss",
+                 "dev_qrels": "dev_qrels", "dev_queries": "dev_queries", "dev_corpus": "dev_corpus",
+                 "dev_every": "dev_every", "rounds": "negative_options.rounds", "few_shot": "few_shot",
+                 "seeds": "seeds"},
+}
+
+#: The settings class of each stage in ``SETTING_OPTIONS``.
+SETTINGS_CLASSES: dict[str, type] = {"pretrain": PretrainConfig, "finetune": FinetuneConfig}
+
+#: What an API docstring writes where a keyword's description is the setting's (``documents_settings``).
+PLACEHOLDER = "<setting>"
+
+
+@functools.cache
+def _descriptions(stage: str) -> dict[str, str]:
+    return attribute_descriptions(SETTINGS_CLASSES[stage])
+
+
+def _default(stage: str, key: str) -> Any:
+    value: Any = SETTINGS_CLASSES[stage]()
+    for part in key.split("."):
+        value = getattr(value, part)
+    return value
+
+
+def setting_description(stage: str, keyword: str) -> str:
+    """The description of the setting the keyword ``keyword`` of ``stage`` sets, with its default when the
+    settings class gives one (a recipe may set another), as the settings class documents it."""
+    key = SETTING_OPTIONS[stage].get(keyword, keyword)
+    text = _descriptions(stage)[key]
+    default = _default(stage, key)
+    if default not in (None, "", [], {}):
+        text = f"{text} Default: ``{default}``, or the recipe's."
+    return text
+
+
+def setting_help(stage: str, keyword: str) -> str:
+    """``setting_description`` for a command's ``--help``: the docstring's ``literal`` markup dropped."""
+    text = setting_description(stage, keyword)
+    text = re.sub(r"``([^`]+)``", r"\1", text)
+    return text[:1].upper() + text[1:]
+
+
+def documents_settings(stage: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """Fill each ``name: <setting>`` line of the decorated function's ``Args:`` with the description of the
+    setting its keyword ``name`` sets (``setting_description``), wrapped as the docstring is."""
+    def decorate(function: Callable[..., Any]) -> Callable[..., Any]:
+        def describe(match: re.Match[str]) -> str:
+            indent, name = match.group(1), match.group(2)
+            first = f"{indent}{name}: "
+            return textwrap.fill(setting_description(stage, name), width=112, initial_indent=first,
+                                 subsequent_indent=indent + "    ")
+
+        function.__doc__ = re.sub(rf"^( +)(\w+): {re.escape(PLACEHOLDER)}$", describe, function.__doc__ or "",
+                                  flags=re.MULTILINE)
+        return function
+
+    return decorate
+
+
+__all__ = ["PLACEHOLDER", "SETTING_OPTIONS", "SETTINGS_CLASSES", "documents_settings", "setting_description",
+           "setting_help"]
