@@ -37,16 +37,10 @@ DIAGNOSE_BATCH_SIZE = 16
 SCHEDULERS = ("linear", "cosine", "constant", "constant_with_warmup")
 #: A warm-up longer than this share of the run draws a warning (the papers warm up over 10% or less).
 LARGE_WARMUP_SHARE = 0.25
-#: The training seed where no setting says otherwise (``train.seed``).
-SEED = 42
-#: BERT's dropout, which both papers keep, for the encoder and for SEED-Encoder's decoder.
-DROPOUT = 0.1
-#: How pre-training cuts documents into sequences where no setting says otherwise (``data.packing``).
-PACKING = "full_sentences"
-#: The encoder a fine-tuning starts from where none is given (``model``).
-FINETUNE_MODEL = "minilm"
-#: The least relevance grade trained on as a positive (``positive_grade``).
-POSITIVE_GRADE = 1
+#: Where no setting says otherwise: the training seed (``train.seed``), BERT's dropout (both papers keep it,
+#: SEED-Encoder's decoder too), how pre-training packs documents into sequences (``data.packing``), the
+#: encoder fine-tuning starts from (``model``), the least relevance grade trained as a positive.
+SEED, DROPOUT, PACKING, FINETUNE_MODEL, POSITIVE_GRADE = 42, 0.1, "full_sentences", "minilm", 1
 
 
 def _check_trackers(names: list[str]) -> None:
