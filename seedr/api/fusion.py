@@ -122,7 +122,7 @@ def _fuse(runs: list[Path], out: Path, methods: list[str], weight: Sequence[floa
     from seedr.data.runs import read_trec_run
     from seedr.evaluation.development import development_objective
     from seedr.evaluation.metrics import run_depth
-    from seedr.retrieval.fusion import Fusion, component_entry, select_fusion, shared_queries, write_fused_run
+    from seedr.retrieval.fusion import choose_fusion, component_entry, shared_queries, write_fused_run
     from seedr.retrieval.fusion import fuse as fuse_runs
 
     loaded = [read_trec_run(path) for path in runs]
@@ -132,7 +132,7 @@ def _fuse(runs: list[Path], out: Path, methods: list[str], weight: Sequence[floa
     queries, warnings = shared_queries(runs, loaded)
     depth = k or max(run_depth(run) for run in loaded)
 
-    selection, development = None, None
+    objective, dev_loaded, development = None, None, None
     if dev_runs:
         dev_loaded = [read_trec_run(path) for path in dev_runs]
         dev_queries, dev_warnings = shared_queries(dev_runs, dev_loaded)
@@ -144,13 +144,10 @@ def _fuse(runs: list[Path], out: Path, methods: list[str], weight: Sequence[floa
             dev_runs, dev_loaded, qrels=dev_qrels, qa_answers=answers, corpus=corpus, qa_title=qa_title,
             metric=metric)
         warnings += split_warnings
-        selection = select_fusion(dev_loaded, objective, methods, weight, grid_step, ks, depth,
-                                  show_progress=show_progress)
-        fusion = selection.best
         read = [component_entry(path, run) for path, run in zip(dev_runs, dev_loaded)]
         development = {"development": {**split, "queries": dev_queries, "runs": read}}
-    else:
-        fusion = Fusion(methods[0], tuple(weight or [1.0] * len(runs)), ks[0])
+    fusion, selection = choose_fusion(len(runs), methods, weight, ks, dev_loaded, objective, grid_step, depth,
+                                      show_progress)
     fused = fuse_runs(loaded, fusion, depth)
     lines, record = write_fused_run(out, fused, fusion, list(zip(runs, loaded)), queries, depth, tag,
                                     selection, development)

@@ -27,7 +27,7 @@ from seedr.data.records import Document, Run
 from seedr.evaluation import tasks as evaluation_tasks
 from seedr.evaluation.tasks import EvaluationTask
 from seedr.registry import Registry
-from seedr.retrieval.fusion import FUSIONS, Fusion, Objective, select_fusion
+from seedr.retrieval.fusion import FUSIONS, Objective, choose_fusion
 
 TASKS: Registry[type[RetrievalTask]] = Registry("experiment task")
 
@@ -123,18 +123,18 @@ class FuseConfig:
         """The ``Fusion`` to apply and, with ``select_on``, the ``Selection`` made on ``task``'s runs
         ``dev_runs`` of the ``choosers`` (in the order of ``fuse``)."""
 
-        if self.select_on is None:
-            return Fusion(self.method[0], tuple(self.weights or [1.0] * len(self.fuse)), self.rrf_k[0]), None
-        assert dev_runs is not None and task is not None
-        metric = self.metric or task.metrics[0]
+        objective = None
+        if self.select_on is not None:
+            assert dev_runs is not None and task is not None
+            metric = self.metric or task.metrics[0]
 
-        def score(run: Run) -> float:
-            values = list(task.per_query(run)[metric].values())
-            return sum(values) / len(values) if values else 0.0
+            def score(run: Run) -> float:
+                values = list(task.per_query(run)[metric].values())
+                return sum(values) / len(values) if values else 0.0
 
-        selection = select_fusion(dev_runs, Objective(metric, score), self.method, self.weights, self.grid_step,
-                                  self.rrf_k, self.k, show_progress=True)
-        return selection.best, selection
+            objective = Objective(metric, score)
+        return choose_fusion(len(self.fuse), self.method, self.weights, self.rrf_k, dev_runs, objective,
+                             self.grid_step, self.k, show_progress=True)
 
 
 class RetrievalTask:

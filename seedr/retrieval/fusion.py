@@ -254,6 +254,22 @@ def select_fusion(dev_runs: Sequence[Run], objective: Objective, methods: Sequen
     return Selection(best, objective.metric, value, candidates)
 
 
+def choose_fusion(count: int, methods: Sequence[str] = ("rrf",), weights: Sequence[float] | None = None,
+                  rrf_ks: Sequence[int] = (RRF_K,), dev_runs: Sequence[Run] | None = None,
+                  objective: Objective | None = None, step: float = 0.1, depth: int | None = None,
+                  show_progress: bool = False) -> tuple[Fusion, Selection | None]:
+    """The fusion of ``count`` runs to apply, and how it was chosen: with a development split (``dev_runs``,
+    one per run in their order, scored by ``objective``), the best candidate (``select_fusion``); without
+    one, the first of ``methods`` with ``weights`` (equal ones when not given) and the first k. What ``seedr
+    fuse`` and an experiment's fused condition both choose with."""
+    if dev_runs is None:
+        return Fusion(methods[0], tuple(weights or [1.0] * count), rrf_ks[0]), None
+    if objective is None:
+        raise ValueError("a development split needs the objective that scores its fused runs")
+    selection = select_fusion(dev_runs, objective, methods, weights, step, rrf_ks, depth, show_progress)
+    return selection.best, selection
+
+
 # ---------------------------------------------------------------------------------------------- files
 def shared_queries(paths: Sequence[str | os.PathLike], runs: Sequence[Run]) -> tuple[dict[str, Any] | None, list[str]]:
     """The queries record (``seedr search``'s ``<run>.json``) that the runs share, and a warning for
