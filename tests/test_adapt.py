@@ -185,13 +185,34 @@ def test_adapt_a_plain_jsonl_corpus_without_titles_from_the_command_line(tiny_mo
     assert vectors.shape == (1, 32)
 
 
-def test_label_free_validation_is_logged_plotted_and_keeps_the_best_model(tiny_model, untitled, tmp_path):
+@pytest.fixture(scope="module")
+def watched(shared_data: Path, beir_folder: Path, tmp_path_factory) -> dict[str, str]:
+    """Labelled queries to watch: SciFact's training judgments of the folder's 200 abstracts."""
+    documents = {json.loads(line)["_id"] for line in (beir_folder / "corpus.jsonl").read_text().splitlines()}
+    header, *lines = (shared_data / "scifact" / "qrels" / "train.tsv").read_text(encoding="utf-8").splitlines()
+    qrels = tmp_path_factory.mktemp("watched") / "qrels.tsv"
+    qrels.write_text("\n".join([header, *(line for line in lines if line.split("\t")[1] in documents)]) + "\n")
+    return {"qrels": str(qrels), "queries": str(beir_folder / "queries.jsonl"),
+            "corpus": str(beir_folder / "corpus.jsonl")}
+
+
+def test_label_free_validation_is_logged_plotted_and_keeps_the_best_model(tiny_model, untitled, watched, tmp_path):
+    """... and labelled queries watched beside it are scored at every evaluation, never chosen by, and
+    ``diagnostics.json`` says how well the validation followed them."""
     run = seedr.adapt(tmp_path / "run", corpus=untitled, model=tiny_model, validation=24, dev_every=1,
-                      patience=0, settings={**TINY, "train.max_steps": 5})
+                      patience=0, settings={**TINY, "train.max_steps": 5, "watch": watched})
     lines = _lines(run.path / "metrics.jsonl")
     evaluated = [line for line in lines if "dev/MRR@10" in line]
     assert [line["step"] for line in evaluated] == [0, 1, 2, 3, 4, 5]  # before training, then every step
-    assert all({"dev/R@1", "dev/R@10"} <= line.keys() for line in evaluated)
+    assert all({"dev/R@1", "dev/R@10", "watch/MRR@10", "watch/R@10"} <= line.keys() for line in evaluated)
+    tracking = json.loads((run.path / "diagnostics.json").read_text())
+    assert tracking["metrics"] == run.summary["tracking"]
+    truths = [line["watch/MRR@10"] for line in evaluated]
+    kept = [line["dev/MRR@10"] for line in evaluated].index(max(line["dev/MRR@10"] for line in evaluated))
+    assert tracking["metrics"]["tracking/kept"] == truths[kept] and tracking["metrics"]["tracking/last"] == truths[-1]
+    assert tracking["metrics"]["tracking/regret"] == pytest.approx(max(truths) - truths[kept])
+    assert tracking["details"]["evaluations"] == [[line["step"], line["dev/MRR@10"], line["watch/MRR@10"]]
+                                                  for line in evaluated]
     assert any("loss" in line for line in lines) and (run.path / "validation.png").stat().st_size > 1000
     scores = [line["dev/MRR@10"] for line in evaluated]
     best_step = evaluated[scores.index(max(scores))]["step"]  # the first of the best

@@ -153,3 +153,25 @@ def test_label_free_runs_tiny(tmp_path):
     assert len(results["claims"]) == 12
     systems = results["tasks"]["foldoc"]["systems"]
     assert {"bm25", "minilm", "minilm+bm25", "foldoc-adapt-all", "foldoc-adapt-pre", "foldoc-tsdae"} <= set(systems)
+
+
+@pytest.mark.parametrize("scale", ["cpu", "gpu"])
+def test_label_free_stopping_watches_each_runs_own_task(scale):
+    """``label_free_stopping``: every adapt run watches the test queries of the one task it is scored on
+    (its corpus, queries and qrels), is never stopped early (the whole curve) and keeps its best validation's
+    model; every tracking metric has a tolerance for ``--verify``."""
+    from seedr.reporting.validation import track_validation
+
+    experiment = load_experiment("label_free_stopping", scale)
+    adapted = [condition for condition in experiment.conditions.values() if condition.steps]
+    assert len(adapted) == 3 * len(experiment.variables["seeds"])
+    for condition in adapted:
+        (step,), (task,) = condition.steps, condition.tasks
+        settings = merge_settings(step.settings)
+        scored = experiment.tasks[task].settings
+        assert step.kind == "adapt" and settings["patience"] == 0 and settings["keep_best"] is True
+        assert settings["watch"] == {"qrels": scored["qrels"], "queries": scored["queries"],
+                                     "corpus": scored["corpus"]}
+    assert "tracking/" in (track_validation.__doc__ or "")
+    tracked = {"spearman", "start", "kept", "best", "last", "regret", "gain_over_last"}
+    assert {f"tracking/{name}" for name in tracked} <= set(experiment.tolerance)

@@ -10,7 +10,7 @@ from seedr.api.arguments import checks_arguments
 from seedr.api.common import Settings, Source, _locked
 from seedr.api.training import TrainingRun, resolve_settings
 from seedr.config.loading import merge_settings
-from seedr.reporting.validation import plot_validation
+from seedr.reporting.validation import plot_validation, track_validation
 from seedr.training.adapt import PAIRS, PRETRAINING, run_adapt
 
 #: The fine-tuning recipe ``adapt`` starts from (``seedr/recipes/finetune/adapt.yaml``).
@@ -77,6 +77,9 @@ def adapt(out: str | os.PathLike, *, corpus: Source, model: str | os.PathLike | 
                             max_documents=max_documents, pretraining=pretraining,
                             pooling_given="pooling" in merge_settings(dict(settings or {})), resume=resume)
         summary["validation_plot"] = str(plot_validation(out))
+        tracking = track_validation(out)  # with settings' watch: labelled queries read beside the validation
+        if tracking is not None:
+            summary["tracking"] = tracking
         if "pretraining" in summary:
             summary["pretraining"]["validation_plot"] = str(plot_validation(out / PRETRAINING))
         return TrainingRun(out, summary)

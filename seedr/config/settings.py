@@ -397,6 +397,8 @@ class FinetuneConfig:
         dev_every: optimizer steps between dev evaluations; 0 = only before and after training.
         dev_metrics: the metrics of the dev evaluations (ir_measures names).
         dev_depth: documents retrieved per dev query.
+        watch: labelled queries scored at every dev evaluation, never stopped on or kept by (``qrels``,
+            ``queries``, ``corpus`` files), logged as ``watch/<metric>``: how a label-free validation tracks them.
         patience: dev evaluations in a row without a better first dev metric after which training stops
             (early stopping); 0 = train to train.max_steps.
         keep_best: the run's encoder/ is the model of its best dev evaluation (the first dev metric; the
@@ -438,6 +440,7 @@ class FinetuneConfig:
     dev_every: int = 0
     dev_metrics: list[str] = field(default_factory=lambda: ["MRR@10", "nDCG@10", "R@100"])
     dev_depth: int = 100
+    watch: dict[str, str] = field(default_factory=dict)
     patience: int = 0
     keep_best: bool = False
     shared_encoder: bool | None = None
@@ -490,8 +493,8 @@ class FinetuneConfig:
 
 #: Fine-tuning settings added after experiments recorded their steps, with the default that leaves a run
 #: as it was: left out of ``FinetuneConfig.identity`` at that default, so no recorded step is re-keyed.
-_LATER_SETTINGS = {"patience": 0, "keep_best": False, "positive_grade": POSITIVE_GRADE}
+_LATER_SETTINGS = {"patience": 0, "keep_best": False, "positive_grade": POSITIVE_GRADE, "watch": {}}
 
 
-__all__ = ["EPOCH_UNITS", "LARGE_WARMUP_SHARE", "SCHEDULERS", "TITLE_MODES", "DataConfig", "FinetuneConfig", "ModelConfig",
-           "Pooling", "PretrainConfig", "TrainConfig"]
+__all__ = ["EPOCH_UNITS", "LARGE_WARMUP_SHARE", "SCHEDULERS", "TITLE_MODES", "DataConfig", "FinetuneConfig",
+           "ModelConfig", "Pooling", "PretrainConfig", "TrainConfig"]

@@ -43,9 +43,6 @@ from seedr.data.queries import read_qrels, read_queries
 from seedr.data.records import Document, Qrels
 from seedr.data.training_log import METRICS
 from seedr.data.training_sets import TrainingSet, load_training_set
-from seedr.training.engine.checkpoint import PRODUCT, latest_checkpoint
-from seedr.training.engine.run_state import uses_cpu
-from seedr.training.engine.trainer import Callback, Trainer
 from seedr.evaluation.metrics import check_dev_metrics, evaluate_run
 from seedr.hardware import resolve_mixed_precision
 from seedr.io import DataError, atomic_directory, atomic_write
@@ -60,6 +57,9 @@ from seedr.provenance import record_run
 from seedr.retrieval.dual_encoder import DualEncoder
 from seedr.retrieval.encode import document_input, tokenize_pairs
 from seedr.training.early_stopping import BEST, BEST_RECORD, EarlyStopping, publish_best
+from seedr.training.engine.checkpoint import PRODUCT, latest_checkpoint
+from seedr.training.engine.run_state import uses_cpu
+from seedr.training.engine.trainer import Callback, Trainer
 from seedr.training.few_shot import run_few_shot
 from seedr.training.publish import describe_run
 
@@ -210,14 +210,34 @@ def load_dev_set(config: FinetuneConfig, training: TrainingSet | None) -> DevSet
     return DevSet(corpus, {qid: queries[qid] for qid in qrels}, qrels)
 
 
+#: The files a ``watch`` set names (``FinetuneConfig.watch``).
+WATCH_FILES = ("qrels", "queries", "corpus")
+
+
+def load_watch_set(config: FinetuneConfig) -> DevSet | None:
+    """The labelled queries ``config.watch`` names, scored beside the dev set and never trained, stopped or
+    kept by (``watch/<metric>``): what a label-free validation is read against where labels exist."""
+    if not config.watch:
+        return None
+    missing = [name for name in WATCH_FILES if not config.watch.get(name)]
+    unknown = sorted(set(config.watch) - set(WATCH_FILES))
+    if missing or unknown:
+        raise ValueError(f"watch names {', '.join(WATCH_FILES)} (files), got {sorted(config.watch)}")
+    corpus = load_corpus(config.watch["corpus"])
+    queries = read_queries(config.watch["queries"])
+    qrels = read_qrels(config.watch["qrels"], queries=queries, documents=corpus)
+    return DevSet(corpus, {qid: queries[qid] for qid in qrels}, qrels)
+
+
 class DevEvaluation(Callback):
     """Retrieval metrics on a dev set with the in-memory model every ``every`` steps and at the last
     step, logged as ``dev/<metric>`` in ``metrics.jsonl`` — SEED-Encoder's fine-tuning curves (Lu et
     al. 2021, Figure 6(a–b): dev MRR@10 against fine-tuning steps). Exact search (faiss Flat)."""
 
     def __init__(self, dev: DevSet, metrics: Sequence[str], every: int, depth: int = 100,
-                 batch_size: int = ENCODE_BATCH_SIZE) -> None:
+                 batch_size: int = ENCODE_BATCH_SIZE, prefix: str = "dev") -> None:
         self.dev, self.metrics, self.every, self.depth, self.batch_size = dev, list(metrics), every, depth, batch_size
+        self.prefix = prefix  # "watch": labelled queries read beside a label-free dev set
         self.latest: dict[str, float] = {}
         self.step: int | None = None  # the step ``latest`` was evaluated at
 
@@ -228,7 +248,8 @@ class DevEvaluation(Callback):
     def evaluate(self, model: DualEncoder) -> dict[str, float]:
         run = model.rank(self.dev.corpus, self.dev.queries, self.depth, batch_size=self.batch_size,
                          show_progress=True)  # a whole-corpus encoding: minutes on a CPU
-        self.latest = {f"dev/{name}": value for name, value in evaluate_run(run, self.dev.qrels, self.metrics).items()}
+        self.latest = {f"{self.prefix}/{name}": value
+                       for name, value in evaluate_run(run, self.dev.qrels, self.metrics).items()}
         return self.latest
 
     def on_step_end(self, trainer: Trainer, step: int) -> dict[str, float] | None:
@@ -238,10 +259,13 @@ class DevEvaluation(Callback):
         self.step = step
         return self.evaluate(trainer.unwrapped_model())
 
-    def log_initial(self, model: DualEncoder, run_dir: Path) -> dict[str, float]:
-        """Evaluate before the first step and start ``metrics.jsonl`` with it (step 0 of the curve)."""
-        self.step = 0
-        metrics = self.evaluate(model)
+    def log_initial(self, model: DualEncoder, run_dir: Path, beside: Sequence[DevEvaluation] = ()) -> dict[str, float]:
+        """Evaluate before the first step, with the evaluations ``beside`` it, and start ``metrics.jsonl`` with
+        them (step 0 of the curve)."""
+        metrics: dict[str, float] = {}
+        for evaluation in (self, *beside):
+            evaluation.step = 0
+            metrics.update(evaluation.evaluate(model))
         with atomic_write(run_dir / METRICS) as stream:
             stream.write(json.dumps({"step": 0, "epoch": 0, **metrics}) + "\n")
         return metrics
@@ -332,6 +356,11 @@ def _train_one(config: FinetuneConfig, training: TrainingSet, dev: DevSet | None
                                      out_dir / BEST if config.keep_best else None,
                                      lambda unwrapped, directory: unwrapped.save(directory))
             callbacks.append(stopping)
+    watched = load_watch_set(config)
+    watching = None if watched is None or evaluation is None else DevEvaluation(
+        watched, config.dev_metrics, config.dev_every, config.dev_depth, config.encode_batch_size, prefix="watch")
+    if watching is not None:  # scored after the dev set, before the early stopping that reads only the dev set
+        callbacks.insert(callbacks.index(evaluation) + 1, watching)
     collate = FinetuneCollator(model.tokenizer, config.query_max_length, config.document_max_length, data.relevant,
                                model.title)
     # config.yaml records what the run used, the model folder's settings included, not the nulls that chose them
@@ -343,7 +372,7 @@ def _train_one(config: FinetuneConfig, training: TrainingSet, dev: DevSet | None
                       run_config=resolved, drop_last=config.drop_last, described=describe_run(to_dict(resolved)),
                       safe_to_change=DEV_SETTINGS)
     if evaluation is not None and not resuming and trainer.accelerator.is_main_process:
-        initial = evaluation.log_initial(model, out_dir)
+        initial = evaluation.log_initial(model, out_dir, beside=[watching] if watching is not None else [])
         console.print("dev before fine-tuning: " + ", ".join(f"{k} {v:.4f}" for k, v in initial.items()))
         if stopping is not None:  # the starting model is the first candidate for the best
             stopping.observe(0, initial, model)
@@ -373,6 +402,8 @@ def finetune(config: FinetuneConfig, out_dir: str | Path, resume: bool = False) 
     check_dev_metrics(config)
     if (config.patience or config.keep_best) and config.dev_qrels is None:
         raise ValueError("patience and keep_best watch the development evaluation: give dev_qrels (--dev-qrels)")
+    if config.watch and config.dev_qrels is None:
+        raise ValueError("watch is scored at the development evaluations: give dev_qrels (--dev-qrels)")
     said = seed_pooling_line(config)
     if said is not None:
         console.print(said, soft_wrap=True, highlight=False, markup=False)

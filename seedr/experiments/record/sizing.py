@@ -19,8 +19,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from seedr.config.loading import from_dict
-from seedr.experiments.record.progress import SHARE_OF_MATMUL, UnitWork
 from seedr.config.objective_options import OBJECTIVE_OPTIONS
+from seedr.experiments.record.progress import SHARE_OF_MATMUL, UnitWork
 
 if TYPE_CHECKING:
     from seedr.experiments.steps.base import ExperimentStep
@@ -161,7 +161,7 @@ def _adapting(step: ExperimentStep, shape_of: ShapeOf) -> UnitWork:
     shares = SHARE_OF_MATMUL["fine-tuning"], SHARE_OF_MATMUL["inference"]
     relative = shares[0].get(dtype, shares[0]["bfloat16"]) / shares[1].get(dtype, shares[1]["bfloat16"])
     validating = held_out * (config.query_max_length + config.document_max_length) * shape.token_multiply_adds
-    work += evaluations * 2.0 * validating * relative
+    work += evaluations * 2.0 * (validating + (_watch_tokens(config) or 0.0) * shape.token_multiply_adds) * relative
     if plan.pretraining is not None:
         pretraining = plan.pretraining
         objective = _objective_options(pretraining)
@@ -249,11 +249,34 @@ def _dev_tokens(config: Any) -> float | None:
             dev = load_dev_set(config, load_training_set(Path(config.train_data), config.train_split))
         except (OSError, ValueError):  # not made yet, or not readable yet (a DataError is a ValueError)
             return None
-        _DEV_TOKENS[key] = (
-            sum(tokens_of(_characters(document, config.title), config.document_max_length)
-                for document in dev.corpus.values())
-            + sum(tokens_of(len(query), config.query_max_length) for query in dev.queries.values()))
+        _DEV_TOKENS[key] = _encoded_tokens(dev, config)
     return _DEV_TOKENS[key]
+
+
+def _watch_tokens(config: Any) -> float | None:
+    """The tokens one scoring of a fine-tuning's watched queries encodes (``FinetuneConfig.watch``:
+    ``seedr.training.finetune.load_watch_set``'s corpus and queries, each cut at its length); ``None`` when
+    it watches nothing or its files do not exist yet."""
+    from seedr.training.finetune import load_watch_set
+
+    if not config.watch:
+        return None
+    key = ("watch", *sorted(config.watch.items()), config.title, config.query_max_length, config.document_max_length)
+    if key not in _DEV_TOKENS:
+        try:
+            watched = load_watch_set(config)
+        except (OSError, ValueError):  # not made yet, or not readable yet (a DataError is a ValueError)
+            return None
+        assert watched is not None
+        _DEV_TOKENS[key] = _encoded_tokens(watched, config)
+    return _DEV_TOKENS[key]
+
+
+def _encoded_tokens(evaluated: Any, config: Any) -> float:
+    """The tokens of a dev or watched set's corpus and queries, each cut at the fine-tuning's lengths."""
+    return (sum(tokens_of(_characters(document, config.title), config.document_max_length)
+                for document in evaluated.corpus.values())
+            + sum(tokens_of(len(query), config.query_max_length) for query in evaluated.queries.values()))
 
 
 class EncodedTokens:

@@ -9,12 +9,12 @@ from pathlib import Path
 from typing import Any
 
 from seedr.config.loading import from_dict, identity, merge_settings, read_recipe
+from seedr.config.objective_options import OBJECTIVE_OPTIONS
+from seedr.config.settings import FinetuneConfig, PretrainConfig
 from seedr.experiments.steps.base import STEPS, ExperimentStep
 from seedr.experiments.steps.training import check_options
-from seedr.config.objective_options import OBJECTIVE_OPTIONS
 from seedr.recipes import recipe_path
-from seedr.reporting.validation import plot_validation
-from seedr.config.settings import FinetuneConfig, PretrainConfig
+from seedr.reporting.validation import plot_validation, track_validation
 from seedr.training.adapt import PRETRAINING, run_adapt
 
 #: The fine-tuning recipe an adapt step layers its settings over unless it names another (``config``).
@@ -160,6 +160,9 @@ class AdaptStep(ExperimentStep):
                             validation=options.validation, max_documents=options.max_documents,
                             pretraining=plan.pretraining, pooling_given=self._split()[2], resume=True)
         summary["validation_plot"] = str(plot_validation(out_dir))
+        tracking = track_validation(out_dir)  # its diagnostics.json, which the experiment's results read
+        if tracking is not None:
+            summary["tracking"] = tracking
         if plan.pretraining is not None:
             plot_validation(out_dir / PRETRAINING)
         return summary
