@@ -37,6 +37,9 @@ def adapt(out: str | os.PathLike, *, corpus: Source, model: str | os.PathLike | 
     ``dev_every`` steps, logged in ``metrics.jsonl`` and drawn beside the loss (``out/validation.png``);
     training stops after ``patience`` evaluations without a better MRR@10, and ``out/encoder`` is the best
     evaluation's model. No query or relevance file is read: a BEIR folder stands for its ``corpus.jsonl``.
+    Where you hold some labels apart, ``settings={"watch": {"qrels": ..., "queries": ..., "corpus": ...}}``
+    scores them at every validation without choosing by them, and ``out/diagnostics.json`` says how well
+    the label-free validation tracked them (``seedr.reporting.validation.track_validation``).
 
     Args:
         out: the run folder.
