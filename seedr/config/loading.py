@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import yaml
+from docstring_parser import parse
 
 from seedr.io import DataError, read_text
 
@@ -289,8 +290,6 @@ def attribute_descriptions(cls: type, prefix: str = "") -> dict[str, str]:
     dataclass fields included, under their dotted keys. What ``describe_settings`` takes for the keys of a
     mapping field whose options another class holds: ``attribute_descriptions(SeedConfig, "objective")``.
     """
-    from docstring_parser import parse
-
     documented: dict[str, str] = {}
     for klass in reversed(cls.__mro__):  # a subclass's entry wins over its base's
         documented.update({param.arg_name: " ".join(param.description.split())

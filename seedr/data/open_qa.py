@@ -39,6 +39,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+import ahocorasick
 from tqdm.auto import tqdm
 
 from seedr.data.answers import dpr_tokens
@@ -113,8 +114,6 @@ def answer_passages_of(examples: Sequence[QAExample], passages: Iterable[Documen
                        show_progress: bool = False) -> dict[str, list[str]]:
     """For each question, the ids of every passage whose text contains one of its answers (DPR's
     ``has_answer``), in corpus order; one pass over the passages with an Aho–Corasick automaton."""
-    import ahocorasick
-
     questions_of: dict[str, set[str]] = defaultdict(set)
     for example in examples:
         for answer in example.answers:

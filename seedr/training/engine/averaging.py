@@ -33,7 +33,9 @@ import shutil
 from collections.abc import Sequence
 from pathlib import Path
 
-from seedr.training.engine.checkpoint import PRODUCT, list_checkpoints
+from safetensors import safe_open
+from safetensors.torch import save_file
+
 from seedr.io import DataError, atomic_directory, check_output, output_lock
 from seedr.modeling.encoder import (
     PLACEHOLDER_POOLER,
@@ -44,6 +46,7 @@ from seedr.modeling.encoder import (
     resolve_model_path,
 )
 from seedr.modeling.model_card import portable_name, write_model_card
+from seedr.training.engine.checkpoint import PRODUCT, list_checkpoints
 
 #: The record of an averaged encoder: its members (paths and fingerprints) and their weights.
 AVERAGE_RECORD = "seedr_average.json"
@@ -92,9 +95,6 @@ def _average_file(files: Sequence[Path], weights: Sequence[float], out: Path) ->
     """Write to ``out`` the weighted mean of the floating-point tensors of ``files``; returns their count.
     A member without the template's placeholder pooler counts as holding it, a member's own placeholder
     is not asked of the template (see the module docstring)."""
-    from safetensors import safe_open
-    from safetensors.torch import save_file
-
     with safe_open(str(files[0]), framework="pt") as template:
         metadata = template.metadata()
         tensors = {name: template.get_tensor(name) for name in template.keys()}  # noqa: SIM118

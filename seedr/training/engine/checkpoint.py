@@ -37,6 +37,9 @@ from typing import Any
 import torch
 from accelerate import Accelerator
 from accelerate.utils import OPTIMIZER_NAME, broadcast_object_list, load
+from safetensors import safe_open
+from safetensors.torch import load_model
+from transformers.utils import logging as transformers_logging
 
 from seedr.io import DataError, atomic_directory, read_json
 from seedr.io.run_folders import (  # the layout, which a run's refusal reads without torch
@@ -102,15 +105,13 @@ def shared_atomic_directory(accelerator: Accelerator, path: Path) -> Iterator[Pa
 @contextmanager
 def _without_transformers_progress_bars() -> Iterator[None]:
     """``save_pretrained`` shows its own bar, which would break the training bar's line at every save."""
-    from transformers.utils import logging
-
-    enabled = logging.is_progress_bar_enabled()
-    logging.disable_progress_bar()
+    enabled = transformers_logging.is_progress_bar_enabled()
+    transformers_logging.disable_progress_bar()
     try:
         yield
     finally:
         if enabled:
-            logging.enable_progress_bar()
+            transformers_logging.enable_progress_bar()
 
 
 def save_checkpoint(accelerator: Accelerator, path: Path, position: dict[str, Any], extra_state: dict[str, Any],
@@ -141,8 +142,6 @@ def verify_checkpoint(path: Path) -> None:
     """Cheap checks that a checkpoint can be resumed from: its position and extra state parse, the
     state folder holds the model weights with a readable safetensors header, and no state file is
     empty (a full disk). ``DataError`` naming the damaged file otherwise."""
-    from safetensors import safe_open
-
     read_position(path)
     read_extra_state(path)
     weights = model_weights_path(path)
@@ -198,8 +197,6 @@ def run_part_weights(run_dir: Path, prefix: str) -> dict[str, torch.Tensor]:
     trained, from its newest checkpoint's full weights, their names without ``prefix.``; empty when
     ``run_dir`` is no run or holds no such part. An objective continued from a run's product
     (``<run>/encoder``) takes its heads from here, the product holding the encoder alone."""
-    from safetensors import safe_open
-
     checkpoint = latest_checkpoint(run_dir) if (run_dir / CHECKPOINTS).is_dir() else None
     if checkpoint is None:
         return {}
@@ -216,8 +213,6 @@ def load_model_weights(checkpoint: Path, model: torch.nn.Module) -> None:
     ``seedr.diagnostics.measures``); resuming uses ``Accelerator.load_state``. Expects one process's
     full weights, not FSDP's sharded state.
     """
-    from safetensors.torch import load_model
-
     weights = model_weights_path(checkpoint)
     # load_model, as Accelerate's load_state uses: it restores tied parameters, which are saved once
     missing, unexpected = load_model(model, weights, strict=False)
