@@ -44,6 +44,7 @@ def _refusal(kind: str, settings: dict) -> str:
     ({"corpus": "docs.jsonl", "validation": 0}, "validation must be"),
     ({"corpus": "docs.jsonl", "config": "no-such-recipe"}, "no finetune recipe 'no-such-recipe'"),
     ({"corpus": "docs.jsonl", "dev_metrics": ["nDCG@oops"]}, "nDCG@oops"),
+    ({"corpus": "docs.jsonl", "watch": {"qrels": "q.tsv"}}, "watch names qrels, queries, corpus (files)"),
 ])
 def test_adapt_step_refuses_bad_settings_in_one_line(settings, message):
     assert message in _refusal("adapt", settings)

@@ -37,10 +37,10 @@ DIAGNOSE_BATCH_SIZE = 16
 SCHEDULERS = ("linear", "cosine", "constant", "constant_with_warmup")
 #: A warm-up longer than this share of the run draws a warning (the papers warm up over 10% or less).
 LARGE_WARMUP_SHARE = 0.25
-#: Where no setting says otherwise: the training seed (``train.seed``), BERT's dropout (both papers keep it,
-#: SEED-Encoder's decoder too), how pre-training packs documents into sequences (``data.packing``), the
-#: encoder fine-tuning starts from (``model``), the least relevance grade trained as a positive.
+#: Where no setting says otherwise: the training seed, BERT's dropout (SEED's decoder's too), pre-training's
+#: packing, the encoder fine-tuned, the least grade trained as positive; and the files a ``watch`` names.
 SEED, DROPOUT, PACKING, FINETUNE_MODEL, POSITIVE_GRADE = 42, 0.1, "full_sentences", "minilm", 1
+WATCH_FILES = ("qrels", "queries", "corpus")
 
 
 def _check_trackers(names: list[str]) -> None:
@@ -77,9 +77,8 @@ class TrainConfig:
         global_batch_size: the paper's batch over every process and micro-step; sets
             gradient_accumulation_steps to global_batch_size / (batch_size × processes), which must divide.
             Accumulation does not widen a contrastive loss's in-batch negatives; gradient_cache does.
-        gradient_cache: GradCache (Gao et al. 2021): the whole per-process batch in one loss, embedded a
-            chunk at a time without graphs, then back-propagated chunk by chunk; two-tower objectives and
-            fine-tuning only.
+        gradient_cache: GradCache (Gao et al. 2021): the whole per-process batch in one loss, embedded a chunk
+            at a time without graphs, then back-propagated chunk by chunk; two-tower objectives, fine-tuning.
         gradient_cache_chunk: rows embedded at once under gradient_cache.
         learning_rate: the peak learning rate, reached at the end of the warm-up.
         weight_decay: AdamW's decoupled weight decay (not on biases and normalisation weights).
@@ -93,8 +92,7 @@ class TrainConfig:
         warmup_steps: optimizer steps of linear warm-up from 0 to the peak rate; when given it replaces
             warmup_ratio (as in transformers' TrainingArguments); must be fewer than max_steps. The steps
             a run warms up for are ``resolved_warmup_steps``, computed in one place.
-        max_grad_norm: clip the gradients' global L2 norm to this; 0 or null = no clipping (the norm is
-            logged either way).
+        max_grad_norm: clip the gradients' global L2 norm to this; 0 or null: no clipping (logged anyway).
         mixed_precision: no, bf16, fp16 or auto (passed to Accelerate; no defers to the launch config;
             auto is bf16 where the device computes it natively and float32 elsewhere, ``seedr.hardware``).
         log_every: optimizer steps between lines of metrics.jsonl.
@@ -470,6 +468,8 @@ class FinetuneConfig:
             raise ValueError(f"pooling must be cls or mean, got {self.pooling!r}")
         if self.similarity not in (None, "dot", "cosine"):
             raise ValueError(f"similarity must be dot or cosine, got {self.similarity!r}")
+        if self.watch and sorted(self.watch) != sorted(WATCH_FILES):
+            raise ValueError(f"watch names {', '.join(WATCH_FILES)} (files), got {sorted(self.watch)}")
         if self.negatives_per_query < 0 or self.dev_every < 0 or self.patience < 0:
             raise ValueError("negatives_per_query, dev_every and patience cannot be negative")
         if self.positive_grade < 1:

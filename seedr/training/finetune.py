@@ -205,27 +205,22 @@ def load_dev_set(config: FinetuneConfig, training: TrainingSet | None) -> DevSet
     if not config.dev_queries and not Path(queries_path).exists():
         raise DataError(queries_path, "no dev queries: give --dev-queries (needed unless the training data "
                                       "is a BEIR folder with queries.jsonl)")
-    queries = read_queries(queries_path)  # a file, a folder or a quoted glob (seedr.data.inputs)
-    qrels = read_qrels(config.dev_qrels, queries=queries, documents=corpus)
-    return DevSet(corpus, {qid: queries[qid] for qid in qrels}, qrels)
-
-
-#: The files a ``watch`` set names (``FinetuneConfig.watch``).
-WATCH_FILES = ("qrels", "queries", "corpus")
+    return _labelled_set(corpus, queries_path, config.dev_qrels)
 
 
 def load_watch_set(config: FinetuneConfig) -> DevSet | None:
-    """The labelled queries ``config.watch`` names, scored beside the dev set and never trained, stopped or
-    kept by (``watch/<metric>``): what a label-free validation is read against where labels exist."""
+    """The labelled queries ``config.watch`` names (``qrels``, ``queries``, ``corpus``), scored beside the dev
+    set and never trained, stopped or kept by (``watch/<metric>``): what a label-free validation is read
+    against where labels exist."""
     if not config.watch:
         return None
-    missing = [name for name in WATCH_FILES if not config.watch.get(name)]
-    unknown = sorted(set(config.watch) - set(WATCH_FILES))
-    if missing or unknown:
-        raise ValueError(f"watch names {', '.join(WATCH_FILES)} (files), got {sorted(config.watch)}")
-    corpus = load_corpus(config.watch["corpus"])
-    queries = read_queries(config.watch["queries"])
-    qrels = read_qrels(config.watch["qrels"], queries=queries, documents=corpus)
+    return _labelled_set(load_corpus(config.watch["corpus"]), config.watch["queries"], config.watch["qrels"])
+
+
+def _labelled_set(corpus: Mapping[str, Document], queries_path: Any, qrels_path: Any) -> DevSet:
+    """The queries of ``queries_path`` judged in ``qrels_path`` (files, folders or quoted globs), over ``corpus``."""
+    queries = read_queries(queries_path)  # a file, a folder or a quoted glob (seedr.data.inputs)
+    qrels = read_qrels(qrels_path, queries=queries, documents=corpus)
     return DevSet(corpus, {qid: queries[qid] for qid in qrels}, qrels)
 
 
