@@ -92,7 +92,7 @@ class TrainConfig:
         warmup_steps: optimizer steps of linear warm-up from 0 to the peak rate; when given it replaces
             warmup_ratio (as in transformers' TrainingArguments); must be fewer than max_steps. The steps
             a run warms up for are ``resolved_warmup_steps``, computed in one place.
-        max_grad_norm: clip the gradients' global L2 norm to this; 0 or null: no clipping (logged anyway).
+        max_grad_norm: clip the gradients' global L2 norm to this; 0 or null = no clipping (logged anyway).
         mixed_precision: no, bf16, fp16 or auto (passed to Accelerate; no defers to the launch config;
             auto is bf16 where the device computes it natively and float32 elsewhere, ``seedr.hardware``).
         log_every: optimizer steps between lines of metrics.jsonl.
