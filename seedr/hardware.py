@@ -5,21 +5,15 @@ AVX512-BF16 or AMX instructions. On a CPU with AVX2 alone oneDNN emulates it, an
 runs hundreds of times slower than the float32 one (a one-off check of 2048² products on a 2-core
 AMD EPYC with AVX2: 0.28 against 95 GFLOP/s), so an experiment written for one machine in bf16 would not finish on the other. ``auto``
 (training's ``train.mixed_precision``, encoding's ``compute_dtype``) picks bf16 where it is native and
-float32 elsewhere; ``run.json`` records which (``seedr.config.loading.environment``).
+float32 elsewhere; ``run.json`` records the CPU's model and vector extensions (``seedr.cpu.cpu_description``), which say which.
 """
 
 from __future__ import annotations
 
 import functools
-import platform
 import time
-from pathlib import Path
 
 import torch
-
-#: The CPU flags (``/proc/cpuinfo``) that decide how fast a CPU trains, under the names ``lscpu`` shows
-#: them and the names a report gives them: float32 runs on AVX2 or AVX-512, bf16 natively only on the last two.
-VECTOR_EXTENSIONS = {"avx2": "AVX2", "avx512f": "AVX-512", "avx512_bf16": "AVX512-BF16", "amx_bf16": "AMX-BF16"}
 
 
 def default_device() -> torch.device:
@@ -44,23 +38,6 @@ def native_bf16(device: str | torch.device) -> bool:
     or AMX instructions (where oneDNN runs bf16 matrix products in hardware; without them it emulates
     bf16, far more slowly than float32)?"""
     return _native_bf16(torch.device(device).type)
-
-
-def cpu_description(cpuinfo: Path = Path("/proc/cpuinfo")) -> dict[str, object]:
-    """The CPU's model name and its vector extensions among ``VECTOR_EXTENSIONS``, read from
-    ``/proc/cpuinfo`` (Linux; elsewhere the model as ``platform`` gives it and no extensions): timings on
-    the two CPUs of this project (an AMD EPYC with AVX2 alone, an Intel Xeon with AVX512-BF16 and AMX)
-    differ threefold, so a report says which one it ran on."""
-    model, flags = platform.processor() or platform.machine(), set()
-    if cpuinfo.is_file():
-        for line in cpuinfo.read_text(errors="replace").splitlines():
-            key, _, value = line.partition(":")
-            if key.strip() == "model name":
-                model = value.strip()
-            elif key.strip() == "flags":
-                flags = set(value.split())
-                break
-    return {"model": model, "extensions": [name for flag, name in VECTOR_EXTENSIONS.items() if flag in flags]}
 
 
 def default_compute_dtype(device: str | torch.device) -> str:
@@ -120,5 +97,4 @@ def matmul_rate(dtype: str, device: str | torch.device = "cpu", seconds: float =
     return 2.0 * size ** 3 * products / elapsed
 
 
-__all__ = ["PRECISION_DTYPES", "VECTOR_EXTENSIONS", "cpu_description", "default_compute_dtype", "default_device",
-           "encoding_dtype", "matmul_rate", "native_bf16", "resolve_mixed_precision", "training_dtype"]
+__all__ = ["PRECISION_DTYPES", "default_compute_dtype", "default_device", "encoding_dtype", "matmul_rate", "native_bf16", "resolve_mixed_precision", "training_dtype"]

@@ -32,6 +32,7 @@ from typing import Any
 import yaml
 
 from seedr.config.loading import to_dict
+from seedr.cpu import cpu_description
 from seedr.io import atomic_write
 from seedr.version import __version__
 
@@ -44,12 +45,11 @@ COMMAND_LINE_SOURCE = ("stages/", "cli.py", "__main__.py")
 
 
 def environment() -> dict[str, str]:
-    """Versions of Python and of the libraries a result depends on."""
-    from seedr.hardware import native_bf16  # torch: a run record is written by light commands too
-
-    versions = {"python": sys.version.split()[0], "platform": platform.platform(),
-                # what train.mixed_precision / compute_dtype "auto" ran in on this machine's CPU
-                "cpu_native_bf16": str(native_bf16("cpu")).lower()}
+    """Versions of Python and of the libraries a result depends on, and the CPU it ran on (its vector
+    extensions say whether ``auto`` precision ran in bf16 there: ``seedr.hardware.native_bf16``)."""
+    cpu = cpu_description()
+    versions = {"python": sys.version.split()[0], "platform": platform.platform(), "cpu": str(cpu["model"]),
+                "cpu_extensions": ", ".join(cpu["extensions"]) or "none"}
     for package in ("seedr", "torch", "transformers", "tokenizers", "accelerate", "sentence-transformers",
                     "faiss-cpu", "bm25s", "ir-measures", "numpy"):
         try:

@@ -18,12 +18,13 @@ from rich.console import Console
 from typer.testing import CliRunner
 
 from seedr.cli import app
+from seedr.cpu import cpu_description
 from seedr.data.queries import read_qrels
 from seedr.data.runs import read_trec_run
 from seedr.experiments.record.claims_page import claims_table, page_claims
 from seedr.experiments.record.figures import chance_floor
 from seedr.experiments.spec import SCALES, experiments_dir, load_experiment
-from seedr.hardware import cpu_description, native_bf16
+from seedr.hardware import native_bf16
 from seedr.io import DataError
 from seedr.reporting.html import render_report_html
 

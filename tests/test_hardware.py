@@ -1,12 +1,12 @@
-"""What a report says about the CPU it ran on (``seedr.hardware.cpu_description``), and what a stage computes in."""
+"""What a report says about the CPU it ran on (``seedr.cpu.cpu_description``), and what a stage computes in."""
 
 from __future__ import annotations
 
 import platform
 
+from seedr.cpu import cpu_description
 from seedr.experiments.record.results_markdown import machine_label
 from seedr.hardware import (
-    cpu_description,
     default_compute_dtype,
     encoding_dtype,
     matmul_rate,

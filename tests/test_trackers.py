@@ -12,8 +12,10 @@ import pytest
 import yaml
 from typer.testing import CliRunner
 
+import seedr
 from seedr.cli import app
 from seedr.config.settings import TrainConfig
+from seedr.training.engine.run_metrics import check_trackers
 from seedr.training.engine.trainer import Trainer
 
 runner = CliRunner()
@@ -101,8 +103,10 @@ def test_an_unknown_or_missing_tracker_is_one_line_before_anything_runs(tmp_path
     (error,) = [line for line in result.output.splitlines() if line.startswith("error: ")]  # one line
     assert message in error and "Traceback" not in result.output
     assert not out.exists()
-    with pytest.raises(ValueError, match="train.report_to"):
-        TrainConfig(report_to=tracker)
+    with pytest.raises(ValueError, match="train.report_to"):  # checked when settings resolve, for the API too
+        seedr.resolve_settings("pretrain", "mlm", {"train.report_to": tracker})
+    with pytest.raises(ValueError, match="train.report_to"):  # and by every run as it starts
+        check_trackers(TrainConfig(report_to=tracker).report_to)
 
 
 def test_report_to_takes_a_name_a_list_or_none():

@@ -10,8 +10,7 @@ from seedr.api.arguments import checks_arguments
 from seedr.api.common import Settings, Source, _locked
 from seedr.api.training import TrainingRun, resolve_settings
 from seedr.config.loading import merge_settings
-from seedr.reporting.validation import plot_validation, track_validation
-from seedr.training.adapt import PAIRS, PRETRAINING, run_adapt
+from seedr.io.run_folders import PAIRS, PRETRAINING
 
 #: The fine-tuning recipe ``adapt`` starts from (``seedr/recipes/finetune/adapt.yaml``).
 ADAPT_RECIPE = "adapt"
@@ -75,6 +74,9 @@ def adapt(out: str | os.PathLike, *, corpus: Source, model: str | os.PathLike | 
     pretraining = None
     if pretrain is not None:  # its recipe and settings too, before anything is mined
         pretraining = resolve_settings("pretrain", pretrain, pretrain_settings, model=checked.model)
+    from seedr.reporting.validation import plot_validation, track_validation
+    from seedr.training.adapt import run_adapt
+
     with _locked(out):
         summary = run_adapt(out, corpus, checked, sources=sources, validation=validation,
                             max_documents=max_documents, pretraining=pretraining,

@@ -102,7 +102,7 @@ def evaluate(runs: Sequence[str | os.PathLike | SearchRun], *, qrels: str | os.P
     from seedr.data.runs import ignore_identical_ids as drop_identical_ids
     from seedr.evaluation.metrics import run_depth
     from seedr.evaluation.qa_coverage import ranked_passages
-    from seedr.evaluation.tasks import QaCoverageTask, QrelsTask, ReqaTask
+    from seedr.evaluation.tasks import QaCoverageTask, QrelsTask
     from seedr.retrieval.fusion import fused_components
 
     given_modes = {"qrels": qrels, "qa": qa_answers, "reqa": reqa}
@@ -144,6 +144,8 @@ def evaluate(runs: Sequence[str | os.PathLike | SearchRun], *, qrels: str | os.P
 
     details: dict[str, Any] = {}
     if reqa is not None:
+        from seedr.evaluation.reqa import ReqaTask  # faiss, for its candidates' index
+
         task: Any = ReqaTask(reqa)
     elif qa_answers is not None:
         task = QaCoverageTask(qa_answers, [f"Top-{k}" for k in ks], include_title=qa_title)

@@ -12,11 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from seedr.api.common import _locked
-from seedr.experiments.record.claims_page import update_claims_page
-from seedr.experiments.record.docs_results import load_results, shipped_file
-from seedr.experiments.record.docs_results import record as record_results
-from seedr.experiments.record.docs_results import verify as check_results
-from seedr.experiments.spec import RUN_SCALES, experiment_titles, load_experiment
+from seedr.experiments.files import experiment_titles
 from seedr.io import DataError
 
 #: The experiment ``demo`` runs (``seedr/experiments/demo.yaml``).
@@ -102,6 +98,13 @@ def experiment(name: str | os.PathLike, out: str | os.PathLike = "runs/experimen
     """
     from rich.console import Console
 
+    from seedr.experiments.record.claims_page import update_claims_page
+    from seedr.experiments.record.docs_results import load_results, shipped_file
+    from seedr.experiments.record.docs_results import record as record_results
+    from seedr.experiments.record.docs_results import verify as check_results
+    from seedr.experiments.runner import run_experiment
+    from seedr.experiments.spec import RUN_SCALES, load_experiment
+
     if reuse and not verify:
         raise ValueError("--reuse goes with --verify (a run without --verify always reuses finished steps)")
     console = console or Console(stderr=True)
@@ -130,7 +133,6 @@ def experiment(name: str | os.PathLike, out: str | os.PathLike = "runs/experimen
         work = Path(tempfile.mkdtemp(prefix=f"verify-{resolved.name}-{stamp}-", dir=out))
         console.print(f"verify: re-computing every step in the fresh work folder [bold]{work}[/] (--reuse: "
                       f"reuse those finished in {out})", highlight=False, soft_wrap=True)
-    from seedr.experiments.runner import run_experiment
 
     outcome = run_experiment(resolved, work, console)
     done = ExperimentRun(resolved, work, outcome)
@@ -170,6 +172,7 @@ def demo(out: str | os.PathLike = "runs/demo", *, data: str | os.PathLike | None
         PosixPath('runs/demo-scifact/reports/demo/report.md')
     """
     from seedr.experiments.runner import run_experiment
+    from seedr.experiments.spec import load_experiment
 
     out = Path(out)
     overrides = [*_overrides(settings), *([f"data={os.fspath(data)}"] if data is not None else [])]

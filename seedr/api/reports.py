@@ -10,7 +10,6 @@ from pathlib import Path
 from seedr.api.common import _input_paths, _locked
 from seedr.io import check_output
 from seedr.reporting.html import is_report_folder, render_report_html
-from seedr.reporting.report import render_report
 
 
 @dataclasses.dataclass(frozen=True)
@@ -51,6 +50,8 @@ def report(runs: Sequence[str | os.PathLike] | str | os.PathLike, out: str | os.
         >>> written.html
         PosixPath('runs/report/report.html')
     """
+    from seedr.reporting.report import render_report  # matplotlib
+
     runs = [Path(os.fspath(runs))] if isinstance(runs, str | os.PathLike) else [Path(os.fspath(run)) for run in runs]
     out = Path(out)
     with _locked(out):

@@ -14,8 +14,6 @@ from typing import Any
 from seedr.api.arguments import checks_arguments
 from seedr.api.common import Source, _input_paths, _is_paths, _length, _locked, _model_name
 from seedr.config.settings import ENCODE_BATCH_SIZE
-from seedr.data.inputs import input_files
-from seedr.data.queries import read_queries
 from seedr.io import check_output
 from seedr.modeling.folders import resolve_model_path
 
@@ -42,6 +40,8 @@ class Embeddings:
 def _check_inputs(model: str | None, corpus: Source | None) -> None:
     """Refuse a model or corpus that is not there before torch is imported (seconds), by the rules they are
     read with (``resolve_model_path``, ``input_files``)."""
+    from seedr.data.inputs import input_files
+
     if model is not None:
         resolve_model_path(model)
     if corpus is not None and _is_paths(corpus):
@@ -262,8 +262,10 @@ def search(out: str | os.PathLike | None = None, *, queries: Source | Mapping[st
         ...                         queries="scifact/queries.jsonl")
     """
     from seedr.data.corpus import count_documents, read_corpus
+    from seedr.data.inputs import input_files
+    from seedr.data.queries import read_queries
     from seedr.data.runs import queries_record, run_tag, write_run_and_record
-    from seedr.evaluation.tasks import QaCoverageTask, ReqaTask
+    from seedr.evaluation.tasks import QaCoverageTask
 
     sources = [source for source in (queries, questions, reqa) if source is not None]
     if len(sources) != 1:
@@ -280,6 +282,8 @@ def search(out: str | os.PathLike | None = None, *, queries: Source | Mapping[st
     _check_inputs(model, corpus)
     reqa_task = None  # the questions come from the evaluation task `seedr evaluate` scores them with
     if reqa is not None:
+        from seedr.evaluation.reqa import ReqaTask  # faiss, for its candidates' index
+
         reqa_task = ReqaTask(reqa)
         texts, kind, files = reqa_task.queries(), "reqa", [reqa]
     elif questions is not None:

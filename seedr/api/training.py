@@ -14,7 +14,6 @@ from seedr.api.setting_options import SETTING_OPTIONS, documents_settings
 from seedr.config.loading import from_dict, merge_settings, read_recipe
 from seedr.config.objective_options import OBJECTIVE_OPTIONS
 from seedr.config.settings import FinetuneConfig, PretrainConfig
-from seedr.data.inputs import input_files
 from seedr.io import check_output
 from seedr.io.run_folders import TRAINER_STATE, check_run_folder
 from seedr.modeling.folders import pretrained_seed, resolve_model_path, tokenizer_folder
@@ -63,6 +62,10 @@ def resolve_settings(stage: str, config: str | os.PathLike | None = None, settin
         # every option of the objective, its defaults included, as the run records them
         options_class = OBJECTIVE_OPTIONS.get(resolved.objective_name)
         resolved.objective = dataclasses.asdict(from_dict(options_class, resolved.objective, "objective"))
+    if resolved.train.report_to:  # Accelerate, and torch with it, only when trackers are asked for
+        from seedr.training.engine.run_metrics import check_trackers
+
+        check_trackers(resolved.train.report_to)
     if processes is not None:
         resolved.train.resolve_accumulation(processes)
     return resolved
@@ -73,6 +76,8 @@ def _check_pretraining_inputs(config: PretrainConfig) -> None:
     tokenizer, or, from scratch, none — before torch is imported (seconds), by the rules the run reads them with
     (``input_files``, ``resolve_model_path``, ``tokenizer_folder``), so that the refusal is the one the run
     would make, at once."""
+    from seedr.data.inputs import input_files
+
     if config.data.corpus:
         input_files(config.data.corpus, "corpus")
     config.model.check_source()
@@ -85,6 +90,7 @@ def _check_pretraining_inputs(config: PretrainConfig) -> None:
 def _check_finetuning_inputs(config: FinetuneConfig) -> None:
     """Refuse a fine-tuning whose inputs are missing — the encoder, the training data, the dev qrels, queries
     or corpus — before torch is imported, as ``_check_pretraining_inputs`` does."""
+    from seedr.data.inputs import input_files
     from seedr.data.training_sets import training_format
 
     resolve_model_path(config.model)

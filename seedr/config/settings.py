@@ -43,23 +43,6 @@ SEED, DROPOUT, PACKING, FINETUNE_MODEL, POSITIVE_GRADE = 42, 0.1, "full_sentence
 WATCH_FILES = ("qrels", "queries", "corpus")
 
 
-def _check_trackers(names: list[str]) -> None:
-    """Refuse a tracker that Accelerate does not know, or whose package is not installed — Accelerate
-    itself would leave it out silently, and the run would log nowhere it was asked to. Imports
-    Accelerate (and so torch): only called when trackers are asked for, by a run that imports it anyway."""
-    from accelerate.tracking import get_available_trackers
-    from accelerate.utils import LoggerType
-
-    known = LoggerType.list()
-    available = {str(tracker) for tracker in get_available_trackers()}
-    for name in names:
-        if name not in known:
-            raise ValueError(f"train.report_to: unknown tracker {name!r}; Accelerate's trackers: {', '.join(known)}")
-        if name != "all" and name not in available:
-            raise ValueError(f"train.report_to: the {name} tracker needs its package, which is not installed "
-                             f"(pip install {name}; tensorboard: pip install 'seedr[tensorboard]')")
-
-
 @dataclass
 class TrainConfig:
     """Optimisation settings; the defaults are those of SEED-Encoder §4.1 (and BERT).
@@ -170,8 +153,6 @@ class TrainConfig:
             self.report_to = [name for name in self.report_to.split(",") if name]
         # "none" is how transformers' TrainingArguments says it; an empty list says it too
         self.report_to = [name for name in self.report_to or [] if name != "none"] or None
-        if self.report_to:
-            _check_trackers(self.report_to)
 
     @property
     def clips_gradients(self) -> bool:

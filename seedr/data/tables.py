@@ -29,6 +29,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import pyarrow as pa
+import pyarrow.parquet as pq
+
 from seedr.io import DataError, read_json, require_file
 from seedr.registry import Registry
 
@@ -118,7 +121,6 @@ def pick_split(splits: Sequence[str], kind: str, where: str | os.PathLike, namin
 
 
 def _arrow_errors() -> tuple[type[BaseException], ...]:
-    import pyarrow as pa
 
     # ArrowInvalid (malformed data), OSError (ArrowIOError: a short read), UnicodeDecodeError (bad text)
     return pa.ArrowException, OSError, UnicodeDecodeError
@@ -137,8 +139,6 @@ def _unreadable(path: Path, what: str, error: BaseException) -> DataError:
 
 
 def _open_parquet(path: Path, kind: str) -> Table:
-    import pyarrow.parquet as pq
-
     try:
         metadata = pq.read_metadata(path)  # the footer only: schema and row count
     except _arrow_errors() as error:
@@ -157,8 +157,6 @@ _ARROW_FILE_MAGIC = b"ARROW1"  # an IPC file (Feather 2) opens with it; a stream
 
 def _ipc_reader(source: Any) -> Any:
     """An Arrow IPC reader of ``source`` (an open file), file format or stream format."""
-    import pyarrow as pa
-
     magic = source.read(len(_ARROW_FILE_MAGIC))
     source.seek(0)
     return pa.ipc.open_file(source) if magic == _ARROW_FILE_MAGIC else pa.ipc.open_stream(source)
@@ -166,8 +164,6 @@ def _ipc_reader(source: Any) -> Any:
 
 def _arrow_batches(path: Path) -> Iterator[Any]:
     """The record batches of an Arrow IPC file, read through a memory map."""
-    import pyarrow as pa
-
     with pa.memory_map(str(path)) as source:
         reader = _ipc_reader(source)
         if isinstance(reader, pa.ipc.RecordBatchFileReader):
@@ -178,8 +174,6 @@ def _arrow_batches(path: Path) -> Iterator[Any]:
 
 def _open_arrow_files(where: Path, files: Sequence[Path]) -> Table:
     """A table over Arrow IPC files read one after another (a ``datasets`` folder's shards)."""
-    import pyarrow as pa
-
     try:
         with pa.memory_map(str(files[0])) as source:
             columns = tuple(_ipc_reader(source).schema.names)

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from matplotlib.figure import Figure
 
 from seedr.reporting.figures import save_plot
 
@@ -32,12 +33,8 @@ def _reliance_label(curve: dict[str, Any]) -> str:
 def plot_reliance(curves: dict[str, dict[str, Any]], path: str | os.PathLike) -> Path:
     """SEED-Encoder Fig. 4 across models: the reliance curve of each model (name → its
     ``details["cls_reliance"]``) in one PNG, so full and restricted attention are compared on one axis."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    figure, axis = plt.subplots(figsize=(6, 3.8))
+    figure = Figure(figsize=(6, 3.8))
+    axis = figure.subplots()
     _reliance_panel(axis, {f"{name} ({_reliance_label(curve)})": curve for name, curve in curves.items()})
     axis.grid(alpha=0.3)
     figure.tight_layout()
@@ -64,18 +61,14 @@ def _masked_lm_panel(axis: Any, curve: list[dict[str, Any]]) -> None:
 
 def plot_diagnostics(result: dict[str, Any], path: str | os.PathLike) -> Path:
     """One PNG with a panel per diagnostic in ``result`` (from ``diagnose``), written atomically."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
     metrics = result["metrics"]
     panels = [name for name, present in (("similarity", "random_pair_similarity" in result["details"]),
                                          ("words", "decoded_common_mass" in metrics),
                                          ("reliance", "cls_reliance" in result["details"]),
                                          ("masked_lm", "masked_lm" in result["details"]),
                                          ("statistics", "alignment" in metrics)) if present]
-    figure, axes = plt.subplots(1, len(panels), figsize=(4.5 * len(panels), 3.6), squeeze=False)
+    figure = Figure(figsize=(4.5 * len(panels), 3.6))
+    axes = figure.subplots(1, len(panels), squeeze=False)
     for axis, panel in zip(axes[0], panels):
         if panel == "similarity":
             by_length = result["details"]["random_pair_similarity"]["by_length"]

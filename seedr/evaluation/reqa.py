@@ -16,14 +16,21 @@ in Chang et al.); BM25 indexes the sentence followed by its paragraph (``lexical
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+import functools
+from collections.abc import Iterable, Iterator, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING
 
 from seedr.config.settings import ENCODE_BATCH_SIZE
-from seedr.data.qa import ReqaCandidate
+from seedr.data.qa import ReqaCandidate, read_squad, reqa_candidates
 from seedr.data.records import Document, Qrels, Run
+from seedr.evaluation.chance import chance_levels
 from seedr.evaluation.metrics import evaluate_run, per_query
-from seedr.retrieval.encode import TextEncoder
+from seedr.evaluation.tasks import EvaluationTask
 from seedr.retrieval.faiss_index import DenseIndex
+
+if TYPE_CHECKING:  # the encoder is the caller's: scoring a ReQA run needs no torch
+    from seedr.retrieval.encode import TextEncoder
 
 RECALL_KS = (1, 5, 10, 50, 100)
 #: Report name → ``ir_measures`` name.
@@ -54,3 +61,52 @@ def lexical_documents(candidates: Iterable[ReqaCandidate]) -> Iterator[Document]
     """BM25's view of ReQA candidates: the sentence, then its paragraph, as one text."""
     for candidate in candidates:
         yield Document(candidate.id, f"{candidate.text} {candidate.context}")
+
+
+class ReqaTask(EvaluationTask):
+    """ReQA on a SQuAD file (ICLR 2020 §4.1): every question against every (sentence, paragraph)
+    candidate; ``R@1/5/10/50/100`` and ``MRR`` (``seedr.evaluation.reqa``)."""
+
+    kind = "reqa"
+    ranked = "candidates a question"
+
+    def __init__(self, squad: str | Path, metrics: Sequence[str] | None = None,
+                 max_articles: int | None = None) -> None:
+        super().__init__(list(REQA_METRICS) if metrics is None else metrics)
+        unknown = sorted(set(self.metrics) - set(REQA_METRICS))
+        if unknown:
+            raise ValueError(f"ReQA reports {', '.join(REQA_METRICS)}; not {unknown}")
+        self.squad, self.max_articles = squad, max_articles
+
+    @functools.cached_property
+    def _data(self) -> tuple:
+        return reqa_candidates(read_squad(self.squad)[: self.max_articles])
+
+    @property
+    def candidates(self) -> list:
+        """The (sentence, paragraph) candidates, ``seedr.data.qa.ReqaCandidate``."""
+        return self._data[0]
+
+    def queries(self) -> dict[str, str]:
+        return self._data[1]
+
+    def documents(self) -> Iterable[Document]:
+        """BM25's view of the candidates: the sentence, then its paragraph, as one text."""
+        return lexical_documents(self.candidates)
+
+    def index(self, encoder: TextEncoder, batch_size: int = ENCODE_BATCH_SIZE,
+              show_progress: bool = False) -> DenseIndex:
+        """An exact index of the candidates encoded as (sentence, paragraph) pairs by ``encoder``."""
+        return index_candidates(encoder, self.candidates, batch_size, show_progress=show_progress)
+
+    def cutoff(self, metric: str) -> int:
+        return super().cutoff(REQA_METRICS[metric])
+
+    def per_query(self, run: Run, show_progress: bool = False) -> dict[str, dict[str, float]]:
+        values = reqa_per_query(run, self._data[2])
+        return {metric: values[metric] for metric in self.metrics}
+
+    def chance(self, depth: int = 100) -> dict[str, float | None]:
+        pool = {candidate.id for candidate in self.candidates}
+        levels = chance_levels([REQA_METRICS[metric] for metric in self.metrics], pool, self._data[2], depth)
+        return {metric: levels[REQA_METRICS[metric]] for metric in self.metrics}

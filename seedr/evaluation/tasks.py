@@ -4,8 +4,8 @@ and every experiment does both through the same objects (``seedr.experiments.tas
 condition retrieves), so there is one path from a run to its figures.
 
 - ``QrelsTask``: labelled queries, IR metrics of ``ir_measures`` (``nDCG@10``, ``R@100`` ...).
-- ``ReqaTask``: SQuAD's questions against its (sentence, paragraph) candidates (ICLR 2020 §4.1):
-  ``R@k`` and ``MRR`` (``seedr.evaluation.reqa``).
+- ``ReqaTask`` (in ``seedr.evaluation.reqa``, with the ReQA metrics it reports): SQuAD's questions against
+  its (sentence, paragraph) candidates (ICLR 2020 §4.1): ``R@k`` and ``MRR``.
 - ``QaCoverageTask``: open-domain questions with answer strings against a passage collection: DPR's
   answer coverage ``Top-k`` (``seedr.evaluation.qa_coverage``).
 
@@ -18,12 +18,10 @@ by the caller, not silently computed at the runs' depth.
 from __future__ import annotations
 
 import functools
-from collections.abc import Collection, Iterable, Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from pathlib import Path
 
-from seedr.config.settings import ENCODE_BATCH_SIZE
 from seedr.data.inputs import Sources
-from seedr.data.qa import read_squad, reqa_candidates
 from seedr.data.queries import read_qrels, read_queries, sample_queries
 from seedr.data.records import Document, Qrels, Run
 from seedr.evaluation.chance import chance_levels, coverage_chance
@@ -116,66 +114,6 @@ class QrelsTask(EvaluationTask):
         return chance_levels(self.metrics, pool, self.labels, depth)
 
 
-class ReqaTask(EvaluationTask):
-    """ReQA on a SQuAD file (ICLR 2020 §4.1): every question against every (sentence, paragraph)
-    candidate; ``R@1/5/10/50/100`` and ``MRR`` (``seedr.evaluation.reqa``)."""
-
-    kind = "reqa"
-    ranked = "candidates a question"
-
-    def __init__(self, squad: str | Path, metrics: Sequence[str] | None = None,
-                 max_articles: int | None = None) -> None:
-        from seedr.evaluation.reqa import REQA_METRICS
-
-        super().__init__(list(REQA_METRICS) if metrics is None else metrics)
-        unknown = sorted(set(self.metrics) - set(REQA_METRICS))
-        if unknown:
-            raise ValueError(f"ReQA reports {', '.join(REQA_METRICS)}; not {unknown}")
-        self.squad, self.max_articles = squad, max_articles
-
-    @functools.cached_property
-    def _data(self) -> tuple:
-        return reqa_candidates(read_squad(self.squad)[: self.max_articles])
-
-    @property
-    def candidates(self) -> list:
-        """The (sentence, paragraph) candidates, ``seedr.data.qa.ReqaCandidate``."""
-        return self._data[0]
-
-    def queries(self) -> dict[str, str]:
-        return self._data[1]
-
-    def documents(self) -> Iterable[Document]:
-        """BM25's view of the candidates: the sentence, then its paragraph, as one text."""
-        from seedr.evaluation.reqa import lexical_documents
-
-        return lexical_documents(self.candidates)
-
-    def index(self, encoder, batch_size: int = ENCODE_BATCH_SIZE, show_progress: bool = False):  # noqa: ANN001, ANN201
-        """An exact index of the candidates encoded as (sentence, paragraph) pairs by ``encoder``."""
-        from seedr.evaluation.reqa import index_candidates
-
-        return index_candidates(encoder, self.candidates, batch_size, show_progress=show_progress)
-
-    def cutoff(self, metric: str) -> int:
-        from seedr.evaluation.reqa import REQA_METRICS
-
-        return super().cutoff(REQA_METRICS[metric])
-
-    def per_query(self, run: Run, show_progress: bool = False) -> dict[str, dict[str, float]]:
-        from seedr.evaluation.reqa import reqa_per_query
-
-        values = reqa_per_query(run, self._data[2])
-        return {metric: values[metric] for metric in self.metrics}
-
-    def chance(self, depth: int = 100) -> dict[str, float | None]:
-        from seedr.evaluation.reqa import REQA_METRICS
-
-        pool = {candidate.id for candidate in self.candidates}
-        levels = chance_levels([REQA_METRICS[metric] for metric in self.metrics], pool, self._data[2], depth)
-        return {metric: levels[REQA_METRICS[metric]] for metric in self.metrics}
-
-
 def coverage_cutoffs(metrics: Sequence[str]) -> list[int]:
     """The k of each ``Top-k`` metric; a clear error for any other name."""
     bad = [m for m in metrics if not (m.startswith(COVERAGE_PREFIX) and m[len(COVERAGE_PREFIX):].isdigit())]
@@ -239,4 +177,4 @@ class QaCoverageTask(EvaluationTask):
         return {metric: levels[f"Top-{k}"] for metric, k in cutoffs.items()}
 
 
-__all__ = ["EvaluationTask", "QaCoverageTask", "QrelsTask", "ReqaTask", "coverage_cutoffs"]
+__all__ = ["EvaluationTask", "QaCoverageTask", "QrelsTask", "coverage_cutoffs"]

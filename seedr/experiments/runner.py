@@ -52,6 +52,7 @@ from seedr.experiments.steps import (
     record_step,
 )
 from seedr.experiments.tasks import TASKS, FuseConfig, RetrievalTask, RetrieveConfig, fuses
+from seedr.hardware import default_device, encoding_dtype, matmul_rate
 from seedr.io import atomic_write, json_text, output_lock
 from seedr.modeling.folders import encoder_shape
 from seedr.provenance import code_fingerprint, record_run, sources_as_first_read
@@ -297,8 +298,6 @@ class _Plan:
         """Every unit's kind and size of work (for the ETA: ``seedr.experiments.record.sizing``), each asked when
         needed: a size that depends on what an earlier unit makes (training labels, a corpus) is known once
         it has run. A model a chain will make has the shape of the one it starts from (``made_shape``)."""
-        from seedr.hardware import default_device, encoding_dtype
-
         makers = {step.product(folder): step for chained in self.chains.values() for step, folder in chained}
         encoded_tokens = EncodedTokens()
 
@@ -393,8 +392,6 @@ def _plan(experiment: Experiment, runner: _Runner) -> _Plan:
 def _execute(experiment: Experiment, plan: _Plan, runner: _Runner) -> None:
     """Compute every unit of ``plan`` that is not finished (set-up, then each condition's steps and its
     retrievals, then the reference BM25 runs), with progress and an ETA."""
-    from seedr.hardware import default_device, matmul_rate
-
     progress = Progress(plan.work(experiment, runner), runner.console,
                         functools.partial(matmul_rate, device=default_device()))
     runner.console.print(f"experiment [bold]{experiment.name}[/] ({experiment.scale} scale): "

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from seedr.evaluation.compare import comparison_table
+
 
 def group_scores(members: list[dict[str, dict[str, float]]]) -> dict[str, dict[str, float]]:
     """Per-query scores averaged over a group's members (e.g. seeds), on the queries all of them have."""
@@ -21,8 +23,6 @@ def compare(experiment: Any, metrics: list[str], scores: dict[str, dict[str, dic
     """One task's systems (``scores``, per query) with its groups averaged in, tested against the baseline:
     the comparison table, and the task's entry of ``results.json`` (the table with ``task_references``,
     ``seedr.experiments.record.figures.references``). ``scores`` gains the groups."""
-    from seedr.evaluation.compare import comparison_table
-
     for group, members in experiment.groups.items():
         if all(member in scores for member in members):  # validate(): a group's members share their tasks
             scores[group] = group_scores([scores[member] for member in members])

@@ -24,10 +24,15 @@ from seedr.config.loading import from_dict
 from seedr.config.settings import ENCODE_BATCH_SIZE
 from seedr.data.corpus import read_corpus
 from seedr.data.records import Document, Run
+from seedr.evaluation import reqa
 from seedr.evaluation import tasks as evaluation_tasks
 from seedr.evaluation.tasks import EvaluationTask
 from seedr.registry import Registry
+from seedr.retrieval.bm25 import BM25Index
+from seedr.retrieval.encode import TextEncoder, encode_corpus_to_shards, load_embeddings, read_manifest
+from seedr.retrieval.faiss_index import DenseIndex
 from seedr.retrieval.fusion import FUSIONS, Objective, choose_fusion
+from seedr.retrieval.search import search_text
 
 TASKS: Registry[type[RetrievalTask]] = Registry("experiment task")
 
@@ -181,15 +186,6 @@ class RetrievalTask:
 
     def dense_run(self, model: str, retrieve: RetrieveConfig, folder: Path) -> Run:
         """Encode the collection into ``folder/embeddings`` (resumable shards), index it, search."""
-        from seedr.retrieval.encode import (
-            TextEncoder,
-            encode_corpus_to_shards,
-            load_embeddings,
-            read_manifest,
-        )
-        from seedr.retrieval.faiss_index import DenseIndex
-        from seedr.retrieval.search import search_text
-
         encoder = self.encoder(model, retrieve)
         embeddings = folder / "embeddings"
         if not (embeddings / "manifest.json").exists():
@@ -203,14 +199,10 @@ class RetrievalTask:
         return search_text(index, encoder, self.queries(), retrieve.k, retrieve.batch_size, show_progress=True)
 
     def bm25_run(self, k: int) -> Run:
-        from seedr.retrieval.bm25 import BM25Index
-
         return BM25Index.build(self.documents(), show_progress=True).search(self.queries(), k=k, show_progress=True)
 
     @staticmethod
     def encoder(model: str, retrieve: RetrieveConfig) -> Any:
-        from seedr.retrieval.encode import TextEncoder
-
         return TextEncoder(model, pooling=retrieve.pooling, normalize=retrieve.normalize,
                            max_length=retrieve.max_length, dtype=retrieve.compute_dtype, title=retrieve.title)
 
@@ -258,14 +250,12 @@ class ReqaTask(RetrievalTask):
     config_class = ReqaTaskConfig
 
     def _make_evaluation(self) -> EvaluationTask:
-        return evaluation_tasks.ReqaTask(self.config.squad, self.metrics, max_articles=self.config.max_articles)
+        return reqa.ReqaTask(self.config.squad, self.metrics, max_articles=self.config.max_articles)
 
     def documents(self) -> list[Document]:
         return list(self.evaluation.documents())
 
     def dense_run(self, model: str, retrieve: RetrieveConfig, folder: Path) -> Run:
-        from seedr.retrieval.search import search_text
-
         encoder = self.encoder(model, retrieve)
         index = self.evaluation.index(encoder, retrieve.batch_size, show_progress=True)
         return search_text(index, encoder, self.queries(), retrieve.k, retrieve.batch_size, show_progress=True)

@@ -20,11 +20,10 @@ PALETTE_COLOURS = 256
 
 def save_plot(figure: Any, path: str | os.PathLike) -> Path:
     """Save a matplotlib ``figure`` as a palette PNG at ``path``, atomically (a kill never leaves a half-drawn
-    plot), and close it."""
-    import matplotlib.pyplot as plt
+    plot). seedr draws on plain ``matplotlib.figure.Figure`` objects, never through pyplot: no backend is chosen
+    for the user's process, and no figure stays open in a global registry to be closed."""
     drawn = io.BytesIO()
     figure.savefig(drawn, format="png", dpi=DPI)
-    plt.close(figure)
     drawn.seek(0)
     image = Image.open(drawn).convert("RGB").quantize(colors=PALETTE_COLOURS, method=Image.Quantize.MEDIANCUT,
                                                       dither=Image.Dither.NONE)

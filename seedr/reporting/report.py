@@ -15,6 +15,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+from matplotlib.figure import Figure
+
 from seedr.config.loading import read_recipe
 from seedr.data.training_log import read_metrics
 from seedr.io import REPORT_MARKER, DataError, atomic_write
@@ -97,11 +100,6 @@ _PART_GRADIENTS = "grad_norm/"
 def plot_history(runs: list[RunSummary], out_dir: Path) -> list[Path]:
     """One PNG per logged quantity (loss, each named part, lr, dev metrics) over steps, all runs overlaid;
     the parts' gradient norms (``grad_norm/<part>``) share one PNG, ``grad_norm_parts.png``, log scale."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
     keys = sorted({key for run in runs for record in run.history for key, value in record.items()
                    if key not in _NOT_CURVES and isinstance(value, int | float) and not isinstance(value, bool)})
     figures: dict[str, list[str]] = {}  # file stem → keys drawn in it
@@ -111,7 +109,8 @@ def plot_history(runs: list[RunSummary], out_dir: Path) -> list[Path]:
     written = []
     many = sum(bool(run.history) for run in runs) > 10  # then the legend goes below, in columns
     for stem, figure_keys in figures.items():
-        figure, axis = plt.subplots(figsize=(6, 5.5 if many else 3.5))
+        figure = Figure(figsize=(6, 5.5 if many else 3.5))
+        axis = figure.subplots()
         for run in runs:
             for key in figure_keys:
                 points = [(r["step"], r[key]) for r in run.history
@@ -140,15 +139,10 @@ def plot_comparison(table: Any, path: str | Path, title: str = "", systems: list
     """A grouped bar chart of a ``ComparisonTable``: one group per metric, one bar per system (all, or
     ``systems``), the baseline hatched and significance marks (``†``/``‡``) above the bars; written to
     ``path``."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-    import numpy as np
-
     systems, metrics = systems or table.systems, table.metrics
     width = 0.8 / len(systems)
-    figure, axis = plt.subplots(figsize=(max(5.0, 1.2 + 0.3 * len(systems) * len(metrics)), 4.2))
+    figure = Figure(figsize=(max(5.0, 1.2 + 0.3 * len(systems) * len(metrics)), 4.2))
+    axis = figure.subplots()
     for index, system in enumerate(systems):
         positions = np.arange(len(metrics)) + (index - (len(systems) - 1) / 2) * width
         means = [table.comparisons[metric].systems[system].mean for metric in metrics]

@@ -14,6 +14,9 @@ import json
 import os
 from pathlib import Path
 
+from matplotlib.figure import Figure
+from scipy.stats import spearmanr
+
 from seedr.data.training_log import read_metrics
 from seedr.io import DataError, atomic_write
 from seedr.reporting.figures import save_plot
@@ -30,18 +33,14 @@ def plot_validation(run_dir: str | os.PathLike, out: str | os.PathLike | None = 
     Raises:
         DataError: the run logged no development evaluation.
     """
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
     run_dir = Path(run_dir)
     lines = read_metrics(run_dir)
     metrics = sorted({key for line in lines for key in line if key.startswith(("dev/", "watch/"))})
     if not any(metric.startswith("dev/") for metric in metrics):
         raise DataError(run_dir, "no development evaluation (dev/...) in metrics.jsonl to plot")
     best_step = _best_step(run_dir, lines)
-    figure, (loss_axis, dev_axis) = plt.subplots(2, 1, figsize=(6, 5), sharex=True)
+    figure = Figure(figsize=(6, 5))
+    loss_axis, dev_axis = figure.subplots(2, 1, sharex=True)
     losses = [(line["step"], line["loss"]) for line in lines if isinstance(line.get("loss"), int | float)]
     if losses:
         loss_axis.plot(*zip(*losses), color="tab:gray")
@@ -82,8 +81,6 @@ def track_validation(run_dir: str | os.PathLike) -> dict[str, float] | None:
     the last evaluation; ``tracking/regret`` (best − kept: what stopping on the validation left) and
     ``tracking/gain_over_last`` (kept − last: what it saved over training to the end).
     """
-    from scipy.stats import spearmanr
-
     run_dir = Path(run_dir)
     lines = read_metrics(run_dir)
     first = next((line for line in lines if any(key.startswith("watch/") for key in line)), None)

@@ -18,14 +18,14 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from seedr.config.settings import FinetuneConfig, PretrainConfig
 from seedr.data.inputs import Inputs
-from seedr.io.run_folders import check_run_folder
+from seedr.io.run_folders import PAIRS, PRETRAINING, check_run_folder
 from seedr.modeling.folders import pretrained_seed
 from seedr.provenance import record_run
-from seedr.config.settings import FinetuneConfig, PretrainConfig
-
-#: The folders of an adapt run: the mined pairs, and the optional continued pre-training.
-PAIRS, PRETRAINING = "pairs", "pretrain"
+from seedr.training.finetune import finetune
+from seedr.training.mined_pairs import OWN_POSITIVE, RECORD, MinedPairs, mine_pairs
+from seedr.training.seed_validation import pretrain_validated
 
 
 def _read_as_seed(config: FinetuneConfig, model: str, pooling_given: bool) -> FinetuneConfig:
@@ -57,10 +57,6 @@ def run_adapt(out: str | os.PathLike, corpus: Inputs, finetuning: FinetuneConfig
         pooling_given: whether the settings named a pooling (else a seed pools as it was pre-trained).
         resume: continue the run in ``out`` (its pairs are kept).
     """
-    from seedr.training.finetune import finetune
-    from seedr.training.mined_pairs import OWN_POSITIVE, RECORD, MinedPairs, mine_pairs
-    from seedr.training.seed_validation import pretrain_validated
-
     out = Path(out)
     check_run_folder(out, resume)  # before anything is read or mined
     folder = out / PAIRS
@@ -96,4 +92,4 @@ def run_adapt(out: str | os.PathLike, corpus: Inputs, finetuning: FinetuneConfig
     return summary
 
 
-__all__ = ["PAIRS", "PRETRAINING", "run_adapt"]
+__all__ = ["run_adapt"]

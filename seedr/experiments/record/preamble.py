@@ -7,17 +7,17 @@ import os
 import platform
 from typing import Any
 
+import torch
+
+from seedr.cpu import cpu_description
 from seedr.experiments.spec import Experiment
+from seedr.hardware import native_bf16
 
 
 def machine() -> dict[str, Any]:
     """The machine a run was made on, for the report. Whether its CPU computes bf16 natively is recorded
     too: ``mixed_precision: auto`` trains in bf16 there and in float32 elsewhere, and on the 2-core CPUs
     of this project the same experiment's steps took 2.8× as long without it."""
-    import torch
-
-    from seedr.hardware import cpu_description, native_bf16
-
     cpu = cpu_description()
     return {"platform": platform.platform(), "processor": platform.processor() or platform.machine(),
             "cpu_model": cpu["model"], "cpu_extensions": cpu["extensions"], "cpus": os.cpu_count(),

@@ -8,8 +8,8 @@ from pathlib import Path
 from typing import Any
 
 from seedr.data.runs import read_trec_run
-from seedr.evaluation.case_study import case_study
 from seedr.diagnostics.plots import plot_reliance
+from seedr.evaluation.case_study import case_study
 from seedr.reporting.report import plot_comparison
 
 

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from seedr.evaluation.case_study import case_study_markdown
+from seedr.evaluation.compare import BETTER, WORSE
 from seedr.experiments.record.figures import FLOOR_BM25, FLOOR_CHANCE, MEASURED, NOT_MEASURED
 from seedr.experiments.record.verdicts import verdict_text
 
@@ -92,8 +94,6 @@ def comparison_markdown(task: dict[str, Any]) -> str:
     where significantly higher / lower than the baseline (as ``ComparisonTable.to_markdown``), with the
     SD between its training seeds beside a group's mean (``figures.with_seed_sd``), then the task's chance
     level, BM25 (when no condition is BM25) and floor (``figures.references``)."""
-    from seedr.evaluation.compare import BETTER, WORSE
-
     systems = task["systems"]
     metrics = list(task["queries"]) or list(next(iter(systems.values())))
     lines = ["| system | " + " | ".join(metrics) + " |", "|---|" + "---:|" * len(metrics)]
@@ -132,8 +132,6 @@ def comparison_markdown(task: dict[str, Any]) -> str:
 def results_markdown(results: dict[str, Any]) -> str:
     """A report's "Comparison" section from its ``results.json``: each task's table, the diagnostics,
     the case study and the claims."""
-    from seedr.evaluation.case_study import case_study_markdown
-
     blocks = []
     for name, task in results["tasks"].items():
         blocks += [f"### {name}", "", comparison_markdown(task)]

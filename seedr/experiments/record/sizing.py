@@ -20,7 +20,20 @@ from typing import TYPE_CHECKING, Any
 
 from seedr.config.loading import from_dict
 from seedr.config.objective_options import OBJECTIVE_OPTIONS
+from seedr.data.training_sets import load_training_set
 from seedr.experiments.record.progress import SHARE_OF_MATMUL, UnitWork
+from seedr.hardware import default_device, training_dtype
+from seedr.negatives import NEGATIVES
+from seedr.retrieval.encode import document_input
+from seedr.training.compute_budget import (
+    budget_steps,
+    contrastive_multiply_adds,
+    denoising_multiply_adds,
+    flops_per_step,
+)
+from seedr.training.finetune import load_dev_set, load_watch_set
+from seedr.training.mined_pairs import MAX_VALIDATION_DOCUMENTS, validation_count
+from seedr.training.pretrain import new_model_shape
 
 if TYPE_CHECKING:
     from seedr.experiments.steps.base import ExperimentStep
@@ -53,7 +66,6 @@ def made_shape(step: ExperimentStep, shape_of: ShapeOf) -> EncoderShape | None:
     (``seedr.training.pretrain.new_model_shape``), every other step that of the one it starts from
     (training, averaging and fine-tuning keep it)."""
     if step.kind == "pretrain":
-        from seedr.training.pretrain import new_model_shape
 
         model = step.config().model
         return shape_of(model.init) if model.init else new_model_shape(model)
@@ -71,9 +83,6 @@ def _pretraining(step: ExperimentStep, shape_of: ShapeOf) -> UnitWork:
     """Every step's examples through the encoder and the objective's parts
     (``Objective.multiply_adds_per_example``), forward and backward (× 3), two operations per multiply-add;
     one kind per objective, whose parts cost differently."""
-    from seedr.hardware import default_device, training_dtype
-    from seedr.training.compute_budget import budget_steps, flops_per_step
-
     config = step.config()
     kind = f"pre-training ({config.objective_name})"
     dtype = training_dtype(config.train.mixed_precision, default_device())
@@ -90,9 +99,6 @@ def _fine_tuning(step: ExperimentStep, shape_of: ShapeOf) -> UnitWork:
     two operations per multiply-add, each batch at the length it is padded to (``training_lengths``,
     ``padded_length``), and its dev evaluations (``_dev_evaluations``); a few-shot fine-tuning's epochs
     pass over its sample of the queries; sized once its training data exists (a set-up step may make it)."""
-    from seedr.hardware import default_device, training_dtype
-    from seedr.negatives import NEGATIVES
-
     config = step.config()
     train = config.train
     shape = made_shape(step, shape_of)
@@ -137,11 +143,6 @@ def _adapting(step: ExperimentStep, shape_of: ShapeOf) -> UnitWork:
     their length caps, forward and backward (× 3, two operations per multiply-add); its validations, each
     encoding the held-out documents' pairs at the caps; and its continued pre-training, as ``_pretraining``
     sizes one. The caps make it an upper bound, which the kind's measured rate corrects once one has run."""
-    from seedr.hardware import default_device, training_dtype
-    from seedr.negatives import NEGATIVES
-    from seedr.training.compute_budget import budget_steps, contrastive_multiply_adds, flops_per_step
-    from seedr.training.mined_pairs import MAX_VALIDATION_DOCUMENTS, validation_count
-
     plan = step.config()
     config, options = plan.finetuning, plan.options
     dtype = training_dtype(config.train.mixed_precision, default_device())
@@ -181,9 +182,6 @@ def _denoising(step: ExperimentStep, shape_of: ShapeOf) -> UnitWork:
     """TSDAE through sentence-transformers (``seedr.experiments.steps.tsdae_st``): its steps' texts, the noisy
     one through the encoder and the original through the decoder and its prediction over the vocabulary,
     forward and backward (× 3, two operations per multiply-add), as ``matched_steps`` counts them."""
-    from seedr.hardware import default_device, training_dtype
-    from seedr.training.compute_budget import denoising_multiply_adds
-
     config = step.config()
     dtype = training_dtype(config.mixed_precision, default_device())
     shape = shape_of(step.given_model())
@@ -205,8 +203,6 @@ def training_lengths(config: Any) -> tuple[list[float], list[float]] | None:
     """The token counts (``tokens_of``) of a fine-tuning config's labelled queries and of their relevant
     documents (one per labelled pair) as it feeds them (its title mode, cut at its lengths); ``None`` while its training data does
     not exist yet. Negatives are taken to be as long as positives."""
-    from seedr.data.training_sets import load_training_set
-
     path = Path(config.train_data)
     if not path.exists():
         return None
@@ -227,8 +223,6 @@ def training_lengths(config: Any) -> tuple[list[float], list[float]] | None:
 
 def _characters(document: Any, title: str | None) -> int:
     """The characters of a document as a fine-tuning feeds it (``document_input`` in its title mode)."""
-    from seedr.retrieval.encode import document_input
-
     return sum(len(part or "") for part in document_input(document, title or "pair"))
 
 
@@ -239,9 +233,6 @@ _DEV_TOKENS: dict[tuple[Any, ...], float] = {}
 def _dev_tokens(config: Any) -> float | None:
     """The tokens one dev evaluation encodes (``seedr.training.finetune.load_dev_set``'s corpus and queries,
     each cut at its length); ``None`` while its files do not exist yet."""
-    from seedr.data.training_sets import load_training_set
-    from seedr.training.finetune import load_dev_set
-
     key = (config.dev_qrels, config.dev_queries, config.dev_corpus, config.train_data, config.train_split,
            config.title, config.query_max_length, config.document_max_length)
     if key not in _DEV_TOKENS:
@@ -257,8 +248,6 @@ def _watch_tokens(config: Any) -> float | None:
     """The tokens one scoring of a fine-tuning's watched queries encodes (``FinetuneConfig.watch``:
     ``seedr.training.finetune.load_watch_set``'s corpus and queries, each cut at its length); ``None`` when
     it watches nothing or its files do not exist yet."""
-    from seedr.training.finetune import load_watch_set
-
     if not config.watch:
         return None
     key = ("watch", *sorted(config.watch.items()), config.title, config.query_max_length, config.document_max_length)

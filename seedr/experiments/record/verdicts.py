@@ -13,6 +13,9 @@ import math
 import statistics
 from typing import Any
 
+from scipy import stats
+
+from seedr.evaluation.significance import compare_runs
 from seedr.experiments.record.figures import NOT_MEASURED
 
 #: The verdict of a claim whose systems are both below the floor.
@@ -37,8 +40,6 @@ def _seed_test(claim: Any, systems: dict[str, Any], members: tuple[list[str], li
     20 arrangements). A side of one seed has no spread of its own: the test is then Student's, the other
     side's spread standing for both. Computed from the recorded figures alone, so that ``rerender``
     re-derives it from any results.json."""
-    from scipy import stats
-
     values = [[systems[member][claim.metric]["mean"] for member in side] for side in members]
     welch = min(len(side) for side in values) > 1
     result = stats.ttest_ind(values[0], values[1], equal_var=not welch)
@@ -264,8 +265,6 @@ def holm(p_values: list[float]) -> list[float]:
 
 def _pair_p_value(experiment: Any, claim: Any, scores: dict[str, dict[str, dict[str, float]]]) -> float:
     """The p-value of ``claim.condition`` vs ``claim.against`` on one task's per-query scores."""
-    from seedr.evaluation.significance import compare_runs
-
     pair = {claim.against: scores[claim.against][claim.metric], claim.condition: scores[claim.condition][claim.metric]}
     result = compare_runs(pair, claim.against, experiment.test, experiment.alpha, experiment.resamples)
     return result.systems[claim.condition].p_value

@@ -9,6 +9,7 @@ the stage config's keys (dotted for nested fields); a step that follows another 
 (the pre-trained or fine-tuned encoder) unless its settings name a model.
 """
 
+from seedr.experiments.steps.adaptation import AdaptOptions
 from seedr.experiments.steps.base import (
     STEPS,
     ExperimentStep,
@@ -16,7 +17,6 @@ from seedr.experiments.steps.base import (
     condition_references,
     record_step,
 )
-from seedr.experiments.steps.adaptation import AdaptOptions
 from seedr.experiments.steps.setup import RetrievalTaskConfig, shipped_split
 from seedr.experiments.steps.training import AverageConfig, DiagnoseConfig, check_options
 from seedr.experiments.steps.tsdae_st import TsdaeStConfig

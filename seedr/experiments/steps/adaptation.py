@@ -11,11 +11,17 @@ from typing import Any
 from seedr.config.loading import from_dict, identity, merge_settings, read_recipe
 from seedr.config.objective_options import OBJECTIVE_OPTIONS
 from seedr.config.settings import FinetuneConfig, PretrainConfig
+from seedr.evaluation.metrics import check_dev_metrics
 from seedr.experiments.steps.base import STEPS, ExperimentStep
 from seedr.experiments.steps.training import check_options
+from seedr.io.run_folders import PRETRAINING
+from seedr.losses import LOSSES
+from seedr.negatives import NEGATIVES
+from seedr.objectives import OBJECTIVES
 from seedr.recipes import recipe_path
 from seedr.reporting.validation import plot_validation, track_validation
-from seedr.training.adapt import PRETRAINING, run_adapt
+from seedr.training.adapt import run_adapt
+from seedr.training.mined_pairs import PAIR_SOURCES
 
 #: The fine-tuning recipe an adapt step layers its settings over unless it names another (``config``).
 ADAPT_RECIPE = "adapt"
@@ -45,8 +51,6 @@ class AdaptOptions:
     validation: float | None = None
 
     def __post_init__(self) -> None:
-        from seedr.training.mined_pairs import PAIR_SOURCES
-
         if not self.corpus:
             raise ValueError("corpus is required: the documents to mine pairs from")
         unknown = sorted(set(self.pairs or []) - set(PAIR_SOURCES))
@@ -104,10 +108,6 @@ class AdaptStep(ExperimentStep):
         return options, merge_settings(read_recipe(path), settings), pooling_given
 
     def config(self) -> AdaptPlan:
-        from seedr.evaluation.metrics import check_dev_metrics
-        from seedr.losses import LOSSES
-        from seedr.negatives import NEGATIVES
-
         given, settings, _ = self._split()
         try:
             options = from_dict(AdaptOptions, given, f"{self.where} adapt")
@@ -143,10 +143,6 @@ class AdaptStep(ExperimentStep):
         return identity(self.config())
 
     def chosen_code(self) -> list[str]:
-        from seedr.losses import LOSSES
-        from seedr.negatives import NEGATIVES
-        from seedr.objectives import OBJECTIVES
-
         plan = self.config()
         chosen = [LOSSES.get(plan.finetuning.loss).__module__, NEGATIVES.get(plan.finetuning.negatives).__module__]
         if plan.pretraining is not None:

@@ -15,11 +15,17 @@ from pathlib import Path
 from typing import Any
 
 from seedr.config.loading import from_dict, merge_settings
+from seedr.data.corpus import load_corpus, read_corpus, write_corpus
 from seedr.data.glossary import read_glossary
 from seedr.data.inputs import input_files
+from seedr.data.open_qa import build_open_qa, read_split
+from seedr.data.prepare import PrepareOptions, prepare_corpus
+from seedr.data.qa import read_nq_open, read_squad
 from seedr.data.queries import read_qrels, read_queries, sample_queries, write_qrels
+from seedr.data.reqa_split import write_reqa_split
 from seedr.experiments.steps.base import STEPS, ExperimentStep
 from seedr.io import atomic_directory, atomic_write
+from seedr.retrieval.bm25 import BM25Index
 
 
 class SetupStep(ExperimentStep):
@@ -40,13 +46,9 @@ class PrepareStep(SetupStep):
     kind = "prepare"
 
     def config(self) -> Any:
-        from seedr.data.prepare import PrepareOptions
-
         return from_dict(PrepareOptions, merge_settings(self.settings), f"{self.where} prepare")
 
     def run(self, out_dir: Path) -> dict[str, Any]:
-        from seedr.data.prepare import prepare_corpus
-
         summary = prepare_corpus(out_dir, self.config())
         return {"articles": summary.articles, "documents": summary.documents}
 
@@ -101,11 +103,6 @@ class OpenQAStep(SetupStep):
             raise ValueError(f"{self.where} open_qa: passages is required")
 
     def run(self, out_dir: Path) -> dict[str, Any]:
-        from seedr.data.corpus import read_corpus
-        from seedr.data.open_qa import build_open_qa, read_split
-        from seedr.data.qa import read_nq_open
-        from seedr.retrieval.bm25 import BM25Index
-
         config = self.config()
         examples = read_nq_open(config.questions)
         split = read_split(shipped_split(config.split), config.questions, examples)
@@ -150,9 +147,6 @@ class ReqaSplitStep(SetupStep):
             raise ValueError(f"{self.where} reqa_split: test_fraction must be in (0, 1), got {config.test_fraction}")
 
     def run(self, out_dir: Path) -> dict[str, Any]:
-        from seedr.data.qa import read_squad
-        from seedr.data.reqa_split import write_reqa_split
-
         config = self.config()
         summary = write_reqa_split(read_squad(config.squad), out_dir, config.test_fraction, config.seed,
                                    config.validation_fraction)
@@ -199,9 +193,6 @@ class RetrievalTaskStep(SetupStep):
             raise ValueError(f"{self.where} retrieval_task: heldout_from: train needs a BEIR source folder")
 
     def run(self, out_dir: Path) -> dict[str, Any]:
-        from seedr.data.corpus import load_corpus, write_corpus
-        from seedr.data.prepare import PrepareOptions, prepare_corpus
-
         config = self.config()
         if config.source:
             source = Path(config.source)

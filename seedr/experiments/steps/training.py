@@ -11,8 +11,15 @@ from typing import Any
 
 from seedr.config.loading import from_dict, identity, merge_settings
 from seedr.config.settings import FinetuneConfig, PretrainConfig
+from seedr.diagnostics.loading import corpus_texts, diagnose, positive_pairs, write_diagnostics
 from seedr.experiments.steps.base import STEPS, ExperimentStep
+from seedr.losses import LOSSES
+from seedr.negatives import NEGATIVES
+from seedr.objectives import OBJECTIVES
 from seedr.registry import Registry
+from seedr.training.engine.averaging import average_encoders, checkpoint_encoders
+from seedr.training.finetune import finetune
+from seedr.training.pretrain import pretrain
 
 
 def check_options(registry: Registry[Any], name: str, options: dict[str, Any] | None, where: str) -> None:
@@ -39,8 +46,6 @@ class PretrainStep(ExperimentStep):
 
     def objective_config(self, config: Any) -> Any:
         """The objective's own config (``objective.*`` over its defaults), as ``pretrain`` builds it."""
-        from seedr.objectives import OBJECTIVES
-
         objective = OBJECTIVES.get(config.objective_name)
         return from_dict(objective.config_class, config.objective, f"{self.where} pretrain.objective")
 
@@ -50,13 +55,9 @@ class PretrainStep(ExperimentStep):
         return {**identity(config), "objective": identity(self.objective_config(config))}
 
     def chosen_code(self) -> list[str]:
-        from seedr.objectives import OBJECTIVES
-
         return [OBJECTIVES.get(self.config().objective_name).__module__]
 
     def run(self, out_dir: Path) -> dict[str, Any]:
-        from seedr.training.pretrain import pretrain
-
         return {"last": pretrain(self.config(), out_dir, resume=True)}
 
 @STEPS.register("finetune")
@@ -69,9 +70,6 @@ class FinetuneStep(ExperimentStep):
     recipe_stage = "finetune"
 
     def config(self) -> Any:
-        from seedr.losses import LOSSES
-        from seedr.negatives import NEGATIVES
-
         config = from_dict(FinetuneConfig, self.settings_over_recipe(), f"{self.where} finetune")
         if config.few_shot is not None and len(config.seeds) > 1:
             raise ValueError(f"{self.where} finetune: few-shot with several seeds trains several encoders; give "
@@ -83,15 +81,10 @@ class FinetuneStep(ExperimentStep):
         return config
 
     def chosen_code(self) -> list[str]:
-        from seedr.losses import LOSSES
-        from seedr.negatives import NEGATIVES
-
         config = self.config()
         return [LOSSES.get(config.loss).__module__, NEGATIVES.get(config.negatives).__module__]
 
     def run(self, out_dir: Path) -> dict[str, Any]:
-        from seedr.training.finetune import finetune
-
         return finetune(self.config(), out_dir, resume=True)
 
     def run_folder(self, out_dir: Path) -> Path:
@@ -137,8 +130,6 @@ class AverageStep(ExperimentStep):
 
     def members(self) -> list[str]:
         """The models averaged, in order (the first is the template)."""
-        from seedr.training.engine.averaging import checkpoint_encoders
-
         config = self.config()
         run = Path(config.model).parent if Path(config.model).name == "encoder" else Path(config.model)
         first = ([str(path) for path in checkpoint_encoders(run, config.checkpoints)]
@@ -146,8 +137,6 @@ class AverageStep(ExperimentStep):
         return [*first, *config.others]
 
     def run(self, out_dir: Path) -> dict[str, Any]:
-        from seedr.training.engine.averaging import average_encoders
-
         return average_encoders(self.members(), out_dir / "encoder", self.config().weights)
 
 
@@ -191,8 +180,6 @@ class DiagnoseStep(ExperimentStep):
         return super().with_model(run_folder)
 
     def run(self, out_dir: Path) -> dict[str, Any]:
-        from seedr.diagnostics.loading import corpus_texts, diagnose, positive_pairs, write_diagnostics
-
         config = self.config()
         texts = corpus_texts(config.corpus, config.max_documents) if config.corpus else []
         pairs = (positive_pairs(config.positives, config.positive_pairs, config.seed, config.split,

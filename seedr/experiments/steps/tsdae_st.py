@@ -41,13 +41,18 @@ import random
 from pathlib import Path
 from typing import Any
 
+import torch
+
 from seedr.config.loading import from_dict, merge_settings
 from seedr.config.settings import FINETUNE_MODEL, QUERY_MAX_LENGTH
+from seedr.data.corpus import article_document, read_corpus_articles
 from seedr.data.training_log import METRICS
 from seedr.experiments.steps.base import STEPS, ExperimentStep
+from seedr.hardware import resolve_mixed_precision
 from seedr.io import atomic_directory, atomic_write
+from seedr.modeling.encoder import save_encoder
 from seedr.modeling.folders import declared_pooling, encoder_shape, resolve_model_path
-
+from seedr.training.compute_budget import contrastive_multiply_adds, denoising_multiply_adds
 
 #: TSDAE's batch (Wang et al. 2021, §3, and sentence-transformers' TSDAE example).
 TSDAE_BATCH_SIZE = 8
@@ -122,8 +127,6 @@ def matched_steps(config: TsdaeStConfig, shape: Any) -> int:
     """TSDAE's steps at the training FLOPs of ``config.equal_compute``'s adapt fine-tuning, for an encoder
     of ``shape`` (``seedr.modeling.folders.EncoderShape``; the module docstring gives both counts, which
     ``seedr.training.compute_budget`` computes); ``config.max_steps`` when given."""
-    from seedr.training.compute_budget import contrastive_multiply_adds, denoising_multiply_adds
-
     if config.max_steps is not None:
         return config.max_steps
     match = config.equal_compute
@@ -150,14 +153,10 @@ def train_tsdae(config: TsdaeStConfig, out_dir: Path) -> dict[str, Any]:
     """Train ``config.model`` with ``DenoisingAutoEncoderLoss`` on the corpus's texts (title and text
     joined, as retrieval reads a document) for ``matched_steps`` steps; the encoder lands in
     ``out_dir/encoder``, the losses in ``out_dir/metrics.jsonl``."""
-    import torch
     from sentence_transformers import SentenceTransformer
     from sentence_transformers.sentence_transformer.datasets import DenoisingAutoEncoderDataset
     from sentence_transformers.sentence_transformer.losses import DenoisingAutoEncoderLoss
 
-    from seedr.data.corpus import article_document, read_corpus_articles
-    from seedr.hardware import resolve_mixed_precision
-    from seedr.modeling.encoder import save_encoder
 
     class Dataset(DenoisingAutoEncoderDataset):
         """The dataset with its ``noise_fn`` given, without its NLTK check (only its default noise needs NLTK)."""

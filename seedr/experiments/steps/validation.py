@@ -9,6 +9,7 @@ from typing import Any
 
 from seedr.config.loading import from_dict, merge_settings
 from seedr.experiments.steps.base import build_step, condition_references
+from seedr.experiments.tasks import TASKS, FuseConfig, RetrieveConfig, fuses
 from seedr.modeling.folders import BUILTIN_MODELS
 
 #: Settings that name a model or tokenizer to load, where an experiment's steps and retrievals take one.
@@ -41,8 +42,6 @@ def _check_models_reachable(settings: dict[str, Any], where: str) -> None:
 
 def validate(experiment: Any) -> None:
     """Check every step, retrieval and task of a resolved experiment; raise on the first problem."""
-    from seedr.experiments.tasks import TASKS, FuseConfig, RetrieveConfig, fuses
-
     where = str(experiment.path)
     for name, step in experiment.setup.items():
         build_step(step.kind, step.settings, f"{where}: setup.{name}").validate()
@@ -172,8 +171,6 @@ def _check_budget_words(experiment: Any, claim: Any, where: str) -> None:
 def _validate_fusion(experiment: Any, condition: Any, config: Any) -> None:
     """A fusing condition has no steps, fuses retrieving conditions defined before it that do not fuse,
     and selects on a task of the experiment by one of its metrics."""
-    from seedr.experiments.tasks import fuses
-
     where = f"{experiment.path}: conditions.{condition.name}.retrieve"
     if condition.steps:
         raise ValueError(f"{where}: a condition that fuses others' runs has no steps")

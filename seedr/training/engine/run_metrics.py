@@ -8,11 +8,27 @@ from typing import Any
 
 import torch
 from accelerate import Accelerator
-from accelerate.utils import gather_object
+from accelerate.tracking import get_available_trackers
+from accelerate.utils import LoggerType, gather_object
 from torch import Tensor
 
 #: Where ``train.report_to``'s trackers write, in the run folder (those that write locally: TensorBoard, Aim ...).
 TRACKERS = "trackers"
+
+
+def check_trackers(names: list[str] | None) -> None:
+    """Refuse a tracker that Accelerate does not know, or whose package is not installed — Accelerate
+    itself would leave it out silently, and the run would log nowhere it was asked to. A run checks its
+    ``train.report_to`` when it starts (``Trainer``); ``seedr.api.resolve_settings`` checks it before anything
+    is written."""
+    known = LoggerType.list()
+    available = {str(tracker) for tracker in get_available_trackers()}
+    for name in names or []:
+        if name not in known:
+            raise ValueError(f"train.report_to: unknown tracker {name!r}; Accelerate's trackers: {', '.join(known)}")
+        if name != "all" and name not in available:
+            raise ValueError(f"train.report_to: the {name} tracker needs its package, which is not installed "
+                             f"(pip install {name}; tensorboard: pip install 'seedr[tensorboard]')")
 
 
 def flat_settings(settings: Any, prefix: str = "") -> dict[str, Any]:

@@ -73,6 +73,10 @@ from tqdm.auto import tqdm
 from seedr.config.loading import to_dict
 from seedr.config.settings import TrainConfig
 from seedr.data.training_log import METRICS, append_metrics, read_metrics
+from seedr.hardware import resolve_mixed_precision
+from seedr.io import DataError, atomic_write
+from seedr.io.run_folders import already_a_run
+from seedr.provenance import code_fingerprint, other_code, record_run
 from seedr.training.engine.batches import IndexedDataset, SeededCollate, TrainData
 from seedr.training.engine.checkpoint import (
     STATE,
@@ -100,16 +104,12 @@ from seedr.training.engine.gradient_cache import (
 )
 from seedr.training.engine.optim import build_optimizer, build_scheduler
 from seedr.training.engine.part_gradients import part_gradient_norms
-from seedr.training.engine.run_metrics import TRACKERS, RunningMeans, flat_settings
+from seedr.training.engine.run_metrics import TRACKERS, RunningMeans, check_trackers, flat_settings
 from seedr.training.engine.run_state import (
     SAFE_TO_CHANGE_ON_RESUME,
     process_state,
     uses_cpu,
 )
-from seedr.hardware import resolve_mixed_precision
-from seedr.io import DataError, atomic_write
-from seedr.io.run_folders import already_a_run
-from seedr.provenance import code_fingerprint, other_code, record_run
 
 
 class Callback:
@@ -157,6 +157,7 @@ class Trainer:
                  config: TrainConfig, out_dir: Path, save_product: Callable[[nn.Module, Path], None],
                  callbacks: Sequence[Callback] = (), run_config: Any = None, drop_last: bool = True,
                  described: Mapping[str, str] | None = None, safe_to_change: Iterable[str] = ()) -> None:
+        check_trackers(config.report_to)
         self.config, self.data, self.collate, self.drop_last = config, data, collate, drop_last
         # settings a resume may change besides the engine's own (run_config's keys, e.g. "dev_every")
         self.safe_to_change = SAFE_TO_CHANGE_ON_RESUME | frozenset(safe_to_change)
