@@ -8,14 +8,14 @@ from pathlib import Path
 
 from seedr.api.arguments import checks_arguments
 from seedr.api.common import Settings, Source, _locked
+from seedr.api.setting_options import documents_settings
 from seedr.api.training import TrainingRun, resolve_settings
 from seedr.config.loading import merge_settings
-from seedr.io.run_folders import PAIRS, PRETRAINING
-
-#: The fine-tuning recipe ``adapt`` starts from (``seedr/recipes/finetune/adapt.yaml``).
-ADAPT_RECIPE = "adapt"
+from seedr.config.settings import ADAPT_RECIPE
+from seedr.io.run_folders import PRETRAINING
 
 
+@documents_settings("adapt")
 @checks_arguments
 def adapt(out: str | os.PathLike, *, corpus: Source, model: str | os.PathLike | None = None,
           pairs: Sequence[str] | str | None = None, pretrain: str | None = None,
@@ -44,16 +44,15 @@ def adapt(out: str | os.PathLike, *, corpus: Source, model: str | os.PathLike | 
         out: the run folder.
         corpus: the documents: paths (files, folders, quoted globs; a BEIR folder), a ``datasets.Dataset`` or
             a list of dicts.
-        model: the encoder to adapt: a built-in name (``minilm``, ``seedr-base``), a folder or a run (default:
-            ``minilm``).
+        model: <setting>
         pairs: the pair sources, ``ict``, ``title``, ``bfs``, ``wlp``, ``crop`` (default: every one the corpus
             supports).
         pretrain: continue pre-training on the training documents first with this pre-training recipe
             (``seed``, ``cpdae``, ``mlm`` ...; ``seedr pretrain --config``), in ``out/pretrain``.
         validation: documents held out for validation (≥ 1) or their share (< 1); default 10%, at most 1,000.
         max_documents: read only the corpus's first documents.
-        dev_every: steps between validations (default: the recipe's, 25).
-        patience: validations without improvement before stopping; 0 = train to ``train.max_steps``.
+        dev_every: <setting>
+        patience: <setting>
         config: the fine-tuning recipe (default ``adapt``).
         settings: fine-tuning settings over the recipe, e.g. ``{"train.max_steps": 100}``.
         pretrain_settings: pre-training settings over its recipe, e.g. ``{"train.max_steps": 50}``.
@@ -90,4 +89,4 @@ def adapt(out: str | os.PathLike, *, corpus: Source, model: str | os.PathLike | 
         return TrainingRun(out, summary)
 
 
-__all__ = ["ADAPT_RECIPE", "PAIRS", "PRETRAINING", "adapt"]
+__all__ = ["adapt"]

@@ -41,6 +41,8 @@ LARGE_WARMUP_SHARE = 0.25
 #: packing, the encoder fine-tuned, the least grade trained as positive; and the files a ``watch`` names.
 SEED, DROPOUT, PACKING, FINETUNE_MODEL, POSITIVE_GRADE = 42, 0.1, "full_sentences", "minilm", 1
 WATCH_FILES = ("qrels", "queries", "corpus")
+#: The fine-tuning recipe an adaptation runs without one given (``seedr adapt``; ``recipes/finetune/adapt.yaml``).
+ADAPT_RECIPE = "adapt"
 
 
 @dataclass
@@ -477,5 +479,5 @@ class FinetuneConfig:
 _LATER_SETTINGS = {"patience": 0, "keep_best": False, "positive_grade": POSITIVE_GRADE, "watch": {}}
 
 
-__all__ = ["EPOCH_UNITS", "LARGE_WARMUP_SHARE", "SCHEDULERS", "TITLE_MODES", "DataConfig", "FinetuneConfig",
+__all__ = ["ADAPT_RECIPE", "EPOCH_UNITS", "LARGE_WARMUP_SHARE", "SCHEDULERS", "TITLE_MODES", "DataConfig", "FinetuneConfig",
            "ModelConfig", "Pooling", "PretrainConfig", "TrainConfig"]

@@ -13,7 +13,7 @@ from seedr.api import adapt
 from seedr.api.arguments import option_range
 from seedr.config.loading import parse_overrides
 from seedr.config.settings import FinetuneConfig
-from seedr.stages.common import clear_errors, listing_settings
+from seedr.stages.common import clear_errors, listing_settings, setting_option
 
 console = Console()  # the summary table goes to stdout; progress and errors to stderr
 
@@ -36,9 +36,7 @@ def command(
                          "corpus.jsonl alone is read) or a quoted glob (repeatable).")],
     out: Annotated[Path, typer.Option(
         "--out", help="Run folder: encoder/, pairs/, metrics.jsonl, validation.png, best/, config.yaml.")],
-    model: Annotated[str | None, typer.Option(
-        "--model", help="The encoder to adapt: a built-in model (minilm, seedr-base), a model folder or a seedr "
-                        "run folder (default: minilm).")] = None,
+    model: Annotated[str | None, setting_option("adapt", "model")] = None,
     pairs: Annotated[str | None, typer.Option(
         "--pairs", help="Pair sources, comma-separated: ict, title, bfs, wlp, crop (default: every one the "
                         "corpus supports).")] = None,
@@ -53,12 +51,8 @@ def command(
     max_documents: Annotated[int | None, typer.Option(
         "--max-documents", **option_range("adapt", "max_documents"),
         help="Read only the corpus's first N documents.")] = None,
-    dev_every: Annotated[int | None, typer.Option(
-        "--dev-every", **option_range("adapt", "dev_every"),
-        help="Steps between validations (default: the recipe's, 25).")] = None,
-    patience: Annotated[int | None, typer.Option(
-        "--patience", **option_range("adapt", "patience"),
-        help="Validations without a better MRR@10 before training stops; 0: never (default: 4).")] = None,
+    dev_every: Annotated[int | None, setting_option("adapt", "dev_every")] = None,
+    patience: Annotated[int | None, setting_option("adapt", "patience")] = None,
     config: Annotated[str | None, typer.Option(
         "--config", help="Fine-tuning recipe: a name shipped with seedr or a YAML file (default: adapt).")] = None,
     overrides: Annotated[list[str] | None, typer.Option(

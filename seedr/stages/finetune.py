@@ -11,10 +11,9 @@ from rich.table import Table
 
 from seedr.api import ance_refresh, finetune
 from seedr.api.arguments import option_range
-from seedr.api.setting_options import setting_help
 from seedr.config.loading import parse_overrides
 from seedr.config.settings import FinetuneConfig
-from seedr.stages.common import clear_errors, listing_settings
+from seedr.stages.common import clear_errors, listing_settings, setting_option
 
 console = Console()  # the summary table goes to stdout; progress and errors to stderr
 
@@ -29,14 +28,10 @@ COMMAND_CLASS = listing_settings(_config_class, "finetune")
 
 @clear_errors
 def command(
-    model: Annotated[str | None, typer.Option(
-        "--model", help=setting_help("finetune", "model"))] = None,
-    train: Annotated[str | None, typer.Option(
-        "--train", help=setting_help("finetune", "train"))] = None,
-    negatives: Annotated[str | None, typer.Option(
-        "--negatives", help=setting_help("finetune", "negatives"))] = None,
-    loss: Annotated[str | None, typer.Option(
-        "--loss", help=setting_help("finetune", "loss"))] = None,
+    model: Annotated[str | None, setting_option("finetune", "model")] = None,
+    train: Annotated[str | None, setting_option("finetune", "train")] = None,
+    negatives: Annotated[str | None, setting_option("finetune", "negatives")] = None,
+    loss: Annotated[str | None, setting_option("finetune", "loss")] = None,
     out: Annotated[Path | None, typer.Option(
         "--out", help="Run folder (required unless --ance-refresh-only).")] = None,
     config: Annotated[str | None, typer.Option(
@@ -45,22 +40,15 @@ def command(
     overrides: Annotated[list[str] | None, typer.Option(
         "--set", help="key=value override, e.g. train.max_steps=500 or negative_options.depth=50 "
                       "(repeatable).")] = None,
-    dev_qrels: Annotated[str | None, typer.Option(
-        "--dev-qrels", help=setting_help("finetune", "dev_qrels"))] = None,
-    dev_queries: Annotated[str | None, typer.Option(
-        "--dev-queries", help=setting_help("finetune", "dev_queries"))] = None,
-    dev_corpus: Annotated[str | None, typer.Option(
-        "--dev-corpus", help=setting_help("finetune", "dev_corpus"))] = None,
-    dev_every: Annotated[int | None, typer.Option(
-        "--dev-every", **option_range("finetune", "dev_every"),
-        help=setting_help("finetune", "dev_every"))] = None,
+    dev_qrels: Annotated[str | None, setting_option("finetune", "dev_qrels")] = None,
+    dev_queries: Annotated[str | None, setting_option("finetune", "dev_queries")] = None,
+    dev_corpus: Annotated[str | None, setting_option("finetune", "dev_corpus")] = None,
+    dev_every: Annotated[int | None, setting_option("finetune", "dev_every")] = None,
     rounds: Annotated[int | None, typer.Option(
         "--rounds", **option_range("finetune", "rounds"),
         help="static negatives: mine → fine-tune rounds, each mining with the last model "
                          "(CPDAE on documents: 2).")] = None,
-    few_shot: Annotated[float | None, typer.Option(
-        "--few-shot", **option_range("finetune", "few_shot"),
-        help=setting_help("finetune", "few_shot"))] = None,
+    few_shot: Annotated[float | None, setting_option("finetune", "few_shot")] = None,
     seeds: Annotated[str | None, typer.Option(
         "--seeds", help="Few-shot: comma-separated seeds, one run each, averaged in few-shot.md.")] = None,
     resume: Annotated[bool, typer.Option(

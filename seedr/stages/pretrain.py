@@ -9,10 +9,9 @@ import typer
 from rich.markup import escape
 
 from seedr.api import pretrain
-from seedr.api.setting_options import setting_help
 from seedr.config.loading import parse_overrides
 from seedr.config.settings import PretrainConfig
-from seedr.stages.common import clear_errors, console, listing_settings
+from seedr.stages.common import clear_errors, console, listing_settings, setting_option
 
 
 def _config_class() -> type[Any]:
@@ -30,8 +29,7 @@ COMMAND_CLASS = listing_settings(
 def command(
     out: Annotated[Path, typer.Option(
         "--out", help="Run folder: encoder/, checkpoints/, metrics.jsonl, config.yaml.")],
-    objective: Annotated[str | None, typer.Option(
-        "--objective", help=setting_help("pretrain", "objective"))] = None,
+    objective: Annotated[str | None, setting_option("pretrain", "objective")] = None,
     corpus: Annotated[list[Path] | None, typer.Option(
         "--corpus", help="Corpus: a file (JSONL, TSV, parquet ...), a folder (of shards, made by `seedr prepare`, or "
                          "a Hugging Face save_to_disk folder) or a quoted glob "
@@ -43,12 +41,9 @@ def command(
     overrides: Annotated[list[str] | None, typer.Option(
         "--set", help="Override a recipe option: key=value, e.g. train.max_steps=200 or "
                       "objective.attention_span=all (repeatable).")] = None,
-    model: Annotated[str | None, typer.Option(
-        "--model", help=setting_help("pretrain", "model"))] = None,
-    size: Annotated[str | None, typer.Option(
-        "--size", help=setting_help("pretrain", "size"))] = None,
-    tokenizer: Annotated[str | None, typer.Option(
-        "--tokenizer", help=setting_help("pretrain", "tokenizer"))] = None,
+    model: Annotated[str | None, setting_option("pretrain", "model")] = None,
+    size: Annotated[str | None, setting_option("pretrain", "size")] = None,
+    tokenizer: Annotated[str | None, setting_option("pretrain", "tokenizer")] = None,
     resume: Annotated[bool, typer.Option("--resume", help="Continue from the newest checkpoint in --out.")] = False,
 ) -> None:
     """Pre-train an encoder; writes a Hugging Face + sentence-transformers encoder to OUT/encoder.

@@ -10,7 +10,7 @@ from typing import Any
 
 from seedr.config.loading import from_dict, identity, merge_settings, read_recipe
 from seedr.config.objective_options import OBJECTIVE_OPTIONS
-from seedr.config.settings import FinetuneConfig, PretrainConfig
+from seedr.config.settings import ADAPT_RECIPE, FinetuneConfig, PretrainConfig
 from seedr.evaluation.metrics import check_dev_metrics
 from seedr.experiments.steps.base import STEPS, ExperimentStep
 from seedr.experiments.steps.training import check_options
@@ -22,9 +22,6 @@ from seedr.recipes import recipe_path
 from seedr.reporting.validation import plot_validation, track_validation
 from seedr.training.adapt import run_adapt
 from seedr.training.mined_pairs import PAIR_SOURCES
-
-#: The fine-tuning recipe an adapt step layers its settings over unless it names another (``config``).
-ADAPT_RECIPE = "adapt"
 
 
 @dataclasses.dataclass
@@ -171,4 +168,4 @@ class AdaptStep(ExperimentStep):
         return [out_dir / "validation.png"]
 
 
-__all__ = ["ADAPT_RECIPE", "AdaptOptions", "AdaptPlan", "AdaptStep"]
+__all__ = ["AdaptOptions", "AdaptPlan", "AdaptStep"]
