@@ -120,10 +120,9 @@ def pick_split(splits: Sequence[str], kind: str, where: str | os.PathLike, namin
 # ------------------------------------------------------------------------------------------ files and folders
 
 
-def _arrow_errors() -> tuple[type[BaseException], ...]:
-
-    # ArrowInvalid (malformed data), OSError (ArrowIOError: a short read), UnicodeDecodeError (bad text)
-    return pa.ArrowException, OSError, UnicodeDecodeError
+#: What reading a damaged Arrow or parquet file raises: ArrowInvalid (malformed data), OSError (ArrowIOError:
+#: a short read), UnicodeDecodeError (bad text).
+_ARROW_ERRORS = (pa.ArrowException, OSError, UnicodeDecodeError)
 
 
 def _rows_of(batches: Iterable[Any]) -> Iterator[dict[str, Any]]:
@@ -141,7 +140,7 @@ def _unreadable(path: Path, what: str, error: BaseException) -> DataError:
 def _open_parquet(path: Path, kind: str) -> Table:
     try:
         metadata = pq.read_metadata(path)  # the footer only: schema and row count
-    except _arrow_errors() as error:
+    except _ARROW_ERRORS as error:
         raise _unreadable(path, "parquet file", error) from None
 
     def read(columns: Sequence[str]) -> Iterator[dict[str, Any]]:
@@ -149,7 +148,7 @@ def _open_parquet(path: Path, kind: str) -> Table:
             yield from _rows_of(file.iter_batches(batch_size=BATCH_ROWS, columns=list(columns)))
 
     return Table(str(path), tuple(metadata.schema.to_arrow_schema().names), read, lambda: metadata.num_rows,
-                 _arrow_errors())
+                 _ARROW_ERRORS)
 
 
 _ARROW_FILE_MAGIC = b"ARROW1"  # an IPC file (Feather 2) opens with it; a stream does not
@@ -177,7 +176,7 @@ def _open_arrow_files(where: Path, files: Sequence[Path]) -> Table:
     try:
         with pa.memory_map(str(files[0])) as source:
             columns = tuple(_ipc_reader(source).schema.names)
-    except _arrow_errors() as error:
+    except _ARROW_ERRORS as error:
         raise _unreadable(files[0], "Arrow file", error) from None
 
     def read(wanted: Sequence[str]) -> Iterator[dict[str, Any]]:
@@ -192,10 +191,10 @@ def _open_arrow_files(where: Path, files: Sequence[Path]) -> Table:
     def count() -> int:
         try:
             return sum(batch.num_rows for file in files for batch in _arrow_batches(file))
-        except _arrow_errors() as error:
+        except _ARROW_ERRORS as error:
             raise _unreadable(where, "Arrow file", error) from None
 
-    return Table(str(where), columns, read, count, _arrow_errors())
+    return Table(str(where), columns, read, count, _ARROW_ERRORS)
 
 
 def _dataset_files(folder: Path) -> list[Path]:

@@ -66,7 +66,6 @@ def made_shape(step: ExperimentStep, shape_of: ShapeOf) -> EncoderShape | None:
     (``seedr.training.pretrain.new_model_shape``), every other step that of the one it starts from
     (training, averaging and fine-tuning keep it)."""
     if step.kind == "pretrain":
-
         model = step.config().model
         return shape_of(model.init) if model.init else new_model_shape(model)
     return shape_of(step.given_model())

@@ -153,10 +153,10 @@ def train_tsdae(config: TsdaeStConfig, out_dir: Path) -> dict[str, Any]:
     """Train ``config.model`` with ``DenoisingAutoEncoderLoss`` on the corpus's texts (title and text
     joined, as retrieval reads a document) for ``matched_steps`` steps; the encoder lands in
     ``out_dir/encoder``, the losses in ``out_dir/metrics.jsonl``."""
+    # here, not at the top: sentence-transformers takes 2.5 s to import, which every experiment would wait for
     from sentence_transformers import SentenceTransformer
     from sentence_transformers.sentence_transformer.datasets import DenoisingAutoEncoderDataset
     from sentence_transformers.sentence_transformer.losses import DenoisingAutoEncoderLoss
-
 
     class Dataset(DenoisingAutoEncoderDataset):
         """The dataset with its ``noise_fn`` given, without its NLTK check (only its default noise needs NLTK)."""
