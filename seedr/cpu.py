@@ -9,8 +9,10 @@ import platform
 from pathlib import Path
 
 #: The CPU flags (``/proc/cpuinfo``) that decide how fast a CPU trains, under the names ``lscpu`` shows
-#: them and the names a report gives them: float32 runs on AVX2 or AVX-512, bf16 natively only on the last two.
-VECTOR_EXTENSIONS = {"avx2": "AVX2", "avx512f": "AVX-512", "avx512_bf16": "AVX512-BF16", "amx_bf16": "AMX-BF16"}
+#: them and the names a report gives them: float32 runs on AVX2 or AVX-512, bf16 natively only on the last
+#: two.
+VECTOR_EXTENSIONS = {"avx2": "AVX2", "avx512f": "AVX-512", "avx512_bf16": "AVX512-BF16",
+                     "amx_bf16": "AMX-BF16"}
 
 
 def cpu_description(cpuinfo: Path = Path("/proc/cpuinfo")) -> dict[str, object]:

@@ -5,7 +5,8 @@ AVX512-BF16 or AMX instructions. On a CPU with AVX2 alone oneDNN emulates it, an
 runs hundreds of times slower than the float32 one (a one-off check of 2048² products on a 2-core
 AMD EPYC with AVX2: 0.28 against 95 GFLOP/s), so an experiment written for one machine in bf16 would not finish on the other. ``auto``
 (training's ``train.mixed_precision``, encoding's ``compute_dtype``) picks bf16 where it is native and
-float32 elsewhere; ``run.json`` records the CPU's model and vector extensions (``seedr.cpu.cpu_description``), which say which.
+float32 elsewhere; ``run.json`` records the CPU's model and vector extensions (``seedr.cpu.cpu_description``),
+which say which.
 """
 
 from __future__ import annotations
@@ -97,4 +98,5 @@ def matmul_rate(dtype: str, device: str | torch.device = "cpu", seconds: float =
     return 2.0 * size ** 3 * products / elapsed
 
 
-__all__ = ["PRECISION_DTYPES", "default_compute_dtype", "default_device", "encoding_dtype", "matmul_rate", "native_bf16", "resolve_mixed_precision", "training_dtype"]
+__all__ = ["PRECISION_DTYPES", "default_compute_dtype", "default_device", "encoding_dtype", "matmul_rate",
+           "native_bf16", "resolve_mixed_precision", "training_dtype"]

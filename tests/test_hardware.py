@@ -1,4 +1,5 @@
-"""What a report says about the CPU it ran on (``seedr.cpu.cpu_description``), and what a stage computes in."""
+"""What a report says about the CPU it ran on (``seedr.cpu.cpu_description``), and what a stage computes
+in."""
 
 from __future__ import annotations
 

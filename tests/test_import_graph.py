@@ -378,7 +378,9 @@ def test_a_library_module_imports_at_its_top():
                      [node.module or ""] if not node.level else [f".{node.module or ''}"])
             where = f"{path.relative_to(PACKAGE.parent)}:{node.lineno}"
             if not _front_door(module):
-                found += [f"{where} {name}" for name in names if name.split(".")[0] not in DEFERRED_IN_LIBRARY]
+                found += [f"{where} {name}" for name in names
+                          if name.split(".")[0] not in DEFERRED_IN_LIBRARY]
             else:
-                found += [f"{where} {name}" for name in names if name.split(".")[0] in standard or name in top]
+                found += [f"{where} {name}" for name in names
+                          if name.split(".")[0] in standard or name in top]
     assert not found, "import these at the top:\n" + "\n".join(sorted(set(found)))

@@ -32,7 +32,8 @@ SETTING_OPTIONS: dict[str, dict[str, str]] = {
 }
 
 #: The settings class of each stage in ``SETTING_OPTIONS``.
-SETTINGS_CLASSES: dict[str, type] = {"pretrain": PretrainConfig, "finetune": FinetuneConfig, "adapt": FinetuneConfig}
+SETTINGS_CLASSES: dict[str, type] = {"pretrain": PretrainConfig, "finetune": FinetuneConfig,
+                                     "adapt": FinetuneConfig}
 
 #: A stage that runs a recipe of its own when none is given: ``(recipe, the stage it is a recipe of)``.
 OWN_RECIPES: dict[str, tuple[str, str]] = {"adapt": (ADAPT_RECIPE, "finetune")}
@@ -69,7 +70,8 @@ def setting_description(stage: str, keyword: str) -> str:
     text = _descriptions(stage)[key]
     default = _default(stage, key)
     if default not in (None, "", [], {}) and stage in OWN_RECIPES:
-        text = f"{text} Default: ``{default}`` (the ``{OWN_RECIPES[stage][0]}`` recipe), or the given recipe's."
+        recipe = OWN_RECIPES[stage][0]
+        text = f"{text} Default: ``{default}`` (the ``{recipe}`` recipe), or the given recipe's."
     elif default not in (None, "", [], {}):
         text = f"{text} Default: ``{default}``, or the recipe's."
     return text
@@ -99,5 +101,5 @@ def documents_settings(stage: str) -> Callable[[Callable[..., Any]], Callable[..
     return decorate
 
 
-__all__ = ["OWN_RECIPES", "PLACEHOLDER", "SETTING_OPTIONS", "SETTINGS_CLASSES", "documents_settings", "setting_description",
-           "setting_help"]
+__all__ = ["OWN_RECIPES", "PLACEHOLDER", "SETTING_OPTIONS", "SETTINGS_CLASSES", "documents_settings",
+           "setting_description", "setting_help"]

@@ -41,7 +41,7 @@ LARGE_WARMUP_SHARE = 0.25
 #: packing, the encoder fine-tuned, the least grade trained as positive; and the files a ``watch`` names.
 SEED, DROPOUT, PACKING, FINETUNE_MODEL, POSITIVE_GRADE = 42, 0.1, "full_sentences", "minilm", 1
 WATCH_FILES = ("qrels", "queries", "corpus")
-#: The fine-tuning recipe an adaptation runs without one given (``seedr adapt``; ``recipes/finetune/adapt.yaml``).
+#: The fine-tuning recipe an adaptation runs when given none (``seedr adapt``; ``finetune/adapt.yaml``).
 ADAPT_RECIPE = "adapt"
 
 
@@ -479,5 +479,5 @@ class FinetuneConfig:
 _LATER_SETTINGS = {"patience": 0, "keep_best": False, "positive_grade": POSITIVE_GRADE, "watch": {}}
 
 
-__all__ = ["ADAPT_RECIPE", "EPOCH_UNITS", "LARGE_WARMUP_SHARE", "SCHEDULERS", "TITLE_MODES", "DataConfig", "FinetuneConfig",
-           "ModelConfig", "Pooling", "PretrainConfig", "TrainConfig"]
+__all__ = ["ADAPT_RECIPE", "EPOCH_UNITS", "LARGE_WARMUP_SHARE", "SCHEDULERS", "TITLE_MODES", "DataConfig",
+           "FinetuneConfig", "ModelConfig", "Pooling", "PretrainConfig", "TrainConfig"]

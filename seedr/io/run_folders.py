@@ -15,7 +15,8 @@ from seedr.io.outputs import check_output
 PRODUCT = "encoder"
 CHECKPOINTS = "checkpoints"
 TRAINER_STATE = "trainer_state.json"
-#: The folders of an adaptation (``seedr adapt``): its mined pairs' fine-tuning and its continued pre-training.
+#: The folders of an adaptation (``seedr adapt``): its mined pairs' fine-tuning and its continued
+#: pre-training.
 PAIRS, PRETRAINING = "pairs", "pretrain"
 _STEP_FOLDER = re.compile(r"^step-(\d+)$")
 

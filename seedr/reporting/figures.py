@@ -20,8 +20,8 @@ PALETTE_COLOURS = 256
 
 def save_plot(figure: Any, path: str | os.PathLike) -> Path:
     """Save a matplotlib ``figure`` as a palette PNG at ``path``, atomically (a kill never leaves a half-drawn
-    plot). seedr draws on plain ``matplotlib.figure.Figure`` objects, never through pyplot: no backend is chosen
-    for the user's process, and no figure stays open in a global registry to be closed."""
+    plot). seedr draws on plain ``matplotlib.figure.Figure`` objects, never through pyplot: no backend is
+    chosen for the user's process, and no figure stays open in a global registry to be closed."""
     drawn = io.BytesIO()
     figure.savefig(drawn, format="png", dpi=DPI)
     drawn.seek(0)

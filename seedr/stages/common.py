@@ -110,8 +110,9 @@ class StageCommand(TyperCommand):
 
 def setting_option(stage: str, keyword: str) -> Any:
     """The option of ``seedr STAGE`` that passes the setting keyword ``keyword`` (a row of
-    ``SETTING_OPTIONS``) to the API: ``--kebab-name``, its help the setting's description, its range the API's
-    (``ARGUMENTS``). Its default is None in the command, so that the recipe, then the settings class, decide."""
+    ``SETTING_OPTIONS``) to the API: ``--kebab-name``, its help the setting's description, its range the
+    API's (``ARGUMENTS``). Its default is None in the command, so that the recipe, then the settings class,
+    decide."""
     if keyword not in SETTING_OPTIONS[stage]:
         raise KeyError(f"{keyword!r} is not a setting keyword of {stage} (seedr.api.setting_options)")
     bounds = option_range(stage, keyword) if keyword in ARGUMENTS.get(stage, {}) else {}
