@@ -22,8 +22,9 @@ from seedr.config.loading import to_dict
 TRAINING = {"train.max_steps": 2, "train.batch_size": 4, "train.global_batch_size": 4, "train.log_every": 1,
             "train.save_every": 2}
 
-#: What a record says of its run rather than of its result: when it started, how long it took.
-VOLATILE_KEYS = {"time", "started", "wall_seconds"}
+#: What a record says of its run rather than of its result: when it started, how long it took (an
+#: experiment's compute time, rounded to half-seconds, is 0.0 one way and 0.5 the other on a busy machine).
+VOLATILE_KEYS = {"time", "started", "seconds", "wall_seconds", "compute_seconds"}
 
 
 def _cli(*arguments: Any) -> str:
