@@ -12,7 +12,9 @@ export PYTHONUNBUFFERED=1
 carried=${SEEDR_GPU_CARRIED:-.gpu}
 export SEEDR_GPU_CARRIED=$carried
 if [ -f "$carried/site.tar.xz" ]; then  # the distributions the device image lacks
-    site=$(mktemp -d "${TMPDIR:-/tmp}/gpu-site.XXXXXX") && tar xJf "$carried/site.tar.xz" -C "$site" || exit 3
+    site=$(mktemp -d "${TMPDIR:-/tmp}/gpu-site.XXXXXX") || exit 3
+    trap 'rm -rf "$site"' EXIT  # unpacked for this run alone: 70 MB a run would otherwise stay behind
+    tar xJf "$carried/site.tar.xz" -C "$site" || exit 3
     export PYTHONPATH="$site${PYTHONPATH:+:$PYTHONPATH}"
 fi
 export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}"  # seedr from this tree, installed or not
@@ -27,4 +29,11 @@ python=${SEEDR_PYTHON:-python3}
 command -v nvidia-smi > /dev/null && nvidia-smi -L
 # every module the job's code reaches imports, and its data is there: one line and exit 4 in seconds if not
 "$python" gpu/pack.py check "$@" || exit 4
-exec "$python" gpu/pack.py run --started "$started" "$@"
+# the job as a child rather than exec'd, so that the site goes when it ends; a stop sent to run.sh reaches it
+"$python" gpu/pack.py run --started "$started" "$@" &
+job=$!
+trap 'kill -TERM "$job" 2> /dev/null' TERM INT HUP
+wait "$job"
+status=$?
+while kill -0 "$job" 2> /dev/null; do wait "$job"; status=$?; done  # a signal ended the wait, not the job
+exit "$status"

@@ -8,9 +8,11 @@ import io
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tarfile
+import time
 from pathlib import Path
 
 import pytest
@@ -228,6 +230,48 @@ def test_every_job_runs_on_the_device_image(tmp_path):
     subprocess.run(["tar", "cJf", str(carried / "site.tar.xz"), "-C", str(site), "."], check=True)
     result = run_tiny("throughput", tmp_path / "OUT" / "without", environment, offline)
     assert result.returncode == 4 and "module ir_measures of ir-measures" in result.stdout + result.stderr
+
+def carried_site(folder: Path, imports: dict[str, list[str]]) -> dict[str, str]:
+    """A carried folder whose site holds one module and whose import list is ``imports``, and the environment
+    that runs run.sh with it, its temporary folders under ``folder/tmp``."""
+    site, carried = folder / "site", folder / "carried"
+    site.mkdir(parents=True)
+    carried.mkdir()
+    (site / "carried_marker.py").write_text("")
+    subprocess.run(["tar", "cJf", str(carried / "site.tar.xz"), "-C", str(site), "."], check=True)
+    (carried / "imports.json").write_text(json.dumps(imports))
+    (folder / "tmp").mkdir()
+    return {**os.environ, "SEEDR_PYTHON": sys.executable, "SEEDR_GPU_CARRIED": str(carried),
+            "TMPDIR": str(folder / "tmp")}
+
+
+def test_run_sh_removes_the_site_it_unpacked_when_it_ends(tmp_path):
+    """run.sh unpacks the carried site into a temporary folder of its own, and removes it however it ends
+    (here: the start-up check refuses, exit 4)."""
+    environment = carried_site(tmp_path, {"missing-distribution": []})
+    result = run_tiny("throughput", tmp_path / "OUT", environment)
+    assert result.returncode == 4 and "package missing-distribution (not installed)" in result.stdout + result.stderr
+    assert list((tmp_path / "tmp").iterdir()) == []
+
+
+def test_a_stop_sent_to_run_sh_ends_its_job_and_removes_the_site(tmp_path):
+    """The job runs as run.sh's child (not exec'd, so that the site can be removed after it): a SIGTERM
+    sent to run.sh alone still ends the job, and the site goes."""
+    environment = carried_site(tmp_path, {})
+    out = tmp_path / "OUT"
+    run_sh = subprocess.Popen(["bash", str(ROOT / "gpu" / "run.sh"), "throughput", "--tiny", "--out", str(out)],
+                              cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=environment)
+    deadline = time.monotonic() + 120
+    while not (out / "throughput.log").is_file():  # the job has started
+        assert run_sh.poll() is None and time.monotonic() < deadline, run_sh.stdout.read().decode()[-3000:]
+        time.sleep(0.2)
+    assert list((tmp_path / "tmp").glob("gpu-site.*"))
+    run_sh.send_signal(signal.SIGTERM)
+    assert run_sh.wait(timeout=30) != 0
+    job = subprocess.run(["pgrep", "-f", f"pack.py run .*{out}"], capture_output=True, text=True, check=False)
+    assert job.stdout == "", "the job outlived run.sh"
+    assert list((tmp_path / "tmp").iterdir()) == []
+
 
 RUN_ON = {"job": "throughput", "device": "NVIDIA H200", "tiny": False, "exit": 0, "seconds": 412.3,
           "date": "2026-11-28T21:00:00+00:00", "commit": "3d8e6d2"}
