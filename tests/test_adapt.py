@@ -16,6 +16,7 @@ from typer.testing import CliRunner
 import seedr
 from seedr.cli import app
 from seedr.data.training_sets import load_training_set
+from seedr.io import DataError
 from seedr.modeling.encoder import model_fingerprint
 from seedr.training.early_stopping import EarlyStopping
 from seedr.training.mined_pairs import OWN_POSITIVE, mine_pairs
@@ -285,3 +286,17 @@ def test_continued_pre_training_is_validated_on_the_held_out_pairs_too(tiny_mode
     assert yaml.safe_load((seeding / "config.yaml").read_text())["data"]["corpus"] == [
         str(run.path / "pairs" / "documents.jsonl")]  # the held-out documents are not pre-trained on
     assert yaml.safe_load((run.path / "config.yaml").read_text())["model"] == str(seeding)  # fine-tuned from it
+
+
+def test_a_tracking_never_replaces_seedr_diagnose_s_output(tiny_model, untitled, watched, tmp_path):
+    """A resumed or re-run adaptation that watches labels writes ``diagnostics.json`` at its end; the papers'
+    diagnostics that ``seedr diagnose --out`` wrote there under that name are refused before training, and
+    left as they were."""
+    out = tmp_path / "run"
+    out.mkdir()
+    theirs = json.dumps({"metrics": {"alignment": 0.3}, "details": {}})
+    (out / "diagnostics.json").write_text(theirs)
+    with pytest.raises(DataError, match="is not a tracking of watched labels"):
+        seedr.adapt(out, corpus=untitled, model=tiny_model, validation=24, dev_every=1, patience=0,
+                    settings={**TINY, "train.max_steps": 1, "watch": watched})
+    assert (out / "diagnostics.json").read_text() == theirs and not (out / "encoder").exists()

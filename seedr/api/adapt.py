@@ -73,10 +73,12 @@ def adapt(out: str | os.PathLike, *, corpus: Source, model: str | os.PathLike | 
     pretraining = None
     if pretrain is not None:  # its recipe and settings too, before anything is mined
         pretraining = resolve_settings("pretrain", pretrain, pretrain_settings, model=checked.model)
-    from seedr.reporting.validation import plot_validation, track_validation
+    from seedr.reporting.validation import check_tracking_file, plot_validation, track_validation
     from seedr.training.adapt import run_adapt
 
     with _locked(out):
+        if checked.watch:  # its tracking is written at the end: a file it would replace is refused now
+            check_tracking_file(out)
         summary = run_adapt(out, corpus, checked, sources=sources, validation=validation,
                             max_documents=max_documents, pretraining=pretraining,
                             pooling_given="pooling" in merge_settings(dict(settings or {})), resume=resume)

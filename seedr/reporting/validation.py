@@ -69,6 +69,22 @@ def plot_validation(run_dir: str | os.PathLike, out: str | os.PathLike | None = 
 TRACKING_FILE = "diagnostics.json"
 
 
+def check_tracking_file(run_dir: str | os.PathLike) -> None:
+    """Refuse to write a run's tracking over a ``diagnostics.json`` that is not one: ``seedr diagnose --out``
+    the same folder writes the papers' diagnostics under that name, which a tracking would replace."""
+    path = Path(run_dir) / TRACKING_FILE
+    if not path.is_file():
+        return
+    try:
+        details = json.loads(path.read_text(encoding="utf-8")).get("details", {})
+    except (ValueError, AttributeError):
+        details = None
+    if not isinstance(details, dict) or "watched" not in details:
+        raise DataError(path, "exists and is not a tracking of watched labels (seedr diagnose's output?): a "
+                              "run with settings' watch would replace it; move it, or diagnose into another "
+                              "folder")
+
+
 def track_validation(run_dir: str | os.PathLike) -> dict[str, float] | None:
     """How well ``run_dir``'s development evaluation (the first ``dev/`` metric, what early stopping reads)
     followed the labelled queries it watched (the first ``watch/`` metric) over the evaluations both scored,
@@ -101,6 +117,7 @@ def track_validation(run_dir: str | os.PathLike) -> dict[str, float] | None:
                "tracking/regret": max(truths) - truths[kept], "tracking/gain_over_last": truths[kept] - truths[-1]}
     details = {"validation": validation, "watched": watched, "kept_step": steps[kept],
                "evaluations": [list(evaluation) for evaluation in evaluations]}
+    check_tracking_file(run_dir)
     with atomic_write(run_dir / TRACKING_FILE) as stream:
         json.dump({"metrics": metrics, "details": details}, stream, indent=2)
     return metrics
@@ -114,4 +131,4 @@ def _best_step(run_dir: Path, lines: list[dict]) -> int | None:
     return int(logged[-1]) if logged else None
 
 
-__all__ = ["TRACKING_FILE", "VALIDATION_PLOT", "plot_validation", "track_validation"]
+__all__ = ["TRACKING_FILE", "VALIDATION_PLOT", "check_tracking_file", "plot_validation", "track_validation"]
