@@ -171,10 +171,11 @@ def test_prepare_carries_what_the_device_image_lacks():
     assert all(carried.values())  # pinned to the versions the tests ran
 
 
-def image_environment(folder: Path) -> Path:
+def image_environment(folder: Path, with_carried: bool = False) -> Path:
     """A virtual environment holding, of seedr's runtime dependency closure as installed here, only what the
-    device image lists (this CPU torch standing for its CUDA torch), each distribution linked from this
-    machine's site-packages; returns its python."""
+    device image lists (this CPU torch standing for its CUDA torch) — and, ``with_carried``, what ``prepare``
+    carries for it — each distribution linked from this machine's site-packages; returns its python. No
+    distribution of ``pack.NOT_CARRIED`` can be imported there, as on the device."""
     import importlib.metadata
 
     from packaging.requirements import Requirement
@@ -190,8 +191,9 @@ def image_environment(folder: Path) -> Path:
         closure.add(name)
         pending += [r for r in map(Requirement, importlib.metadata.distribution(name).requires or [])
                     if pack._applies(r)]
-    kept = closure - set(pack.carried_distributions()) - set(pack.NOT_CARRIED)
-    assert "ir-measures" not in kept and "torch" in kept
+    carried = set(pack.carried_distributions())
+    kept = (closure if with_carried else closure - carried) - set(pack.NOT_CARRIED)
+    assert ("ir-measures" in kept) == with_carried and "torch" in kept
     for name in kept:
         distribution = importlib.metadata.distribution(name)
         for top in {Path(str(file)).parts[0] for file in distribution.files or [] if not str(file).startswith("..")}:
@@ -199,6 +201,36 @@ def image_environment(folder: Path) -> Path:
             if source.exists() and not (site / top).exists():
                 (site / top).symlink_to(source)
     return folder / "bin" / "python"
+
+
+def test_every_module_imports_on_the_device_image(tmp_path):
+    """#66: the start-up check of every job (``pack.py check``: every seedr module and every runtime
+    package imported, no training) passes where only the device image's distributions and the carried ones
+    can be imported. A module-level import of a package that never travels (``pack.NOT_CARRIED``, e.g.
+    all-MiniLM's weights) killed every job at start-up on the device once; this fast test keeps it from
+    coming back between the rare leases (the tiny end-to-end runs are the slow tier's)."""
+    python = image_environment(tmp_path / "image", with_carried=True)
+    carried = tmp_path / "carried"
+    carried.mkdir()
+    (carried / "imports.json").write_text(json.dumps(pack.import_names()))
+    environment = {**os.environ, "SEEDR_GPU_CARRIED": str(carried), "PYTHONPATH": str(ROOT)}
+    for name in pack.NOT_CARRIED:  # the environment is the device's: what never travels is not there
+        probe = subprocess.run([str(python), "-c", f"import importlib.metadata as m; m.distribution({name!r})"],
+                               capture_output=True, text=True, env=environment)
+        assert probe.returncode != 0, name
+    result = subprocess.run([str(python), str(ROOT / "gpu" / "pack.py"), "check", "--tiny"], cwd=ROOT,
+                            capture_output=True, text=True, env=environment, timeout=600)
+    assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-2000:]
+    assert "start-up check passed" in result.stdout
+    # the jobs' own scripts import there too (their top-level imports are not seedr's: bench/ modules, torch)
+    loader = ("import importlib.util, sys\n"
+              "for path in sys.argv[1:]:\n"
+              "    spec = importlib.util.spec_from_file_location('job_' + path.rsplit('/', 1)[-1][:-3], path)\n"
+              "    spec.loader.exec_module(importlib.util.module_from_spec(spec))\n")
+    scripts = sorted(str(path) for path in (ROOT / "gpu" / "jobs").glob("*.py"))
+    result = subprocess.run([str(python), "-c", loader, *scripts], cwd=ROOT, capture_output=True, text=True,
+                            env=environment, timeout=600)
+    assert result.returncode == 0, result.stderr[-2000:]
 
 
 @pytest.mark.slow

