@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import argparse
 import datetime
+import functools
 import importlib
 import importlib.metadata
 import io
@@ -64,8 +65,36 @@ COMMAND_SECONDS = 540
 #: a quiet one's minutes for an experiment's toy size.
 TINY_SECONDS = 2400
 #: Files of a wheel that no job needs and that do not fit the journey (blingfire's 40 MB of models: seedr
-#: uses its built-in sentence breaker only).
-PRUNED = re.compile(r"^blingfire/(?!__init__\.py$|libblingfiretokdll\.so$)[^/]+$")
+#: uses its built-in sentence breaker only; transformers' ``modular_*.py``, sources its modeling files are
+#: generated from, never imported). transformers' architectures that seedr never imports go too
+#: (``pruned``).
+PRUNED = re.compile(r"^blingfire/(?!__init__\.py$|libblingfiretokdll\.so$)[^/]+$"
+                    r"|^transformers/models/[^/]+/modular_[^/]+\.py$")
+#: What finds the architectures of transformers that seedr imports: every seedr module and sentence-
+#: transformers' training modules imported, the built-in models' tokenizers and encoders loaded.
+ARCHITECTURES_PROBE = """
+import importlib, pkgutil, sys
+import seedr, sentence_transformers
+from sentence_transformers.sentence_transformer import losses, modules
+for info in pkgutil.walk_packages(seedr.__path__, "seedr."):
+    if not info.name.endswith("__main__"):
+        importlib.import_module(info.name)
+from seedr.modeling.encoder import load_encoder, load_tokenizer
+for model in ("seedr-base", "minilm"):
+    load_encoder(model), load_tokenizer(model)
+print(" ".join(sorted({name.split(".")[2] for name in sys.modules if name.startswith("transformers.models.")})))
+"""
+
+
+@functools.cache
+def pruned() -> re.Pattern:
+    """``PRUNED``, and every architecture folder of transformers (52 of its 60 MB) that seedr's code does
+    not import here (``ARCHITECTURES_PROBE``, run in a fresh process: the version that travels is this
+    machine's); tests/test_gpu_pack.py imports, loads and encodes through the pruned set."""
+    found = subprocess.run([sys.executable, "-c", ARCHITECTURES_PROBE], capture_output=True, text=True, check=True)
+    kept = found.stdout.split()
+    assert {"auto", "bert"} <= set(kept), found.stdout  # the probe found what every model needs
+    return re.compile(rf"{PRUNED.pattern}|^transformers/models/(?!__init__\.py$|(?:{'|'.join(kept)})/)")
 #: The device's Python (for the wheels of compiled packages).
 DEVICE_PYTHON = "3.12"
 #: The packages the device's ``python3`` holds, one a line (from the device docs).
@@ -330,7 +359,7 @@ def wheel_site(distributions: dict[str, str], target: Path, python_version: str 
         for wheel in sorted(download.glob("*.whl")):
             with zipfile.ZipFile(wheel) as contents:
                 for member in contents.infolist():
-                    if member.is_dir() or PRUNED.match(member.filename):
+                    if member.is_dir() or pruned().match(member.filename):
                         continue
                     data = contents.read(member)
                     info = tarfile.TarInfo(member.filename)

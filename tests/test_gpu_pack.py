@@ -219,12 +219,19 @@ def image_environment(folder: Path, with_carried: bool = False) -> Path:
     carried = set(pack.carried_distributions())
     kept = (closure if with_carried else closure - carried) - set(pack.NOT_CARRIED)
     assert ("ir-measures" in kept) == with_carried and "torch" in kept
-    for name in kept:
+    for name in kept - carried:
         distribution = importlib.metadata.distribution(name)
         for top in {Path(str(file)).parts[0] for file in distribution.files or [] if not str(file).startswith("..")}:
             source = Path(distribution.locate_file(top))
             if source.exists() and not (site / top).exists():
                 (site / top).symlink_to(source)
+    for name in kept & carried:  # file by file, as the carried site holds them: less what prepare prunes
+        distribution = importlib.metadata.distribution(name)
+        for file in distribution.files or []:
+            source, target = Path(distribution.locate_file(file)), site / str(file)
+            if not str(file).startswith("..") and source.is_file() and not pack.pruned().match(str(file)):
+                target.parent.mkdir(parents=True, exist_ok=True)
+                target.symlink_to(source)
     return folder / "bin" / "python"
 
 
@@ -257,6 +264,15 @@ def test_every_module_imports_on_the_device_image(tmp_path):
     result = subprocess.run([str(python), "-c", loader, *scripts], cwd=ROOT, capture_output=True, text=True,
                             env=environment, timeout=600)
     assert result.returncode == 0, result.stderr[-2000:]
+    # and the pruned transformers that travels builds, tokenizes and encodes with the seedr base
+    encode = ("from seedr.retrieval.encode import encode_texts\n"
+              "from seedr.modeling.encoder import load_encoder, load_tokenizer\n"
+              "vectors = encode_texts(load_encoder('seedr-base'), load_tokenizer('seedr-base'), ['a short text'],\n"
+              "                       max_length=16, batch_size=1)\n"
+              "print(tuple(vectors.shape))\n")
+    result = subprocess.run([str(python), "-c", encode], cwd=ROOT, capture_output=True, text=True,
+                            env=environment, timeout=600)
+    assert result.returncode == 0 and result.stdout.strip().endswith(", 256)"), result.stderr[-2000:]
 
 
 @pytest.mark.slow
