@@ -97,17 +97,6 @@ def test_gradients_of_the_contrast_reach_the_backbone_through_cls_only(tokenizer
     assert gradient[:, 0].abs().sum(-1).min() > 0 and torch.count_nonzero(gradient[:, 1:]) == 0
 
 
-def test_multiply_adds_are_condensers_for_two_spans():
-    from seedr.modeling.folders import EncoderShape
-
-    shape = EncoderShape(layers=12, hidden=768, intermediate=3072, vocab=30522)
-    options = CoCondenserConfig()
-    condenser = OBJECTIVES.get("condenser").multiply_adds_per_example(options, 130, shape)
-    assert CoCondenser.multiply_adds_per_example(options, 512, shape) == pytest.approx(2 * condenser)
-    short = OBJECTIVES.get("condenser").multiply_adds_per_example(options, 64, shape)
-    assert CoCondenser.multiply_adds_per_example(options, 64, shape) == pytest.approx(2 * short)
-
-
 def test_recipe_runs_from_the_seedr_base_and_saves_a_sentence_transformer(wiki_shard, tmp_path):
     from sentence_transformers import SentenceTransformer
 

@@ -137,16 +137,6 @@ def test_loss_on_fixed_sets_and_masks_matches_the_papers_equations(tokenizer, ex
     assert output.metrics["rop_accuracy"].item() == pytest.approx(sum(correct) / len(correct))
 
 
-def test_multiply_adds_count_the_word_sets():
-    from seedr.modeling.folders import EncoderShape
-
-    shape = EncoderShape(layers=12, hidden=768, intermediate=3072, vocab=30522)
-    options = PropConfig(pairs_per_text=2)
-    mlm = OBJECTIVES.get("mlm").multiply_adds_per_example(options, 512, shape)
-    sets = 4 * (3 / (1 - math.exp(-3)) + 2) * shape.token_multiply_adds
-    assert Prop.multiply_adds_per_example(options, 512, shape) == pytest.approx(mlm + sets)
-
-
 def test_recipe_runs_from_the_seedr_base_and_saves_a_sentence_transformer(wiki_shard, tmp_path):
     from sentence_transformers import SentenceTransformer
 

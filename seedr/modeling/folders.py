@@ -167,13 +167,25 @@ class EncoderShape:
 
     @property
     def layer_multiply_adds(self) -> float:
-        """One token through one layer: attention's four projections (4·H²) and the feed-forward's two
-        (2·H·I); the attention scores, which grow with the length, are left out."""
+        """One token through one layer's projections: attention's four (4·H²) and the feed-forward's two
+        (2·H·I); the attention over the other positions, which grows with them, is ``attention``'s."""
         return 4.0 * self.hidden ** 2 + 2.0 * self.hidden * self.intermediate
+
+    def attention(self, attended: float) -> float:
+        """One token's attention in one layer over ``attended`` positions: its scores against their keys
+        and the sum of their values, H each (Vaswani et al. 2017, Table 1: O(n·d) a position)."""
+        return 2.0 * attended * self.hidden
+
+    def sequence_multiply_adds(self, length: float, layers: int | None = None) -> float:
+        """A sequence of ``length`` tokens through ``layers`` layers (default: all of them), each token
+        through the projections and attending to the whole sequence — what runs for a padded batch row."""
+        layers = self.layers if layers is None else layers
+        return length * layers * (self.layer_multiply_adds + self.attention(length))
 
     @property
     def token_multiply_adds(self) -> float:
-        """One token through every layer."""
+        """One token through every layer's projections (the attention left out: a length-free rate for
+        sizing encodings of texts of many lengths; a training step's count is ``sequence_multiply_adds``)."""
         return self.layers * self.layer_multiply_adds
 
     @property

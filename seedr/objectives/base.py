@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -35,6 +35,17 @@ class PretrainingCorpus:
     vocab_size: int
     token_shards: Callable[[], TokenShardData]
 
+
+
+def expected_longest(probabilities: Sequence[float], draws: int) -> float:
+    """E[max] of ``draws`` independent lengths of distribution ``probabilities`` (P(length = k) for k = 0, 1,
+    …): Σ_k≥1 P(max ≥ k) = Σ 1 − F(k−1)^n. A batch of rows of random lengths is padded to its longest, so
+    this, not the mean length, is what each row costs (``multiply_adds_per_example``)."""
+    expected, below = 0.0, 0.0  # below: F(k − 1)
+    for probability in probabilities[:-1]:
+        below += probability
+        expected += 1.0 - min(below, 1.0) ** draws
+    return expected
 
 class Objective(nn.Module):
     """Base class of pre-training objectives.
@@ -73,11 +84,14 @@ class Objective(nn.Module):
         of ``idf_path: auto``); none by default."""
 
     @classmethod
-    def multiply_adds_per_example(cls, options: Any, max_seq_length: int, shape: EncoderShape) -> float:
+    def multiply_adds_per_example(cls, options: Any, max_seq_length: int, shape: EncoderShape,
+                                  batch_size: int = 1) -> float:
         """Multiply-adds of one training example's forward pass through the encoder and the objective's
-        own parts, to size a run before it starts (an experiment's ETA, ``seedr.experiments.record.progress``):
-        by default one text of ``max_seq_length`` tokens through the encoder."""
-        return max_seq_length * shape.token_multiply_adds
+        own parts as a batch of ``batch_size`` runs them (rows padded to their batch's longest), which a
+        ``flops_budget`` is spent by and an ETA sized with; held within 5% of ``FlopCounterMode``'s count
+        of a real step (``seedr.training.measured_compute``, ``tests/test_measured_compute.py``). By
+        default one text of ``max_seq_length`` tokens through the encoder."""
+        return shape.sequence_multiply_adds(max_seq_length)
 
     @classmethod
     def training_data(cls, options: Any, corpus: PretrainingCorpus) -> TrainData:

@@ -74,10 +74,11 @@ class CoCondenser(Condenser):
 
     @classmethod
     def multiply_adds_per_example(cls, options: CoCondenserConfig, max_seq_length: int,
-                                  shape: EncoderShape) -> float:
-        """Condenser's for each of the two spans (with [CLS] and [SEP], at most the text's length); the
-        2n × 2n dot products are negligible beside them."""
-        span = min(options.span_length + 2, max_seq_length)
+                                  shape: EncoderShape, batch_size: int = 1) -> float:
+        """Condenser's for each of the two spans of a full-length text: its ``max_seq_length − 2`` content
+        tokens cut into at least two chunks (``span_bounds``), the longest of them with [CLS] and [SEP]
+        (a batch pads to it); the 2n × 2n dot products are negligible beside them."""
+        span = max(end - start for start, end in span_bounds(max_seq_length - 2, options.span_length)) + 2
         return 2 * super().multiply_adds_per_example(options, span, shape)
 
     def draw_spans(self, examples: Sequence[Sequence[int]],

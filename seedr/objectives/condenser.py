@@ -64,11 +64,12 @@ class Condenser(MaskedLanguageModel):
     new_parts = ("Condenser head",)
 
     @classmethod
-    def multiply_adds_per_example(cls, options: CondenserConfig, max_seq_length: int, shape: EncoderShape) -> float:
+    def multiply_adds_per_example(cls, options: CondenserConfig, max_seq_length: int, shape: EncoderShape,
+                                  batch_size: int = 1) -> float:
         """MLM's (the backbone and its prediction at the masked tokens), and the head: every token through
         its layers, then a second prediction at the same masked tokens."""
-        head = max_seq_length * (options.head_layers * shape.layer_multiply_adds
-                                 + options.mask_probability * (shape.hidden ** 2 + shape.prediction_multiply_adds))
+        head = (shape.sequence_multiply_adds(max_seq_length, options.head_layers) + options.mask_probability
+                * max_seq_length * (shape.hidden ** 2 + shape.prediction_multiply_adds))
         return super().multiply_adds_per_example(options, max_seq_length, shape) + head
 
     def __init__(self, encoder: PreTrainedModel, tokenizer: PreTrainedTokenizerBase,

@@ -90,12 +90,16 @@ class Contriever(Objective):
 
     @classmethod
     def multiply_adds_per_example(cls, options: ContrieverConfig, max_seq_length: int,
-                                  shape: EncoderShape) -> float:
-        """Two crops through the encoder (with a queue, the key's through the key encoder), each of the
-        expected length: the mean crop ratio of the text's tokens, less the deleted ones, plus [CLS] and
-        [SEP]."""
-        crop = (max_seq_length - 2) * (options.ratio_min + options.ratio_max) / 2 * (1 - options.deletion_probability)
-        return 2 * (crop + 2) * shape.token_multiply_adds
+                                  shape: EncoderShape, batch_size: int = 1) -> float:
+        """Two crops of a full-length text through the encoder, each view's batch padded to its longest:
+        the expected largest of ``batch_size`` crop ratios drawn uniformly (``lo + (hi − lo)·B/(B + 1)``)
+        of the content tokens, less the deleted ones, plus [CLS] and [SEP]. With a queue the key's crop
+        goes through the key encoder forward only: a third of a trained pass (forward, and backward twice
+        its cost: ``seedr.training.compute_budget``)."""
+        longest = options.ratio_min + (options.ratio_max - options.ratio_min) * batch_size / (batch_size + 1)
+        crop = (max_seq_length - 2) * longest * (1 - options.deletion_probability) + 2
+        key = 1.0 / 3.0 if options.queue_size else 1.0
+        return (1 + key) * shape.sequence_multiply_adds(crop)
 
     def __init__(self, encoder: PreTrainedModel, tokenizer: PreTrainedTokenizerBase,
                  config: ContrieverConfig | None = None) -> None:

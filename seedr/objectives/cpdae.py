@@ -242,7 +242,8 @@ class Cpdae(MaskedLanguageModel):
     diagnostics = frozenset({"masked_lm", "decoded_words"})
 
     @classmethod
-    def multiply_adds_per_example(cls, options: CpdaeConfig, max_seq_length: int, shape: EncoderShape) -> float:
+    def multiply_adds_per_example(cls, options: CpdaeConfig, max_seq_length: int, shape: EncoderShape,
+                                  batch_size: int = 1) -> float:
         """MLM's for each masked view (eq. 1: two with the contrastive term, one without), and the MLP
         decoder from each view's [CLS] to the vocabulary (eq. 2: a dense layer, then V·H)."""
         per_view = (super().multiply_adds_per_example(options, max_seq_length, shape)

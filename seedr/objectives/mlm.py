@@ -43,11 +43,12 @@ class MaskedLanguageModel(Objective):
     diagnostics = frozenset({"masked_lm"})
 
     @classmethod
-    def multiply_adds_per_example(cls, options: MLMConfig, max_seq_length: int, shape: EncoderShape) -> float:
+    def multiply_adds_per_example(cls, options: MLMConfig, max_seq_length: int, shape: EncoderShape,
+                                  batch_size: int = 1) -> float:
         """The text through the encoder, and the head (a dense layer, then the vocabulary) at its masked
         tokens only (``mlm_logits``)."""
         head = options.mask_probability * max_seq_length * (shape.hidden ** 2 + shape.prediction_multiply_adds)
-        return max_seq_length * shape.token_multiply_adds + head
+        return shape.sequence_multiply_adds(max_seq_length) + head
 
     def __init__(self, encoder: PreTrainedModel, tokenizer: PreTrainedTokenizerBase,
                  config: MLMConfig | None = None) -> None:

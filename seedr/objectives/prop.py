@@ -42,6 +42,7 @@ a training example (a ``doc_sentences`` block of one article), and each yields `
 
 from __future__ import annotations
 
+import math
 import os
 from collections.abc import Sequence
 from pathlib import Path
@@ -56,7 +57,7 @@ from seedr.training.engine.run_state import process_state
 from seedr.modeling.bow_decoder import at_least_float32
 from seedr.modeling.encoder import pool
 from seedr.modeling.folders import EncoderShape
-from seedr.objectives.base import OBJECTIVES, ObjectiveOutput, PretrainingCorpus
+from seedr.objectives.base import OBJECTIVES, ObjectiveOutput, PretrainingCorpus, expected_longest
 from seedr.objectives.masking import pad_token_ids
 from seedr.objectives.mlm import MaskedLanguageModel
 from seedr.objectives.vocabulary_tables import load_vocabulary_table, save_vocabulary_table
@@ -99,6 +100,17 @@ def load_counts(path: str | os.PathLike, vocab_size: int) -> torch.Tensor:
 # ----- the objective -------------------------------------------------------------------------------
 
 
+def longest_set(poisson_lambda: float, draws: int) -> float:
+    """E[max] of ``draws`` independent zero-truncated Poisson(λ) set lengths (``expected_longest``), the
+    distribution cut where its tail is below 1e-12."""
+    probabilities, probability, k = [0.0], math.exp(-poisson_lambda), 0
+    while k < poisson_lambda or probability > 1e-12:
+        k += 1
+        probability *= poisson_lambda / k  # P(Poisson = k)
+        probabilities.append(probability / -math.expm1(-poisson_lambda))
+    return expected_longest(probabilities, draws)
+
+
 @OBJECTIVES.register("prop")
 class Prop(MaskedLanguageModel):
     """MLM on the masked text + ROP: a pairwise hinge between bi-encoder scores of two word sets drawn
@@ -118,10 +130,13 @@ class Prop(MaskedLanguageModel):
     config_class = PropConfig
 
     @classmethod
-    def multiply_adds_per_example(cls, options: PropConfig, max_seq_length: int, shape: EncoderShape) -> float:
-        """MLM's for the text, and each pair's two word sets through the encoder at their expected length
-        (the zero-truncated Poisson's mean, with [CLS] and [SEP])."""
-        sets = 2 * options.pairs_per_text * (options.mean_set_length + 2) * shape.token_multiply_adds
+    def multiply_adds_per_example(cls, options: PropConfig, max_seq_length: int, shape: EncoderShape,
+                                  batch_size: int = 1) -> float:
+        """MLM's for the text, and each pair's two word sets through the encoder, padded to the longest of
+        the batch's ``2·pairs_per_text·batch_size`` sets: the expected largest of that many zero-truncated
+        Poisson lengths (``longest_set``), with [CLS] and [SEP]."""
+        sets = 2 * options.pairs_per_text * shape.sequence_multiply_adds(
+            longest_set(options.poisson_lambda, 2 * options.pairs_per_text * batch_size) + 2)
         return super().multiply_adds_per_example(options, max_seq_length, shape) + sets
 
     @classmethod

@@ -59,11 +59,17 @@ class SeedEncoder(MaskedLanguageModel):
     diagnostics = frozenset({"masked_lm", "cls_reliance"})
 
     @classmethod
-    def multiply_adds_per_example(cls, options: SeedConfig, max_seq_length: int, shape: EncoderShape) -> float:
-        """MLM's, and the decoder's: every token through its layers (as wide as the encoder's; their
-        cross-attention reads [CLS] alone) and predicted over the vocabulary (eq. 9)."""
-        decoder = max_seq_length * (options.decoder_layers * shape.layer_multiply_adds
-                                    + shape.prediction_multiply_adds)
+    def multiply_adds_per_example(cls, options: SeedConfig, max_seq_length: int, shape: EncoderShape,
+                                  batch_size: int = 1) -> float:
+        """MLM's, and the decoder's: every token but the last (each predicts the next, eq. 9) through its
+        layers, as wide as the encoder's — self-attention over its ``attention_span`` (the whole prefix for
+        ``all``, computed as a masked square), the cross-attention's output projection of the [CLS] value
+        (one key: its weight is 1, so no query), the feed-forward — then predicted over the vocabulary."""
+        tokens = max_seq_length - 1
+        attended = tokens if options.attention_span == "all" else min(int(options.attention_span) + 1, tokens)
+        cross = shape.hidden ** 2 if options.cls_path == "cross_attention" else 0.0
+        layer = shape.layer_multiply_adds + cross + shape.attention(attended)
+        decoder = tokens * (options.decoder_layers * layer + shape.prediction_multiply_adds)
         return super().multiply_adds_per_example(options, max_seq_length, shape) + decoder
 
     def __init__(self, encoder: PreTrainedModel, tokenizer: PreTrainedTokenizerBase,

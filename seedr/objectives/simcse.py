@@ -75,10 +75,11 @@ class SimCSE(Objective):
     new_parts = ("SimCSE's MLP over [CLS] (training only)",)
 
     @classmethod
-    def multiply_adds_per_example(cls, options: SimCSEConfig, max_seq_length: int, shape: EncoderShape) -> float:
+    def multiply_adds_per_example(cls, options: SimCSEConfig, max_seq_length: int, shape: EncoderShape,
+                                  batch_size: int = 1) -> float:
         """Two passes of the text through the encoder, and the MLP on each pass's [CLS]."""
         mlp = shape.hidden ** 2 if options.mlp else 0
-        return 2 * (max_seq_length * shape.token_multiply_adds + mlp)
+        return 2 * (shape.sequence_multiply_adds(max_seq_length) + mlp)
 
     def __init__(self, encoder: PreTrainedModel, tokenizer: PreTrainedTokenizerBase,
                  config: SimCSEConfig | None = None) -> None:

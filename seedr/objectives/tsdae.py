@@ -43,6 +43,7 @@ Only the encoder is the product; the decoder's cross-attention and head live in 
 from __future__ import annotations
 
 import copy
+import math
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -55,7 +56,7 @@ from seedr.config.objective_options import TsdaeConfig
 from seedr.modeling.encoder import pool
 from seedr.modeling.folders import EncoderShape
 from seedr.modeling.mlm_head import MaskedLMHead
-from seedr.objectives.base import OBJECTIVES, Objective, ObjectiveOutput
+from seedr.objectives.base import OBJECTIVES, Objective, ObjectiveOutput, expected_longest
 from seedr.objectives.masking import pad_token_ids, special_tokens_mask
 
 
@@ -84,14 +85,20 @@ class Tsdae(Objective):
     new_parts = ("TSDAE decoder cross-attention",)
 
     @classmethod
-    def multiply_adds_per_example(cls, options: TsdaeConfig, max_seq_length: int, shape: EncoderShape) -> float:
-        """The kept tokens through the encoder; every clean token through the decoder (the encoder's layers
-        plus a cross-attention's value and output projections, 2·H², each) and the prediction head (a
-        dense layer, then the vocabulary)."""
-        encoder = (1 - options.deletion_ratio) * max_seq_length * shape.token_multiply_adds
-        decoder_token = (shape.layers * (shape.layer_multiply_adds + 2 * shape.hidden ** 2)
-                         + shape.hidden ** 2 + shape.prediction_multiply_adds)
-        return encoder + max_seq_length * decoder_token
+    def multiply_adds_per_example(cls, options: TsdaeConfig, max_seq_length: int, shape: EncoderShape,
+                                  batch_size: int = 1) -> float:
+        """The kept tokens through the encoder, a batch padded to its longest: [CLS], [SEP] and the most of
+        ``batch_size`` binomial draws of the content tokens at 1 − ``deletion_ratio`` (``expected_longest``);
+        every clean token through the decoder (the encoder's layers, self-attention over the text, plus a
+        cross-attention's query and output projections, 2·H², over the one sentence vector) and the
+        prediction head (a dense layer, then the vocabulary)."""
+        content, keep = max_seq_length - 2, 1 - options.deletion_ratio
+        kept = [math.comb(content, k) * keep ** k * (1 - keep) ** (content - k) for k in range(content + 1)]
+        encoder = shape.sequence_multiply_adds(2 + expected_longest(kept, batch_size))
+        decoder = (shape.sequence_multiply_adds(max_seq_length) + max_seq_length * (
+            shape.layers * (2 * shape.hidden ** 2 + shape.attention(1))
+            + shape.hidden ** 2 + shape.prediction_multiply_adds))
+        return encoder + decoder
 
     def __init__(self, encoder: PreTrainedModel, tokenizer: PreTrainedTokenizerBase,
                  config: TsdaeConfig | None = None) -> None:

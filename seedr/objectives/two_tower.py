@@ -272,10 +272,11 @@ class TwoTowerObjective(Objective):
 
     @classmethod
     def multiply_adds_per_example(cls, options: TwoTowerConfig, max_seq_length: int,
-                                  shape: EncoderShape) -> float:
-        """A pair: the query and the ``title [SEP] passage`` document through a tower each (their own
-        lengths, not ``max_seq_length``)."""
-        return (options.query_max_length + options.document_max_length) * shape.token_multiply_adds
+                                  shape: EncoderShape, batch_size: int = 1) -> float:
+        """A pair: the query and the ``title [SEP] passage`` document through a tower each, at their own
+        lengths (not ``max_seq_length``), to which every batch is padded (``collate``)."""
+        return (shape.sequence_multiply_adds(options.query_max_length)
+                + shape.sequence_multiply_adds(options.document_max_length))
 
     @classmethod
     def training_data(cls, options: TwoTowerConfig, corpus: PretrainingCorpus) -> PairData:
@@ -329,8 +330,10 @@ class TwoTowerObjective(Objective):
         if unknown:
             raise ValueError(f"the {self.name} objective got pairs of task(s) {unknown}; "
                              f"it trains on {list(self.tasks)}")
+        # Both towers pad to their full lengths: the compute a step spends is then what the budget counts
+        # (``multiply_adds_per_example``), whatever the batch's sentences, and the shapes are static.
         queries = self.tokenizer([pair.query for pair in examples], max_length=self.config.query_max_length,
-                                 truncation=True, padding=True, return_tensors="pt")
+                                 truncation=True, padding="max_length", return_tensors="pt")
         documents = self._tokenize_documents(examples)
         batch = {
             "query_input_ids": queries["input_ids"],  # (B, Tq)
@@ -347,11 +350,13 @@ class TwoTowerObjective(Objective):
         return batch
 
     def _tokenize_documents(self, examples: list[Pair]) -> dict[str, torch.Tensor]:
-        """``title [SEP] passage`` per pair (the passage alone without a title), padded to one length."""
+        """``title [SEP] passage`` per pair (the passage alone without a title), padded to the document
+        tower's length."""
         firsts = [pair.title or pair.document for pair in examples]
         seconds = [pair.document if pair.title else None for pair in examples]
         encoded = tokenize_pairs(self.tokenizer, firsts, seconds, self.config.document_max_length)
-        return self.tokenizer.pad(encoded, return_tensors="pt")
+        return self.tokenizer.pad(encoded, padding="max_length", max_length=self.config.document_max_length,
+                                  return_tensors="pt")
 
     def embed_queries(self, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
         """φ(q): (B, D)."""

@@ -29,7 +29,7 @@ def flops_per_step(config: PretrainConfig, options: Any, shape: EncoderShape) ->
     ``options``) on an encoder of ``shape``: every example of the global batch through the encoder and
     the objective's parts, forward and backward."""
     per_example = OBJECTIVES.get(config.objective_name).multiply_adds_per_example(
-        options, config.data.max_seq_length, shape)
+        options, config.data.max_seq_length, shape, batch_size=config.train.batch_size)
     batch = config.train.global_batch_size or config.train.batch_size
     return TRAINING_FLOPS_PER_MULTIPLY_ADD * batch * per_example
 
@@ -67,7 +67,8 @@ def contrastive_multiply_adds(shape: EncoderShape, query_length: float, document
                               negatives: int) -> float:
     """One fine-tuning example's forward multiply-adds (``seedr adapt``, ``seedr finetune``): a query and its
     positive and ``negatives`` hard negatives through the encoder, at the lengths given."""
-    return (query_length + (1 + negatives) * document_length) * shape.token_multiply_adds
+    return (shape.sequence_multiply_adds(query_length)
+            + (1 + negatives) * shape.sequence_multiply_adds(document_length))
 
 
 def denoising_multiply_adds(shape: EncoderShape, length: float, deletion: float) -> float:
