@@ -40,7 +40,7 @@ TINY = {
                              "max_length=64"],
     "ict_vs_mlm": ["steps=2", "batch_size=4", "max_documents=20", "wiki_shards='00'", "warmup_steps=0",
                    "max_length=64", "pair_articles=40"],
-    "pretraining_objectives": ["flops_budget=9.0e10", "batch_size=4", "max_documents=20", "wiki_shards='00'",
+    "pretraining_objectives": ["flops_budget=9.0e10", "half_flops_budget=4.5e10", "batch_size=4", "max_documents=20", "wiki_shards='00'",
                                "max_length=64", "pair_articles=20", "finetune_steps=2", "reqa_articles=2"],
     "diagnostics_from_base": ["steps=2", "batch_size=4", "max_documents=20", "wiki_shards='00'", "warmup_steps=0",
                               "max_length=64", "texts=40", "reliance_texts=4", "lengths=[32, 64]", "longest=64"],

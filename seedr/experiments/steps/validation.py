@@ -138,15 +138,20 @@ BUDGET_WORDS = {"equal steps": "steps", "equal flops": "flops", "equal compute":
 
 
 def pretraining_budgets(experiment: Any, system: str) -> set[tuple[str, float]]:
-    """How the pre-trainings of ``system`` (a condition, or each member of a group) were sized:
-    ``("flops", budget)`` or ``("steps", max_steps)`` for each pre-training step of its chains."""
+    """How the pre-training of ``system`` (a condition, or each member of a group) was sized: for each
+    member's chain, ``("flops", budget)`` or ``("steps", max_steps)`` summed over its pre-training steps
+    (coCondenser warm-started from a Condenser run spends the two runs' budgets together); a chain that
+    mixes the two kinds gives one entry of each."""
     budgets = set()
     for member in experiment.groups.get(system, [system]):
+        chain: dict[str, float] = {}
         for index, step in enumerate(experiment.conditions[member].steps):
             if step.kind == "pretrain":
                 config = build_step(step.kind, step.settings, f"{experiment.path}: {member}[{index}]").config()
-                budgets.add(("flops", config.flops_budget) if config.flops_budget is not None
-                            else ("steps", config.train.max_steps))
+                kind, amount = (("flops", config.flops_budget) if config.flops_budget is not None
+                                else ("steps", config.train.max_steps))
+                chain[kind] = chain.get(kind, 0.0) + amount
+        budgets |= set(chain.items())
     return budgets
 
 
