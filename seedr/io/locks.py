@@ -90,8 +90,8 @@ def output_lock(path: str | os.PathLike) -> Iterator[Path]:
         lock.parent.mkdir(parents=True, exist_ok=True)
         handle = _take(lock, path)
         try:
-            me = {"pid": os.getpid(), "host": _HOST, "started": datetime.now(UTC).isoformat(timespec="seconds"),
-                  "command": " ".join(sys.argv)}
+            started = datetime.now(UTC).isoformat(timespec="seconds")
+            me = {"pid": os.getpid(), "host": _HOST, "started": started, "command": " ".join(sys.argv)}
             os.ftruncate(handle, 0)  # a stale holder's record
             os.pwrite(handle, json.dumps(me).encode("utf-8"), 0)
         except BaseException:
