@@ -230,6 +230,28 @@ def test_a_stale_lock_is_taken_over(model: Path, corpus: Path, tmp_path: Path) -
     assert not lock_path(out).exists() and (out / "manifest.json").exists()
 
 
+@pytest.mark.parametrize("call", ["pwrite", "open"])
+def test_a_full_disk_while_taking_the_lock_names_the_lock_and_leaves_nothing(model: Path, corpus: Path,
+                                                                             tmp_path: Path, monkeypatch,
+                                                                             call: str) -> None:
+    """#65 item 10: a disk that fills while the lock's record is written (or its file made) was a bare
+    "[Errno 28] No space left on device", naming no file; now one line names the lock, and neither it nor
+    the folders made for it are left."""
+    real = getattr(os, call)
+
+    def full(*args, **kwargs):
+        if call == "pwrite" or str(args[0]).endswith(LOCK_SUFFIX):
+            raise OSError(errno.ENOSPC, "No space left on device")
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(os, call, full)
+    out = tmp_path / "new" / "emb"
+    result = encode(model, corpus, out)
+    monkeypatch.undo()
+    assert_one_clear_line(result, str(lock_path(out)), "no space left on the device")
+    assert list(tmp_path.iterdir()) == []
+
+
 def hold_briefly(out: Path, barrier, holders, most, taken) -> None:
     """One taker of ``test_concurrent_takers_never_hold_one_output_at_once``: start with the others, and
     while holding the lock count how many hold it at once. Removing a lock file is slowed down, as on a

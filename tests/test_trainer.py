@@ -23,6 +23,7 @@ from torch import nn
 
 from seedr.config.settings import FinetuneConfig, PretrainConfig, TrainConfig
 from seedr.data.corpus import read_corpus
+from seedr.io.stops import stop_line
 from seedr.training.engine.checkpoint import list_checkpoints
 from seedr.training.engine.optim import build_optimizer, build_scheduler, parameter_groups
 from seedr.training.engine.shards import TokenShardData, write_token_shards
@@ -383,6 +384,9 @@ def test_resume_gives_the_uninterrupted_parameters(finished_run, tokenizer, shar
     with pytest.raises(KeyboardInterrupt):
         run(mlm_objective(tokenizer), shards, out_dir, callbacks=[StopAt(6)])
     assert [step for step, _ in list_checkpoints(out_dir)] == [4]
+    # the line a stop there ends the command with (#65 item 8: said as the run goes, wherever it lands)
+    assert stop_line("SIGTERM") == (f"stopped by SIGTERM: {out_dir} keeps its checkpoint step-4: run the command "
+                                    f"again with --resume to continue")
     lines = [json.loads(line)["step"] for line in (out_dir / "metrics.jsonl").read_text().splitlines()]
     assert lines == [2, 4]  # step 6 stopped before its line was written
 

@@ -384,6 +384,36 @@ def test_a_config_that_does_not_describe_its_weights_is_refused_naming_the_field
     assert not (tmp_path / "emb").exists() and not [path for path in tmp_path.iterdir() if path.name.startswith(".")]
 
 
+@pytest.mark.parametrize(("field", "value", "says"), [
+    ("layer_norm_eps", -1, "layer_norm_eps must be a positive number, got -1"),
+    ("layer_norm_eps", -1.0, "layer_norm_eps must be a positive number, got -1.0"),
+    ("num_attention_heads", 1e9, "num_attention_heads must be a positive integer, got 1000000000.0"),
+    ("num_attention_heads", 10**9, "num_attention_heads is 1000000000, which does not divide hidden_size 32"),
+    ("hidden_dropout_prob", 2, "hidden_dropout_prob must be a probability from 0 to 1, got 2"),
+    ("use_cache", 3, "not a configuration transformers can read (StrictDataclassFieldValidationError"),
+])
+def test_a_config_value_no_shape_shows_is_refused_naming_config_json(model: Path, corpus: Path,
+                                                                     tmp_path: Path, field, value,
+                                                                     says) -> None:
+    """#65 item 10: ``"layer_norm_eps": -1`` blamed ``tokenizer.json`` (the tokenizer's loader reads the
+    config, and transformers refuses the int there), -1.0 gave NaN vectors, and ``"num_attention_heads":
+    1e9`` or 10**9 failed naming no file (the attention's constructor): each is one line naming
+    config.json and the field, before anything is written; so is a type transformers refuses."""
+    crafted = copy_model(model, tmp_path / "crafted")
+    edit_json(crafted / "config.json", **{field: value})
+    with pytest.raises(DataError) as info:
+        load_tokenizer(crafted)
+    named = field if field != "use_cache" else None  # transformers' own check: the field is in its message
+    assert (info.value.path, info.value.field) == (str(crafted / "config.json"), named)
+    for arguments in (("encode", "--model", crafted, "--corpus", corpus, "--out", tmp_path / "emb"),
+                      ("pretrain", "--config", "mlm", "--model", crafted, "--corpus", corpus, "--out",
+                       tmp_path / "run", "--set", "train.max_steps=1")):
+        result = seedr(*arguments)
+        where = f"{crafted / 'config.json'}: " + (f"field {field!r}: " if named else "")
+        assert_one_error_line(result, where + says)
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["crafted"]
+
+
 def test_an_unexpected_error_is_one_line_and_debug_shows_its_traceback(model: Path, corpus: Path, tmp_path: Path,
                                                                        monkeypatch) -> None:
     """An exception no check foresaw (here a library's RuntimeError) is one line naming its type, exit 1;

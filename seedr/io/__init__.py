@@ -1,7 +1,8 @@
 """Low-level I/O shared by every layer: one error for bad input (``errors``), transparent compression and
 line-numbered parsing (``reading``), atomic writes so that a failed run never leaves half-written output
 (``writing``), whether a stage may write an output at all (``outputs``), the lock that keeps two runs
-off one output (``locks``), and a training run's folder (``run_folders``)."""
+off one output (``locks``), a training run's folder (``run_folders``), and what a stopped command keeps
+(``stops``)."""
 
 from seedr.io.errors import (
     TOO_DEEP,

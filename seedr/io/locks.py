@@ -7,12 +7,12 @@ import json
 import os
 import sys
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from seedr.io.errors import DataError
+from seedr.io.errors import DataError, disk_full, no_space_left
 from seedr.io.writing import _HOST
 
 LOCK_SUFFIX = ".lock"
@@ -80,18 +80,38 @@ def output_lock(path: str | os.PathLike) -> Iterator[Path]:
     most one process holds it, and a process that dies, however it dies, lets it go. The file names its
     holder (pid, host, start time and command) for the ``DataError`` a second run on the same output
     gets; a file that a dead process left, in this format or an older one, is simply taken. Released on
-    exit, errors included, removing the file.
+    exit, errors included, removing the file. A lock that cannot be written (a full disk) is a
+    ``DataError`` naming it (the operating system's error names no file), and leaves neither the file nor
+    the folders made for it.
     """
     lock = lock_path(path)
-    lock.parent.mkdir(parents=True, exist_ok=True)
-    handle = _take(lock, path)
+    made = [folder for folder in (lock.parent, *lock.parent.parents) if not folder.exists()]
     try:
-        me = {"pid": os.getpid(), "host": _HOST, "started": datetime.now(UTC).isoformat(timespec="seconds"),
-              "command": " ".join(sys.argv)}
-        os.ftruncate(handle, 0)  # a stale holder's record
-        os.pwrite(handle, json.dumps(me).encode("utf-8"), 0)
+        lock.parent.mkdir(parents=True, exist_ok=True)
+        handle = _take(lock, path)
+        try:
+            started = datetime.now(UTC).isoformat(timespec="seconds")
+            me = {"pid": os.getpid(), "host": _HOST, "started": started, "command": " ".join(sys.argv)}
+            os.ftruncate(handle, 0)  # a stale holder's record
+            os.pwrite(handle, json.dumps(me).encode("utf-8"), 0)
+        except BaseException:
+            _release(handle, lock)
+            raise
+    except BaseException as error:
+        for folder in made:  # deepest first: a lock not taken leaves no folder made for it
+            with suppress(OSError):
+                folder.rmdir()
+        if isinstance(error, OSError) and disk_full(error):  # the OS's error names no file: the lock's
+            raise no_space_left(lock) from None
+        raise
+    try:
         yield lock
     finally:
-        if _is_file(handle, lock):  # removed while still held, so no taker locks a file that no longer counts
-            lock.unlink(missing_ok=True)
-        os.close(handle)
+        _release(handle, lock)
+
+
+def _release(handle: int, lock: Path) -> None:
+    """Remove ``lock`` while still holding it, so no taker locks a file that no longer counts, then let go."""
+    if _is_file(handle, lock):
+        lock.unlink(missing_ok=True)
+    os.close(handle)

@@ -76,6 +76,7 @@ from seedr.data.training_log import METRICS, append_metrics, read_metrics
 from seedr.hardware import resolve_mixed_precision
 from seedr.io import DataError, atomic_write
 from seedr.io.run_folders import already_a_run
+from seedr.io.stops import keeps
 from seedr.provenance import code_fingerprint, other_code, record_run
 from seedr.training.engine.batches import IndexedDataset, SeededCollate, TrainData
 from seedr.training.engine.checkpoint import (
@@ -251,6 +252,7 @@ class Trainer:
             settings = self.run_config if self.run_config is not None else self.config
             code = None if checkpoint is not None else code_fingerprint()
             record_run(self.out_dir, settings, config.seed, code=code)
+            self._say_kept()
             self._truncate_metrics(self.step)
             tqdm.write(config.describe_batch(accelerator.num_processes), file=sys.stderr)
         self._start_trackers()
@@ -421,9 +423,18 @@ class Trainer:
         save_checkpoint(self.accelerator, path, position, extra,
                         lambda directory: self.save_product(self.unwrapped_model(), directory))
         if self.accelerator.is_main_process:
+            self._say_kept()
             publish_product(path, self.out_dir, self.described)
             prune_checkpoints(self.out_dir, self.config.keep_checkpoints)
         self.accelerator.wait_for_everyone()
+
+    def _say_kept(self) -> None:
+        """What a stop (SIGTERM, SIGINT) from now on keeps, for the line it ends with (``seedr.io.stops``):
+        said as the run goes, since a stop inside a long step ends the process before it could unwind here."""
+        last = latest_checkpoint(self.out_dir)
+        again = "run the command again with --resume"
+        keeps(f"{self.out_dir} keeps its checkpoint {last.name}: {again} to continue"
+              if last else f"{self.out_dir} holds no checkpoint yet: {again} to start it over")
 
     def _restore_position(self, checkpoint: Path) -> None:
         position = read_position(checkpoint)
