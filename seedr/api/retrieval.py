@@ -276,7 +276,7 @@ def search(out: str | os.PathLike | None = None, *, queries: Source | Mapping[st
         raise ValueError("choose one way to search: bm25 (--bm25), or a dense index (--index; reqa: a dense model)")
     read = _input_paths(queries, questions, reqa, corpus, index, model)
     if bm25 and bm25_index is not None and (corpus is not None or reqa is not None):  # it will be written
-        check_output(bm25_index, "BM25 index", overwrite=overwrite, inputs=read)
+        check_output(bm25_index, "BM25 index", overwrite=overwrite, inputs=read, option="--bm25-index")
     if out is not None:  # nor the run inside a BM25 index, read or written
         check_output(out, "TREC run", overwrite=overwrite, inputs=[*read, *_input_paths(bm25_index)])
     _check_inputs(model, corpus)
