@@ -94,6 +94,16 @@ def test_a_full_disk_at_the_run_leaves_no_record_and_the_same_command_then_succe
         Path(f"{out}.json").unlink()
 
 
+def test_a_full_disk_at_the_run_leaves_no_bm25_index_either(bm25_search, tmp_path, monkeypatch):
+    search = [*bm25_search, "--bm25-index", tmp_path / "bm25", "--out", tmp_path / "run.trec"]
+    full_disk_at_file(monkeypatch, 2)
+    refused(seedr(*search), "run.trec", "no space left")
+    assert snapshot(tmp_path) == {}  # the index, whole as it was, goes with the run it was built for
+    monkeypatch.undo()
+    assert seedr(*search).exit_code == 0
+    assert (tmp_path / "bm25" / "seedr_bm25.json").is_file() and (tmp_path / "run.trec.json").is_file()
+
+
 def test_a_full_disk_while_replacing_a_run_keeps_the_old_run_and_record(bm25_search, searched, tmp_path,
                                                                         monkeypatch):
     out = tmp_path / "run.trec"
