@@ -189,7 +189,8 @@ def embeddings(shared_data: Path, tmp_path_factory) -> Path:
     folder = tmp_path_factory.mktemp("embeddings")
     model = save_tiny_bert(folder / "tiny", "cls")
     corpus = first_lines(shared_data / "scifact" / "corpus.jsonl", 40, folder)
-    result = seedr("encode", "--model", model, "--corpus", corpus, "--out", folder / "emb", "--max-length", 16)
+    result = seedr("encode", "--model", model, "--corpus", corpus, "--out", folder / "emb",
+                   "--max-length", 16)
     assert result.exit_code == 0, result.output
     return folder / "emb"
 

@@ -209,13 +209,15 @@ def _judged_overlap(counts: Mapping[str, int], name: str, label: str, qrels: str
     every metric would be 0.0, a figure that reads as a result (query ids prefixed, another collection)."""
     judged, answered, unjudged = counts["judged"], counts["evaluated"], counts["unjudged_in_run"]
     if not answered:
-        raise DataError(qrels, f"none of its {judged} judged queries is in the run {label} ({unjudged} queries "
-                               "there are unjudged): score the run against the judgements of its own queries")
-    missing = f"{counts['missing_from_run']} judged queries missing from the run (scored 0), {unjudged} unjudged " \
-              "queries ignored"
+        raise DataError(qrels, f"none of its {judged} judged queries is in the run {label} ({unjudged} "
+                               "queries there are unjudged): score the run against the judgements of its "
+                               "own queries")
+    missing = (f"{counts['missing_from_run']} judged queries missing from the run (scored 0), {unjudged} "
+               "unjudged queries ignored")
     if answered < _FEW_JUDGED * judged:
-        return [f"warning: {name}: only {answered} of the {judged} judged queries of {qrels} are in the run, so its "
-                f"means are mostly zeros ({missing}): are the run and the judgements of the same queries?"]
+        return [f"warning: {name}: only {answered} of the {judged} judged queries of {qrels} are in the run, "
+                f"so its means are mostly zeros ({missing}): are the run and the judgements of the same "
+                "queries?"]
     return [f"{name}: {missing}"] if counts["missing_from_run"] or unjudged else []
 
 

@@ -84,7 +84,8 @@ class AtomicFiles:
     @contextmanager
     def write(self, path: str | os.PathLike, mode: str = "w", encoding: str | None = "utf-8") -> Iterator[IO]:
         """A stream to a temporary beside ``path`` (the temporaries of killed processes cleaned first,
-        ``remove_stale_temporaries``); on an error it is removed, a full disk said in one line naming ``path``."""
+        ``remove_stale_temporaries``); on an error it is removed, and a full disk is one line naming
+        ``path``."""
         path = Path(path)
         if path.is_dir():
             raise DataError(path, "is a folder, expected a file to write")
@@ -125,7 +126,12 @@ def atomic_files() -> Iterator[AtomicFiles]:
     try:
         yield files
         for temporary, path in files._written:
-            os.replace(temporary, path)
+            try:
+                os.replace(temporary, path)
+            except OSError as error:  # a folder's new entry may need a block the disk no longer has
+                if disk_full(error):
+                    raise no_space_left(path) from None
+                raise
     except BaseException:
         for temporary, _ in files._written:
             temporary.unlink(missing_ok=True)

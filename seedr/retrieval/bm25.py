@@ -123,9 +123,9 @@ class BM25Index:
         return directory
 
     def save_into(self, folder: Path) -> None:
-        """Write the index's files into the existing ``folder``: bm25s's index and vocabulary, ``ids.txt``, the
-        settings (``seedr search`` passes the temporary of an ``atomic_directory`` that it moves into place
-        with its run, so that a failed run leaves no index either)."""
+        """Write the index's files into the existing ``folder``: bm25s's index and vocabulary, ``ids.txt``,
+        the settings (``seedr search`` passes the temporary of an ``atomic_directory`` that it moves into
+        place with its run, so that a failed run leaves no index either)."""
         self.retriever.save(str(folder), show_progress=False)
         self.tokenizer.save_vocab(str(folder))
         (folder / "ids.txt").write_text("".join(f"{i}\n" for i in self.ids), encoding="utf-8")
