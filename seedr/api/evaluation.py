@@ -165,10 +165,8 @@ def evaluate(runs: Sequence[str | os.PathLike | SearchRun], *, qrels: str | os.P
     if isinstance(task, QrelsTask):
         per_system = {name: task.per_query(run) for name, run in loaded.items()}
         details["queries"] = {name: task.query_counts(run) for name, run in loaded.items()}
-        for name, counts in details["queries"].items():
-            if counts["missing_from_run"] or counts["unjudged_in_run"]:
-                notes.append(f"{name}: {counts['missing_from_run']} judged queries missing from the run (scored 0), "
-                             f"{counts['unjudged_in_run']} unjudged queries ignored")
+        for name, system in zip(names, systems):
+            notes.extend(_judged_overlap(details["queries"][name], name, system.label, qrels))
     else:  # QA and ReQA runs must have been searched with these questions
         asked = task.queries()
         source = ", ".join(map(str, _paths(qa_answers) if qa_answers is not None else [reqa]))
@@ -199,6 +197,28 @@ def evaluate(runs: Sequence[str | os.PathLike | SearchRun], *, qrels: str | os.P
     details["ignore_identical_ids"] = ignore_identical_ids
     return Evaluation(modes[0], table, versus, details, notes,
                       {name: system.label for name, system in zip(names, systems)})
+
+
+#: Under this share of the judged queries in a run, ``evaluate`` warns: its means are mostly zeros.
+_FEW_JUDGED = 0.5
+
+
+def _judged_overlap(counts: Mapping[str, int], name: str, label: str, qrels: str | os.PathLike) -> list[str]:
+    """The notes on how many judged queries a run answers (``QrelsTask.query_counts``): a warning naming the
+    counts when it is under half of them; a ``DataError`` naming ``qrels`` and the run when it is none, for
+    every metric would be 0.0, a figure that reads as a result (query ids prefixed, another collection)."""
+    judged, answered, unjudged = counts["judged"], counts["evaluated"], counts["unjudged_in_run"]
+    if not answered:
+        raise DataError(qrels, f"none of its {judged} judged queries is in the run {label} ({unjudged} "
+                               "queries there are unjudged): score the run against the judgements of its "
+                               "own queries")
+    missing = (f"{counts['missing_from_run']} judged queries missing from the run (scored 0), {unjudged} "
+               "unjudged queries ignored")
+    if answered < _FEW_JUDGED * judged:
+        return [f"warning: {name}: only {answered} of the {judged} judged queries of {qrels} are in the run, "
+                f"so its means are mostly zeros ({missing}): are the run and the judgements of the same "
+                "queries?"]
+    return [f"{name}: {missing}"] if counts["missing_from_run"] or unjudged else []
 
 
 @dataclasses.dataclass(frozen=True)

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import functools
 import os
@@ -14,7 +15,7 @@ from typing import Any
 from seedr.api.arguments import checks_arguments
 from seedr.api.common import Source, _input_paths, _is_paths, _length, _locked, _model_name
 from seedr.config.settings import ENCODE_BATCH_SIZE
-from seedr.io import check_output
+from seedr.io import atomic_directory, check_output
 from seedr.modeling.folders import resolve_model_path
 
 
@@ -276,7 +277,7 @@ def search(out: str | os.PathLike | None = None, *, queries: Source | Mapping[st
         raise ValueError("choose one way to search: bm25 (--bm25), or a dense index (--index; reqa: a dense model)")
     read = _input_paths(queries, questions, reqa, corpus, index, model)
     if bm25 and bm25_index is not None and (corpus is not None or reqa is not None):  # it will be written
-        check_output(bm25_index, "BM25 index", overwrite=overwrite, inputs=read)
+        check_output(bm25_index, "BM25 index", overwrite=overwrite, inputs=read, option="--bm25-index")
     if out is not None:  # nor the run inside a BM25 index, read or written
         check_output(out, "TREC run", overwrite=overwrite, inputs=[*read, *_input_paths(bm25_index)])
     _check_inputs(model, corpus)
@@ -300,7 +301,8 @@ def search(out: str | os.PathLike | None = None, *, queries: Source | Mapping[st
     from seedr.retrieval.encode import TextEncoder, model_defaults
     from seedr.retrieval.search import search_text
 
-    with _locked(out):
+    # the BM25 index written and the run: all or nothing (the index is moved into place after the run)
+    with _locked(out), contextlib.ExitStack() as written:
         if bm25:
             if corpus is None and reqa_task is None:
                 if bm25_index is None:
@@ -314,7 +316,7 @@ def search(out: str | os.PathLike | None = None, *, queries: Source | Mapping[st
                     total = count_documents(corpus) if _is_paths(corpus) else _length(corpus)
                 searcher = BM25Index.build(documents, k1=k1, b=b, show_progress=show_progress, total=total)
                 if bm25_index is not None:
-                    searcher.save(bm25_index)
+                    searcher.save_into(written.enter_context(atomic_directory(bm25_index)))
             run = searcher.search(texts, k=k, show_progress=show_progress)
             tag = tag or "bm25"
         elif reqa_task is not None:  # dense ReQA: candidates are encoded as (sentence, paragraph) pairs

@@ -15,9 +15,10 @@ A line of a run file is ``qid Q0 docid rank score tag`` (TREC; also what Anserin
 Beside a run, ``seedr search`` writes ``<run>.json`` (``write_run_and_record``): the files its queries came
 from and a fingerprint of their ids and texts, so that ``seedr evaluate`` can refuse to score the run
 against other questions (NQ-open's question ids are line numbers: any question file has the same ids).
-The record also holds the fingerprint of the run itself (``run_fingerprint``), and is written before the
-run: a command killed between the two writes, or a run file copied over another, leaves a record that
-describes another ranking than the file, which ``read_run_record`` refuses. The run file itself stays
+The record also holds the fingerprint of the run itself (``run_fingerprint``). The two are written as one
+unit (a failed write leaves neither), the record moved into place first: a command killed between the two
+moves, or a run file copied over another, leaves a record that describes another ranking than the file,
+which ``read_run_record`` refuses. The run file itself stays
 plain TREC, readable by every tool.
 """
 
@@ -28,11 +29,12 @@ import json
 import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import IO
 
 import numpy as np
 
 from seedr.data.records import Run
-from seedr.io import DataError, atomic_write, iter_lines, read_json
+from seedr.io import DataError, atomic_files, atomic_write, iter_lines, read_json
 
 
 def rank_documents(scores: dict[str, float]) -> list[tuple[str, float]]:
@@ -91,15 +93,20 @@ def write_trec_run(path: str | os.PathLike, run: Run, tag: str = "seedr", k: int
     each query. Written atomically; returns the number of lines.
     """
     _check_token(tag, "tag")
-    lines = 0
     with atomic_write(path) as stream:
-        for qid in sorted(run):
-            _check_token(qid, "query id")
-            ranked = rank_documents(run[qid])
-            for rank, (doc, score) in enumerate(ranked[:k] if k is not None else ranked, start=1):
-                _check_token(doc, "document id")
-                stream.write(f"{qid} Q0 {doc} {rank} {float(score)!r} {tag}\n")
-                lines += 1
+        return _write_run_lines(stream, run, tag, k)
+
+
+def _write_run_lines(stream: IO[str], run: Run, tag: str, k: int | None = None) -> int:
+    """``write_trec_run``'s lines, to an open stream; returns their number."""
+    lines = 0
+    for qid in sorted(run):
+        _check_token(qid, "query id")
+        ranked = rank_documents(run[qid])
+        for rank, (doc, score) in enumerate(ranked[:k] if k is not None else ranked, start=1):
+            _check_token(doc, "document id")
+            stream.write(f"{qid} Q0 {doc} {rank} {float(score)!r} {tag}\n")
+            lines += 1
     return lines
 
 
@@ -217,9 +224,10 @@ def queries_record(queries: Mapping[str, str], kind: str, files: Sequence[str | 
 
 def write_run_and_record(path: str | os.PathLike, run: Run, record: Mapping[str, object],
                          tag: str = "seedr") -> tuple[int, Path]:
-    """Write ``run`` as a TREC file and ``record`` beside it (``<run>.json``) as one unit: ids the file
-    cannot hold are refused before either is written; the record, completed with the run's fingerprint,
-    goes first, then the run (each atomically). A kill between them leaves the old run under the new
+    """Write ``run`` as a TREC file and ``record`` beside it (``<run>.json``) as one unit (``atomic_files``):
+    ids the file cannot hold are refused before either is written, and a failed write (a full disk) leaves
+    neither, nor any change to those already there. The record, completed with the run's fingerprint, is
+    moved into place first, then the run: a kill between the two moves leaves the old run under the new
     record, which ``read_run_record`` refuses. Returns the run's number of lines and the record's path."""
     _check_token(tag, "tag")
     for qid, scores in run.items():
@@ -227,9 +235,12 @@ def write_run_and_record(path: str | os.PathLike, run: Run, record: Mapping[str,
         for doc in scores:
             _check_token(doc, "document id")
     record_path = run_record_path(path)
-    with atomic_write(record_path) as stream:
-        json.dump({**record, "run": {"sha256": run_fingerprint(run)}}, stream, indent=2)
-    return write_trec_run(path, run, tag=tag), record_path
+    with atomic_files() as files:
+        with files.write(record_path) as stream:
+            json.dump({**record, "run": {"sha256": run_fingerprint(run)}}, stream, indent=2)
+        with files.write(path) as stream:
+            lines = _write_run_lines(stream, run, tag)
+    return lines, record_path
 
 
 def check_run_queries(run_path: str | os.PathLike, queries: Mapping[str, str], given: str,

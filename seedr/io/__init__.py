@@ -37,7 +37,9 @@ from seedr.io.reading import (
     read_text,
 )
 from seedr.io.writing import (
+    AtomicFiles,
     atomic_directory,
+    atomic_files,
     atomic_write,
     json_text,
     process_alive,
@@ -55,8 +57,10 @@ __all__ = [
     "REPORT_MARKER",
     "REPORT_PAGE_MARKER",
     "TOO_DEEP",
+    "AtomicFiles",
     "DataError",
     "atomic_directory",
+    "atomic_files",
     "atomic_write",
     "check_output",
     "disk_full",

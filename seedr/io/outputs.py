@@ -151,21 +151,21 @@ def _check_apart(path: Path, inputs: Iterable[str | os.PathLike], inside_inputs:
                                   "write the output elsewhere")
 
 
-def _check_file(path: Path, kind: str, spec: OutputKind, overwrite: bool) -> bool:
+def _check_file(path: Path, kind: str, spec: OutputKind, overwrite: bool, option: str) -> bool:
     if path.parent.exists() and not path.parent.is_dir():
         raise DataError(path.parent, f"is a file; the {kind} is written into a folder")
     if path.is_symlink() and not path.exists():
-        raise DataError(path, f"is a broken link; --out needs a file for the {kind}")
+        raise DataError(path, f"is a broken link; {option} needs a file for the {kind}")
     if path.is_dir():
-        raise DataError(path, f"is a folder; --out needs a file for the {kind}")
+        raise DataError(path, f"is a folder; {option} needs a file for the {kind}")
     if kind == "TREC run" and not path.exists() and run_record(path).exists():
         raise DataError(run_record(path), f"exists, and writing the {kind} {path.name} would replace it with "
-                                          "the run's record: choose another --out")
+                                          f"the run's record: choose another {option}")
     if not path.exists():
         return False
     if not spec.made_by_seedr(path):
         raise DataError(path, f"exists and is not {_a(kind)} seedr wrote; writing here would replace it: "
-                              "choose a new --out")
+                              f"choose a new {option}")
     if not overwrite:
         raise DataError(path, f"{_a(kind)} is already here; pass --overwrite to replace it")
     return True
@@ -173,7 +173,7 @@ def _check_file(path: Path, kind: str, spec: OutputKind, overwrite: bool) -> boo
 
 def check_output(path: str | os.PathLike, kind: str, *, replaces: bool = True, overwrite: bool = False,
                  inputs: Iterable[str | os.PathLike] = (), inside_inputs: bool = True,
-                 writes: Iterable[str] | None = None) -> bool:
+                 writes: Iterable[str] | None = None, option: str = "--out") -> bool:
     """The one check of whether a stage making a ``kind`` output (``OUTPUT_KINDS``) may write to ``path``,
     made before anything is written (the module docstring has the rule).
 
@@ -187,6 +187,8 @@ def check_output(path: str | os.PathLike, kind: str, *, replaces: bool = True, o
             it diagnoses may; an average may not lie inside a model it averages, whose copy would copy
             its own temporary).
         writes: the names a folder kind that does not list them (an averaged encoder) will hold.
+        option: the command's option that names ``path``, for the refusals that ask for another one
+            (``--json``, ``--markdown``, ``--bm25-index``).
 
     Returns whether ``path`` is an existing ``kind`` output (to be replaced or continued).
     """
@@ -194,18 +196,18 @@ def check_output(path: str | os.PathLike, kind: str, *, replaces: bool = True, o
     spec = OUTPUT_KINDS[kind]
     _check_apart(path, inputs, inside_inputs)
     if spec.is_file:
-        return _check_file(path, kind, spec, overwrite)
+        return _check_file(path, kind, spec, overwrite, option)
     if not path.exists():
         return False
     if not path.is_dir():
-        raise DataError(path, f"exists and is a file; --out needs a folder for the {kind}")
+        raise DataError(path, f"exists and is a file; {option} needs a folder for the {kind}")
     if not any(path.iterdir()):
         return False
     found = output_kind(path)
     if found != kind:
         what = f"{_a(found)} folder" if found else f"not {_a(kind)} folder (no {spec.marker})"
         raise DataError(path, f"exists and is {what}; writing the {kind} here would "
-                              f"{'delete' if replaces else 'mix into'} it: choose a new --out")
+                              f"{'delete' if replaces else 'mix into'} it: choose a new {option}")
     if replaces and not overwrite:
         raise DataError(path, f"{_a(kind)} folder is already here; pass --overwrite to replace it")
     foreign = foreign_files(path, kind, writes) if replaces else []
@@ -213,7 +215,7 @@ def check_output(path: str | os.PathLike, kind: str, *, replaces: bool = True, o
         shown = ", ".join(foreign[:5]) + (f" and {len(foreign) - 5} more" if len(foreign) > 5 else "")
         them = "them" if len(foreign) > 1 else "it"
         raise DataError(path, f"holds {shown}, which seedr did not write; replacing the {kind} would delete "
-                              f"{them}: move {them} out or choose a new --out")
+                              f"{them}: move {them} out or choose a new {option}")
     return True
 
 

@@ -74,32 +74,80 @@ def remove_stale_temporaries(path: str | os.PathLike) -> list[Path]:
     return removed
 
 
+class AtomicFiles:
+    """The files of one ``atomic_files`` block: ``write(path)`` writes one to a temporary beside it, and the
+    block moves them all into place, in the order written, only once it ends without error."""
+
+    def __init__(self) -> None:
+        self._written: list[tuple[Path, Path]] = []  # (temporary, path), in the order written
+
+    @contextmanager
+    def write(self, path: str | os.PathLike, mode: str = "w", encoding: str | None = "utf-8") -> Iterator[IO]:
+        """A stream to a temporary beside ``path`` (the temporaries of killed processes cleaned first,
+        ``remove_stale_temporaries``); on an error it is removed, and a full disk is one line naming
+        ``path``."""
+        path = Path(path)
+        if path.is_dir():
+            raise DataError(path, "is a folder, expected a file to write")
+        path.parent.mkdir(parents=True, exist_ok=True)
+        remove_stale_temporaries(path)
+        handle, name = tempfile.mkstemp(dir=path.parent, prefix=_temporary_prefix(path), suffix=".tmp")
+        os.close(handle)
+        temporary = Path(name)
+        os.chmod(temporary, _default_mode(directory=False))
+        try:
+            with open(temporary, mode, encoding=None if "b" in mode else encoding) as stream:
+                yield stream
+                stream.flush()
+                os.fsync(stream.fileno())
+        except BaseException as error:
+            temporary.unlink(missing_ok=True)  # never moved into place, even if the caller goes on
+            if disk_full(error):
+                raise no_space_left(path) from None
+            raise
+        self._written.append((temporary, path))
+
+
+@contextmanager
+def atomic_files() -> Iterator[AtomicFiles]:
+    """Write a command's output files as one unit: all of them, or none.
+
+    Each file is written to a temporary (``AtomicFiles.write``); only when every one is written are they
+    moved into place, in the order written. On any error every temporary is removed and the files already
+    at those paths are left untouched, so a full disk at the second file leaves no first one behind (a
+    run's record without its run, which would refuse the next attempt).
+
+    Example:
+        >>> with atomic_files() as files:
+        ...     with files.write("run.trec.json") as stream: ...
+        ...     with files.write("run.trec") as stream: ...
+    """
+    files = AtomicFiles()
+    try:
+        yield files
+        for temporary, path in files._written:
+            try:
+                os.replace(temporary, path)
+            except OSError as error:  # a folder's new entry may need a block the disk no longer has
+                if disk_full(error):
+                    raise no_space_left(path) from None
+                raise
+    except BaseException:
+        for temporary, _ in files._written:
+            temporary.unlink(missing_ok=True)
+        raise
+
+
 @contextmanager
 def atomic_write(path: str | os.PathLike, mode: str = "w", encoding: str | None = "utf-8") -> Iterator[IO]:
-    """Write to a temporary file beside ``path`` and move it into place only on success.
+    """Write to a temporary file beside ``path`` and move it into place only on success (``atomic_files``
+    of one file).
 
     On any error the temporary file is removed and an existing ``path`` is left untouched; the
     temporaries of killed processes are cleaned first (``remove_stale_temporaries``).
     """
-    path = Path(path)
-    if path.is_dir():
-        raise DataError(path, "is a folder, expected a file to write")
-    path.parent.mkdir(parents=True, exist_ok=True)
-    remove_stale_temporaries(path)
-    handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=_temporary_prefix(path), suffix=".tmp")
-    os.close(handle)
-    os.chmod(temporary, _default_mode(directory=False))
-    try:
-        with open(temporary, mode, encoding=None if "b" in mode else encoding) as stream:
-            yield stream
-            stream.flush()
-            os.fsync(stream.fileno())
-        os.replace(temporary, path)
-    except BaseException as error:
-        Path(temporary).unlink(missing_ok=True)
-        if disk_full(error):
-            raise no_space_left(path) from None
-        raise
+    with atomic_files() as files, files.write(path, mode, encoding) as stream:
+        yield stream
 
 
 @contextmanager

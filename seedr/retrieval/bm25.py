@@ -116,14 +116,20 @@ class BM25Index:
         return run
 
     def save(self, directory: str | os.PathLike) -> Path:
-        """Write the index folder atomically: bm25s's index and vocabulary, ``ids.txt``, the settings."""
+        """Write the index folder atomically (``save_into`` a temporary folder, moved into place whole)."""
         directory = Path(directory)
         with atomic_directory(directory) as temporary:
-            self.retriever.save(str(temporary), show_progress=False)
-            self.tokenizer.save_vocab(str(temporary))
-            (temporary / "ids.txt").write_text("".join(f"{i}\n" for i in self.ids), encoding="utf-8")
-            (temporary / SETTINGS).write_text(json.dumps(asdict(self.settings), indent=2), encoding="utf-8")
+            self.save_into(temporary)
         return directory
+
+    def save_into(self, folder: Path) -> None:
+        """Write the index's files into the existing ``folder``: bm25s's index and vocabulary, ``ids.txt``,
+        the settings (``seedr search`` passes the temporary of an ``atomic_directory`` that it moves into
+        place with its run, so that a failed run leaves no index either)."""
+        self.retriever.save(str(folder), show_progress=False)
+        self.tokenizer.save_vocab(str(folder))
+        (folder / "ids.txt").write_text("".join(f"{i}\n" for i in self.ids), encoding="utf-8")
+        (folder / SETTINGS).write_text(json.dumps(asdict(self.settings), indent=2), encoding="utf-8")
 
     @classmethod
     def load(cls, directory: str | os.PathLike) -> BM25Index:

@@ -210,6 +210,16 @@ def _probe(factory: str, dim: int, metric: str) -> None:
         return
 
 
+def _read_index(path: Path, factory: object, mmap: bool) -> faiss.Index:
+    """``faiss.read_index`` of an index made by ``factory``, memory-mapped with ``mmap``; faiss's
+    ``RuntimeError`` when it cannot read it."""
+    flags = 0
+    if mmap:  # the two flags use different readers: one per kind of index
+        ivf = "IVF" in (factory if isinstance(factory, str) else "")
+        flags = (faiss.IO_FLAG_MMAP if ivf else faiss.IO_FLAG_MMAP_IFC) | faiss.IO_FLAG_READ_ONLY
+    return faiss.read_index(str(path), flags)
+
+
 def _faiss_reason(error: RuntimeError | MemoryError) -> str:
     """What a faiss C++ error (``Error in <function> at <file>:<line>: <reason>``, often many lines) says, in
     one line: its reason."""
@@ -391,8 +401,14 @@ class DenseIndex:
         return all_scores, all_ids
 
     def save(self, directory: str | os.PathLike) -> Path:
-        """Write the index folder atomically (``index.faiss``, ``ids.txt``, ``index.json``)."""
+        """Write the index folder atomically (``index.faiss``, ``ids.txt``, ``index.json``).
+
+        The faiss file is read back before the folder is moved into place: faiss writes some indexes it
+        cannot read (``PRQ0x2x4``: ``'aq.M > 0' failed``), which would leave a folder no search can open
+        and that the next ``seedr index`` refuses to replace without ``--overwrite``. Such a factory is
+        a one-line ``ValueError`` and ``directory`` is left as it was."""
         directory = Path(directory)
+        factory = self.config.get("factory")
         with atomic_directory(directory) as temporary:
             try:
                 faiss.write_index(self.index, str(temporary / "index.faiss"))
@@ -400,6 +416,11 @@ class DenseIndex:
                 if disk_full(error):
                     raise no_space_left(directory / "index.faiss") from None
                 raise
+            try:  # memory-mapped, as `search --mmap` reads it: no second copy of a large index in memory
+                _read_index(temporary / "index.faiss", factory, mmap=True)
+            except RuntimeError as error:
+                raise ValueError(f"faiss factory {factory!r} builds an index that faiss cannot read back "
+                                 f"({_faiss_reason(error)}): choose another factory") from None
             (temporary / "ids.txt").write_text("".join(f"{i}\n" for i in self.ids), encoding="utf-8")
             (temporary / "index.json").write_text(json.dumps(self.config, indent=2), encoding="utf-8")
         return directory
@@ -419,12 +440,8 @@ class DenseIndex:
         config = read_json(directory / "index.json")
         if not isinstance(config, dict) or not isinstance(config.get("metric"), str) or "dim" not in config:
             raise DataError(directory / "index.json", "expected a JSON object with 'metric' and 'dim'")
-        flags = 0
-        if mmap:  # the two flags use different readers: one per kind of index
-            ivf = "IVF" in config.get("factory", "")
-            flags = (faiss.IO_FLAG_MMAP if ivf else faiss.IO_FLAG_MMAP_IFC) | faiss.IO_FLAG_READ_ONLY
         try:
-            index = faiss.read_index(str(directory / "index.faiss"), flags)
+            index = _read_index(directory / "index.faiss", config.get("factory"), mmap)
         except RuntimeError as error:
             raise DataError(directory / "index.faiss", f"not a readable faiss index "
                                                        f"({str(error).strip().splitlines()[-1]})") from None

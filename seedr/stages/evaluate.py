@@ -11,7 +11,7 @@ import typer
 from seedr.api import evaluate
 from seedr.api.arguments import option_range
 from seedr.evaluation import DEFAULT_METRICS
-from seedr.io import EVALUATION_MARKDOWN_MARKER, atomic_write, check_output
+from seedr.io import EVALUATION_MARKDOWN_MARKER, atomic_files, check_output
 from seedr.stages.common import clear_errors, console
 
 
@@ -86,9 +86,10 @@ def command(
     from rich.console import Console
 
     read = [path for path in (*runs, qrels, *(qa_answers or []), *(corpus or []), reqa) if path and path.exists()]
-    for path, kind in ((json_out, "evaluation JSON"), (markdown_out, "evaluation Markdown")):
+    for path, kind, option in ((json_out, "evaluation JSON", "--json"), (markdown_out, "evaluation Markdown",
+                                                                       "--markdown")):
         if path is not None:
-            check_output(path, kind, overwrite=overwrite, inputs=read)
+            check_output(path, kind, overwrite=overwrite, inputs=read, option=option)
     try:
         cutoffs = [int(k) for k in ks.split(",") if k.strip()]
     except ValueError:
@@ -101,9 +102,10 @@ def command(
         console.print(note, soft_wrap=True, highlight=False, markup=False)
     for table in evaluation.tables():
         Console().print(table)
-    if json_out is not None:
-        with atomic_write(json_out) as stream:
-            json.dump(evaluation.to_dict(), stream, indent=2)
-    if markdown_out is not None:
-        with atomic_write(markdown_out) as stream:
-            stream.write(f"{EVALUATION_MARKDOWN_MARKER}\n{evaluation.to_markdown()}")
+    with atomic_files() as files:  # both or neither: a full disk at the Markdown keeps no JSON
+        if json_out is not None:
+            with files.write(json_out) as stream:
+                json.dump(evaluation.to_dict(), stream, indent=2)
+        if markdown_out is not None:
+            with files.write(markdown_out) as stream:
+                stream.write(f"{EVALUATION_MARKDOWN_MARKER}\n{evaluation.to_markdown()}")
