@@ -12,7 +12,7 @@ import typer
 from typer.testing import CliRunner
 
 import seedr
-from seedr.api.arguments import ARGUMENTS
+from seedr.api.arguments import ARGUMENTS, option_range
 from seedr.cli import app
 
 runner = CliRunner()
@@ -149,11 +149,27 @@ def test_the_command_line_gets_the_same_check_as_one_line(tmp_path, monkeypatch,
                                    "prepare", "diagnose"])
 def test_the_stages_numeric_options_take_their_range_from_the_apis_table(stage):
     """One rule for both doors: every numeric option of a stage the API covers is in the table, with the
-    table's bounds (shown in --help and checked by the parser; an open bound by the API alone)."""
+    table's bounds (shown in --help and checked by the parser; an open bound shown as it is, checked by the
+    API alone: typer's ranges are closed, and ``--validation`` showed ``x>=0`` for a 0 it refuses)."""
     command = typer.main.get_command(app).commands[stage]
     numeric = [parameter for parameter in command.params
                if getattr(parameter, "min", None) is not None or getattr(parameter, "max", None) is not None]
     assert numeric
     for parameter in numeric:
         bound = ARGUMENTS[stage][parameter.name]
-        assert (parameter.min, parameter.max) == (bound.low, bound.high), parameter.name
+        assert not bound.open and (parameter.min, parameter.max) == (bound.low, bound.high), parameter.name
+    for name, bound in ARGUMENTS[stage].items():
+        parameter = next((parameter for parameter in command.params if parameter.name == name), None)
+        if bound.open and parameter is not None:
+            assert (parameter.min, parameter.max) == (None, None), name
+            assert parameter.metavar == option_range(stage, name)["metavar"], name
+
+
+@pytest.mark.parametrize(("stage", "option", "shown"), [("adapt", "--validation", "[x>0]"),
+                                                        ("finetune", "--few-shot", "[x>0]"),
+                                                        ("evaluate", "--alpha", "[0<x<1]")])
+def test_help_shows_the_range_an_option_takes(stage, option, shown):
+    """An open bound is shown open: 0 is refused, so ``x>=0`` (what typer showed) was not what it takes."""
+    result = runner.invoke(app, [stage, "--help"], env={"COLUMNS": "250"})
+    line = next(line for line in result.output.splitlines() if line.lstrip("│ ").startswith(f"{option} "))
+    assert shown in line and "x>=" not in line and "<=x" not in line, line
