@@ -5,7 +5,7 @@ watched by the same label-free validation, then contrastive fine-tuning on the p
 The run folder holds ``pairs/`` (``seedr.training.mined_pairs``: the fine-tuning set and its held-out
 validation slice), ``pretrain/`` when a pre-training stage runs, and the fine-tuning run itself
 (``config.yaml``, ``metrics.jsonl``, ``best/``, ``encoder/``: the best validation's model,
-``seedr.training.early_stopping``). The held-out pairs score the model as retrieval (MRR@10, R@1, R@10)
+``seedr.training.early_stopping``), and ``shards/``, the pre-training's tokens. The held-out pairs score the model as retrieval (MRR@10, R@1, R@10)
 every ``dev_every`` steps of either stage; training stops after ``patience`` evaluations without a better
 MRR@10. No query or relevance file is read: a BEIR folder stands for its ``corpus.jsonl``.
 """
@@ -26,6 +26,9 @@ from seedr.provenance import record_run
 from seedr.training.finetune import finetune
 from seedr.training.mined_pairs import OWN_POSITIVE, RECORD, MinedPairs, mine_pairs
 from seedr.training.seed_validation import pretrain_validated
+
+#: The token shards of an adaptation's continued pre-training (``data.shards``, unless its settings name one).
+SHARDS = "shards"
 
 
 def _read_as_seed(config: FinetuneConfig, model: str, pooling_given: bool) -> FinetuneConfig:
@@ -76,8 +79,12 @@ def run_adapt(out: str | os.PathLike, corpus: Inputs, finetuning: FinetuneConfig
         stage = out / PRETRAINING
         continuing = resume and (stage / "config.yaml").exists()
         check_run_folder(stage, continuing)
+        # its token shards in the run too, named by it: their default name keys the corpus by its path and
+        # mtime, which a copied or moved run would change (and so its recorded data.shards)
+        data = dataclasses.replace(pretraining.data, corpus=[str(mined.documents)],
+                                   shards=pretraining.data.shards or str(out / SHARDS))
         pretraining = dataclasses.replace(pretraining, model=dataclasses.replace(pretraining.model, init=start),
-                                          data=dataclasses.replace(pretraining.data, corpus=[str(mined.documents)]))
+                                          data=data)
         seeding = pretrain_validated(pretraining, stage, _read_as_seed(validated, start, pooling_given),
                                      resume=continuing)
         start = os.fspath(stage)
