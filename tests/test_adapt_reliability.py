@@ -8,9 +8,13 @@ from pathlib import Path
 
 import pytest
 import yaml
+from typer.testing import CliRunner
 
 import seedr
+from seedr.cli import app
 from tests.helpers import save_tiny_bert
+
+runner = CliRunner()
 
 #: Two steps of a tiny model: seconds on a CPU.
 TINY = {"train.max_steps": 2, "train.batch_size": 4, "train.log_every": 1, "query_max_length": 32,
@@ -37,6 +41,55 @@ def _abstracts(shared_data: Path, folder: Path, lines: slice) -> Path:
 def corpus(shared_data: Path, tmp_path_factory) -> Path:
     """SciFact's first 50 abstracts."""
     return _abstracts(shared_data, tmp_path_factory.mktemp("sf50"), slice(0, 50))
+
+
+def _command(model: Path, corpus: Path, out: Path, *more: str) -> list[str]:
+    """``seedr adapt`` of ``corpus`` into ``out`` with two steps of the tiny model, validated every step."""
+    settings = [argument for key, value in TINY.items() for argument in ("--set", f"{key}={value}")]
+    return ["adapt", "--model", str(model), "--corpus", str(corpus), "--out", str(out), "--validation", "20",
+            "--dev-every", "1", "--patience", "0", *settings, *more]
+
+
+@pytest.fixture(scope="module")
+def started(tiny_model, corpus, tmp_path_factory) -> Path:
+    """An adapt run of ``corpus``, finished: each test resumes a copy of it."""
+    out = tmp_path_factory.mktemp("started") / "run"
+    result = runner.invoke(app, _command(tiny_model, corpus, out))
+    assert result.exit_code == 0, result.output
+    return out
+
+
+def _files(folder: Path) -> dict[str, tuple[bytes, int]]:
+    """Every file of ``folder``: its bytes and modification time."""
+    return {str(path.relative_to(folder)): (path.read_bytes(), path.stat().st_mtime_ns)
+            for path in sorted(folder.rglob("*")) if path.is_file()}
+
+
+def test_a_resume_with_other_inputs_is_refused_before_anything_changes(tiny_model, corpus, started, shared_data,
+                                                                     tmp_path):
+    """Another corpus, other pair sources, another validation, fewer documents or another seed: one line
+    naming what changed, exit 1, the run folder as it was. Resumed with another corpus, adapt said
+    "negatives: reusing r/negatives" and trained on the first corpus's pairs. The same documents in a copy
+    of the file are the same corpus (compared by content, not by name, size or date)."""
+    run = tmp_path / "run"
+    shutil.copytree(started, run)
+    before = _files(run)
+    other = _abstracts(shared_data, tmp_path, slice(100, 150))
+    for given, more, said in ((other, [], f"corpus {corpus} (sha256 "),
+                              (corpus, ["--pairs", "ict"], "pairs None → ['ict']"),
+                              (corpus, ["--validation", "25"], "validation 20.0 → 25.0"),
+                              (corpus, ["--max-documents", "45"], "max_documents None → 45"),
+                              (corpus, ["--set", "train.seed=5"], "seed 13 → 5")):
+        result = runner.invoke(app, _command(tiny_model, given, run, "--resume", *more))
+        lines = [line for line in result.output.splitlines() if line.strip()]
+        assert result.exit_code == 1 and len(lines) == 1 and said in lines[0], result.output
+        assert lines[0].startswith(f"error: {run / 'pairs'} was mined from other inputs: "), lines[0]
+        assert given == corpus or f"→ {other} (sha256 " in lines[0]
+        assert _files(run) == before
+    copied = tmp_path / "copied.jsonl"
+    copied.write_bytes(corpus.read_bytes())
+    result = runner.invoke(app, _command(tiny_model, copied, run, "--resume"))
+    assert result.exit_code == 0, result.output
 
 
 def test_a_copied_or_moved_run_folder_resumes(tiny_model, corpus, tmp_path):

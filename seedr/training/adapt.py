@@ -58,13 +58,17 @@ def run_adapt(out: str | os.PathLike, corpus: Inputs, finetuning: FinetuneConfig
         pretraining: the resolved continued pre-training config, or None; its corpus is set here to the
             training documents.
         pooling_given: whether the settings named a pooling (else a seed pools as it was pre-trained).
-        resume: continue the run in ``out`` (its pairs are kept).
+        resume: continue the run in ``out`` (its pairs are kept), given the same ``corpus``, ``sources``,
+            ``validation``, ``max_documents`` and seed it started with (else refused, before anything is
+            written: ``MinedPairs.check_inputs``).
     """
     out = Path(out)
     check_run_folder(out, resume)  # before anything is read or mined
     folder = out / PAIRS
     if resume and (folder / RECORD).is_file():
         mined = MinedPairs.load(folder)
+        # before anything is written or trained: the run goes on with the inputs it was started with
+        mined.check_inputs(corpus, sources, validation, max_documents, finetuning.train.seed)
     else:  # a corpus that gives no pairs leaves nothing behind
         mined = mine_pairs(corpus, folder, sources=sources, validation=validation, max_documents=max_documents,
                            seed=finetuning.train.seed)

@@ -29,16 +29,19 @@ The folder (``pairs/`` of an adapt run):
 - ``validation/``: the same for the held-out documents, one pair per document (a task drawn among those
   that gave it one), so each pseudo-query has one relevant document; ``qrels/validation.tsv``;
 - ``documents.jsonl``: the training documents, whole, for a continued pre-training;
-- ``pairs.json``: what was mined — the settings, the tasks and their counts.
+- ``pairs.json``: what was mined — the settings, the tasks and their counts, and ``inputs``: what it was
+  asked for (the corpus by the sha256 of its documents as read, the pair sources, validation,
+  max_documents and seed as given), which a resumed run must ask for again (``MinedPairs.check_inputs``).
 """
 
 from __future__ import annotations
 
+import hashlib
 import itertools
 import json
 import random
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
@@ -48,6 +51,7 @@ from seedr.data.corpus import article_document, read_corpus_articles
 from seedr.data.inputs import Inputs
 from seedr.data.records import Article
 from seedr.io import DataError, atomic_directory, write_jsonl
+from seedr.io.run_folders import changed_settings
 from seedr.objectives.two_tower import PAIR_TASKS, Pair, PairConfig
 
 #: The pair tasks ``seedr adapt`` mines from, in the order a default run lists them.
@@ -92,6 +96,24 @@ class MinedPairs:
         folder = Path(folder)
         return cls(folder, json.loads((folder / RECORD).read_text(encoding="utf-8")))
 
+    def check_inputs(self, corpus: Inputs, sources: Sequence[str] | None, validation: float | None,
+                     max_documents: int | None, seed: int) -> None:
+        """Refuse, in one line, to go on with these pairs when they were mined from other inputs than
+        ``mine_pairs`` would be given now (``inputs`` in ``pairs.json``; compared as a resumed training's
+        settings are, ``changed_settings``): a resumed run would otherwise train on the first corpus's pairs
+        and say nothing. The corpus is compared by its documents' content, so a copy of it, moved or
+        recompressed, is the same corpus. Pairs mined by an older seedr record no inputs to compare."""
+        recorded = self.summary.get("inputs") or {}
+        current = _inputs(_read(corpus, max_documents), sources, validation, max_documents, seed)
+        changed = changed_settings(recorded, current, unchecked={"corpus"})  # said with its names, below
+        if recorded.get("corpus", current["corpus"]) != current["corpus"]:
+            changed.insert(0, f"corpus {', '.join(self.summary['corpus'])} (sha256 {recorded['corpus'][:12]}) → "
+                              f"{', '.join(_names(corpus))} (sha256 {current['corpus'][:12]})")
+        if changed:
+            raise ValueError(f"{self.folder} was mined from other inputs: {'; '.join(changed)}. Resume with the "
+                             "same corpus, pairs, validation, max_documents and seed, or start a new run in "
+                             "another --out")
+
 
 def supported_sources(articles: list[Article], config: PairConfig | None = None) -> list[str]:
     """The pair tasks of ``PAIR_SOURCES`` that build at least one pair from ``articles``."""
@@ -121,6 +143,27 @@ def _names(corpus: Inputs) -> list[str]:
     if isinstance(corpus, list | tuple) and corpus and all(isinstance(item, str | Path) for item in corpus):
         return [str(item) for item in corpus]
     return ["rows in memory"]
+
+
+def _read(corpus: Inputs, max_documents: int | None) -> list[Article]:
+    return list(itertools.islice(read_corpus_articles(corpus), max_documents))
+
+
+def corpus_fingerprint(articles: Sequence[Article]) -> str:
+    """The sha256 of the documents as read (id, title, paragraphs, sections, links), not of the files: a
+    copied, moved or recompressed corpus is the same; a document added, dropped or changed is not (a file's
+    size and mtime would take a copy for another corpus, and an edit of the same size for the same)."""
+    digest = hashlib.sha256()
+    for article in articles:
+        digest.update(json.dumps(asdict(article), ensure_ascii=False).encode("utf-8") + b"\n")
+    return digest.hexdigest()
+
+
+def _inputs(articles: Sequence[Article], sources: Sequence[str] | None, validation: float | None,
+            max_documents: int | None, seed: int) -> dict[str, Any]:
+    """What mining is asked for (``pairs.json``'s ``inputs``): the corpus by its fingerprint, the rest as given."""
+    return {"corpus": corpus_fingerprint(articles), "pairs": None if sources is None else list(sources),
+            "validation": validation, "max_documents": max_documents, "seed": seed}
 
 
 def _sources(pair: Pair) -> set[str]:
@@ -178,9 +221,10 @@ def mine_pairs(corpus: Inputs, folder: str | Path, sources: Sequence[str] | None
     Raises:
         DataError: a named task that builds no pair from the corpus, or a corpus that gives none.
     """
-    articles = list(itertools.islice(read_corpus_articles(corpus), max_documents))
+    articles = _read(corpus, max_documents)
     config = PairConfig()
     where = ", ".join(_names(corpus))
+    inputs = _inputs(articles, sources, validation, max_documents, seed)
     if sources is None:
         sources = supported_sources(articles, config)
         if not sources:
@@ -221,7 +265,8 @@ def mine_pairs(corpus: Inputs, folder: str | Path, sources: Sequence[str] | None
                "sources": list(sources), "max_documents": max_documents, "validation": validation,
                "documents": {"train": len(train_articles), "validation": len(validation_articles)},
                "pairs": {"train": counts,
-                         "validation": {name: sum(p.task == name for p in validation_pairs) for name in sources}}}
+                         "validation": {name: sum(p.task == name for p in validation_pairs) for name in sources}},
+               "inputs": inputs}
     with atomic_directory(folder) as temporary:
         _write_set(temporary / "train", train_pairs, train_ids, "train", _training_qrels(train_pairs, train_ids))
         _write_set(temporary / "validation", validation_pairs, validation_ids, "validation",
@@ -232,5 +277,5 @@ def mine_pairs(corpus: Inputs, folder: str | Path, sources: Sequence[str] | None
     return MinedPairs(Path(folder), summary)
 
 
-__all__ = ["MAX_VALIDATION_DOCUMENTS", "OWN_POSITIVE", "PAIR_SOURCES", "MinedPairs", "mine_pairs",
-           "supported_sources", "validation_count"]
+__all__ = ["MAX_VALIDATION_DOCUMENTS", "OWN_POSITIVE", "PAIR_SOURCES", "MinedPairs", "corpus_fingerprint",
+           "mine_pairs", "supported_sources", "validation_count"]
