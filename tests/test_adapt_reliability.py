@@ -7,7 +7,9 @@ import shutil
 from pathlib import Path
 
 import pytest
+import torch
 import yaml
+from safetensors.torch import load_file
 from typer.testing import CliRunner
 
 import seedr
@@ -43,10 +45,11 @@ def corpus(shared_data: Path, tmp_path_factory) -> Path:
     return _abstracts(shared_data, tmp_path_factory.mktemp("sf50"), slice(0, 50))
 
 
-def _command(model: Path, corpus: Path, out: Path, *more: str) -> list[str]:
+def _command(model: Path, corpus: Path, out: Path, *more: str, validation: str | None = "20") -> list[str]:
     """``seedr adapt`` of ``corpus`` into ``out`` with two steps of the tiny model, validated every step."""
     settings = [argument for key, value in TINY.items() for argument in ("--set", f"{key}={value}")]
-    return ["adapt", "--model", str(model), "--corpus", str(corpus), "--out", str(out), "--validation", "20",
+    held_out = ["--validation", validation] if validation is not None else []
+    return ["adapt", "--model", str(model), "--corpus", str(corpus), "--out", str(out), *held_out,
             "--dev-every", "1", "--patience", "0", *settings, *more]
 
 
@@ -111,3 +114,49 @@ def test_a_copied_or_moved_run_folder_resumes(tiny_model, corpus, tmp_path):
     pretraining = yaml.safe_load((moved / "pretrain" / "config.yaml").read_text())
     assert pretraining["data"]["corpus"] == ["../pairs/documents.jsonl"]
     assert pretraining["model"]["init"] == str(tiny_model)  # outside the run: as given
+
+
+def test_a_validation_too_small_to_rank_is_refused_before_training(tiny_model, corpus, shared_data, tmp_path):
+    """``--validation 1.5`` held out one document: one pair ranked against one candidate, MRR@10 1.0 before
+    training, "best at step 0", and ``encoder/`` was the start model. A validation ranks at least 20 pairs
+    (twice MRR@10's and R@10's cut-off); fewer are refused in one line, before anything is written, and a
+    corpus too small to keep as many to train on cannot take the default either."""
+    small = _abstracts(shared_data, tmp_path, slice(0, 30))
+    for given, validation, said in (
+            (corpus, "1.5", "validation 1.5 holds out 1 of 50 documents, too few to rank: a validation needs "
+                            "the pairs of at least 20 (--validation 20 or more)"),
+            (corpus, "0.2", "validation 0.2 holds out 10 of 50 documents, too few to rank"),
+            (small, None, "30 documents are too few to adapt on with a validation")):
+        out = tmp_path / "refused"
+        result = runner.invoke(app, _command(tiny_model, given, out, validation=validation))
+        lines = [line for line in result.output.splitlines() if line.strip()]
+        assert result.exit_code == 1 and len(lines) == 1 and said in lines[0], result.output
+        assert not out.exists() or not any(out.iterdir())
+    many = _command(tiny_model, corpus, tmp_path / "deep", "--set", "dev_metrics=[MRR@10,R@15]", "--set",
+                    "dev_depth=15", validation="25")
+    result = runner.invoke(app, many)  # twice R@15's cut-off
+    assert result.exit_code == 1 and "the pairs of at least 30" in result.output, result.output
+
+
+def test_a_widened_validation_and_an_unchanged_model_say_so(tiny_model, corpus, tmp_path):
+    """The default 10% of 50 documents is 5: widened to 20, with a warning. A learning rate too small to move
+    a weight: no evaluation betters the one before training, so ``encoder/`` is the start model — said in
+    a printed line, the summary and the model card, not only as "best at step 0"."""
+    out = tmp_path / "run"
+    result = runner.invoke(app, _command(tiny_model, corpus, out, "--set", "train.learning_rate=1e-30",
+                                         validation=None))
+    assert result.exit_code == 0, result.output
+    assert ("warning: validation: the default 10% of 50 documents (5) is too few to rank; 20 held out instead"
+            in result.output)
+    pairs = yaml.safe_load((out / "pairs" / "pairs.json").read_text())
+    assert pairs["documents"] == {"train": 30, "validation": 20} and sum(pairs["pairs"]["validation"].values()) == 20
+    assert (f"warning: no step bettered the starting model's dev/MRR@10 (" in result.output
+            and f"{out / 'encoder'} is {tiny_model}, unchanged" in result.output), result.output
+    kept, start = (load_file(folder / "model.safetensors") for folder in (out / "encoder", tiny_model))
+    assert kept and all(torch.equal(tensor, start[name]) for name, tensor in kept.items())  # its weights, unchanged
+    assert "this is the base model, unchanged" in (out / "encoder" / "README.md").read_text()
+    run = seedr.adapt(out, corpus=corpus, model=tiny_model, dev_every=1, patience=0,
+                      settings={**TINY, "train.learning_rate": 1e-30}, resume=True)
+    notes = run.summary["warnings"]  # the API's run says it too
+    assert len(notes) == 2 and notes[0].startswith("validation: the default 10%")
+    assert notes[1].startswith("no step bettered the starting model's dev/MRR@10") and run.summary["best"]["step"] == 0

@@ -20,11 +20,11 @@ from typing import Any
 
 from seedr.config.settings import FinetuneConfig, PretrainConfig
 from seedr.data.inputs import Inputs
-from seedr.io.run_folders import PAIRS, PRETRAINING, check_run_folder
+from seedr.io.run_folders import PAIRS, PRETRAINING, PRODUCT, check_run_folder
 from seedr.modeling.folders import pretrained_seed
 from seedr.provenance import record_run
 from seedr.training.finetune import finetune
-from seedr.training.mined_pairs import OWN_POSITIVE, RECORD, MinedPairs, mine_pairs
+from seedr.training.mined_pairs import OWN_POSITIVE, RECORD, MinedPairs, mine_pairs, validation_minimum
 from seedr.training.seed_validation import pretrain_validated
 
 #: The token shards of an adaptation's continued pre-training (``data.shards``, unless its settings name one).
@@ -45,7 +45,9 @@ def run_adapt(out: str | os.PathLike, corpus: Inputs, finetuning: FinetuneConfig
     """Mine pairs from ``corpus`` into ``out/pairs`` (seeded by ``finetuning.train.seed``), continue
     pre-training on the training documents with ``pretraining`` when given (in ``out/pretrain``, its
     ``model.init`` the model to adapt), then fine-tune ``finetuning`` on the pairs in ``out``; returns the
-    fine-tuning's summary with ``pairs`` (what was mined) and ``pretraining`` (that stage's summary).
+    fine-tuning's summary with ``pairs`` (what was mined), ``pretraining`` (that stage's summary) and
+    ``warnings``: a default validation widened to ``validation_minimum`` pairs, and an ``encoder/`` that is
+    the starting model unchanged (no evaluation bettered the one before training).
 
     Args:
         out: the run folder (checked first: a run already there needs ``resume``).
@@ -53,7 +55,8 @@ def run_adapt(out: str | os.PathLike, corpus: Inputs, finetuning: FinetuneConfig
         finetuning: the resolved fine-tuning config (recipe, settings, model); its training and dev files
             are set here to the mined ones.
         sources: pair tasks (``seedr.training.mined_pairs.PAIR_SOURCES``); default every one the corpus gives.
-        validation: documents held out (≥ 1) or their share (< 1); default 10%, at most 1,000.
+        validation: documents held out (≥ 1) or their share (< 1); default 10%, at most 1,000, at least
+            ``validation_minimum(finetuning.dev_metrics)`` (20 for MRR@10): fewer are refused before training.
         max_documents: read only the corpus's first documents.
         pretraining: the resolved continued pre-training config, or None; its corpus is set here to the
             training documents.
@@ -71,7 +74,7 @@ def run_adapt(out: str | os.PathLike, corpus: Inputs, finetuning: FinetuneConfig
         mined.check_inputs(corpus, sources, validation, max_documents, finetuning.train.seed)
     else:  # a corpus that gives no pairs leaves nothing behind
         mined = mine_pairs(corpus, folder, sources=sources, validation=validation, max_documents=max_documents,
-                           seed=finetuning.train.seed)
+                           seed=finetuning.train.seed, least=validation_minimum(finetuning.dev_metrics))
     if not (out / "config.yaml").exists():  # marks the folder as a run, its pairs in it
         record_run(out, finetuning, finetuning.train.seed)
     validated = dataclasses.replace(finetuning, train_data=str(mined.train),
@@ -98,8 +101,15 @@ def run_adapt(out: str | os.PathLike, corpus: Inputs, finetuning: FinetuneConfig
     # would take for a run stopped before its first checkpoint
     summary = finetune(resolved, out, resume=True)
     summary["pairs"] = mined.summary
+    summary["warnings"] = list(mined.summary.get("notes", []))
     if seeding is not None:
         summary["pretraining"] = seeding
+    best = summary.get("best") or {}
+    if best.get("step") == 0:  # a validation that no step bettered: the product is the model it started from
+        unchanged = seeding is None or (seeding.get("best") or {}).get("step") == 0
+        started = finetuning.model if unchanged else f"the continued pre-training's encoder ({out / PRETRAINING})"
+        summary["warnings"].append(f"no step bettered the starting model's {best['metric']} ({best['value']:.4f}): "
+                                   f"{out / PRODUCT} is {started}, unchanged")
     return summary
 
 
