@@ -284,7 +284,7 @@ def test_continued_pre_training_is_validated_on_the_held_out_pairs_too(tiny_mode
     import yaml
 
     assert yaml.safe_load((seeding / "config.yaml").read_text())["data"]["corpus"] == [
-        "../pairs/documents.jsonl"]  # the held-out documents are not pre-trained on (a path in the run: relative)
+        "../pairs/documents.jsonl"]  # the held-out documents are not pre-trained on (in the run: relative)
     assert yaml.safe_load((run.path / "config.yaml").read_text())["model"] == "pretrain"  # fine-tuned from it
 
 

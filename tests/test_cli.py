@@ -224,11 +224,12 @@ def test_every_numeric_option_shows_its_range_and_refuses_values_outside_it_at_p
     for parameter, kind in numeric_options(stage):
         option = parameter.opts[0]
         bound = ARGUMENTS.get(stage, {}).get(parameter.name)
-        if bound is not None and bound.open:  # beyond typer's closed ranges: the bound's own parser and display
-            assert re.search(rf"{re.escape(option)}\s+{re.escape(parameter.metavar)}", help_text), (option, help_text)
+        if bound is not None and bound.open:  # beyond typer's closed ranges: its own parser, shown open
+            assert re.search(rf"{re.escape(option)}\s+{re.escape(parameter.metavar)}", help_text), option
             outside = [value for value in (bound.low, bound.high) if value is not None] + ["nan"]
         else:
-            assert parameter.min is not None or parameter.max is not None, f"seedr {stage} {option} takes any number"
+            assert parameter.min is not None or parameter.max is not None, \
+                f"seedr {stage} {option} takes any number"
             shown = re.escape(shown_range(parameter.min, parameter.max))
             assert re.search(rf"{re.escape(option)}\s+<[^>]+> \[{shown}\]", help_text), (option, help_text)
             outside = [*([parameter.min - (1 if kind is int else 0.5)] if parameter.min is not None else []),

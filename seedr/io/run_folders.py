@@ -1,8 +1,8 @@
 """A training run's folder as its files say it, without torch: its checkpoints (``checkpoints/step-N``, each
-complete once it holds ``trainer_state.json``; ``seedr.training.engine.checkpoint`` writes and reads them), whether a
-run may start in it (``check_run_folder``), which ``seedr.api`` asks before anything loads, so that a refused
-output answers at once, and the paths its records hold (``stored_paths``): those inside the run relative to the
-folder of the record, so that a copied or moved run folder resumes."""
+complete once it holds ``trainer_state.json``; ``seedr.training.engine.checkpoint`` writes and reads them),
+whether a run may start in it (``check_run_folder``), which ``seedr.api`` asks before anything loads, so that
+a refused output answers at once, and the paths its records hold (``stored_paths``): those inside the run
+relative to the folder of the record, so that a copied or moved run folder resumes."""
 
 from __future__ import annotations
 
@@ -93,9 +93,9 @@ def run_root(folder: str | Path) -> Path:
 
 def stored_paths(settings: Any, folder: str | Path) -> Any:
     """``settings`` (JSON-like: mappings, lists, strings ...) as the records of the run folder ``folder`` hold
-    them (``config.yaml``, each checkpoint's settings): a string naming a file or folder that exists inside the
-    run (``run_root``: an adaptation's ``pretrain/`` names its mined ``../pairs/documents.jsonl``) is made
-    relative to ``folder``, and so resolves against it when read. A path as given (``out/pairs/train``)
+    them (``config.yaml``, each checkpoint's settings): a string naming a file or folder that exists inside
+    the run (``run_root``: an adaptation's ``pretrain/`` names its mined ``../pairs/documents.jsonl``) is
+    made relative to ``folder``, and so resolves against it when read. A path as given (``out/pairs/train``)
     names the folder the run was started in: a run copied or moved elsewhere would record other settings,
     and its resume be refused as a change (``Trainer`` compares them). Paths outside the run stay as given."""
     folder = Path(folder).resolve()

@@ -5,9 +5,10 @@ watched by the same label-free validation, then contrastive fine-tuning on the p
 The run folder holds ``pairs/`` (``seedr.training.mined_pairs``: the fine-tuning set and its held-out
 validation slice), ``pretrain/`` when a pre-training stage runs, and the fine-tuning run itself
 (``config.yaml``, ``metrics.jsonl``, ``best/``, ``encoder/``: the best validation's model,
-``seedr.training.early_stopping``), and ``shards/``, the pre-training's tokens. The held-out pairs score the model as retrieval (MRR@10, R@1, R@10)
-every ``dev_every`` steps of either stage; training stops after ``patience`` evaluations without a better
-MRR@10. No query or relevance file is read: a BEIR folder stands for its ``corpus.jsonl``.
+``seedr.training.early_stopping``), and ``shards/``, the pre-training's tokens. The held-out pairs score
+the model as retrieval (MRR@10, R@1, R@10) every ``dev_every`` steps of either stage; training stops after
+``patience`` evaluations without a better MRR@10. No query or relevance file is read: a BEIR folder
+stands for its ``corpus.jsonl``.
 """
 
 from __future__ import annotations
@@ -107,9 +108,10 @@ def run_adapt(out: str | os.PathLike, corpus: Inputs, finetuning: FinetuneConfig
     best = summary.get("best") or {}
     if best.get("step") == 0:  # a validation that no step bettered: the product is the model it started from
         unchanged = seeding is None or (seeding.get("best") or {}).get("step") == 0
-        started = finetuning.model if unchanged else f"the continued pre-training's encoder ({out / PRETRAINING})"
-        summary["warnings"].append(f"no step bettered the starting model's {best['metric']} ({best['value']:.4f}): "
-                                   f"{out / PRODUCT} is {started}, unchanged")
+        started = finetuning.model if unchanged else \
+            f"the continued pre-training's encoder ({out / PRETRAINING})"
+        summary["warnings"].append(f"no step bettered the starting model's {best['metric']} "
+                                   f"({best['value']:.4f}): {out / PRODUCT} is {started}, unchanged")
     return summary
 
 

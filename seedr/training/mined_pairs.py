@@ -113,12 +113,12 @@ class MinedPairs:
         current = _inputs(_read(corpus, max_documents), sources, validation, max_documents, seed)
         changed = changed_settings(recorded, current, unchecked={"corpus"})  # said with its names, below
         if recorded.get("corpus", current["corpus"]) != current["corpus"]:
-            changed.insert(0, f"corpus {', '.join(self.summary['corpus'])} (sha256 {recorded['corpus'][:12]}) → "
-                              f"{', '.join(_names(corpus))} (sha256 {current['corpus'][:12]})")
+            changed.insert(0, f"corpus {', '.join(self.summary['corpus'])} (sha256 {recorded['corpus'][:12]})"
+                              f" → {', '.join(_names(corpus))} (sha256 {current['corpus'][:12]})")
         if changed:
-            raise ValueError(f"{self.folder} was mined from other inputs: {'; '.join(changed)}. Resume with the "
-                             "same corpus, pairs, validation, max_documents and seed, or start a new run in "
-                             "another --out")
+            raise ValueError(f"{self.folder} was mined from other inputs: {'; '.join(changed)}. Resume with "
+                             "the same corpus, pairs, validation, max_documents and seed, or start a new run "
+                             "in another --out")
 
 
 def supported_sources(articles: list[Article], config: PairConfig | None = None) -> list[str]:
@@ -150,9 +150,9 @@ def validation_count(documents: int, validation: float | None, least: int = 1) -
     if validation is None:
         count = _default_share(documents)
         if count < least and documents < 2 * least:
-            raise ValueError(f"{documents} documents are too few to adapt on with a validation: it ranks the pairs "
-                             f"of at least {least} held-out documents, and as many are kept to train on; give a "
-                             f"larger corpus, or --validation N to hold out N of them")
+            raise ValueError(f"{documents} documents are too few to adapt on with a validation: it ranks "
+                             f"the pairs of at least {least} held-out documents, and as many are kept to "
+                             f"train on; give a larger corpus, or --validation N to hold out N of them")
         count = max(count, least)
     elif validation < 1:
         count = round(validation * documents)
@@ -162,8 +162,9 @@ def validation_count(documents: int, validation: float | None, least: int = 1) -
         raise ValueError(f"{documents} documents cannot be split into {count} held out for validation and "
                          f"some to train on: give fewer validation documents or a larger corpus")
     if count < least:
-        raise ValueError(f"validation {validation:g} holds out {count} of {documents} documents, too few to rank: "
-                         f"a validation needs the pairs of at least {least} (--validation {least} or more)")
+        raise ValueError(f"validation {validation:g} holds out {count} of {documents} documents, too few "
+                         f"to rank: a validation needs the pairs of at least {least} (--validation {least} "
+                         "or more)")
     return max(1, count)
 
 
@@ -192,7 +193,8 @@ def corpus_fingerprint(articles: Sequence[Article]) -> str:
 
 def _inputs(articles: Sequence[Article], sources: Sequence[str] | None, validation: float | None,
             max_documents: int | None, seed: int) -> dict[str, Any]:
-    """What mining is asked for (``pairs.json``'s ``inputs``): the corpus by its fingerprint, the rest as given."""
+    """What mining is asked for (``pairs.json``'s ``inputs``): the corpus by its fingerprint, the rest as
+    given."""
     return {"corpus": corpus_fingerprint(articles), "pairs": None if sources is None else list(sources),
             "validation": validation, "max_documents": max_documents, "seed": seed}
 
@@ -296,16 +298,17 @@ def mine_pairs(corpus: Inputs, folder: str | Path, sources: Sequence[str] | None
     rng = random.Random(f"{seed}:validation-pairs")
     validation_pairs = [rng.choice(candidates[key]) for key in sorted(candidates)]
     if len(validation_pairs) < max(least, 1):
-        raise DataError(where, f"the {held_out} held-out documents give {len(validation_pairs)} pairs to validate "
-                               f"on, fewer than the {least} a validation ranks: hold out more documents "
-                               f"(--validation)")
+        raise DataError(where, f"the {held_out} held-out documents give {len(validation_pairs)} pairs to "
+                               f"validate on, fewer than the {least} a validation ranks: hold out more "
+                               f"documents (--validation)")
     validation_ids = [f"val-{number}" for number in range(len(validation_pairs))]
 
     summary = {"corpus": _names(corpus), "seed": seed,
                "sources": list(sources), "max_documents": max_documents, "validation": validation,
                "documents": {"train": len(train_articles), "validation": len(validation_articles)},
                "pairs": {"train": counts,
-                         "validation": {name: sum(p.task == name for p in validation_pairs) for name in sources}},
+                         "validation": {name: sum(p.task == name for p in validation_pairs)
+                                        for name in sources}},
                "inputs": inputs, "notes": notes}
     with atomic_directory(folder) as temporary:
         _write_set(temporary / "train", train_pairs, train_ids, "train", _training_qrels(train_pairs, train_ids))
