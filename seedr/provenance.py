@@ -34,6 +34,7 @@ import yaml
 from seedr.config.loading import to_dict
 from seedr.cpu import cpu_description
 from seedr.io import atomic_write
+from seedr.io.run_folders import stored_paths
 from seedr.version import __version__
 
 #: The root of seedr's sources, whose modules a fingerprint reads.
@@ -263,8 +264,9 @@ def record_run(out_dir: str | Path, config: Any, seed: int | None, command: str 
     that each resume by other code can say so (``other_code``)."""
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
-    with atomic_write(out_dir / "config.yaml") as stream:
-        yaml.safe_dump(to_dict(config) if dataclasses.is_dataclass(config) else config, stream, sort_keys=False)
+    recorded = stored_paths(to_dict(config) if dataclasses.is_dataclass(config) else config, out_dir)
+    with atomic_write(out_dir / "config.yaml") as stream:  # paths inside the run relative to it: it may move
+        yaml.safe_dump(recorded, stream, sort_keys=False)
     info = {"seed": seed, "command": command or " ".join(sys.argv), "versions": environment(),
             "started": datetime.now(UTC).isoformat(timespec="seconds")}
     started_by = code if code is not None else _recorded_code(out_dir)

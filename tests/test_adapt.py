@@ -284,8 +284,8 @@ def test_continued_pre_training_is_validated_on_the_held_out_pairs_too(tiny_mode
     import yaml
 
     assert yaml.safe_load((seeding / "config.yaml").read_text())["data"]["corpus"] == [
-        str(run.path / "pairs" / "documents.jsonl")]  # the held-out documents are not pre-trained on
-    assert yaml.safe_load((run.path / "config.yaml").read_text())["model"] == str(seeding)  # fine-tuned from it
+        "../pairs/documents.jsonl"]  # the held-out documents are not pre-trained on (in the run: relative)
+    assert yaml.safe_load((run.path / "config.yaml").read_text())["model"] == "pretrain"  # fine-tuned from it
 
 
 def test_a_tracking_never_replaces_seedr_diagnose_s_output(tiny_model, untitled, watched, tmp_path):

@@ -12,7 +12,7 @@ import typer
 from typer.testing import CliRunner
 
 import seedr
-from seedr.api.arguments import ARGUMENTS
+from seedr.api.arguments import ARGUMENTS, option_range
 from seedr.cli import app
 
 runner = CliRunner()
@@ -125,14 +125,9 @@ def test_the_api_refuses_a_bad_number_before_touching_anything(tmp_path, call, a
     assert list(tmp_path.iterdir()) == []  # no output, no lock, no temporary
 
 
-CLI = [  # values the parser lets through (typer has no open ranges, ks is one string): the API's check refuses
-    (("evaluate", "run.trec", "--qrels", "qrels.tsv", "--alpha", "1"), "alpha must be a number in (0, 1), got 1.0"),
-    (("evaluate", "run.trec", "--qrels", "qrels.tsv", "--alpha", "0"), "alpha must be a number in (0, 1), got 0.0"),
+CLI = [  # values the parser lets through (ks is one string): the API's check refuses
     (("evaluate", "run.trec", "--qa-answers", "qa.jsonl", "--corpus", "corpus.jsonl", "--ks", "0,20"),
      "ks must be a non-empty list of integers at least 1, got 0"),
-    (("finetune", "--train", "scifact", "--out", "out", "--few-shot", "0"), "few_shot must be a number above 0, got 0.0"),
-    (("adapt", "--corpus", "corpus.jsonl", "--out", "out", "--validation", "0"),
-     "validation must be a number above 0, got 0.0"),
 ]
 
 
@@ -149,11 +144,39 @@ def test_the_command_line_gets_the_same_check_as_one_line(tmp_path, monkeypatch,
                                    "prepare", "diagnose"])
 def test_the_stages_numeric_options_take_their_range_from_the_apis_table(stage):
     """One rule for both doors: every numeric option of a stage the API covers is in the table, with the
-    table's bounds (shown in --help and checked by the parser; an open bound by the API alone)."""
+    table's bounds (shown in --help and checked by the parser; an open bound shown as it is, checked by the
+    API alone: typer's ranges are closed, and ``--validation`` showed ``x>=0`` for a 0 it refuses)."""
     command = typer.main.get_command(app).commands[stage]
     numeric = [parameter for parameter in command.params
                if getattr(parameter, "min", None) is not None or getattr(parameter, "max", None) is not None]
     assert numeric
     for parameter in numeric:
         bound = ARGUMENTS[stage][parameter.name]
-        assert (parameter.min, parameter.max) == (bound.low, bound.high), parameter.name
+        assert not bound.open and (parameter.min, parameter.max) == (bound.low, bound.high), parameter.name
+    for name, bound in ARGUMENTS[stage].items():
+        parameter = next((parameter for parameter in command.params if parameter.name == name), None)
+        if bound.open and parameter is not None:
+            assert (parameter.min, parameter.max) == (None, None), name
+            assert parameter.metavar == option_range(stage, name)["metavar"], name
+
+
+@pytest.mark.parametrize(("arguments", "shown", "refused"), [
+    (("adapt", "--corpus", "corpus.jsonl", "--out", "out", "--validation"), "[x>0]",
+     {"0": "validation must be a number above 0, got 0.0"}),
+    (("finetune", "--train", "scifact", "--out", "out", "--few-shot"), "[x>0]",
+     {"0": "few_shot must be a number above 0, got 0.0"}),
+    (("evaluate", "run.trec", "--qrels", "qrels.tsv", "--alpha"), "[0<x<1]",
+     {"0": "alpha must be a number in (0, 1), got 0.0", "1": "alpha must be a number in (0, 1), got 1.0"})],
+    ids=["validation", "few-shot", "alpha"])
+def test_an_open_bound_is_shown_and_refused_as_it_is(tmp_path, monkeypatch, arguments, shown, refused):
+    """``--help`` showed ``x>=0`` for ``--validation``, which refuses 0 (typer's ranges are closed): an open
+    bound is shown open, and its option refuses its bounds when parsed, as a closed range's option does."""
+    stage, option = arguments[0], arguments[-1]
+    result = runner.invoke(app, [stage, "--help"], env={"COLUMNS": "250"})
+    line = next(line for line in result.output.splitlines() if line.lstrip("│ ").startswith(f"{option} "))
+    assert shown in line and "x>=" not in line and "<=x" not in line, line
+    monkeypatch.chdir(tmp_path)
+    for value, message in refused.items():
+        result = runner.invoke(app, [*arguments, value], env={"COLUMNS": "250"})
+        assert result.exit_code == 2 and message in " ".join(result.output.split()), result.output
+        assert f"Invalid value for '{option}'" in result.output and list(tmp_path.iterdir()) == []

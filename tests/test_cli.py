@@ -13,6 +13,7 @@ import pytest
 import typer
 from typer.testing import CliRunner
 
+from seedr.api.arguments import ARGUMENTS
 from seedr.cli import app
 from seedr.stages import STAGES
 
@@ -222,11 +223,18 @@ def test_every_numeric_option_shows_its_range_and_refuses_values_outside_it_at_p
     help_text = runner.invoke(app, [stage, "--help"], env={"COLUMNS": "250"}).output
     for parameter, kind in numeric_options(stage):
         option = parameter.opts[0]
-        assert parameter.min is not None or parameter.max is not None, f"seedr {stage} {option} takes any number"
-        shown = re.escape(shown_range(parameter.min, parameter.max))
-        assert re.search(rf"{re.escape(option)}\s+<[^>]+> \[{shown}\]", help_text), (option, help_text)
-        outside = [*([parameter.min - (1 if kind is int else 0.5)] if parameter.min is not None else []),
-                   *([parameter.max + 1] if parameter.max is not None else []), *(["nan"] if kind is float else [])]
+        bound = ARGUMENTS.get(stage, {}).get(parameter.name)
+        if bound is not None and bound.open:  # beyond typer's closed ranges: its own parser, shown open
+            assert re.search(rf"{re.escape(option)}\s+{re.escape(parameter.metavar)}", help_text), option
+            outside = [value for value in (bound.low, bound.high) if value is not None] + ["nan"]
+        else:
+            assert parameter.min is not None or parameter.max is not None, \
+                f"seedr {stage} {option} takes any number"
+            shown = re.escape(shown_range(parameter.min, parameter.max))
+            assert re.search(rf"{re.escape(option)}\s+<[^>]+> \[{shown}\]", help_text), (option, help_text)
+            outside = [*([parameter.min - (1 if kind is int else 0.5)] if parameter.min is not None else []),
+                       *([parameter.max + 1] if parameter.max is not None else []),
+                       *(["nan"] if kind is float else [])]
         for value in outside:  # refused by the parser: before any work, and nothing written
             result = runner.invoke(app, [stage, option, str(value)])
             assert result.exit_code == 2, (option, value, result.output)

@@ -46,7 +46,7 @@ TINY = {
                               "max_length=64", "texts=40", "reliance_texts=4", "lengths=[32, 64]", "longest=64"],
     # 79 units (each adapt, TSDAE and encoding loads MiniLM): minutes, not one
     "label_free": ["adapt_steps=2", "batch_size=4", "adapt_length=32", "max_length=32", "dev_every=1",
-                   "patience=0", "validation=4", "adapt_documents=30", "pretrain_steps=2",
+                   "patience=0", "validation=24", "adapt_documents=50", "pretrain_steps=2",
                    "pretraining={model.size: null, data.max_seq_length: 32, train.max_steps: 2, train.batch_size: 4, "
                    "train.global_batch_size: 4, train.save_every: 100000, train.log_every: 1}",
                    "wiki_documents=60", "wiki_queries=20", "foldoc_entries=60", "foldoc_queries=20"],

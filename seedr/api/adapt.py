@@ -35,10 +35,12 @@ def adapt(out: str | os.PathLike, *, corpus: Source, model: str | os.PathLike | 
     own document as its negative. The held-out pairs are scored as retrieval (MRR@10, R@1, R@10) every
     ``dev_every`` steps, logged in ``metrics.jsonl`` and drawn beside the loss (``out/validation.png``);
     training stops after ``patience`` evaluations without a better MRR@10, and ``out/encoder`` is the best
-    evaluation's model. No query or relevance file is read: a BEIR folder stands for its ``corpus.jsonl``.
-    Where you hold some labels apart, ``settings={"watch": {"qrels": ..., "queries": ..., "corpus": ...}}``
-    scores them at every validation without choosing by them, and ``out/diagnostics.json`` says how well
-    the label-free validation tracked them (``seedr.reporting.validation.track_validation``).
+    evaluation's model; ``run.summary["warnings"]`` says when that is the starting model, unchanged (no
+    evaluation bettered it), or when the default validation was widened. No query or relevance file is read:
+    a BEIR folder stands for its ``corpus.jsonl``. Where you hold some labels apart,
+    ``settings={"watch": {"qrels": ..., "queries": ..., "corpus": ...}}`` scores them at every validation
+    without choosing by them, and ``out/diagnostics.json`` says how well the label-free validation tracked
+    them (``seedr.reporting.validation.track_validation``).
 
     Args:
         out: the run folder.
@@ -50,6 +52,9 @@ def adapt(out: str | os.PathLike, *, corpus: Source, model: str | os.PathLike | 
         pretrain: continue pre-training on the training documents first with this pre-training recipe
             (``seed``, ``cpdae``, ``mlm`` ...; ``seedr pretrain --config``), in ``out/pretrain``.
         validation: documents held out for validation (≥ 1) or their share (< 1); default 10%, at most 1,000.
+            A validation ranks the pairs of at least 20 documents (twice the deepest cut-off of the dev
+            metrics, if more: ``seedr.training.mined_pairs.validation_minimum``): fewer are refused before
+            training, and the default is widened to them where the corpus keeps as many to train on.
         max_documents: read only the corpus's first documents.
         dev_every: <setting>
         patience: <setting>

@@ -6,7 +6,8 @@ number in (0, 1), got 5``): without it, ``evaluate(alpha=5)`` marked systems sig
 ``search(k="5")`` ended in a TypeError deep in faiss. The command line calls these functions, so it gets the
 same check; its typer options also take their ``min``/``max`` from this table (``option_range``), so that
 ``--help`` shows the range and the parser refuses most bad values before any import. An open bound (alpha
-may be neither 0 nor 1) is beyond typer's ranges: the API's check is the one that refuses it.
+may be neither 0 nor 1) is beyond typer's ranges: the option parses it with the bound's own check, and
+``--help`` shows it as it is.
 """
 
 from __future__ import annotations
@@ -106,10 +107,33 @@ ARGUMENTS: dict[str, dict[str, Bound]] = {
 }
 
 
-def option_range(function: str, argument: str) -> dict[str, float | None]:
-    """The ``min`` and ``max`` of the typer option that passes ``argument`` to the API's ``function``."""
+def option_range(function: str, argument: str) -> dict[str, Any]:
+    """What the typer option that passes ``argument`` to the API's ``function`` takes: its ``min`` and
+    ``max``. typer's ranges are closed, and an open bound given as one showed ``x>=0`` for a 0 the API
+    refuses: an open one is parsed by the bound's own check instead (refused at parse time as a closed one
+    is) and shown as it is, in typer's form (``<float range> [x>0]``), as the option's metavar."""
     bound = ARGUMENTS[function][argument]
-    return {"min": bound.low, "max": bound.high}
+    if not bound.open:
+        return {"min": bound.low, "max": bound.high}
+    low, high = bound.low, bound.high
+    shown = f"x>{low}" if high is None else f"x<{high}" if low is None else f"{low}<x<{high}"
+    return {"parser": functools.partial(_parse_within, bound, argument),
+            "metavar": f"<{'integer' if bound.kind is int else 'float'} range> [{shown}]"}
+
+
+def _parse_within(bound: Bound, name: str, text: str) -> float:
+    """``text`` as a number within ``bound``, or typer's usage error saying why."""
+    import typer  # the command line's alone: the API itself never parses text
+
+    try:
+        value = bound.kind(text)
+    except ValueError:
+        raise typer.BadParameter(f"{text!r} is not {bound.describe()}") from None
+    try:
+        bound.check(name, value)
+    except ValueError as error:
+        raise typer.BadParameter(str(error)) from None
+    return value
 
 
 def checks_arguments(function: Callable[..., Any]) -> Callable[..., Any]:

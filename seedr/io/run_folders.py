@@ -1,13 +1,16 @@
 """A training run's folder as its files say it, without torch: its checkpoints (``checkpoints/step-N``, each
-complete once it holds ``trainer_state.json``; ``seedr.training.engine.checkpoint`` writes and reads them) and whether a
-run may start in it (``check_run_folder``), which ``seedr.api`` asks before anything loads, so that a refused
-output answers at once."""
+complete once it holds ``trainer_state.json``; ``seedr.training.engine.checkpoint`` writes and reads them),
+whether a run may start in it (``check_run_folder``), which ``seedr.api`` asks before anything loads, so that
+a refused output answers at once, and the paths its records hold (``stored_paths``): those inside the run
+relative to the folder of the record, so that a copied or moved run folder resumes."""
 
 from __future__ import annotations
 
 import os
 import re
+from collections.abc import Iterable, Mapping
 from pathlib import Path
+from typing import Any
 
 from seedr.io.outputs import check_output
 
@@ -66,3 +69,47 @@ def check_run_folder(out_dir: str | Path, resume: bool) -> None:
     if existing:
         raise ValueError(f"{out_dir} holds a run stopped before its first checkpoint; start it again there with "
                          "--resume, or choose another output folder")
+
+
+def changed_settings(recorded: Mapping[str, Any], current: Mapping[str, Any], unchecked: Iterable[str] = ()
+                     ) -> list[str]:
+    """``key recorded → current`` for each key both hold with other values, but ``unchecked`` ones: what a
+    resumed run refuses to mix into the run it continues (``Trainer``'s settings, an adaptation's inputs).
+    A key only one holds — a setting an older seedr did not record — is not compared."""
+    skipped = frozenset(unchecked)
+    return [f"{key} {recorded[key]!r} → {current[key]!r}" for key in sorted(set(recorded) & set(current))
+            if recorded[key] != current[key] and key not in skipped]
+
+
+def run_root(folder: str | Path) -> Path:
+    """The run ``folder`` belongs to (resolved): itself or, for a run inside another — an adaptation's
+    ``pretrain/``, a fine-tuning's ``round-<r>/`` and ``seed-<s>/`` —, the outermost run folder around it
+    (one holding the ``config.yaml`` and ``run.json`` that ``seedr.provenance.record_run`` writes)."""
+    root = Path(folder).resolve()
+    while root.parent != root and all((root.parent / name).is_file() for name in ("config.yaml", "run.json")):
+        root = root.parent
+    return root
+
+
+def stored_paths(settings: Any, folder: str | Path) -> Any:
+    """``settings`` (JSON-like: mappings, lists, strings ...) as the records of the run folder ``folder`` hold
+    them (``config.yaml``, each checkpoint's settings): a string naming a file or folder that exists inside
+    the run (``run_root``: an adaptation's ``pretrain/`` names its mined ``../pairs/documents.jsonl``) is
+    made relative to ``folder``, and so resolves against it when read. A path as given (``out/pairs/train``)
+    names the folder the run was started in: a run copied or moved elsewhere would record other settings,
+    and its resume be refused as a change (``Trainer`` compares them). Paths outside the run stay as given."""
+    folder = Path(folder).resolve()
+    root = run_root(folder)
+
+    def stored(value: Any) -> Any:
+        if isinstance(value, Mapping):
+            return {key: stored(item) for key, item in value.items()}
+        if isinstance(value, list | tuple):
+            return type(value)(stored(item) for item in value)
+        if isinstance(value, str) and value and os.path.exists(value):
+            path = Path(value).resolve()
+            if path == root or root in path.parents:
+                return os.path.relpath(path, folder)
+        return value
+
+    return stored(settings)

@@ -240,7 +240,10 @@ def model_card(encoder_dir: str | os.PathLike, run_dir: str | os.PathLike | None
                          base_model=hub_id, model_name=name, eval_results=evaluations or None)
     if base is not None:
         lines.insert(0, f"- **Base model**: `{hub_id or portable_name(base)}`")
-    if step is not None:
+    if step == 0:  # a run keeps its step-0 evaluation's model when none later bettered it (``publish_best``)
+        lines.append("- **Training steps**: 0 — this is the base model, unchanged: no evaluation during the "
+                     "run bettered the one before training")
+    elif step is not None:
         lines.append(f"- **Training steps**: {step:,}")
     pooling_config = _read_json(encoder_dir / "1_Pooling" / "config.json")
     pooling_mode = "cls" if pooling_config.get("pooling_mode_cls_token", True) else "mean"

@@ -7,6 +7,7 @@ from typing import Annotated, Any
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from seedr.api import adapt
@@ -47,7 +48,8 @@ def command(
         "--pretrain-set", help="key=value for the pre-training, e.g. train.max_steps=50 (repeatable).")] = None,
     validation: Annotated[float | None, typer.Option(
         "--validation", **option_range("adapt", "validation"),
-        help="Documents held out for validation (N ≥ 1) or their share (< 1); default 10%, at most 1000.")] = None,
+        help="Documents held out for validation (N ≥ 1) or their share (< 1); default 10%, at most 1000, at "
+             "least 20 (fewer cannot rank: refused; the default widened).")] = None,
     max_documents: Annotated[int | None, typer.Option(
         "--max-documents", **option_range("adapt", "max_documents"),
         help="Read only the corpus's first N documents.")] = None,
@@ -79,6 +81,8 @@ def command(
 
 
 def _print_summary(summary: dict) -> None:
+    for warning in summary["warnings"]:
+        console.print(f"[yellow]warning[/]: {escape(warning)}", soft_wrap=True, highlight=False)
     table = Table(title=f"seedr adapt → {summary['run']}")
     table.add_column("")
     table.add_column("value", justify="right")

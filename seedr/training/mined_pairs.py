@@ -27,18 +27,23 @@ The folder (``pairs/`` of an adapt run):
   fine-tuning with ``positive_grade: 2`` trains on never and keeps out of the query's negatives, mined
   (BM25) and in-batch — a pseudo-query's own document is never a negative;
 - ``validation/``: the same for the held-out documents, one pair per document (a task drawn among those
-  that gave it one), so each pseudo-query has one relevant document; ``qrels/validation.tsv``;
+  that gave it one), so each pseudo-query has one relevant document; ``qrels/validation.tsv``; an
+  adaptation asks for at least ``validation_minimum`` of them (20, and twice the dev metrics' deepest
+  cut-off), so that the validation can rank;
 - ``documents.jsonl``: the training documents, whole, for a continued pre-training;
-- ``pairs.json``: what was mined — the settings, the tasks and their counts.
+- ``pairs.json``: what was mined — the settings, the tasks and their counts, and ``inputs``: what it was
+  asked for (the corpus by the sha256 of its documents as read, the pair sources, validation,
+  max_documents and seed as given), which a resumed run must ask for again (``MinedPairs.check_inputs``).
 """
 
 from __future__ import annotations
 
+import hashlib
 import itertools
 import json
 import random
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
@@ -47,13 +52,18 @@ import numpy as np
 from seedr.data.corpus import article_document, read_corpus_articles
 from seedr.data.inputs import Inputs
 from seedr.data.records import Article
+from seedr.evaluation.metrics import parse_metric
 from seedr.io import DataError, atomic_directory, write_jsonl
+from seedr.io.run_folders import changed_settings
 from seedr.objectives.two_tower import PAIR_TASKS, Pair, PairConfig
 
 #: The pair tasks ``seedr adapt`` mines from, in the order a default run lists them.
 PAIR_SOURCES = ("ict", "title", "bfs", "wlp", "crop")
 #: The held-out documents when ``validation`` is not given: 10% of the corpus, at most this many.
 MAX_VALIDATION_DOCUMENTS = 1000
+#: The fewest pairs a validation ranks (``validation_minimum``): with fewer, one pseudo-query more or less at
+#: rank 1 moves MRR@10 by more than 0.05, and the best of a run's evaluations is mostly their noise.
+MIN_VALIDATION_PAIRS = 20
 #: The grade of a pseudo-query's own positive in ``train/qrels/train.tsv`` (other pairs of its document: 1).
 OWN_POSITIVE = 2
 RECORD = "pairs.json"
@@ -92,6 +102,24 @@ class MinedPairs:
         folder = Path(folder)
         return cls(folder, json.loads((folder / RECORD).read_text(encoding="utf-8")))
 
+    def check_inputs(self, corpus: Inputs, sources: Sequence[str] | None, validation: float | None,
+                     max_documents: int | None, seed: int) -> None:
+        """Refuse, in one line, to go on with these pairs when they were mined from other inputs than
+        ``mine_pairs`` would be given now (``inputs`` in ``pairs.json``; compared as a resumed training's
+        settings are, ``changed_settings``): a resumed run would otherwise train on the first corpus's pairs
+        and say nothing. The corpus is compared by its documents' content, so a copy of it, moved or
+        recompressed, is the same corpus. Pairs mined by an older seedr record no inputs to compare."""
+        recorded = self.summary.get("inputs") or {}
+        current = _inputs(_read(corpus, max_documents), sources, validation, max_documents, seed)
+        changed = changed_settings(recorded, current, unchecked={"corpus"})  # said with its names, below
+        if recorded.get("corpus", current["corpus"]) != current["corpus"]:
+            changed.insert(0, f"corpus {', '.join(self.summary['corpus'])} (sha256 {recorded['corpus'][:12]})"
+                              f" → {', '.join(_names(corpus))} (sha256 {current['corpus'][:12]})")
+        if changed:
+            raise ValueError(f"{self.folder} was mined from other inputs: {'; '.join(changed)}. Resume with "
+                             "the same corpus, pairs, validation, max_documents and seed, or start a new run "
+                             "in another --out")
+
 
 def supported_sources(articles: list[Article], config: PairConfig | None = None) -> list[str]:
     """The pair tasks of ``PAIR_SOURCES`` that build at least one pair from ``articles``."""
@@ -99,11 +127,33 @@ def supported_sources(articles: list[Article], config: PairConfig | None = None)
     return [name for name in PAIR_SOURCES if len(PAIR_TASKS.get(name)(articles, config))]
 
 
-def validation_count(documents: int, validation: float | None) -> int:
-    """How many documents are held out: ``validation`` documents (≥ 1) or that share of them (< 1);
-    by default 10%, at most ``MAX_VALIDATION_DOCUMENTS``. At least one is held out and one kept."""
+def validation_minimum(metrics: Sequence[str]) -> int:
+    """The fewest held-out pairs that can validate a run scored by ``metrics`` (the dev metrics, the first
+    of which chooses the kept model): ``MIN_VALIDATION_PAIRS``, and twice the deepest cut-off. Each pair
+    brings one candidate, its positive, so a validation of n pairs ranks n candidates: with 10 or fewer,
+    R@10 is 1.0 for any model, and the one held-out pair of ``validation=1.5`` scored MRR@10 1.0 before
+    training, so the start model was kept unchanged. With twice the cut-off, a random ranking leaves half
+    the positives out of reach of the deepest metric."""
+    deepest = max((parse_metric(name).params.get("cutoff", 0) for name in metrics), default=0)
+    return max(MIN_VALIDATION_PAIRS, 2 * deepest)
+
+
+def _default_share(documents: int) -> int:
+    return min(round(0.1 * documents), MAX_VALIDATION_DOCUMENTS)
+
+
+def validation_count(documents: int, validation: float | None, least: int = 1) -> int:
+    """How many documents are held out: ``validation`` documents (≥ 1) or that share of them (< 1); by
+    default 10%, at most ``MAX_VALIDATION_DOCUMENTS``, widened to ``least`` (``validation_minimum``) where
+    the corpus keeps as many to train on. At least one is held out and one kept; a ``validation`` that
+    holds out fewer than ``least``, and a corpus too small to widen the default, are refused."""
     if validation is None:
-        count = min(round(0.1 * documents), MAX_VALIDATION_DOCUMENTS)
+        count = _default_share(documents)
+        if count < least and documents < 2 * least:
+            raise ValueError(f"{documents} documents are too few to adapt on with a validation: it ranks "
+                             f"the pairs of at least {least} held-out documents, and as many are kept to "
+                             f"train on; give a larger corpus, or --validation N to hold out N of them")
+        count = max(count, least)
     elif validation < 1:
         count = round(validation * documents)
     else:
@@ -111,6 +161,10 @@ def validation_count(documents: int, validation: float | None) -> int:
     if documents < 2 or count >= documents:
         raise ValueError(f"{documents} documents cannot be split into {count} held out for validation and "
                          f"some to train on: give fewer validation documents or a larger corpus")
+    if count < least:
+        raise ValueError(f"validation {validation:g} holds out {count} of {documents} documents, too few "
+                         f"to rank: a validation needs the pairs of at least {least} (--validation {least} "
+                         "or more)")
     return max(1, count)
 
 
@@ -121,6 +175,28 @@ def _names(corpus: Inputs) -> list[str]:
     if isinstance(corpus, list | tuple) and corpus and all(isinstance(item, str | Path) for item in corpus):
         return [str(item) for item in corpus]
     return ["rows in memory"]
+
+
+def _read(corpus: Inputs, max_documents: int | None) -> list[Article]:
+    return list(itertools.islice(read_corpus_articles(corpus), max_documents))
+
+
+def corpus_fingerprint(articles: Sequence[Article]) -> str:
+    """The sha256 of the documents as read (id, title, paragraphs, sections, links), not of the files: a
+    copied, moved or recompressed corpus is the same; a document added, dropped or changed is not (a file's
+    size and mtime would take a copy for another corpus, and an edit of the same size for the same)."""
+    digest = hashlib.sha256()
+    for article in articles:
+        digest.update(json.dumps(asdict(article), ensure_ascii=False).encode("utf-8") + b"\n")
+    return digest.hexdigest()
+
+
+def _inputs(articles: Sequence[Article], sources: Sequence[str] | None, validation: float | None,
+            max_documents: int | None, seed: int) -> dict[str, Any]:
+    """What mining is asked for (``pairs.json``'s ``inputs``): the corpus by its fingerprint, the rest as
+    given."""
+    return {"corpus": corpus_fingerprint(articles), "pairs": None if sources is None else list(sources),
+            "validation": validation, "max_documents": max_documents, "seed": seed}
 
 
 def _sources(pair: Pair) -> set[str]:
@@ -163,7 +239,8 @@ def _training_qrels(pairs: list[Pair], ids: list[str]) -> list[tuple[str, str, i
 
 
 def mine_pairs(corpus: Inputs, folder: str | Path, sources: Sequence[str] | None = None,
-               validation: float | None = None, max_documents: int | None = None, seed: int = 13) -> MinedPairs:
+               validation: float | None = None, max_documents: int | None = None, seed: int = 13,
+               least: int = 1) -> MinedPairs:
     """Mine pairs from ``corpus`` (files, globs, folders — a BEIR folder stands for its ``corpus.jsonl``
     — or rows; ``seedr.data.corpus.read_corpus_articles``) into ``folder`` (written whole or not at all).
 
@@ -174,13 +251,17 @@ def mine_pairs(corpus: Inputs, folder: str | Path, sources: Sequence[str] | None
         validation: documents held out (≥ 1) or their share (< 1); default 10%, at most 1,000.
         max_documents: read only the first documents of the corpus.
         seed: the split and every pair.
+        least: the fewest validation pairs (``validation_minimum``): the default share is widened to as many
+            documents, saying so in ``notes``; fewer are refused (``validation_count``).
 
     Raises:
-        DataError: a named task that builds no pair from the corpus, or a corpus that gives none.
+        DataError: a named task that builds no pair from the corpus, a corpus that gives none, or
+            held-out documents that give fewer than ``least`` pairs.
     """
-    articles = list(itertools.islice(read_corpus_articles(corpus), max_documents))
+    articles = _read(corpus, max_documents)
     config = PairConfig()
     where = ", ".join(_names(corpus))
+    inputs = _inputs(articles, sources, validation, max_documents, seed)
     if sources is None:
         sources = supported_sources(articles, config)
         if not sources:
@@ -188,7 +269,10 @@ def mine_pairs(corpus: Inputs, folder: str | Path, sources: Sequence[str] | None
     unknown = sorted(set(sources) - set(PAIR_SOURCES))
     if unknown:
         raise ValueError(f"unknown pair source(s) {', '.join(unknown)}; sources: {', '.join(PAIR_SOURCES)}")
-    held_out = validation_count(len(articles), validation)
+    held_out = validation_count(len(articles), validation, least)
+    share = _default_share(len(articles))
+    notes = [f"validation: the default 10% of {len(articles)} documents ({share}) is too few to rank; "
+             f"{held_out} held out instead"] if validation is None and held_out > share else []
     order = list(range(len(articles)))
     random.Random(f"{seed}:validation").shuffle(order)
     kept = set(order[held_out:])
@@ -213,15 +297,19 @@ def mine_pairs(corpus: Inputs, folder: str | Path, sources: Sequence[str] | None
         candidates.setdefault(str(pair.source["article_id"]), []).append(pair)
     rng = random.Random(f"{seed}:validation-pairs")
     validation_pairs = [rng.choice(candidates[key]) for key in sorted(candidates)]
-    if not validation_pairs:
-        raise DataError(where, "the held-out documents give no pair to validate on: hold out more documents")
+    if len(validation_pairs) < max(least, 1):
+        raise DataError(where, f"the {held_out} held-out documents give {len(validation_pairs)} pairs to "
+                               f"validate on, fewer than the {least} a validation ranks: hold out more "
+                               f"documents (--validation)")
     validation_ids = [f"val-{number}" for number in range(len(validation_pairs))]
 
     summary = {"corpus": _names(corpus), "seed": seed,
                "sources": list(sources), "max_documents": max_documents, "validation": validation,
                "documents": {"train": len(train_articles), "validation": len(validation_articles)},
                "pairs": {"train": counts,
-                         "validation": {name: sum(p.task == name for p in validation_pairs) for name in sources}}}
+                         "validation": {name: sum(p.task == name for p in validation_pairs)
+                                        for name in sources}},
+               "inputs": inputs, "notes": notes}
     with atomic_directory(folder) as temporary:
         _write_set(temporary / "train", train_pairs, train_ids, "train", _training_qrels(train_pairs, train_ids))
         _write_set(temporary / "validation", validation_pairs, validation_ids, "validation",
@@ -232,5 +320,5 @@ def mine_pairs(corpus: Inputs, folder: str | Path, sources: Sequence[str] | None
     return MinedPairs(Path(folder), summary)
 
 
-__all__ = ["MAX_VALIDATION_DOCUMENTS", "OWN_POSITIVE", "PAIR_SOURCES", "MinedPairs", "mine_pairs",
-           "supported_sources", "validation_count"]
+__all__ = ["MAX_VALIDATION_DOCUMENTS", "MIN_VALIDATION_PAIRS", "OWN_POSITIVE", "PAIR_SOURCES", "MinedPairs",
+           "corpus_fingerprint", "mine_pairs", "supported_sources", "validation_count", "validation_minimum"]

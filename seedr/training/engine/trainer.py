@@ -75,7 +75,7 @@ from seedr.config.settings import TrainConfig
 from seedr.data.training_log import METRICS, append_metrics, read_metrics
 from seedr.hardware import resolve_mixed_precision
 from seedr.io import DataError, atomic_write
-from seedr.io.run_folders import already_a_run
+from seedr.io.run_folders import already_a_run, changed_settings, stored_paths
 from seedr.io.stops import keeps
 from seedr.provenance import code_fingerprint, other_code, record_run
 from seedr.training.engine.batches import IndexedDataset, SeededCollate, TrainData
@@ -354,12 +354,13 @@ class Trainer:
             generator=torch.Generator().manual_seed(self.config.seed))
 
     def _settings(self) -> dict[str, Any]:
-        """The run's settings as JSON values, dotted keys (``flat_settings``): recorded in every checkpoint."""
+        """The run's settings as JSON values, dotted keys (``flat_settings``): recorded in every checkpoint,
+        paths inside the run relative to its folder (``stored_paths``: a copied run resumes)."""
         run_config = self.run_config if self.run_config is not None else {"train": self.config}
         settings = to_dict(run_config) if dataclasses.is_dataclass(run_config) else dict(run_config)
         settings = {key: to_dict(value) if dataclasses.is_dataclass(value) else value
                     for key, value in settings.items()}
-        return flat_settings(json.loads(json.dumps(settings, default=str)))
+        return flat_settings(stored_paths(json.loads(json.dumps(settings, default=str)), self.out_dir))
 
     def _check_resumed_settings(self, checkpoint: Path) -> None:
         """Refuse to resume ``checkpoint`` with settings other than those that made it (but the
@@ -368,13 +369,13 @@ class Trainer:
         recorded = read_position(checkpoint).get("settings")
         if not isinstance(recorded, dict):
             return
-        current = self._settings()
+        # an older seedr recorded paths as given: those inside the run compare as this one stores them
+        recorded, current = stored_paths(recorded, self.out_dir), self._settings()
         # A global batch decides the accumulation with the batch size and the processes, all compared; a
         # checkpoint of an older seedr recorded the 1 it left in place rather than the accumulation used.
         derived = ({"train.gradient_accumulation_steps"} if recorded.get("train.global_batch_size") is not None
                    else set())
-        changed = [f"{key} {recorded[key]!r} → {current[key]!r}" for key in sorted(set(recorded) & set(current))
-                   if recorded[key] != current[key] and key not in self.safe_to_change | derived]
+        changed = changed_settings(recorded, current, self.safe_to_change | derived)
         if changed:
             raise ValueError(f"{checkpoint} was trained with other settings: {'; '.join(changed)}. Resume with "
                              f"the same settings (only {', '.join(sorted(self.safe_to_change))} may "
