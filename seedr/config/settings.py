@@ -41,6 +41,10 @@ LARGE_WARMUP_SHARE = 0.25
 #: packing, the encoder fine-tuned, the least grade trained as positive; and the files a ``watch`` names.
 SEED, DROPOUT, PACKING, FINETUNE_MODEL, POSITIVE_GRADE = 42, 0.1, "full_sentences", "minilm", 1
 WATCH_FILES = ("qrels", "queries", "corpus")
+#: The most optimizer steps a run may take: at a step a millisecond, 10^9 take 11.6 days, a thousand times
+#: the longest run of the papers (SEED-Encoder's 1M pre-training steps). A count or a ``flops_budget`` beyond
+#: it is a typo or a unit slip (1e30 FLOPs buys 3.8e20 steps, past an int64), refused before any work.
+MAX_STEPS = 10**9
 #: The fine-tuning recipe an adaptation runs when given none (``seedr adapt``; ``finetune/adapt.yaml``).
 ADAPT_RECIPE = "adapt"
 
@@ -120,6 +124,8 @@ class TrainConfig:
                      "keep_checkpoints", "gradient_cache_chunk"):
             if getattr(self, name) < 1:
                 raise ValueError(f"train.{name} must be at least 1, got {getattr(self, name)}")
+        if self.max_steps > MAX_STEPS:
+            raise ValueError(f"train.max_steps must be at most {MAX_STEPS:,} (MAX_STEPS), got {self.max_steps:,}")
         if self.mixed_precision not in ("no", "bf16", "fp16", "auto"):
             raise ValueError(f"train.mixed_precision must be no, bf16, fp16 or auto, got {self.mixed_precision!r}")
         if self.scheduler not in SCHEDULERS:
@@ -479,5 +485,5 @@ class FinetuneConfig:
 _LATER_SETTINGS = {"patience": 0, "keep_best": False, "positive_grade": POSITIVE_GRADE, "watch": {}}
 
 
-__all__ = ["ADAPT_RECIPE", "EPOCH_UNITS", "LARGE_WARMUP_SHARE", "SCHEDULERS", "TITLE_MODES", "DataConfig",
+__all__ = ["ADAPT_RECIPE", "EPOCH_UNITS", "LARGE_WARMUP_SHARE", "MAX_STEPS", "SCHEDULERS", "TITLE_MODES", "DataConfig",
            "FinetuneConfig", "ModelConfig", "Pooling", "PretrainConfig", "TrainConfig"]
