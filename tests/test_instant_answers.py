@@ -169,7 +169,8 @@ def test_every_refusal_of_experiment_record_answers_before_torch_loads(tmp_path)
     (tmp_path / "outside" / "demo.yaml").write_text(own.read_text())
     for name, said in [("unknown_experiment", "no experiment 'unknown_experiment'; known: "),
                        (own, "docs/results/demo: not a recorded report of experiment 'demo'"),
-                       (checkout / "elsewhere" / "demo.yaml", "--record records only the experiment's own file"),
+                       (checkout / "elsewhere" / "demo.yaml",
+                        "--record records only the experiment's own file"),
                        (tmp_path / "outside" / "demo.yaml", "not in a seedr checkout")]:
         code, lines, loaded = seedr("experiment", name, "--record", "--out", "runs", cwd=tmp_path)
         assert code == 1 and loaded == [], (name, lines, loaded)

@@ -112,7 +112,7 @@ def _coerce(value: Any, annotation: Any, where: str) -> Any:
             try:
                 return _coerce(value, option, where)
             except ValueError:
-                if len(options) == 1:  # an optional setting: what its one type says of the value ("not finite")
+                if len(options) == 1:  # an optional setting: what its type says of the value ("not finite")
                     raise
             except TypeError:
                 pass

@@ -125,7 +125,8 @@ class TrainConfig:
             if getattr(self, name) < 1:
                 raise ValueError(f"train.{name} must be at least 1, got {getattr(self, name)}")
         if self.max_steps > MAX_STEPS:
-            raise ValueError(f"train.max_steps must be at most {MAX_STEPS:,} (MAX_STEPS), got {self.max_steps:,}")
+            raise ValueError(f"train.max_steps must be at most {MAX_STEPS:,} (MAX_STEPS), got "
+                             f"{self.max_steps:,}")
         if self.mixed_precision not in ("no", "bf16", "fp16", "auto"):
             raise ValueError(f"train.mixed_precision must be no, bf16, fp16 or auto, got {self.mixed_precision!r}")
         if self.scheduler not in SCHEDULERS:
@@ -485,5 +486,6 @@ class FinetuneConfig:
 _LATER_SETTINGS = {"patience": 0, "keep_best": False, "positive_grade": POSITIVE_GRADE, "watch": {}}
 
 
-__all__ = ["ADAPT_RECIPE", "EPOCH_UNITS", "LARGE_WARMUP_SHARE", "MAX_STEPS", "SCHEDULERS", "TITLE_MODES", "DataConfig",
+__all__ = ["ADAPT_RECIPE", "EPOCH_UNITS", "LARGE_WARMUP_SHARE", "MAX_STEPS", "SCHEDULERS", "TITLE_MODES",
+           "DataConfig",
            "FinetuneConfig", "ModelConfig", "Pooling", "PretrainConfig", "TrainConfig"]

@@ -92,9 +92,9 @@ def check_experiment_name(path: Path) -> str:
     """The experiment's name, ``path``'s stem; a ``DataError`` naming the file when it is not a plain
     identifier (``is_experiment_name``), before anything is read or written."""
     if not is_experiment_name(path.stem):
-        raise DataError(path, f"{path.stem!r} is no experiment's name: the file's name before .yaml names its "
-                              "report folder (OUT/reports/NAME, docs/results/NAME), so it is letters, digits, "
-                              "'_', '-' and '.', starting with a letter, digit or '_', without '..'")
+        raise DataError(path, f"{path.stem!r} is no experiment's name: the file's name before .yaml names "
+                              "its report folder (OUT/reports/NAME, docs/results/NAME), so it is letters, "
+                              "digits, '_', '-' and '.', starting with a letter, digit or '_', without '..'")
     return path.stem
 
 
@@ -114,9 +114,9 @@ def results_folder(path: Path) -> Path:
     line, before the file is validated (which imports the stages' libraries)."""
     root = checkout(path)
     if root is None:
-        raise DataError(path, "not in a seedr checkout (a folder with pyproject.toml and docs/results); --record "
-                              "and --verify read and write docs/results/NAME of one: run them from a clone of the "
-                              "repository")
+        raise DataError(path, "not in a seedr checkout (a folder with pyproject.toml and docs/results); "
+                              "--record and --verify read and write docs/results/NAME of one: run them from "
+                              "a clone of the repository")
     return root / "docs" / "results" / check_experiment_name(path)
 
 

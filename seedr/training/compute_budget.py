@@ -40,15 +40,15 @@ def budget_steps(config: PretrainConfig, options: Any, shape: EncoderShape) -> i
     spend when it buys more than ``MAX_STEPS`` (no run could finish them)."""
     per_step = flops_per_step(config, options, shape)
     steps = math.floor(config.flops_budget / per_step)
-    cost = (f"{per_step:.3g} FLOPs a step at batch {config.train.global_batch_size or config.train.batch_size} × "
-            f"{config.data.max_seq_length} tokens")
+    batch = config.train.global_batch_size or config.train.batch_size
+    cost = f"{per_step:.3g} FLOPs a step at batch {batch} × {config.data.max_seq_length} tokens"
     if steps < 1:
         raise ValueError(f"flops_budget {config.flops_budget:.3g} buys no step of {config.objective_name} "
                          f"({cost}): give at least {per_step:.3g}")
     if steps > MAX_STEPS:
-        raise ValueError(f"flops_budget {config.flops_budget:.3g} buys {steps:.3g} steps of {config.objective_name} "
-                         f"({cost}), more than the {MAX_STEPS:,} a run may take (MAX_STEPS): give at most "
-                         f"{MAX_STEPS * per_step:.3g}")
+        raise ValueError(f"flops_budget {config.flops_budget:.3g} buys {steps:.3g} steps of "
+                         f"{config.objective_name} ({cost}), more than the {MAX_STEPS:,} a run may take "
+                         f"(MAX_STEPS): give at most {MAX_STEPS * per_step:.3g}")
     return steps
 
 

@@ -39,7 +39,8 @@ def shipped_file(name: str) -> tuple[str, ...]:
 
 def made_by_shipped_file(recorded: dict[str, Any], name: str) -> bool:
     """Whether the results ``recorded`` are of experiment ``name``, run from its own file."""
-    return recorded.get("experiment") == name and Path(str(recorded.get("file", ""))).parts[-3:] == shipped_file(name)
+    file = Path(str(recorded.get("file", "")))
+    return recorded.get("experiment") == name and file.parts[-3:] == shipped_file(name)
 
 
 def check_own_file(path: Path, results_dir: Path) -> None:
@@ -48,8 +49,8 @@ def check_own_file(path: Path, results_dir: Path) -> None:
     replace the experiment's record."""
     own = results_dir.parents[2].joinpath(*shipped_file(path.stem))
     if path.resolve() != own.resolve():
-        raise DataError(path, f"--record records only the experiment's own file ({own}); this file is another "
-                              "of the same name: run it without --record")
+        raise DataError(path, f"--record records only the experiment's own file ({own}); this file is "
+                              "another of the same name: run it without --record")
 
 
 def check_record_destination(results_dir: Path, name: str) -> None:
@@ -57,8 +58,8 @@ def check_record_destination(results_dir: Path, name: str) -> None:
     but a folder holding a results.json of that experiment run from its own file. Asked before the
     experiment runs, and again when its report is recorded."""
     if results_dir.is_symlink():
-        raise DataError(results_dir, "is a link: a recorded report is a folder of its own; refusing to replace "
-                                     "where it leads")
+        raise DataError(results_dir, "is a link: a recorded report is a folder of its own; refusing to "
+                                     "replace where it leads")
     if results_dir.exists() and not (results_dir.is_dir()
                                      and made_by_shipped_file(recorded_results(results_dir), name)):
         raise DataError(results_dir, f"not a recorded report of experiment {name!r} (a folder holding its "
