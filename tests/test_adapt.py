@@ -311,12 +311,14 @@ def test_a_refused_watch_or_model_is_refused_before_pairs_are_mined(tiny_model, 
     pickled = tmp_path / "pickled"
     shutil.copytree(tiny_model, pickled)
     (pickled / "model.safetensors").rename(pickled / "pytorch_model.bin")
-    short = [item for key in ("query_max_length", "document_max_length") for item in ("--set", f"{key}={TINY[key]}")]
+    short = [item for key in ("query_max_length", "document_max_length")
+             for item in ("--set", f"{key}={TINY[key]}")]
     watch = [item for key in ("queries", "corpus") for item in ("--set", f"watch.{key}={watched[key]}")]
     out = tmp_path / "adapted"
     for arguments, said in [(["--model", str(tiny_model), *watch, "--set", f"watch.qrels={damaged}"],
                              f"{damaged}, line 2: expected 3 tab-separated columns"),
                             (["--model", str(pickled)], "pytorch_model.bin: seedr loads safetensors only")]:
-        result = runner.invoke(app, ["adapt", "--corpus", str(untitled), "--out", str(out), *short, *arguments])
+        result = runner.invoke(app, ["adapt", "--corpus", str(untitled), "--out", str(out), *short,
+                                     *arguments])
         assert result.exit_code == 1 and said in result.output, result.output
         assert not out.exists()

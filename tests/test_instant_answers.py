@@ -177,3 +177,13 @@ def test_every_refusal_of_experiment_record_answers_before_torch_loads(tmp_path)
         assert len(lines) == 1 and lines[0].startswith("error: ") and said in lines[0], (name, lines)
     assert (checkout / "docs" / "results" / "demo" / "notes.md").read_text() == "mine\n"
     assert not (tmp_path / "runs").exists()
+
+
+def test_a_pair_source_the_corpus_cannot_give_is_refused_before_torch_loads(tmp_path, shared_data):
+    # SciFact's abstracts have no sections, so no BFS pair: refused after 24-32 s of imports, and now at once
+    code, lines, loaded = seedr("adapt", "--model", "minilm", "--corpus", shared_data / "scifact",
+                                "--pairs", "bfs", "--out", "runs/adapted", cwd=tmp_path)
+    assert code == 1 and loaded == [], (lines, loaded)
+    assert len(lines) == 1 and lines[0].startswith("error: ") and lines[0].endswith(
+        "no bfs pair can be mined from these documents; pair sources they support: ict, title, crop"), lines
+    assert not (tmp_path / "runs").exists() or list((tmp_path / "runs").iterdir()) == []  # no run, no lock
