@@ -58,7 +58,7 @@ class TrainConfig:
 
     Attributes:
         seed: seed of the model's new weights, the data order, masking and dropout.
-        max_steps: optimizer steps to train for.
+        max_steps: optimizer steps to train for, at most 10^9 (MAX_STEPS).
         batch_size: examples per process per micro-step (the effective batch multiplies it by the
             accumulation steps and the processes).
         gradient_accumulation_steps: micro-steps whose gradients are summed into one optimizer step; with
@@ -318,7 +318,8 @@ class PretrainConfig:
             run takes as many steps as the budget buys its objective at its batch and length
             (``seedr.training.compute_budget``), so that objectives of unequal cost compare at equal
             compute (a SEED-Encoder step costs about 2.2 MLM steps at the seedr base's shape). Warm up by
-            ``train.warmup_ratio`` then, since the steps differ by objective.
+            ``train.warmup_ratio`` then, since the steps differ by objective. A budget that buys no step, or
+            more than 10^9 (MAX_STEPS), is refused.
     """
 
     objective_name: str = "mlm"
