@@ -6,6 +6,7 @@ model."""
 from __future__ import annotations
 
 import json
+import shutil
 import sys
 from pathlib import Path
 
@@ -300,3 +301,24 @@ def test_a_tracking_never_replaces_seedr_diagnose_s_output(tiny_model, untitled,
         seedr.adapt(out, corpus=untitled, model=tiny_model, validation=24, dev_every=1, patience=0,
                     settings={**TINY, "train.max_steps": 1, "watch": watched})
     assert (out / "diagnostics.json").read_text() == theirs and not (out / "encoder").exists()
+
+
+def test_a_refused_watch_or_model_is_refused_before_pairs_are_mined(tiny_model, untitled, watched, tmp_path):
+    # both were refused by the fine-tuning, after pairs/ and config.yaml were written: the next plain run was
+    # then told to --resume
+    damaged = tmp_path / "watched.tsv"
+    damaged.write_text("query-id\tcorpus-id\tscore\n1\t31715818\n")
+    pickled = tmp_path / "pickled"
+    shutil.copytree(tiny_model, pickled)
+    (pickled / "model.safetensors").rename(pickled / "pytorch_model.bin")
+    short = [item for key in ("query_max_length", "document_max_length")
+             for item in ("--set", f"{key}={TINY[key]}")]
+    watch = [item for key in ("queries", "corpus") for item in ("--set", f"watch.{key}={watched[key]}")]
+    out = tmp_path / "adapted"
+    for arguments, said in [(["--model", str(tiny_model), *watch, "--set", f"watch.qrels={damaged}"],
+                             f"{damaged}, line 2: expected 3 tab-separated columns"),
+                            (["--model", str(pickled)], "pytorch_model.bin: seedr loads safetensors only")]:
+        result = runner.invoke(app, ["adapt", "--corpus", str(untitled), "--out", str(out), *short,
+                                     *arguments])
+        assert result.exit_code == 1 and said in result.output, result.output
+        assert not out.exists()

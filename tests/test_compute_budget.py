@@ -9,8 +9,8 @@ import math
 import pytest
 import yaml
 
-from seedr.config.loading import from_dict, identity
-from seedr.config.settings import DataConfig, PretrainConfig, TrainConfig
+from seedr.config.loading import from_dict, identity, parse_yaml
+from seedr.config.settings import MAX_STEPS, DataConfig, PretrainConfig, TrainConfig
 from seedr.experiments.spec import load_experiment
 from seedr.modeling.folders import encoder_shape
 from seedr.objectives import OBJECTIVES
@@ -114,3 +114,28 @@ def test_claims_say_the_budget_their_runs_had(tmp_path):
     path.write_text(yaml.safe_dump(source))
     with pytest.raises(ValueError, match="says 'equal steps', but 'cpdae' and 'seed' pre-train at 4.255e"):
         load_experiment(path)
+
+
+def test_a_budget_or_a_step_count_no_run_could_finish_is_refused_in_one_line():
+    # the seed recipe's 1e30 FLOPs bought 3.8e20 steps: past an int64, and an ETA of 1e17 hours
+    shape = encoder_shape("seedr-base")
+    config = _config("seed", 1e30)
+    refused = r"buys 1\.03e\+19 steps of seed .* than the 1,000,000,000 a run may take \(MAX_STEPS\): give"
+    with pytest.raises(ValueError, match=refused):
+        budget_steps(config, _options(config), shape)
+    ceiling = MAX_STEPS * flops_per_step(config, _options(config), shape)
+    assert budget_steps(_config("seed", ceiling), _options(config), shape) == MAX_STEPS  # the ceiling runs
+    with pytest.raises(ValueError, match=r"train.max_steps must be at most 1,000,000,000 \(MAX_STEPS\)"):
+        TrainConfig(max_steps=MAX_STEPS + 1)
+
+
+@pytest.mark.parametrize(("value", "said"), [("inf", "'inf' is not a finite number"),
+                                             ("nan", "'nan' is not a finite number"),
+                                             (".inf", "inf is not a finite number"),
+                                             ("1e400", "'1e400' is not a finite number"),
+                                             ("-1", "must be a positive number"),
+                                             ("0", "must be a positive number")])
+def test_an_impossible_budget_is_told_what_is_wrong_with_it(value, said):
+    with pytest.raises(ValueError, match="flops_budget") as refused:
+        from_dict(PretrainConfig, {"flops_budget": parse_yaml(value)})
+    assert said in str(refused.value) and "fits none of" not in str(refused.value)

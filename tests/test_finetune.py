@@ -4,6 +4,7 @@ rounds/few-shot/DPR input, resume) with a tiny BERT on real SciFact; one slow ru
 from __future__ import annotations
 
 import json
+import shutil
 import time
 from pathlib import Path
 
@@ -548,3 +549,33 @@ def test_reinitialize_keeps_the_architecture_with_fresh_seeded_weights(tiny_mode
     weight = "encoder.layer.0.attention.self.query.weight"
     assert not torch.equal(after[0][weight], before[weight])
     assert torch.equal(after[0][weight], after[1][weight]) and not torch.equal(after[0][weight], after[2][weight])
+
+
+def test_a_refused_watch_or_model_leaves_no_run_folder_and_the_fixed_rerun_starts_afresh(
+        tiny_model: Path, scifact_small: Path, tmp_path: Path) -> None:
+    # a damaged watched qrels file was refused only after the negatives were mined, and a model folder
+    # holding a pickle only once config.yaml and run.json were written: the next plain run was then told to
+    # --resume a run "stopped before its first checkpoint"
+    damaged = tmp_path / "watched.tsv"
+    damaged.write_text("query-id\tcorpus-id\tscore\n1\t31715818\n")
+    pickled = tmp_path / "pickled"
+    shutil.copytree(tiny_model, pickled)
+    (pickled / "model.safetensors").rename(pickled / "pytorch_model.bin")
+    out = tmp_path / "ft"
+    lengths = ["--set", "query_max_length=16", "--set", "document_max_length=32",
+               "--set", "train.max_steps=1", "--set", "train.batch_size=4"]
+    watch = ["--dev-qrels", str(scifact_small / "qrels" / "test.tsv"),
+             "--set", f"watch.queries={scifact_small}/queries.jsonl",
+             "--set", f"watch.corpus={scifact_small}/corpus.jsonl"]
+    for arguments, said in [([*watch, "--model", str(tiny_model), "--set", f"watch.qrels={damaged}"],
+                             f"{damaged}, line 2: expected 3 tab-separated columns"),
+                            (["--model", str(pickled)], "pytorch_model.bin: seedr loads safetensors only")]:
+        result = runner.invoke(app, ["finetune", "--train", str(scifact_small), "--out", str(out), *lengths,
+                                     *arguments])
+        assert result.exit_code == 1 and said in result.output, result.output
+        assert "mining" not in result.output and not out.exists()
+    result = runner.invoke(app, ["finetune", "--train", str(scifact_small), "--out", str(out), *lengths,
+                                 *watch, "--model", str(tiny_model),
+                                 "--set", f"watch.qrels={scifact_small}/qrels/test.tsv"])
+    assert result.exit_code == 0, result.output
+    assert "watch/MRR@10" in _metrics(out)[-1]

@@ -150,3 +150,40 @@ def test_a_missing_run_is_refused_before_the_significance_tests_load(tmp_path, s
     code, lines, loaded = seedr("evaluate", "missing.trec", "--qrels", shared_data / "scifact" / "qrels" / "test.tsv",
                                 cwd=tmp_path)
     assert code == 1 and loaded == [] and lines == ["error: missing.trec: no such file"], lines
+
+
+def test_every_refusal_of_experiment_record_answers_before_torch_loads(tmp_path):
+    # a checkout laid out like seedr's, whose docs/results/demo is a folder of the user's, not a record:
+    # refused before the experiment runs (it was refused only once its report was made), and so are an
+    # unknown name, a file of the same name elsewhere in the checkout, and any file outside a checkout
+    checkout = tmp_path / "checkout"
+    (checkout / "seedr" / "experiments").mkdir(parents=True)
+    (checkout / "pyproject.toml").write_text("[project]\nname = 'seedr'\n")
+    (checkout / "docs" / "results" / "demo").mkdir(parents=True)
+    (checkout / "docs" / "results" / "demo" / "notes.md").write_text("mine\n")
+    own = checkout / "seedr" / "experiments" / "demo.yaml"
+    own.write_text("title: not validated before the refusals of --record\n")
+    (checkout / "elsewhere").mkdir()
+    (checkout / "elsewhere" / "demo.yaml").write_text(own.read_text())
+    (tmp_path / "outside").mkdir()
+    (tmp_path / "outside" / "demo.yaml").write_text(own.read_text())
+    for name, said in [("unknown_experiment", "no experiment 'unknown_experiment'; known: "),
+                       (own, "docs/results/demo: not a recorded report of experiment 'demo'"),
+                       (checkout / "elsewhere" / "demo.yaml",
+                        "--record records only the experiment's own file"),
+                       (tmp_path / "outside" / "demo.yaml", "not in a seedr checkout")]:
+        code, lines, loaded = seedr("experiment", name, "--record", "--out", "runs", cwd=tmp_path)
+        assert code == 1 and loaded == [], (name, lines, loaded)
+        assert len(lines) == 1 and lines[0].startswith("error: ") and said in lines[0], (name, lines)
+    assert (checkout / "docs" / "results" / "demo" / "notes.md").read_text() == "mine\n"
+    assert not (tmp_path / "runs").exists()
+
+
+def test_a_pair_source_the_corpus_cannot_give_is_refused_before_torch_loads(tmp_path, shared_data):
+    # SciFact's abstracts have no sections, so no BFS pair: refused after 24-32 s of imports, and now at once
+    code, lines, loaded = seedr("adapt", "--model", "minilm", "--corpus", shared_data / "scifact",
+                                "--pairs", "bfs", "--out", "runs/adapted", cwd=tmp_path)
+    assert code == 1 and loaded == [], (lines, loaded)
+    assert len(lines) == 1 and lines[0].startswith("error: ") and lines[0].endswith(
+        "no bfs pair can be mined from these documents; pair sources they support: ict, title, crop"), lines
+    assert not (tmp_path / "runs").exists() or list((tmp_path / "runs").iterdir()) == []  # no run, no lock

@@ -9,15 +9,18 @@ from pathlib import Path
 import pytest
 
 from seedr.data.articles import read_articles
+from seedr.data.corpus import read_corpus_articles
 from seedr.data.glossary import read_glossary
 from seedr.data.links import inbound_links, recover_title_links
+from seedr.data.pair_units import check_pair_sources
 from seedr.data.records import Article
 from seedr.data.sentences import split_sentences
 from seedr.io import DataError
 from seedr.objectives.bfs import BFSPairs
 from seedr.objectives.ict import ICTPairs
-from seedr.objectives.two_tower import PairConfig, PairData, pair_data_for
+from seedr.objectives.two_tower import PAIR_TASKS, PairConfig, PairData, pair_data_for
 from seedr.objectives.wlp import WLPPairs
+from seedr.training.mined_pairs import PAIR_SOURCES
 
 ARTICLES = 300
 
@@ -169,3 +172,23 @@ def test_pair_data_for_rejects_what_cannot_make_pairs(shared_data, wiki_shard):
         pair_data_for("bfs", shared_data / "foldoc" / "jargon.jsonl.gz", seed=0)
     with pytest.raises(ValueError, match="keep_query_probability"):
         PairConfig(keep_query_probability=1.5)
+
+
+def test_the_check_before_mining_and_the_tasks_agree_on_the_sources_a_corpus_gives(articles, foldoc,
+                                                                                   shared_data):
+    # seedr adapt refuses a source without torch (seedr.data.pair_units) by the rule the task builds by:
+    # a corpus gives a source exactly when its task has a unit there
+    abstracts = list(itertools.islice(read_corpus_articles(shared_data / "scifact"), 200))
+    assert set(PAIR_TASKS.names()) >= set(PAIR_SOURCES)
+    for corpus in (articles, foldoc[:400], abstracts):
+        for name in PAIR_SOURCES:
+            given = len(PAIR_TASKS.get(name)(corpus, PairConfig())) > 0
+            try:
+                check_pair_sources(iter(corpus), [name], "corpus")
+                accepted = True
+            except DataError as refusal:
+                assert f"no {name} pair can be mined from these documents" in str(refusal)
+                accepted = False
+            assert accepted == given, (name, len(corpus))
+    with pytest.raises(DataError, match="no bfs pair .* they support: ict, title, crop"):
+        check_pair_sources(iter(abstracts), ["bfs"], "abstracts")

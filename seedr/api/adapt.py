@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import os
 from collections.abc import Sequence
 from pathlib import Path
@@ -12,7 +13,7 @@ from seedr.api.setting_options import documents_settings
 from seedr.api.training import TrainingRun, resolve_settings
 from seedr.config.loading import merge_settings
 from seedr.config.settings import ADAPT_RECIPE
-from seedr.io.run_folders import PRETRAINING
+from seedr.io.run_folders import PRETRAINING, check_run_folder
 
 
 @documents_settings("adapt")
@@ -79,11 +80,19 @@ def adapt(out: str | os.PathLike, *, corpus: Source, model: str | os.PathLike | 
     if pretrain is not None:  # its recipe and settings too, before anything is mined
         pretraining = resolve_settings("pretrain", pretrain, pretrain_settings, model=checked.model)
     from seedr.reporting.validation import check_tracking_file, plot_validation, track_validation
-    from seedr.training.adapt import run_adapt
 
     with _locked(out):
         if checked.watch:  # its tracking is written at the end: a file it would replace is refused now
             check_tracking_file(out)
+        check_run_folder(out, resume)  # a refused output, then pair sources the corpus cannot give: at once
+        if sources is not None and not resume:  # (a resumed run keeps the pairs it mined)
+            from seedr.data.corpus import read_corpus_articles
+            from seedr.data.pair_units import check_pair_sources, corpus_names
+
+            articles = itertools.islice(read_corpus_articles(corpus), max_documents)
+            check_pair_sources(articles, sources, ", ".join(corpus_names(corpus)))
+        from seedr.training.adapt import run_adapt
+
         summary = run_adapt(out, corpus, checked, sources=sources, validation=validation,
                             max_documents=max_documents, pretraining=pretraining,
                             pooling_given="pooling" in merge_settings(dict(settings or {})), resume=resume)

@@ -12,8 +12,8 @@ from pathlib import Path
 from typing import Any
 
 from seedr.api.common import _locked
-from seedr.experiments.files import experiment_titles
-from seedr.io import DataError
+from seedr.experiments.files import experiment_path, experiment_titles, results_folder
+from seedr.experiments.record.recorded import check_own_file, check_record_destination, load_results
 
 #: The experiment ``demo`` runs (``seedr/experiments/demo.yaml``).
 DEMO = "demo"
@@ -98,18 +98,29 @@ def experiment(name: str | os.PathLike, out: str | os.PathLike = "runs/experimen
     """
     from rich.console import Console
 
+    if reuse and not verify:
+        raise ValueError("--reuse goes with --verify (a run without --verify always reuses finished steps)")
+    # what the file's path alone refuses — an unknown name, a record outside a checkout, from a file of the
+    # same name elsewhere, or over a folder that is not the experiment's record — before the file is
+    # validated, which imports every stage's libraries (seconds)
+    path = experiment_path(name)
+    results_dir = None
+    if verify or record:
+        results_dir = results_folder(path)
+        if record:
+            check_own_file(path, results_dir)
+            check_record_destination(results_dir, path.stem)
+    recorded = load_results(results_dir) if verify else None
+
     from seedr.experiments.record.claims_page import update_claims_page
-    from seedr.experiments.record.docs_results import load_results, shipped_file
     from seedr.experiments.record.docs_results import record as record_results
     from seedr.experiments.record.docs_results import verify as check_results
     from seedr.experiments.runner import run_experiment
     from seedr.experiments.spec import RUN_SCALES, load_experiment
 
-    if reuse and not verify:
-        raise ValueError("--reuse goes with --verify (a run without --verify always reuses finished steps)")
     console = console or Console(stderr=True)
     out = Path(out)
-    resolved = load_experiment(name, scale, _overrides(settings))
+    resolved = load_experiment(path, scale, _overrides(settings))
     if scale not in RUN_SCALES:
         return ExperimentRun(resolved, out)
     if scale == "gpu":
@@ -118,14 +129,6 @@ def experiment(name: str | os.PathLike, out: str | os.PathLike = "runs/experimen
         if not torch.cuda.is_available():
             raise ValueError("the gpu scale runs on a GPU, and torch sees none here; --scale cpu runs on this "
                              "machine")
-    # outside a checkout there is nothing to verify against nor to record into: refused before running
-    results_dir = resolved.results_dir if verify or record else None
-    if record:  # a file of the same name elsewhere would replace the experiment's record
-        own = results_dir.parents[2].joinpath(*shipped_file(resolved.name))
-        if resolved.path.resolve() != own.resolve():
-            raise DataError(resolved.path, f"--record records only the experiment's own file ({own}); this file "
-                                           "is another of the same name: run it without --record")
-    recorded = load_results(results_dir) if verify else None
     work = out
     if verify and not reuse:  # finished steps in OUT would verify only the evaluation, not the training
         out.mkdir(parents=True, exist_ok=True)

@@ -111,8 +111,11 @@ def _coerce(value: Any, annotation: Any, where: str) -> Any:
         for option in options:
             try:
                 return _coerce(value, option, where)
-            except (TypeError, ValueError):
-                continue
+            except ValueError:
+                if len(options) == 1:  # an optional setting: what its type says of the value ("not finite")
+                    raise
+            except TypeError:
+                pass
         raise ValueError(f"{where}: {value!r} fits none of {options}")
     if origin is typing.Literal:
         if value not in typing.get_args(annotation):

@@ -41,6 +41,10 @@ LARGE_WARMUP_SHARE = 0.25
 #: packing, the encoder fine-tuned, the least grade trained as positive; and the files a ``watch`` names.
 SEED, DROPOUT, PACKING, FINETUNE_MODEL, POSITIVE_GRADE = 42, 0.1, "full_sentences", "minilm", 1
 WATCH_FILES = ("qrels", "queries", "corpus")
+#: The most optimizer steps a run may take: at a step a millisecond, 10^9 take 11.6 days, a thousand times
+#: the longest run of the papers (SEED-Encoder's 1M pre-training steps). A count or a ``flops_budget`` beyond
+#: it is a typo or a unit slip (1e30 FLOPs buys 3.8e20 steps, past an int64), refused before any work.
+MAX_STEPS = 10**9
 #: The fine-tuning recipe an adaptation runs when given none (``seedr adapt``; ``finetune/adapt.yaml``).
 ADAPT_RECIPE = "adapt"
 
@@ -54,7 +58,7 @@ class TrainConfig:
 
     Attributes:
         seed: seed of the model's new weights, the data order, masking and dropout.
-        max_steps: optimizer steps to train for.
+        max_steps: optimizer steps to train for, at most 10^9 (MAX_STEPS).
         batch_size: examples per process per micro-step (the effective batch multiplies it by the
             accumulation steps and the processes).
         gradient_accumulation_steps: micro-steps whose gradients are summed into one optimizer step; with
@@ -120,6 +124,9 @@ class TrainConfig:
                      "keep_checkpoints", "gradient_cache_chunk"):
             if getattr(self, name) < 1:
                 raise ValueError(f"train.{name} must be at least 1, got {getattr(self, name)}")
+        if self.max_steps > MAX_STEPS:
+            raise ValueError(f"train.max_steps must be at most {MAX_STEPS:,} (MAX_STEPS), got "
+                             f"{self.max_steps:,}")
         if self.mixed_precision not in ("no", "bf16", "fp16", "auto"):
             raise ValueError(f"train.mixed_precision must be no, bf16, fp16 or auto, got {self.mixed_precision!r}")
         if self.scheduler not in SCHEDULERS:
@@ -311,7 +318,8 @@ class PretrainConfig:
             run takes as many steps as the budget buys its objective at its batch and length
             (``seedr.training.compute_budget``), so that objectives of unequal cost compare at equal
             compute (a SEED-Encoder step costs about 2.2 MLM steps at the seedr base's shape). Warm up by
-            ``train.warmup_ratio`` then, since the steps differ by objective.
+            ``train.warmup_ratio`` then, since the steps differ by objective. A budget that buys no step, or
+            more than 10^9 (MAX_STEPS), is refused.
     """
 
     objective_name: str = "mlm"
@@ -479,5 +487,6 @@ class FinetuneConfig:
 _LATER_SETTINGS = {"patience": 0, "keep_best": False, "positive_grade": POSITIVE_GRADE, "watch": {}}
 
 
-__all__ = ["ADAPT_RECIPE", "EPOCH_UNITS", "LARGE_WARMUP_SHARE", "SCHEDULERS", "TITLE_MODES", "DataConfig",
+__all__ = ["ADAPT_RECIPE", "EPOCH_UNITS", "LARGE_WARMUP_SHARE", "MAX_STEPS", "SCHEDULERS", "TITLE_MODES",
+           "DataConfig",
            "FinetuneConfig", "ModelConfig", "Pooling", "PretrainConfig", "TrainConfig"]

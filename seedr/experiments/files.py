@@ -40,6 +40,10 @@ KEYS = {EXTENDS, "title", "description", "variables", "setup", "tasks", "default
         "groups", "tolerance", "claims", "scales", "test", "alpha", "resamples", "case_study"}
 #: The folder of shared files, beside the experiment files that extend them.
 SHARED_FOLDER = "shared"
+#: An experiment's name (its file's stem) names ``OUT/reports/NAME`` and the ``docs/results/NAME`` that
+#: ``--record`` replaces: a plain identifier, so that no file name reaches another folder (``..yaml``
+#: has the stem ``.``, ``...yaml`` the stem ``..``).
+EXPERIMENT_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]*")
 #: A shared file's name in ``extends``: the stem of a file of a shared folder, so that no name reaches
 #: another folder (no separator, no ``..``, not hidden) or is too long for a file name.
 SHARED_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_-]{0,99}")
@@ -77,6 +81,43 @@ def experiment_path(name: str | Path) -> Path:
         known = ", ".join(experiment_names()) or "(none)"
         raise FileNotFoundError(f"{candidate}: no experiment {str(name)!r}; known: {known}")
     return candidate
+
+
+def is_experiment_name(name: str) -> bool:
+    """Whether ``name`` is a plain identifier that may name an experiment (``EXPERIMENT_NAME``)."""
+    return bool(EXPERIMENT_NAME.fullmatch(name)) and ".." not in name
+
+
+def check_experiment_name(path: Path) -> str:
+    """The experiment's name, ``path``'s stem; a ``DataError`` naming the file when it is not a plain
+    identifier (``is_experiment_name``), before anything is read or written."""
+    if not is_experiment_name(path.stem):
+        raise DataError(path, f"{path.stem!r} is no experiment's name: the file's name before .yaml names "
+                              "its report folder (OUT/reports/NAME, docs/results/NAME), so it is letters, "
+                              "digits, '_', '-' and '.', starting with a letter, digit or '_', without '..'")
+    return path.stem
+
+
+def checkout(path: str | Path) -> Path | None:
+    """The nearest folder above ``path`` holding ``pyproject.toml`` and ``docs/results`` (a checkout of
+    seedr, or of a project laid out like it), or None."""
+    for folder in Path(path).resolve().parents:
+        if (folder / "pyproject.toml").is_file() and (folder / "docs" / "results").is_dir():
+            return folder
+    return None
+
+
+def results_folder(path: Path) -> Path:
+    """Where the recorded report of the experiment file ``path`` lives: ``docs/results/NAME`` of its
+    checkout. Recorded results belong to the repository that holds the file, not to wherever seedr is
+    installed, so outside a checkout there is none: ``--record`` and ``--verify`` are refused with one clear
+    line, before the file is validated (which imports the stages' libraries)."""
+    root = checkout(path)
+    if root is None:
+        raise DataError(path, "not in a seedr checkout (a folder with pyproject.toml and docs/results); "
+                              "--record and --verify read and write docs/results/NAME of one: run them from "
+                              "a clone of the repository")
+    return root / "docs" / "results" / check_experiment_name(path)
 
 
 def read_experiment_file(path: Path) -> dict[str, Any]:

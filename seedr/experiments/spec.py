@@ -62,11 +62,16 @@ from typing import Any
 
 from seedr.config.loading import merge_settings, parse_yaml
 from seedr.experiments.files import (
+    EXPERIMENT_NAME,
+    check_experiment_name,
+    checkout,
     experiment_names,
     experiment_path,
     experiment_titles,
     experiments_dir,
+    is_experiment_name,
     read_experiment_file,
+    results_folder,
 )
 from seedr.experiments.steps import validate
 from seedr.io import DataError
@@ -80,10 +85,6 @@ RUN_SCALES = ("cpu", "gpu")
 CLAIM_SOURCES = ("paper", "seedr")
 #: ``{name}``, ``{setup.NAME}``, and ``{conditions.NAME}`` with any condition name (``seed-2``, ``plain@512``).
 _PLACEHOLDER = re.compile(r"\{(conditions\.[^{}]+|[A-Za-z_][A-Za-z0-9_.]*)\}")
-#: An experiment's name (its file's stem) names ``OUT/reports/NAME`` and the ``docs/results/NAME`` that
-#: ``--record`` replaces: a plain identifier, so that no file name reaches another folder (``..yaml``
-#: has the stem ``.``, ``...yaml`` the stem ``..``).
-EXPERIMENT_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]*")
 #: A task's, condition's or set-up step's name names folders and files of the work folder
 #: (``steps/NAME-KEY``, ``retrieval/TASK-KEY``, ``plots/comparison-TASK.png``): one path component, not
 #: hidden (so neither ``.`` nor ``..``), with no separator, whitespace or control character (any
@@ -210,24 +211,8 @@ class Experiment:
 
     @property
     def results_dir(self) -> Path:
-        """Where the recorded report of this experiment lives: ``docs/results/NAME`` of its checkout.
-        Recorded results belong to the repository that holds the file, not to wherever seedr is installed,
-        so outside a checkout there is none: ``--record`` and ``--verify`` are refused with one clear line."""
-        root = self.checkout
-        if root is None:
-            raise DataError(self.path, "not in a seedr checkout (a folder with pyproject.toml and "
-                                       "docs/results); --record and --verify read and write docs/results/NAME "
-                                       "of one: run them from a clone of the repository")
-        return root / "docs" / "results" / check_experiment_name(self.path)
-
-
-def checkout(path: str | Path) -> Path | None:
-    """The nearest folder above ``path`` holding ``pyproject.toml`` and ``docs/results`` (a checkout of
-    seedr, or of a project laid out like it), or None."""
-    for folder in Path(path).resolve().parents:
-        if (folder / "pyproject.toml").is_file() and (folder / "docs" / "results").is_dir():
-            return folder
-    return None
+        """Where the recorded report of this experiment lives (``seedr.experiments.files.results_folder``)."""
+        return results_folder(self.path)
 
 
 def substitute(value: Any, variables: dict[str, Any], where: str, strict: bool = True) -> Any:
@@ -258,21 +243,6 @@ def _lookup(name: str, variables: dict[str, Any], where: str, strict: bool) -> A
             return "{" + name + "}"
         raise ValueError(f"{where}: unknown variable {{{name}}}; defined: {', '.join(sorted(variables))}")
     return variables[name]
-
-
-def is_experiment_name(name: str) -> bool:
-    """Whether ``name`` is a plain identifier that may name an experiment (``EXPERIMENT_NAME``)."""
-    return bool(EXPERIMENT_NAME.fullmatch(name)) and ".." not in name
-
-
-def check_experiment_name(path: Path) -> str:
-    """The experiment's name, ``path``'s stem; a ``DataError`` naming the file when it is not a plain
-    identifier (``is_experiment_name``), before anything is read or written."""
-    if not is_experiment_name(path.stem):
-        raise DataError(path, f"{path.stem!r} is no experiment's name: the file's name before .yaml names its "
-                              "report folder (OUT/reports/NAME, docs/results/NAME), so it is letters, digits, "
-                              "'_', '-' and '.', starting with a letter, digit or '_', without '..'")
-    return path.stem
 
 
 def _check_entry_name(path: Path, section: str, name: str) -> None:

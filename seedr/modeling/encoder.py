@@ -372,6 +372,16 @@ def _check_weights(folder: Path) -> None:
 MLM_HEAD_PREFIX = "cls."
 
 
+def check_encoder_folder(name_or_path: str | os.PathLike) -> Path:
+    """The folder of ``name_or_path``, once every refusal ``load_encoder`` makes of it without building the
+    model is passed: code of its own (``check_model_folder``), damaged safetensors or weights in another
+    format. A run asks it before it writes anything, so that a refused model leaves no run folder behind."""
+    folder = resolve_model_path(name_or_path)
+    check_model_folder(folder)
+    _check_weights(folder)
+    return folder
+
+
 def load_encoder(name_or_path: str | os.PathLike) -> PreTrainedModel:
     """Load the encoder backbone of a local Hugging Face folder (continued pre-training / fine-tuning).
 
@@ -382,9 +392,7 @@ def load_encoder(name_or_path: str | os.PathLike) -> PreTrainedModel:
     safetensors.
     """
 
-    folder = resolve_model_path(name_or_path)
-    check_model_folder(folder)
-    _check_weights(folder)
+    folder = check_encoder_folder(name_or_path)
     options = {}
     if (AutoConfig.from_pretrained(str(folder), trust_remote_code=False).model_type == "bert"
             and not _has_pooler(folder)):

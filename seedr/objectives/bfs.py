@@ -11,27 +11,10 @@ from __future__ import annotations
 
 import numpy as np
 
+from seedr.data.pair_units import body_paragraphs, has_lead_and_body, lead_sentences
 from seedr.data.records import Article
 from seedr.objectives.base import OBJECTIVES
-from seedr.objectives.two_tower import (
-    PAIR_TASKS,
-    Pair,
-    PairConfig,
-    PairTask,
-    TwoTowerObjective,
-    lead_sentences,
-)
-
-
-def body_paragraphs(article: Article) -> list[tuple[int, str]]:
-    """``(index in Article.paragraphs, heading)`` of every non-empty paragraph after the lead."""
-    indices, index = [], len(article.lead)
-    for section in article.sections:
-        for paragraph in section.paragraphs:
-            if paragraph.strip():
-                indices.append((index, section.heading))
-            index += 1
-    return indices
+from seedr.objectives.two_tower import PAIR_TASKS, Pair, PairConfig, PairTask, TwoTowerObjective
 
 
 @PAIR_TASKS.register("bfs")
@@ -46,8 +29,8 @@ class BFSPairs(PairTask):
 
     def __init__(self, articles: list[Article], config: PairConfig) -> None:
         self.articles = articles
-        self.units = np.array([index for index, article in enumerate(articles)
-                               if body_paragraphs(article) and lead_sentences(article)], dtype=np.int64)
+        self.units = np.array([index for index, article in enumerate(articles) if has_lead_and_body(article)],
+                              dtype=np.int64)
 
     def __len__(self) -> int:
         return len(self.units)

@@ -14,25 +14,10 @@ from __future__ import annotations
 import numpy as np
 from tqdm.auto import tqdm
 
+from seedr.data.pair_units import ict_passages, query_candidates, without_span
 from seedr.data.records import Article
-from seedr.data.sentences import sentence_spans
 from seedr.objectives.base import OBJECTIVES
 from seedr.objectives.two_tower import PAIR_TASKS, Pair, PairConfig, PairTask, TwoTowerObjective
-
-
-def _without(text: str, start: int, end: int) -> str:
-    """``text`` with the characters ``[start, end)`` removed and the gap closed by one space."""
-    return f"{text[:start].rstrip()} {text[end:].lstrip()}".strip()
-
-
-def query_candidates(passage: str) -> list[tuple[int, int]]:
-    """Spans of the sentences of ``passage`` that can be an ICT query: a passage needs two sentences
-    (else the document is empty), and a sentence that also occurs in the rest (a repeated sentence,
-    or one inside a longer one) is left out, so the query is never found verbatim in its document."""
-    spans = sentence_spans(passage)
-    if len(spans) < 2:
-        return []
-    return [(start, end) for start, end in spans if passage[start:end] not in _without(passage, start, end)]
 
 
 @PAIR_TASKS.register("ict")
@@ -50,7 +35,7 @@ class ICTPairs(PairTask):
         self.keep_query_probability = config.keep_query_probability
         units = [(a, p) for a, article in enumerate(tqdm(articles, desc="ict: passages", unit=" articles",
                                                           disable=None, leave=False))
-                 for p, paragraph in enumerate(article.paragraphs) if query_candidates(paragraph)]
+                 for p in ict_passages(article)]
         self.units = np.array(units, dtype=np.int64).reshape(-1, 2)  # (U, 2): article, paragraph
 
     def __len__(self) -> int:
@@ -63,7 +48,7 @@ class ICTPairs(PairTask):
         candidates = query_candidates(passage)
         start, end = candidates[rng.integers(len(candidates))]
         keep = bool(rng.random() < self.keep_query_probability)
-        return Pair(query=passage[start:end], document=passage if keep else _without(passage, start, end),
+        return Pair(query=passage[start:end], document=passage if keep else without_span(passage, start, end),
                     title=article.title,
                     source={"task": self.name, "article_id": article.id, "title": article.title,
                             "paragraph": paragraph_index, "query_span": (start, end), "query_kept": keep})

@@ -19,19 +19,13 @@ from __future__ import annotations
 import numpy as np
 import torch
 
+from seedr.data.pair_units import article_text, can_be_cropped, has_title_and_text
 from seedr.data.records import Article
 from seedr.objectives.contriever import ContrieverConfig, random_crop
 from seedr.objectives.two_tower import PAIR_TASKS, Pair, PairConfig, PairTask
 
-#: The fewest words a text needs to give two crops that say something.
-MIN_CROP_WORDS = 20
 #: The fewest words a crop keeps (a short text's 5% would be a word or none).
 MIN_CROP_LENGTH = 4
-
-
-def article_text(article: Article) -> str:
-    """An article's paragraphs, lead first, as one text (``seedr.data.corpus.article_document``)."""
-    return "\n".join(paragraph for paragraph in article.paragraphs if paragraph.strip())
 
 
 @PAIR_TASKS.register("title")
@@ -44,7 +38,7 @@ class TitlePairs(PairTask):
     def __init__(self, articles: list[Article], config: PairConfig) -> None:
         self.articles = articles
         self.units = np.array([index for index, article in enumerate(articles)
-                               if article.title.strip() and article_text(article).strip()], dtype=np.int64)
+                               if has_title_and_text(article)], dtype=np.int64)
 
     def __len__(self) -> int:
         return len(self.units)
@@ -57,17 +51,17 @@ class TitlePairs(PairTask):
 
 @PAIR_TASKS.register("crop")
 class CropPairs(PairTask):
-    """One pair per article of at least ``MIN_CROP_WORDS`` words: two independent crops of its text.
-    ``source``: ``task``, ``article_id``, ``title``, ``query_words`` and ``document_words`` (the
-    crops' first and last word positions)."""
+    """One pair per article of at least ``seedr.data.pair_units.MIN_CROP_WORDS`` words: two independent crops
+    of its text. ``source``: ``task``, ``article_id``, ``title``, ``query_words`` and ``document_words``
+    (the crops' first and last word positions)."""
 
     name = "crop"
 
     def __init__(self, articles: list[Article], config: PairConfig) -> None:
         self.articles = articles
         self.crop = ContrieverConfig()
-        self.units = np.array([index for index, article in enumerate(articles)
-                               if len(article_text(article).split()) >= MIN_CROP_WORDS], dtype=np.int64)
+        self.units = np.array([index for index, article in enumerate(articles) if can_be_cropped(article)],
+                              dtype=np.int64)
 
     def __len__(self) -> int:
         return len(self.units)
@@ -91,4 +85,4 @@ class CropPairs(PairTask):
                             "query_words": query_words, "document_words": document_words})
 
 
-__all__ = ["MIN_CROP_LENGTH", "MIN_CROP_WORDS", "CropPairs", "TitlePairs", "article_text"]
+__all__ = ["MIN_CROP_LENGTH", "CropPairs", "TitlePairs"]

@@ -8,7 +8,8 @@ The tasks differ *only* in how the positive (query, document) pairs are made (se
 holds everything else:
 
 - ``Pair`` and ``PairTask``: a pair with its provenance, and the base class of the pair builders
-  (``ict.py``, ``bfs.py``, ``wlp.py``), registered in ``PAIR_TASKS``;
+  (``ict.py``, ``bfs.py``, ``wlp.py``), registered in ``PAIR_TASKS``, which take their units by the
+  torch-free rules of ``seedr.data.pair_units``;
 - ``PairData``: the ``TrainData`` of two-tower objectives, a fresh draw of pairs each epoch,
   deterministic in (seed, epoch), mixing several tasks uniformly (the paper's "ICT+BFS+WLP", sec. 4.1);
 - ``pair_data_for``: ``PairData`` for an objective name and corpus files (wiki shards or FOLDOC);
@@ -41,7 +42,6 @@ from seedr.data.articles import read_articles
 from seedr.data.glossary import read_glossary
 from seedr.data.links import recover_title_links
 from seedr.data.records import Article
-from seedr.data.sentences import sentence_spans
 from seedr.training.engine.gradient_cache import GradientCacheSplit
 from seedr.io import DataError, iter_jsonl
 from seedr.losses.base import Similarity, in_batch_false_negatives
@@ -99,13 +99,6 @@ class PairTask:
 
 
 PAIR_TASKS: Registry[type[PairTask]] = Registry("pair task")
-
-
-def lead_sentences(article: Article) -> list[tuple[int, str]]:
-    """``(lead paragraph index, sentence)`` of every sentence of the article's first section (its lead):
-    the query side of BFS and WLP, "often the description or summary of the whole page" (sec. 3)."""
-    return [(index, paragraph[start:end]) for index, paragraph in enumerate(article.lead)
-            for start, end in sentence_spans(paragraph)]
 
 
 class PairDataset(Dataset):

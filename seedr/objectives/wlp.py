@@ -16,17 +16,10 @@ import re
 
 import numpy as np
 
-from seedr.data.links import inbound_links
+from seedr.data.pair_units import lead_sentences, linked_targets
 from seedr.data.records import Article
 from seedr.objectives.base import OBJECTIVES
-from seedr.objectives.two_tower import (
-    PAIR_TASKS,
-    Pair,
-    PairConfig,
-    PairTask,
-    TwoTowerObjective,
-    lead_sentences,
-)
+from seedr.objectives.two_tower import PAIR_TASKS, Pair, PairConfig, PairTask, TwoTowerObjective
 
 _DISAMBIGUATION = re.compile(r"\s*\([^()]*\)$")  # "Mercury (planet)" is mentioned as "Mercury"
 
@@ -58,20 +51,9 @@ class WLPPairs(PairTask):
 
     def __init__(self, articles: list[Article], config: PairConfig) -> None:
         self.articles = articles
-        by_title: dict[str, list[int]] = {}
-        for index, article in enumerate(articles):
-            by_title.setdefault(article.title, []).append(index)
-        inbound = inbound_links(articles)
-        self.targets: list[int] = []
-        self.sources: list[np.ndarray] = []
-        for index, article in enumerate(articles):
-            # entries sharing a title (FOLDOC's senses) each link on their own: keep those that do
-            sources = [source for title in inbound.get(article.title, ()) for source in by_title[title]
-                       if article.title in articles[source].links
-                       and any(p.strip() for p in articles[source].paragraphs)]
-            if sources and lead_sentences(article):
-                self.targets.append(index)
-                self.sources.append(np.array(sources, dtype=np.int64))
+        units = linked_targets(articles)
+        self.targets: list[int] = [target for target, _ in units]
+        self.sources: list[np.ndarray] = [np.array(sources, dtype=np.int64) for _, sources in units]
 
     def __len__(self) -> int:
         return len(self.targets)

@@ -30,6 +30,7 @@ from seedr.losses.base import RetrievalLoss, Similarity, in_batch_false_negative
 from seedr.modeling.encoder import (
     SETTINGS_FILE,
     Pooling,
+    check_encoder_folder,
     load_encoder,
     load_tokenizer,
     pool,
@@ -151,6 +152,20 @@ class DualEncoder(nn.Module):
                    query_max_length=query_max_length, document_max_length=document_max_length,
                    query_projection=query_projection, document_projection=document_projection,
                    title=title or str(settings.get("title", "pair")))
+
+    @staticmethod
+    def check_folder(model: str | os.PathLike, shared: bool | None = None) -> None:
+        """Refuse what ``from_pretrained(model, shared=shared)`` would refuse of the folder — its settings,
+        each tower's encoder (``check_encoder_folder``) and projection, its tokenizer — without building an
+        encoder: a run asks it before it writes anything, so that a refused model leaves no run folder."""
+        path = resolve_model_path(model)
+        settings = saved_settings(path)
+        shared = bool(settings.get("shared", True)) if shared is None else shared
+        document_tower = [path / DOCUMENT_TOWER] if not shared and (path / DOCUMENT_TOWER).is_dir() else []
+        for tower in [path, *document_tower]:
+            check_encoder_folder(tower)
+            load_projection(tower)  # a small layer, and its refusals of modules.json and pickled weights
+        load_tokenizer(path)
 
     def reinitialize(self, seed: int) -> None:
         """Fresh weights in every tower, the architecture and vocabulary kept (seeded): the "No

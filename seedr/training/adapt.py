@@ -24,7 +24,7 @@ from seedr.data.inputs import Inputs
 from seedr.io.run_folders import PAIRS, PRETRAINING, PRODUCT, check_run_folder
 from seedr.modeling.folders import pretrained_seed
 from seedr.provenance import record_run
-from seedr.training.finetune import finetune
+from seedr.training.finetune import check_finetuning, finetune, load_watch_set
 from seedr.training.mined_pairs import OWN_POSITIVE, RECORD, MinedPairs, mine_pairs, validation_minimum
 from seedr.training.seed_validation import pretrain_validated
 
@@ -68,6 +68,9 @@ def run_adapt(out: str | os.PathLike, corpus: Inputs, finetuning: FinetuneConfig
     """
     out = Path(out)
     check_run_folder(out, resume)  # before anything is read or mined
+    # and what fine-tuning would refuse once the pairs are mined: its settings, model and watched labels
+    check_finetuning(finetuning)
+    load_watch_set(finetuning)
     folder = out / PAIRS
     if resume and (folder / RECORD).is_file():
         mined = MinedPairs.load(folder)

@@ -15,7 +15,7 @@ import math
 from typing import Any
 
 from seedr.config.objective_options import OBJECTIVE_OPTIONS
-from seedr.config.settings import PretrainConfig
+from seedr.config.settings import MAX_STEPS, PretrainConfig
 from seedr.modeling.folders import EncoderShape
 from seedr.objectives import OBJECTIVES
 
@@ -36,13 +36,19 @@ def flops_per_step(config: PretrainConfig, options: Any, shape: EncoderShape) ->
 
 def budget_steps(config: PretrainConfig, options: Any, shape: EncoderShape) -> int:
     """The optimizer steps ``config.flops_budget`` buys (rounded down: no run exceeds its budget); a
-    ``ValueError`` saying the least budget that buys one step when it buys none."""
+    ``ValueError`` saying the least budget that buys one step when it buys none, and the most a run may
+    spend when it buys more than ``MAX_STEPS`` (no run could finish them)."""
     per_step = flops_per_step(config, options, shape)
     steps = math.floor(config.flops_budget / per_step)
+    batch = config.train.global_batch_size or config.train.batch_size
+    cost = f"{per_step:.3g} FLOPs a step at batch {batch} × {config.data.max_seq_length} tokens"
     if steps < 1:
         raise ValueError(f"flops_budget {config.flops_budget:.3g} buys no step of {config.objective_name} "
-                         f"({per_step:.3g} FLOPs a step at batch {config.train.global_batch_size or config.train.batch_size}"
-                         f" × {config.data.max_seq_length} tokens): give at least {per_step:.3g}")
+                         f"({cost}): give at least {per_step:.3g}")
+    if steps > MAX_STEPS:
+        raise ValueError(f"flops_budget {config.flops_budget:.3g} buys {steps:.3g} steps of "
+                         f"{config.objective_name} ({cost}), more than the {MAX_STEPS:,} a run may take "
+                         f"(MAX_STEPS): give at most {MAX_STEPS * per_step:.3g}")
     return steps
 
 

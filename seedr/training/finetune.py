@@ -22,6 +22,7 @@ round's encoder in ``encoder/``; few-shot, one per seed (``seed-<s>/``) and ``fe
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 import math
 import random
@@ -322,9 +323,10 @@ def _mine_or_load(strategy: NegativeStrategy, training: TrainingSet, model: Dual
     return table
 
 
-def _train_one(config: FinetuneConfig, training: TrainingSet, dev: DevSet | None, strategy: NegativeStrategy,
-               model_path: str, out_dir: Path, resume: bool) -> dict[str, Any]:
-    """One fine-tuning run (one round, one seed) in ``out_dir``; returns its summary."""
+def _train_one(config: FinetuneConfig, training: TrainingSet, dev: DevSet | None, watched: DevSet | None,
+               strategy: NegativeStrategy, model_path: str, out_dir: Path, resume: bool) -> dict[str, Any]:
+    """One fine-tuning run (one round, one seed) in ``out_dir``, watching ``watched`` beside its dev set;
+    returns its summary."""
     model = build_model(config, model_path)
     resuming = resume and latest_checkpoint(out_dir) is not None
     table_dir = out_dir / strategy.negatives_folder
@@ -351,7 +353,6 @@ def _train_one(config: FinetuneConfig, training: TrainingSet, dev: DevSet | None
                                      out_dir / BEST if config.keep_best else None,
                                      lambda unwrapped, directory: unwrapped.save(directory))
             callbacks.append(stopping)
-    watched = load_watch_set(config)
     watching = None if watched is None or evaluation is None else DevEvaluation(
         watched, config.dev_metrics, config.dev_every, config.dev_depth, config.encode_batch_size, prefix="watch")
     if watching is not None:  # scored after the dev set, before the early stopping that reads only the dev set
@@ -383,46 +384,58 @@ def _train_one(config: FinetuneConfig, training: TrainingSet, dev: DevSet | None
     return summary
 
 
+def check_finetuning(config: FinetuneConfig) -> None:
+    """Refuse what a fine-tuning of ``config`` would refuse of its settings and its model before reading its
+    data: dev metrics deeper than the dev ranking (``check_dev_metrics``), lengths beyond the model's
+    positions (``check_lengths``) and a model folder it would not load (``DualEncoder.check_folder``).
+    ``finetune`` asks it first, and ``seedr adapt`` before it mines its pairs, so that a refusal leaves
+    no folder behind."""
+    check_dev_metrics(config)
+    check_lengths(config.model, {"query_max_length": config.query_max_length,
+                                 "document_max_length": config.document_max_length})
+    DualEncoder.check_folder(config.model, config.shared_encoder)
+
+
 def finetune(config: FinetuneConfig, out_dir: str | Path, resume: bool = False) -> dict[str, Any]:
     """Fine-tune ``config.model`` on ``config.train_data``; few-shot seeds and static rounds included.
 
     Returns a summary: the run folder, the encoder, the last logged metrics and the final dev metrics.
-    An output the run would refuse (``check_run_folder``), and a global batch the processes cannot
-    divide, and dev metrics deeper than the dev ranking (``check_dev_metrics``), are refused first, before
-    any data is read or negative mined, and so are early stopping and keeping the best model without a
-    dev set to watch.
+    Every refusal comes before the run folder is made: an output the run would refuse
+    (``check_run_folder``), settings and a model it would refuse (``check_finetuning``), early stopping,
+    keeping the best model or a watch without a dev set to watch, a global batch the processes cannot
+    divide, and training, dev and watched files it cannot read.
     """
     out_dir = Path(out_dir)
     check_run_folder(out_dir, resume)
-    check_dev_metrics(config)
     if (config.patience or config.keep_best) and config.dev_qrels is None:
         raise ValueError("patience and keep_best watch the development evaluation: give dev_qrels (--dev-qrels)")
     if config.watch and config.dev_qrels is None:
         raise ValueError("watch is scored at the development evaluations: give dev_qrels (--dev-qrels)")
+    check_finetuning(config)
     said = seed_pooling_line(config)
     if said is not None:
         console.print(said, soft_wrap=True, highlight=False, markup=False)
-    check_lengths(config.model, {"query_max_length": config.query_max_length,
-                                 "document_max_length": config.document_max_length})
     # every config.yaml of the run (this folder's, its rounds' and seeds') records the accumulation used
     config.train.resolve_accumulation(PartialState().num_processes)
     training = load_training_set(config.train_data, config.train_split)
     dev = load_dev_set(config, training)
+    watched = load_watch_set(config)  # read once, scored by every round and seed
     if not (out_dir / "config.yaml").exists():  # marks the folder as a run before negatives are mined into it
         record_run(out_dir, config, config.train.seed)
+    rounds = functools.partial(_rounds, watched=watched)
     if config.few_shot is not None:
-        return run_few_shot(config, training, dev, out_dir, resume, _rounds)
-    return _rounds(config, training, dev, out_dir, resume)
+        return run_few_shot(config, training, dev, out_dir, resume, rounds)
+    return rounds(config, training, dev, out_dir, resume)
 
 
 def _rounds(config: FinetuneConfig, training: TrainingSet, dev: DevSet | None, out_dir: Path,
-            resume: bool) -> dict[str, Any]:
+            resume: bool, watched: DevSet | None) -> dict[str, Any]:
     """Train once, or — static negatives with ``rounds`` > 1, CPDAE — mine → train → re-mine with the
     model just trained → train ..., each round in ``round-<r>/``, the last round's encoder in ``encoder/``."""
     strategy: NegativeStrategy = NEGATIVES.build(config.negatives, config.negative_options)
     rounds = getattr(strategy, "rounds", 1)
     if rounds == 1:
-        return _train_one(config, training, dev, strategy, config.model, out_dir, resume)
+        return _train_one(config, training, dev, watched, strategy, config.model, out_dir, resume)
     record_run(out_dir, config, config.train.seed)
     model_path, summaries = config.model, []
     for number in range(1, rounds + 1):
@@ -435,7 +448,7 @@ def _rounds(config: FinetuneConfig, training: TrainingSet, dev: DevSet | None, o
             if number > 1:  # re-mine with the model the previous round produced (CPDAE §4.1)
                 options = {**config.negative_options, "run": None, "model": model_path}
                 strategy = NEGATIVES.build(config.negatives, options)
-            summary = _train_one(config, training, dev, strategy, model_path, round_dir, resume)
+            summary = _train_one(config, training, dev, watched, strategy, model_path, round_dir, resume)
             with atomic_write(done) as stream:
                 json.dump(summary, stream, indent=2)
         summaries.append(summary)
@@ -455,6 +468,7 @@ __all__ = [
     "FinetuneExample",
     "PretrainedSeed",
     "build_model",
+    "check_finetuning",
     "finetune",
     "load_dev_set",
     "pretrained_seed",

@@ -51,14 +51,13 @@ import numpy as np
 
 from seedr.data.corpus import article_document, read_corpus_articles
 from seedr.data.inputs import Inputs
+from seedr.data.pair_units import PAIR_SOURCES, check_pair_sources, check_source_names, corpus_names
 from seedr.data.records import Article
 from seedr.evaluation.metrics import parse_metric
 from seedr.io import DataError, atomic_directory, write_jsonl
 from seedr.io.run_folders import changed_settings
 from seedr.objectives.two_tower import PAIR_TASKS, Pair, PairConfig
 
-#: The pair tasks ``seedr adapt`` mines from, in the order a default run lists them.
-PAIR_SOURCES = ("ict", "title", "bfs", "wlp", "crop")
 #: The held-out documents when ``validation`` is not given: 10% of the corpus, at most this many.
 MAX_VALIDATION_DOCUMENTS = 1000
 #: The fewest pairs a validation ranks (``validation_minimum``): with fewer, one pseudo-query more or less at
@@ -114,7 +113,7 @@ class MinedPairs:
         changed = changed_settings(recorded, current, unchecked={"corpus"})  # said with its names, below
         if recorded.get("corpus", current["corpus"]) != current["corpus"]:
             changed.insert(0, f"corpus {', '.join(self.summary['corpus'])} (sha256 {recorded['corpus'][:12]})"
-                              f" → {', '.join(_names(corpus))} (sha256 {current['corpus'][:12]})")
+                              f" → {', '.join(corpus_names(corpus))} (sha256 {current['corpus'][:12]})")
         if changed:
             raise ValueError(f"{self.folder} was mined from other inputs: {'; '.join(changed)}. Resume with "
                              "the same corpus, pairs, validation, max_documents and seed, or start a new run "
@@ -166,15 +165,6 @@ def validation_count(documents: int, validation: float | None, least: int = 1) -
                          f"to rank: a validation needs the pairs of at least {least} (--validation {least} "
                          "or more)")
     return max(1, count)
-
-
-def _names(corpus: Inputs) -> list[str]:
-    """The corpus as ``pairs.json`` records it: its paths, or that it was rows held in memory."""
-    if isinstance(corpus, str | Path):
-        return [str(corpus)]
-    if isinstance(corpus, list | tuple) and corpus and all(isinstance(item, str | Path) for item in corpus):
-        return [str(item) for item in corpus]
-    return ["rows in memory"]
 
 
 def _read(corpus: Inputs, max_documents: int | None) -> list[Article]:
@@ -260,15 +250,13 @@ def mine_pairs(corpus: Inputs, folder: str | Path, sources: Sequence[str] | None
     """
     articles = _read(corpus, max_documents)
     config = PairConfig()
-    where = ", ".join(_names(corpus))
+    where = ", ".join(corpus_names(corpus))
     inputs = _inputs(articles, sources, validation, max_documents, seed)
     if sources is None:
         sources = supported_sources(articles, config)
         if not sources:
             raise DataError(where, "no pair of any kind can be mined from these documents (too short?)")
-    unknown = sorted(set(sources) - set(PAIR_SOURCES))
-    if unknown:
-        raise ValueError(f"unknown pair source(s) {', '.join(unknown)}; sources: {', '.join(PAIR_SOURCES)}")
+    check_source_names(sources)
     held_out = validation_count(len(articles), validation, least)
     share = _default_share(len(articles))
     notes = [f"validation: the default 10% of {len(articles)} documents ({share}) is too few to rank; "
@@ -279,12 +267,9 @@ def mine_pairs(corpus: Inputs, folder: str | Path, sources: Sequence[str] | None
     train_articles = [a for index, a in enumerate(articles) if index in kept]
     validation_articles = [a for index, a in enumerate(articles) if index not in kept]
 
+    check_pair_sources(train_articles, sources, where)  # a pair of every source named to train on
     train_pairs = _pairs(train_articles, sources, seed, config)
     counts = {name: sum(pair.task == name for pair in train_pairs) for name in sources}
-    missing = [name for name, count in counts.items() if count == 0]
-    if missing:
-        raise DataError(where, f"no {', '.join(missing)} pair can be mined from these documents; pair sources "
-                               f"they support: {', '.join(supported_sources(articles, config)) or 'none'}")
     seen: dict[str, int] = {}
     train_ids = []
     for pair in train_pairs:
@@ -303,7 +288,7 @@ def mine_pairs(corpus: Inputs, folder: str | Path, sources: Sequence[str] | None
                                f"documents (--validation)")
     validation_ids = [f"val-{number}" for number in range(len(validation_pairs))]
 
-    summary = {"corpus": _names(corpus), "seed": seed,
+    summary = {"corpus": corpus_names(corpus), "seed": seed,
                "sources": list(sources), "max_documents": max_documents, "validation": validation,
                "documents": {"train": len(train_articles), "validation": len(validation_articles)},
                "pairs": {"train": counts,

@@ -10,26 +10,22 @@ results.json (no model is trained or run).
 
 from __future__ import annotations
 
-import json
 import shutil
 from pathlib import Path
 from typing import Any
 
+from seedr.experiments.files import is_experiment_name
 from seedr.experiments.record.figures import figures, floor, with_seed_sd
+from seedr.experiments.record.recorded import (
+    check_record_destination,
+    load_results,
+    made_by_shipped_file,
+    recorded_results,
+    shipped_file,
+)
 from seedr.experiments.record.results_markdown import results_markdown
 from seedr.experiments.record.verdicts import claim_results
-from seedr.experiments.spec import is_experiment_name
 from seedr.io import DataError, atomic_directory, atomic_write, json_text
-
-
-def load_results(path: str | Path) -> dict[str, Any]:
-    """A ``results.json`` file, or the one inside a report / results folder."""
-    path = Path(path)
-    if path.is_dir():
-        path = path / "results.json"
-    if not path.is_file():
-        raise FileNotFoundError(f"{path}: no recorded results (run `seedr experiment NAME --record` first)")
-    return json.loads(path.read_text(encoding="utf-8"))
 
 
 def verify(new: dict[str, Any], recorded: dict[str, Any]) -> list[str]:
@@ -46,25 +42,6 @@ def verify(new: dict[str, Any], recorded: dict[str, Any]) -> list[str]:
     return problems
 
 
-def _recorded(folder: Path) -> dict[str, Any]:
-    """The results.json of the report ``folder`` holds, or an empty mapping."""
-    try:
-        recorded = json.loads((folder / "results.json").read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return {}
-    return recorded if isinstance(recorded, dict) else {}
-
-
-def shipped_file(name: str) -> tuple[str, ...]:
-    """The last parts of the path of experiment ``name``'s own file in a checkout: a report is recorded
-    only when that file made it (not a file of the same name elsewhere)."""
-    return ("seedr", "experiments", f"{name}.yaml")
-
-
-def _made_by_shipped_file(recorded: dict[str, Any], name: str) -> bool:
-    return recorded.get("experiment") == name and Path(str(recorded.get("file", ""))).parts[-3:] == shipped_file(name)
-
-
 def record(report_dir: str | Path, results_dir: str | Path) -> Path:
     """Copy a run's report (``report.md``, ``plots/``, ``results.json``) to the experiment's results folder
     ``results_dir`` (``docs/results/NAME``), replacing what the previous report wrote there; what else the
@@ -73,7 +50,7 @@ def record(report_dir: str | Path, results_dir: str | Path) -> Path:
     and ``seedr report docs/results/NAME`` makes the page again.
 
     Only a recorded report of that experiment is replaced, by a report its own file made: ``NAME`` must be
-    an experiment's name (``seedr.experiments.spec.is_experiment_name``), the report one of experiment
+    an experiment's name (``seedr.experiments.files.is_experiment_name``), the report one of experiment
     NAME run from ``seedr/experiments/NAME.yaml`` (not a stray file of the same name), and an existing
     ``results_dir`` a folder (not a link) holding a results.json of the same; anything else is refused
     before anything is removed, so that no name or stray file can point the removal at another folder."""
@@ -83,19 +60,14 @@ def record(report_dir: str | Path, results_dir: str | Path) -> Path:
         raise DataError(report_dir, "no results.json: not a finished experiment report")
     if not is_experiment_name(name):
         raise DataError(results_dir, f"{name!r} is no experiment's name: refusing to record into it")
-    reported = _recorded(report_dir)
+    reported = recorded_results(report_dir)
     if reported.get("experiment") != name:
         raise DataError(report_dir, f"is a report of experiment {reported.get('experiment')!r}, not of {name!r}: "
                                     f"refusing to record it in {results_dir}")
-    if not _made_by_shipped_file(reported, name):
+    if not made_by_shipped_file(reported, name):
         raise DataError(report_dir, f"was made by {reported.get('file')}, not by experiment {name!r}'s own file "
                                     f"({'/'.join(shipped_file(name))}): refusing to record it in {results_dir}")
-    if results_dir.is_symlink():
-        raise DataError(results_dir, "is a link: a recorded report is a folder of its own; refusing to replace "
-                                     "where it leads")
-    if results_dir.exists() and not (results_dir.is_dir() and _made_by_shipped_file(_recorded(results_dir), name)):
-        raise DataError(results_dir, f"not a recorded report of experiment {name!r} (a folder holding its "
-                                     "results.json): refusing to replace it; move it away to record here")
+    check_record_destination(results_dir, name)
     written = {entry.name for entry in report_dir.iterdir()} - {"report.html"}
     with atomic_directory(results_dir) as folder:
         if results_dir.is_dir():  # what the report does not write (PROVENANCE.md, trials) is kept
@@ -163,4 +135,4 @@ def rerender(results_dir: str | Path, experiment: Any) -> dict[str, Any]:
     return results
 
 
-__all__ = ["load_results", "record", "rerender", "shipped_file", "verify"]
+__all__ = ["record", "rerender", "verify"]
