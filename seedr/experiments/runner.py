@@ -32,6 +32,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import yaml
 from rich.console import Console
 
 from seedr.config.loading import from_dict, identity, merge_settings
@@ -260,6 +261,13 @@ def planned_work(experiment: Experiment, out_dir: str | Path) -> dict[Path, Work
     return _plan(experiment, runner).work(experiment, runner)
 
 
+def planned_chains(experiment: Experiment, out_dir: str | Path) -> dict[str, list[tuple[ExperimentStep, Path]]]:
+    """Each condition's chain of steps and the folders they would have in the work folder ``out_dir``,
+    planned without running anything (a backfill of a record re-derives what its steps were)."""
+    runner = _Runner(experiment, Path(out_dir), Console(quiet=True))
+    return _plan(experiment, runner).chains
+
+
 def run_experiment(experiment: Experiment, out_dir: str | Path, console: Console | None = None,
                    command: str | None = None) -> Outcome:
     """Run ``experiment`` into the work folder ``out_dir`` (finished steps and retrievals are reused);
@@ -448,6 +456,23 @@ def _score(experiment: Experiment, plan: _Plan, console: Console) -> _Scores:
                              if "cls_reliance" in result["details"]})
 
 
+def pretraining_record(chains: dict[str, list[tuple[ExperimentStep, Path]]]) -> dict[str, dict[str, int]]:
+    """Each condition's pre-training as its run recorded it (the run folder's ``config.yaml``): the steps
+    it took, its batch and its length. A ``flops_budget`` sets the steps when the run starts
+    (``seedr.training.compute_budget``), so the experiment's variables do not say them; the claims page
+    reads them from here."""
+    recorded = {}
+    for name, chained in chains.items():
+        for step, folder in chained:
+            if step.kind == "pretrain" and (folder / "config.yaml").is_file():
+                config = yaml.safe_load((folder / "config.yaml").read_text(encoding="utf-8"))
+                train = config["train"]
+                recorded[name] = {"steps": train["max_steps"],
+                                  "batch": train.get("global_batch_size") or train["batch_size"],
+                                  "length": config["data"]["max_seq_length"]}
+    return recorded
+
+
 def _report(experiment: Experiment, plan: _Plan, scores: _Scores, runner: _Runner, report_dir: Path,
             command: str, started_at: str, wall: float) -> Outcome:
     """Write ``results.json`` (figures, claims, seed spread, provenance), the plots and the report."""
@@ -471,6 +496,7 @@ def _report(experiment: Experiment, plan: _Plan, scores: _Scores, runner: _Runne
         "cls_reliance": scores.reliance,
         "case_study": case_study_results(experiment, plan.tasks, plan.retrievals),
         "steps": {name: [str(folder) for _, folder in plan.chains[name]] for name in experiment.conditions},
+        "pretraining": pretraining_record(plan.chains),
         "code": code_fingerprint(),
         "provenance": [{"folder": folder.relative_to(runner.out_dir).as_posix(),
                         "reused": str(folder) in reused, "code": record.get("code")}
@@ -488,5 +514,5 @@ def _report(experiment: Experiment, plan: _Plan, scores: _Scores, runner: _Runne
     return Outcome(report, results, runner.outcome_executed, runner.outcome_reused)
 
 
-__all__ = ["Outcome", "experiment_scores", "planned_work", "retrieval_code", "run_experiment", "run_scores",
+__all__ = ["Outcome", "experiment_scores", "planned_chains", "planned_work", "pretraining_record", "retrieval_code", "run_experiment", "run_scores",
            "step_folder"]
