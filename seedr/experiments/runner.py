@@ -43,7 +43,7 @@ from seedr.experiments.record.progress import Progress, UnitWork, Work
 from seedr.experiments.record.report import case_study_results, report_plots
 from seedr.experiments.record.results_markdown import results_markdown
 from seedr.experiments.record.sizing import EncodedTokens, made_shape, step_work
-from seedr.experiments.record.verdicts import claim_results
+from seedr.experiments.record.verdicts import claim_results, collapsed_conditions, goal_results
 from seedr.experiments.scoring import compare
 from seedr.experiments.spec import Condition, Experiment, substitute
 from seedr.experiments.steps import (
@@ -493,6 +493,7 @@ def _report(experiment: Experiment, plan: _Plan, scores: _Scores, runner: _Runne
         "figures": figures(scores.comparisons, experiment.tolerance, scores.diagnostics, experiment.groups,
                            spread),
         "claims": claim_results(experiment, scores.comparisons, scores.per_query, scores.diagnostics),
+        "collapsed": collapsed_conditions(experiment, scores.comparisons),
         "cls_reliance": scores.reliance,
         "case_study": case_study_results(experiment, plan.tasks, plan.retrievals),
         "steps": {name: [str(folder) for _, folder in plan.chains[name]] for name in experiment.conditions},
@@ -502,6 +503,7 @@ def _report(experiment: Experiment, plan: _Plan, scores: _Scores, runner: _Runne
                         "reused": str(folder) in reused, "code": record.get("code")}
                        for folder, record in recorded.items()],
     }
+    results["goals"] = goal_results(experiment, results["claims"], scores.comparisons)
     (report_dir / "plots").mkdir(parents=True, exist_ok=True)
     with atomic_write(report_dir / "results.json") as stream:
         stream.write(json_text(results))
