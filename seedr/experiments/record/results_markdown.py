@@ -68,7 +68,12 @@ def claims_markdown(claims: list[dict[str, Any]], link: str | None = None, machi
         p_value = "–" if claim["p_value"] is None else f"{claim['p_value']:.3g}"
         if claim.get("p_holm") is not None and claim["p_holm"] != claim["p_value"]:
             p_value += f" (Holm {claim['p_holm']:.3g})"
-        if claim.get("seed_test") and claim["p_value"] is not None:  # the larger of the seeds' and the
+        if claim.get("seed_test") and claim["p_value"] is not None and claim["expect"] == "similar":
+            # a claim of similarity reads the finer of the two tests (verdicts.claim_results): say which
+            seeds, queries = claim["seed_test"]["p_value"], claim.get("p_queries")
+            p_value += (f" (queries; seeds {seeds:.3g})" if claim["p_value"] == queries and queries != seeds
+                        else f" (seeds; queries {queries:.3g})" if queries is not None else " (seeds)")
+        elif claim.get("seed_test") and claim["p_value"] is not None:  # the larger of the seeds' and the
             p_value += " (seeds and queries)"                           # queries' tests (verdicts.claim_results)
         row = (f"| {claim['claim']} | {claim['paper'] or '–'} | {claim.get('protocol') or '–'} | {seedr} | "
                f"{floor_cell(claim)} | {p_value} | {verdict_text(claim)} |")
