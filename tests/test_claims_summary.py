@@ -211,7 +211,8 @@ def test_the_evidence_shows_each_runs_own_steps():
         assert _pretraining(results)["steps"] == (steps[0], steps[-1])
     assert budgeted >= 1
     text = PAGE.read_text()
-    objectives = json.loads((ROOT / "docs" / "results" / "pretraining_objectives" / "results.json").read_text())
+    objectives = json.loads((ROOT / "docs" / "results" / "pretraining_objectives" / "results.json")
+                            .read_text())
     assert objectives["pretraining"]["mlm-s1"]["steps"] == 99
     assert "pretraining_objectives](results/pretraining_objectives/report.md)" in text
     for row in text.splitlines():

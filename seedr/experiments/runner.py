@@ -261,7 +261,8 @@ def planned_work(experiment: Experiment, out_dir: str | Path) -> dict[Path, Work
     return _plan(experiment, runner).work(experiment, runner)
 
 
-def planned_chains(experiment: Experiment, out_dir: str | Path) -> dict[str, list[tuple[ExperimentStep, Path]]]:
+def planned_chains(experiment: Experiment, out_dir: str | Path
+                   ) -> dict[str, list[tuple[ExperimentStep, Path]]]:
     """Each condition's chain of steps and the folders they would have in the work folder ``out_dir``,
     planned without running anything (a backfill of a record re-derives what its steps were)."""
     runner = _Runner(experiment, Path(out_dir), Console(quiet=True))
@@ -516,5 +517,5 @@ def _report(experiment: Experiment, plan: _Plan, scores: _Scores, runner: _Runne
     return Outcome(report, results, runner.outcome_executed, runner.outcome_reused)
 
 
-__all__ = ["Outcome", "experiment_scores", "planned_chains", "planned_work", "pretraining_record", "retrieval_code", "run_experiment", "run_scores",
-           "step_folder"]
+__all__ = ["Outcome", "experiment_scores", "planned_chains", "planned_work", "pretraining_record",
+           "retrieval_code", "run_experiment", "run_scores", "step_folder"]

@@ -542,6 +542,6 @@ def load_experiment(name: str | Path, scale: str = "cpu", overrides: list[str] |
 
 
 __all__ = ["CLAIM_SOURCES", "EXPERIMENT_NAME", "MAX_GRID_CONDITIONS", "RUN_SCALES", "SCALES", "CaseStudy", "Claim",
-           "Condition", "Goal", "Experiment", "Step", "Task", "check_experiment_name", "checkout", "experiment_names",
-           "experiment_path", "experiment_titles", "experiments_dir", "is_experiment_name", "load_experiment",
-           "substitute"]
+           "Condition", "Experiment", "Goal", "Step", "Task", "check_experiment_name", "checkout",
+           "experiment_names", "experiment_path", "experiment_titles", "experiments_dir", "is_experiment_name",
+           "load_experiment", "substitute"]

@@ -73,8 +73,8 @@ def claims_markdown(claims: list[dict[str, Any]], link: str | None = None, machi
             seeds, queries = claim["seed_test"]["p_value"], claim.get("p_queries")
             p_value += (f" (queries; seeds {seeds:.3g})" if claim["p_value"] == queries and queries != seeds
                         else f" (seeds; queries {queries:.3g})" if queries is not None else " (seeds)")
-        elif claim.get("seed_test") and claim["p_value"] is not None:  # the larger of the seeds' and the
-            p_value += " (seeds and queries)"                           # queries' tests (verdicts.claim_results)
+        elif claim.get("seed_test") and claim["p_value"] is not None:
+            p_value += " (seeds and queries)"  # the larger of the two tests (verdicts.claim_results)
         row = (f"| {claim['claim']} | {claim['paper'] or '–'} | {claim.get('protocol') or '–'} | {seedr} | "
                f"{floor_cell(claim)} | {p_value} | {verdict_text(claim)} |")
         lines.append(row + (f" [{link.split('/')[-2]}]({link}) | {machine or '–'} |" if link else ""))
@@ -201,8 +201,8 @@ def goals_markdown(goals: list[dict[str, Any]], claims: list[dict[str, Any]]) ->
              "| goal | rows | needs | in direction | shown | verdict |", "|---|---|---:|---:|---:|---|"]
     for goal in goals:
         rows = "; ".join(_goal_row(goal, row, claims[row["claim"]]) for row in goal["rows"]) or "–"
-        lines.append(f"| {goal['goal']}: {goal['statement']} | {rows} | {goal['needs']} | {goal['in_direction']} | "
-                     f"{goal['shown']} | {goal['verdict']} |")
+        lines.append(f"| {goal['goal']}: {goal['statement']} | {rows} | {goal['needs']} | "
+                     f"{goal['in_direction']} | {goal['shown']} | {goal['verdict']} |")
     return "\n".join(lines) + "\n"
 
 

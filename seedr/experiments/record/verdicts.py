@@ -192,13 +192,15 @@ def claim_results(experiment: Any, comparisons: dict[str, dict[str, Any]],
         elif p_values is not None and key in p_values:
             p_value = p_values[key]
         elif scores is not None:  # a claim against another system than the table's baseline: test that pair
-            p_value = _pair_p_value(experiment, claim.condition, against_name, claim.metric, scores[claim.task])
+            p_value = _pair_p_value(experiment, claim.condition, against_name, claim.metric,
+                                    scores[claim.task])
         elif p_values is not None:  # re-derived from a record that kept no test of this pair
             p_value, untested = None, True
         else:
             raise ValueError(f"{experiment.path}: claim {claim.claim!r} needs the per-query scores of "
                              f"{claim.condition} and {against_name} (not against the baseline)")
-        members = (seed_members(experiment, claim.condition, systems), seed_members(experiment, against_name, systems))
+        members = (seed_members(experiment, claim.condition, systems),
+                   seed_members(experiment, against_name, systems))
         seeded = {"seeds": {"condition": len(members[0]), "against": len(members[1])},
                   "seed_sd": {side: (statistics.stdev(systems[m][claim.metric]["mean"] for m in group)
                                      if len(group) > 1 else None)
@@ -295,8 +297,8 @@ def collapsed_conditions(experiment: Any, comparisons: dict[str, dict[str, Any]]
             earlier = next((other for other in systems[:index] if experiment.conditions[other].steps
                             and _identical(task["systems"][name], task["systems"][other])), None)
             if earlier is not None and order.index(earlier) < order.index(name):
-                found.append({"task": task_name, "condition": name, "into": earlier,
-                              "metrics": {metric: value["mean"] for metric, value in task["systems"][name].items()}})
+                metrics = {metric: value["mean"] for metric, value in task["systems"][name].items()}
+                found.append({"task": task_name, "condition": name, "into": earlier, "metrics": metrics})
     return found
 
 
@@ -328,8 +330,8 @@ def goal_results(experiment: Any, claims: list[dict[str, Any]], comparisons: dic
     A goal is ``MET`` when at least ``needs`` rows
     (every row where None) are shown, ``IN_DIRECTION`` when that many are in direction, else ``MISSED``;
     a row that judges nothing (inconclusive) counts as neither."""
-    rows_of = {name: [(index, claim) for index, claim in enumerate(claims) if name in (claim.get("goals") or [])]
-               for name in experiment.goals}
+    rows_of = {name: [(index, claim) for index, claim in enumerate(claims)
+                      if name in (claim.get("goals") or [])] for name in experiment.goals}
     results = []
     for name, goal in experiment.goals.items():
         rows, judged = rows_of[name], []
