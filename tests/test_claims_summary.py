@@ -191,3 +191,48 @@ def test_what_would_change_a_central_claim_is_a_queued_job_that_tests_it():
         systems = set(experiment.conditions) | set(experiment.groups or {})
         for claim in bearing:
             assert {claim.condition, claim.against} <= systems, f"{key}: {claim.claim}"
+
+
+def test_the_evidence_shows_each_runs_own_steps():
+    """A ``flops_budget`` buys each objective its own steps (pretraining_objectives: 32 to 203, MLM 99),
+    whatever ``steps`` the experiment's variables inherit (400): every record whose pre-training was
+    budgeted keeps each run's steps, and the summary shows their range, not the variable."""
+    from seedr.experiments.record.claims_page import _pretraining
+
+    budgeted = 0
+    for path in sorted((ROOT / "docs" / "results").glob("*/results.json")):
+        results = json.loads(path.read_text())
+        if "flops_budget" not in (results.get("variables") or {}):
+            continue
+        budgeted += 1
+        runs = results["pretraining"]
+        assert runs, path.parent.name
+        steps = sorted({run["steps"] for run in runs.values()})
+        assert _pretraining(results)["steps"] == (steps[0], steps[-1])
+    assert budgeted >= 1
+    text = PAGE.read_text()
+    objectives = json.loads((ROOT / "docs" / "results" / "pretraining_objectives" / "results.json")
+                            .read_text())
+    assert objectives["pretraining"]["mlm-s1"]["steps"] == 99
+    assert "pretraining_objectives](results/pretraining_objectives/report.md)" in text
+    for row in text.splitlines():
+        if "[pretraining_objectives](results/pretraining_objectives/report.md):" in row:
+            assert "32–203 steps of 32 × 64 tokens" in row and "400 steps" not in row
+
+
+def test_a_run_records_the_steps_its_pre_training_took(tmp_path):
+    """The runner reads each condition's pre-training from its run's config.yaml (where a budget wrote the
+    steps it bought), not from the experiment's variables."""
+    from seedr.experiments.runner import pretraining_record
+
+    class Step:
+        def __init__(self, kind):
+            self.kind = kind
+
+    run = tmp_path / "pretrain"
+    run.mkdir()
+    (run / "config.yaml").write_text(yaml.safe_dump(
+        {"train": {"max_steps": 43, "batch_size": 32, "global_batch_size": None}, "data": {"max_seq_length": 64}}))
+    chains = {"seed-s1": [(Step("pretrain"), run), (Step("finetune"), tmp_path / "finetune")],
+              "base-s1": [(Step("finetune"), tmp_path / "finetune")]}
+    assert pretraining_record(chains) == {"seed-s1": {"steps": 43, "batch": 32, "length": 64}}

@@ -105,3 +105,17 @@ def test_the_link_checker_sees_links():
     text = "[a](guide.md#x) ![b](results/demo/plots/loss.png \"t\") [c](https://example.org) [d](#top)\n" \
            "`[e](not/a/link.md)`\n[f]: ../README.md\n```\n[g](inside/code.md)\n```\n"
     assert relative_links(text) == ["guide.md#x", "results/demo/plots/loss.png", "../README.md"]
+
+
+def test_the_gpu_page_lists_every_queued_job_in_order():
+    """docs/gpu.md's queue table is the queue's (gpu/queue.yaml): every job, in the order a lease runs them
+    (it once left out ``objectives_at_equal_flops``)."""
+    import re
+
+    import yaml
+
+    jobs = [job["name"] for job in yaml.safe_load((ROOT / "gpu" / "queue.yaml").read_text())["jobs"]]
+    text = (ROOT / "docs" / "gpu.md").read_text()
+    table = re.findall(r"^\| `([\w-]+)` \|", text.split("| job | what it measures | state |", 1)[1].split("\n\n")[0],
+                       flags=re.MULTILINE)
+    assert table == jobs

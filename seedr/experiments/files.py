@@ -37,7 +37,7 @@ from seedr.io import DataError, read_text
 EXTENDS = "extends"
 #: Top-level keys of an experiment file (and of a shared file, which holds parts of one).
 KEYS = {EXTENDS, "title", "description", "variables", "setup", "tasks", "defaults", "conditions", "baseline",
-        "groups", "tolerance", "claims", "scales", "test", "alpha", "resamples", "case_study"}
+        "groups", "tolerance", "claims", "goals", "scales", "test", "alpha", "resamples", "case_study"}
 #: The folder of shared files, beside the experiment files that extend them.
 SHARED_FOLDER = "shared"
 #: An experiment's name (its file's stem) names ``OUT/reports/NAME`` and the ``docs/results/NAME`` that

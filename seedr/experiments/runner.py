@@ -32,6 +32,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import yaml
 from rich.console import Console
 
 from seedr.config.loading import from_dict, identity, merge_settings
@@ -42,7 +43,7 @@ from seedr.experiments.record.progress import Progress, UnitWork, Work
 from seedr.experiments.record.report import case_study_results, report_plots
 from seedr.experiments.record.results_markdown import results_markdown
 from seedr.experiments.record.sizing import EncodedTokens, made_shape, step_work
-from seedr.experiments.record.verdicts import claim_results
+from seedr.experiments.record.verdicts import claim_results, collapsed_conditions, goal_results
 from seedr.experiments.scoring import compare
 from seedr.experiments.spec import Condition, Experiment, substitute
 from seedr.experiments.steps import (
@@ -260,6 +261,14 @@ def planned_work(experiment: Experiment, out_dir: str | Path) -> dict[Path, Work
     return _plan(experiment, runner).work(experiment, runner)
 
 
+def planned_chains(experiment: Experiment, out_dir: str | Path
+                   ) -> dict[str, list[tuple[ExperimentStep, Path]]]:
+    """Each condition's chain of steps and the folders they would have in the work folder ``out_dir``,
+    planned without running anything (a backfill of a record re-derives what its steps were)."""
+    runner = _Runner(experiment, Path(out_dir), Console(quiet=True))
+    return _plan(experiment, runner).chains
+
+
 def run_experiment(experiment: Experiment, out_dir: str | Path, console: Console | None = None,
                    command: str | None = None) -> Outcome:
     """Run ``experiment`` into the work folder ``out_dir`` (finished steps and retrievals are reused);
@@ -448,6 +457,23 @@ def _score(experiment: Experiment, plan: _Plan, console: Console) -> _Scores:
                              if "cls_reliance" in result["details"]})
 
 
+def pretraining_record(chains: dict[str, list[tuple[ExperimentStep, Path]]]) -> dict[str, dict[str, int]]:
+    """Each condition's pre-training as its run recorded it (the run folder's ``config.yaml``): the steps
+    it took, its batch and its length. A ``flops_budget`` sets the steps when the run starts
+    (``seedr.training.compute_budget``), so the experiment's variables do not say them; the claims page
+    reads them from here."""
+    recorded = {}
+    for name, chained in chains.items():
+        for step, folder in chained:
+            if step.kind == "pretrain" and (folder / "config.yaml").is_file():
+                config = yaml.safe_load((folder / "config.yaml").read_text(encoding="utf-8"))
+                train = config["train"]
+                recorded[name] = {"steps": train["max_steps"],
+                                  "batch": train.get("global_batch_size") or train["batch_size"],
+                                  "length": config["data"]["max_seq_length"]}
+    return recorded
+
+
 def _report(experiment: Experiment, plan: _Plan, scores: _Scores, runner: _Runner, report_dir: Path,
             command: str, started_at: str, wall: float) -> Outcome:
     """Write ``results.json`` (figures, claims, seed spread, provenance), the plots and the report."""
@@ -468,14 +494,17 @@ def _report(experiment: Experiment, plan: _Plan, scores: _Scores, runner: _Runne
         "figures": figures(scores.comparisons, experiment.tolerance, scores.diagnostics, experiment.groups,
                            spread),
         "claims": claim_results(experiment, scores.comparisons, scores.per_query, scores.diagnostics),
+        "collapsed": collapsed_conditions(experiment, scores.comparisons),
         "cls_reliance": scores.reliance,
         "case_study": case_study_results(experiment, plan.tasks, plan.retrievals),
         "steps": {name: [str(folder) for _, folder in plan.chains[name]] for name in experiment.conditions},
+        "pretraining": pretraining_record(plan.chains),
         "code": code_fingerprint(),
         "provenance": [{"folder": folder.relative_to(runner.out_dir).as_posix(),
                         "reused": str(folder) in reused, "code": record.get("code")}
                        for folder, record in recorded.items()],
     }
+    results["goals"] = goal_results(experiment, results["claims"], scores.comparisons)
     (report_dir / "plots").mkdir(parents=True, exist_ok=True)
     with atomic_write(report_dir / "results.json") as stream:
         stream.write(json_text(results))
@@ -488,5 +517,5 @@ def _report(experiment: Experiment, plan: _Plan, scores: _Scores, runner: _Runne
     return Outcome(report, results, runner.outcome_executed, runner.outcome_reused)
 
 
-__all__ = ["Outcome", "experiment_scores", "planned_work", "retrieval_code", "run_experiment", "run_scores",
-           "step_folder"]
+__all__ = ["Outcome", "experiment_scores", "planned_chains", "planned_work", "pretraining_record",
+           "retrieval_code", "run_experiment", "run_scores", "step_folder"]

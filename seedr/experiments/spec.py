@@ -148,11 +148,14 @@ class Claim:
     nothing, and the claim is "inconclusive" with that reason (``seedr.experiments.record.verdicts``).
     ``central``: the central claim of the papers this row bears on (a key of
     ``seedr.experiments.record.claims_page.CENTRAL_CLAIMS``), for the summary that opens the claims page.
+    ``against`` may be a list of systems: the claim is then against the best of them on its task and
+    metric, chosen from the recorded figures (an issue's "best label-free baseline", which differs per
+    task). ``goal``: the goals of the file (``Goal``) this row counts towards, by their names.
     """
 
     claim: str
     condition: str
-    against: str
+    against: str | list[str]
     task: str
     metric: str
     expect: str = "higher"
@@ -162,6 +165,35 @@ class Claim:
     target: float | None = None
     requires_learning: list[dict[str, Any]] | dict[str, Any] | None = None
     central: str | None = None
+    goal: str | list[str] | None = None
+
+    @property
+    def candidates(self) -> list[str]:
+        """The systems ``against`` names: one, or those the best of which the claim is against."""
+        return [self.against] if isinstance(self.against, str) else list(self.against)
+
+    @property
+    def goals(self) -> list[str]:
+        """The names of the goals this row counts towards."""
+        return [] if self.goal is None else [self.goal] if isinstance(self.goal, str) else list(self.goal)
+
+
+#: What a goal's rows are judged on: their comparison (its verdict) or their target.
+GOAL_JUDGES = ("comparison", "target")
+
+
+@dataclass
+class Goal:
+    """A goal of an issue over several claims (those naming it in their ``goal``): ``statement`` says it;
+    it is met when at least ``needs`` of its rows (all of them where None) are shown — their comparison
+    significant, after the experiment's Holm correction, in the expected direction, or, ``on: target``,
+    their condition's figure significantly beyond the row's ``target`` (over its seeds) — and "in
+    direction, not shown" when that many are in the expected direction without it
+    (``seedr.experiments.record.verdicts.goal_results``)."""
+
+    statement: str
+    needs: int | None = None
+    on: str = "comparison"
 
 
 @dataclass
@@ -192,6 +224,7 @@ class Experiment:
     groups: dict[str, list[str]] = field(default_factory=dict)
     tolerance: dict[str, float] = field(default_factory=dict)
     claims: list[Claim] = field(default_factory=list)
+    goals: dict[str, Goal] = field(default_factory=dict)
     test: str = "permutation"
     alpha: float = 0.05
     resamples: int = 10_000
@@ -439,6 +472,22 @@ def load_experiment(name: str | Path, scale: str = "cpu", overrides: list[str] |
         if claims[-1].source not in CLAIM_SOURCES:
             raise DataError(path, f"claims[{index}]: source must be one of {', '.join(CLAIM_SOURCES)}, not "
                             f"{claims[-1].source!r}", field="claims")
+    goals = {}
+    for name, entry in (raw.get("goals") or {}).items():
+        try:
+            goals[str(name)] = Goal(**substitute(entry, variables, where))
+        except TypeError as error:
+            raise DataError(path, f"goals.{name}: {error}", field="goals") from None
+        if goals[str(name)].on not in GOAL_JUDGES:
+            raise DataError(path, f"goals.{name}: on must be one of {', '.join(GOAL_JUDGES)}", field="goals")
+    for index, claim in enumerate(claims):
+        unknown = sorted(set(claim.goals) - set(goals))
+        if unknown:
+            raise DataError(path, f"claims[{index}]: goal {unknown} is none of the file's goals "
+                            f"({', '.join(goals) or 'none'})", field="claims")
+        if claim.target is None and any(goals[name].on == "target" for name in claim.goals):
+            raise DataError(path, f"claims[{index}]: a goal on targets counts rows with a target; this one "
+                            "has none", field="claims")
     case_study = None
     if raw.get("case_study") is not None:
         entry = substitute(raw["case_study"], variables, where)
@@ -455,7 +504,7 @@ def load_experiment(name: str | Path, scale: str = "cpu", overrides: list[str] |
         setup=setup, tasks=tasks, conditions=conditions, baseline=str(raw["baseline"]), groups=groups,
         # metric names may hold variables, as claims' do (e.g. "random_pair_cosine@{longest}")
         tolerance={str(substitute(str(k), variables, f"{where}: tolerance")): float(v)
-                   for k, v in (raw.get("tolerance") or {}).items()}, claims=claims,
+                   for k, v in (raw.get("tolerance") or {}).items()}, claims=claims, goals=goals,
         test=raw.get("test", "permutation"), alpha=float(raw.get("alpha", 0.05)),
         resamples=int(raw.get("resamples", 10_000)), case_study=case_study, skipped=skipped)
     validate(experiment)
@@ -463,6 +512,6 @@ def load_experiment(name: str | Path, scale: str = "cpu", overrides: list[str] |
 
 
 __all__ = ["CLAIM_SOURCES", "EXPERIMENT_NAME", "MAX_GRID_CONDITIONS", "RUN_SCALES", "SCALES", "CaseStudy", "Claim",
-           "Condition", "Experiment", "Step", "Task", "check_experiment_name", "checkout", "experiment_names",
-           "experiment_path", "experiment_titles", "experiments_dir", "is_experiment_name", "load_experiment",
-           "substitute"]
+           "Condition", "Experiment", "Goal", "Step", "Task", "check_experiment_name", "checkout",
+           "experiment_names", "experiment_path", "experiment_titles", "experiments_dir", "is_experiment_name",
+           "load_experiment", "substitute"]

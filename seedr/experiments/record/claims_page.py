@@ -224,26 +224,44 @@ def claims_appendix(results_root: str | Path, relative_to: str | Path | None = N
 
 
 def _pretraining(results: dict[str, Any]) -> dict[str, Any]:
-    """What a record's encoders were pre-trained with, from its recorded variables: whether they continue
-    the seedr base (a ``base`` variable), and steps × batch × length (the names the experiment files use:
-    ``steps`` or ``pretrain_steps``, ``batch_size`` or ``pretrain_batch_size``, ``pretrain_length``,
-    ``pretrain_max_length`` or ``max_length``); ``tokens`` None where a part is not recorded."""
+    """What a record's encoders were pre-trained with: whether they continue the seedr base (a ``base``
+    variable), and steps × batch × length, each a ``(least, most)`` pair over the conditions. The steps
+    are each run's own where the record keeps them (``pretraining``, from each run's config.yaml: a
+    ``flops_budget`` buys each objective its own steps, whatever ``steps`` the variables inherit), else
+    the recorded variables (the names the experiment files use: ``steps`` or ``pretrain_steps``,
+    ``batch_size`` or ``pretrain_batch_size``, ``pretrain_length``, ``pretrain_max_length`` or
+    ``max_length``); ``tokens``, the least steps × batch × length of a condition, None where a part is not
+    recorded."""
     variables = results.get("variables") or {}
+    runs = list((results.get("pretraining") or {}).values())
+    if runs:
+        steps, batch, length = ((min(run[key] for run in runs), max(run[key] for run in runs))
+                                for key in ("steps", "batch", "length"))
+        tokens = min(run["steps"] * run["batch"] * run["length"] for run in runs)
+        return {"from_base": bool(variables.get("base")), "steps": steps, "batch": batch, "length": length,
+                "tokens": tokens}
 
-    def first(*names: str) -> Any:
-        return next((variables[name] for name in names if isinstance(variables.get(name), int)), None)
+    def first(*names: str) -> tuple[int, int] | None:
+        value = next((variables[name] for name in names if isinstance(variables.get(name), int)), None)
+        return None if value is None else (value, value)
 
     steps, batch = first("steps", "pretrain_steps"), first("batch_size", "pretrain_batch_size")
     length = first("pretrain_length", "pretrain_max_length", "max_length")
-    tokens = steps * batch * length if None not in (steps, batch, length) else None
+    tokens = steps[0] * batch[0] * length[0] if None not in (steps, batch, length) else None
     return {"from_base": bool(variables.get("base")), "steps": steps, "batch": batch, "length": length,
             "tokens": tokens}
+
+
+def _range(values: tuple[int, int]) -> str:
+    """``(32, 203)`` as ``32–203``, ``(400, 400)`` as ``400``."""
+    low, high = values
+    return f"{low:,}" if low == high else f"{low:,}–{high:,}"
 
 
 def _evidence_rank(row: dict[str, Any]) -> tuple[Any, ...]:
     """How good a row is as evidence, larger first: judged (not inconclusive), then the seeds of its
     smaller side, then its scale (``SCALE_ORDER``), then encoders continued from the seedr base over
-    encoders from scratch, then the pre-training tokens of the experiment."""
+    encoders from scratch, then the pre-training tokens of the experiment (its least condition's)."""
     claim, results = row["claim"], row["results"]
     scale = results.get("scale", "cpu")
     pretraining = _pretraining(results)
@@ -257,7 +275,8 @@ def _evidence_cell(row: dict[str, Any]) -> str:
     pretraining = _pretraining(results)
     start = "continued from the seedr base" if pretraining["from_base"] else "from scratch"
     if pretraining["tokens"]:
-        start += f", {pretraining['steps']:,} steps of {pretraining['batch']} × {pretraining['length']} tokens"
+        start += (f", {_range(pretraining['steps'])} steps of {_range(pretraining['batch'])} × "
+                  f"{_range(pretraining['length'])} tokens")
     return (f"[{row['experiment']}]({row['link']}): {claim['claim']} — {results.get('scale', 'cpu')} scale, "
             f"{start}; {seeds_text(claim.get('seeds'))}; run on {row['machine']}")
 
@@ -303,8 +322,9 @@ def claims_summary(results_root: str | Path, relative_to: str | Path | None = No
         "`central:`), the best evidence is the row judged (above the floor, and not inconclusive for another "
         "reason) on the most training seeds (those of its smaller side), then at the largest scale: the scale "
         "it ran at (paper, then gpu, then cpu), then encoders continued from the seedr base before encoders "
-        "from scratch, then the most pre-training tokens in the experiment (steps × batch × length, as "
-        "recorded); ties go to the first in the claims table's order. Evidence is not pooled: each row's "
+        "from scratch, then the most pre-training tokens in the experiment (steps × batch × length, each "
+        "run's as recorded: the least condition's where a FLOPs budget gives each objective its own steps); "
+        "ties go to the first in the claims table's order. Evidence is not pooled: each row's "
         "p-value is Holm-adjusted within its own experiment only, and a central claim's verdict is its best "
         "row's, not a combination of the rows listed beside it. Where no row is judged, the claim is "
         "inconclusive. \"(1 seed)\" marks a verdict on one training run per side; a verdict on groups of seeds "

@@ -24,7 +24,7 @@ from seedr.experiments.record.recorded import (
     shipped_file,
 )
 from seedr.experiments.record.results_markdown import results_markdown
-from seedr.experiments.record.verdicts import claim_results
+from seedr.experiments.record.verdicts import claim_results, collapsed_conditions, goal_results
 from seedr.io import DataError, atomic_directory, atomic_write, json_text
 
 
@@ -118,10 +118,14 @@ def rerender(results_dir: str | Path, experiment: Any) -> dict[str, Any]:
         current = tolerances.get((figure["task"], figure["system"], figure["metric"]))
         if current is not None:
             figure.update(tolerance=current["tolerance"], tolerance_from=current["tolerance_from"])
-    keyed = {(c["condition"], c["against"], c["task"], c["metric"]): c for c in results.get("claims", [])}
+    # a pair the record has no test of stays untested: its seeds' test alone is not the claim's p-value
+    keyed = {(c["condition"], c["against"], c["task"], c["metric"]): c for c in results.get("claims", [])
+             if "untested" not in c}
     p_values = {key: c.get("p_queries", c["p_value"]) for key, c in keyed.items()}
     results.pop("seed_scores", None)
     results["claims"] = claim_results(experiment, results["tasks"], None, results.get("diagnostics"), p_values)
+    results["collapsed"] = collapsed_conditions(experiment, results["tasks"])
+    results["goals"] = goal_results(experiment, results["claims"], results["tasks"])
     results["title"] = experiment.title  # a title reworded in the file (what a run measured) is the report's
     with atomic_write(results_dir / "results.json") as stream:
         stream.write(json_text(results))

@@ -68,8 +68,13 @@ def claims_markdown(claims: list[dict[str, Any]], link: str | None = None, machi
         p_value = "–" if claim["p_value"] is None else f"{claim['p_value']:.3g}"
         if claim.get("p_holm") is not None and claim["p_holm"] != claim["p_value"]:
             p_value += f" (Holm {claim['p_holm']:.3g})"
-        if claim.get("seed_test"):  # the larger of the seeds' and the queries' tests (verdicts.claim_results)
-            p_value += " (seeds and queries)"
+        if claim.get("seed_test") and claim["p_value"] is not None and claim["expect"] == "similar":
+            # a claim of similarity reads the finer of the two tests (verdicts.claim_results): say which
+            seeds, queries = claim["seed_test"]["p_value"], claim.get("p_queries")
+            p_value += (f" (queries; seeds {seeds:.3g})" if claim["p_value"] == queries and queries != seeds
+                        else f" (seeds; queries {queries:.3g})" if queries is not None else " (seeds)")
+        elif claim.get("seed_test") and claim["p_value"] is not None:
+            p_value += " (seeds and queries)"  # the larger of the two tests (verdicts.claim_results)
         row = (f"| {claim['claim']} | {claim['paper'] or '–'} | {claim.get('protocol') or '–'} | {seedr} | "
                f"{floor_cell(claim)} | {p_value} | {verdict_text(claim)} |")
         lines.append(row + (f" [{link.split('/')[-2]}]({link}) | {machine or '–'} |" if link else ""))
@@ -79,8 +84,9 @@ def claims_markdown(claims: list[dict[str, Any]], link: str | None = None, machi
 def claim_figures(claim: dict[str, Any]) -> str:
     """The figures a claim compares, e.g. ``seed 0.1234 (SD 0.0115) vs mlm 0.1100 (scifact nDCG@10)``:
     each side's value, with its seed SD where it has several seeds, on the claim's task and metric."""
+    best = f", the best of {', '.join(claim['against_best_of'])}" if claim.get("against_best_of") else ""
     return (f"{claim['condition']} {claim['value']:.4f}{_sd(claim, 'condition')} vs {claim['against']} "
-            f"{claim['against_value']:.4f}{_sd(claim, 'against')} ({claim['task']} {claim['metric']})")
+            f"{claim['against_value']:.4f}{_sd(claim, 'against')} ({claim['task']} {claim['metric']}{best})")
 
 
 def _sd(claim: dict[str, Any], side: str) -> str:
@@ -166,10 +172,49 @@ def results_markdown(results: dict[str, Any]) -> str:
         blocks += [(f"`--verify` tolerances: {measured} figure{'s' * (measured != 1)} measured from the spread "
                     f"of their seeds, {tolerances.count(NOT_MEASURED)} with the experiment file's (not measured: "
                     "one run each, or figures no seeds vary)."), ""]
+    if results.get("collapsed"):
+        blocks += ["### Collapsed conditions", "", collapsed_markdown(results["collapsed"])]
     if results.get("claims"):
         blocks += ["### Claims", "", claims_markdown(results["claims"])]
+    if results.get("goals"):
+        blocks += ["### Goals", "", goals_markdown(results["goals"], results["claims"])]
     return "\n".join(blocks)
 
 
-__all__ = ["claim_figures", "claims_markdown", "comparison_markdown", "floor_cell", "machine_label",
-           "results_markdown"]
+def collapsed_markdown(collapsed: list[dict[str, Any]]) -> str:
+    """The conditions that collapsed into another (``verdicts.collapsed_conditions``), one line each."""
+    lines = ["A condition whose every figure is bit-identical to another's collapsed into it: the model it "
+             "kept is the one the other kept (its own stage changed nothing of it: a keep-best that kept its "
+             "start), so it is reported as that condition, not as a result of its own.", ""]
+    lines += [f"- {entry['task']}: **{entry['condition']}** collapsed into {entry['into']} ("
+              + ", ".join(f"{metric} {value!r}" for metric, value in entry["metrics"].items()) + " both)"
+              for entry in collapsed]
+    return "\n".join(lines) + "\n"
+
+
+def goals_markdown(goals: list[dict[str, Any]], claims: list[dict[str, Any]]) -> str:
+    """The goals (``verdicts.goal_results``) as a table: each with its rows, how many it needs, how many
+    are in direction and how many shown, and its verdict in the words every goal uses."""
+    lines = ["A goal is **met** only where enough of its rows are shown — significant after the Holm "
+             "correction of their family, in the expected direction —, **in direction, not shown** where "
+             "enough lie the expected way without that, else **missed**.", "",
+             "| goal | rows | needs | in direction | shown | verdict |", "|---|---|---:|---:|---:|---|"]
+    for goal in goals:
+        rows = "; ".join(_goal_row(goal, row, claims[row["claim"]]) for row in goal["rows"]) or "–"
+        lines.append(f"| {goal['goal']}: {goal['statement']} | {rows} | {goal['needs']} | "
+                     f"{goal['in_direction']} | {goal['shown']} | {goal['verdict']} |")
+    return "\n".join(lines) + "\n"
+
+
+def _goal_row(goal: dict[str, Any], row: dict[str, Any], claim: dict[str, Any]) -> str:
+    state = "shown" if row["shown"] else "in direction" if row["in_direction"] else "not in direction"
+    if goal["on"] == "target":
+        bound = "≤" if claim["expect"] == "lower" else "≥"
+        test = "one seed: not tested" if row["p_holm"] is None else f"p {row['p_holm']:.3g} (Holm, seeds)"
+        return (f"{claim['condition']} {claim['value']:.4f} against {bound} {claim['target']:g} "
+                f"({claim['task']} {claim['metric']}): {state} — {test}")
+    return f"{claim_figures(claim)}: {state} — {verdict_text(claim)}"
+
+
+__all__ = ["claim_figures", "claims_markdown", "collapsed_markdown", "comparison_markdown", "floor_cell",
+           "goals_markdown", "machine_label", "results_markdown"]

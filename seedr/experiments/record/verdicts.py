@@ -20,6 +20,14 @@ from seedr.experiments.record.figures import NOT_MEASURED
 
 #: The verdict of a claim whose systems are both below the floor.
 AT_CHANCE = "inconclusive: at chance"
+#: The one standard of every verdict and goal: an ordering holds (a goal is met) only where its test is
+#: significant after the Holm correction of its family; in the expected direction without that, it is
+#: this — also a difference beyond a diagnostic's tolerance, which no test gives a p-value ...
+IN_DIRECTION = "in direction, not shown"
+#: ... and the same against the expected direction.
+AGAINST_DIRECTION = "against direction, not shown"
+#: A goal's verdicts: met (enough rows shown), in direction (enough rows in direction), missed.
+MET, MISSED = "met", "missed"
 
 
 def seed_members(experiment: Any, system: str, systems: dict[str, Any]) -> list[str]:
@@ -64,7 +72,7 @@ def _verdict(expect: str, delta: float, p_value: float | None, alpha: float, tol
         # re-training the tokenizer alone has flipped such differences' sign
         if abs(delta) <= tolerance:
             return "not significant"
-        return "holds" if (delta > 0) == (expect == "higher") else "does not hold"
+        return IN_DIRECTION if (delta > 0) == (expect == "higher") else AGAINST_DIRECTION
     significant = p_value < alpha
     if expect == "similar":
         return "holds" if not significant else "does not hold"
@@ -147,6 +155,8 @@ def claim_results(experiment: Any, comparisons: dict[str, dict[str, Any]],
         described = {"claim": claim.claim, "paper": claim.paper, "protocol": claim.protocol, "source": claim.source}
         if claim.central is not None:
             described["central"] = claim.central
+        if claim.goals:
+            described["goals"] = claim.goals
         if claim.task == "diagnostics":
             measured = [(diagnostics or {}).get(system, {}) for system in (claim.condition, claim.against)]
             if any(claim.metric not in values for values in measured):
@@ -167,22 +177,30 @@ def claim_results(experiment: Any, comparisons: dict[str, dict[str, Any]],
             continue
         task = comparisons[claim.task]
         systems = task["systems"]
-        for system in (claim.condition, claim.against):
+        for system in (claim.condition, *claim.candidates):
             if system not in systems:
                 raise ValueError(f"{experiment.path}: claim {claim.claim!r} compares {system!r}, which "
                                  f"{claim.task} did not evaluate; evaluated: {', '.join(systems)}")
-        condition, against = systems[claim.condition][claim.metric], systems[claim.against][claim.metric]
-        key = (claim.condition, claim.against, claim.task, claim.metric)
-        if claim.against == experiment.baseline:
+        against_name = _best_of(claim, systems)
+        if len(claim.candidates) > 1:
+            described["against_best_of"] = claim.candidates
+        condition, against = systems[claim.condition][claim.metric], systems[against_name][claim.metric]
+        key = (claim.condition, against_name, claim.task, claim.metric)
+        untested = False
+        if against_name == experiment.baseline:
             p_value = condition["p_value"]
         elif p_values is not None and key in p_values:
             p_value = p_values[key]
-        else:  # a claim against another system than the table's baseline: test that pair
-            if scores is None:
-                raise ValueError(f"{experiment.path}: claim {claim.claim!r} needs the per-query scores of "
-                                 f"{claim.condition} and {claim.against} (not against the baseline)")
-            p_value = _pair_p_value(experiment, claim, scores[claim.task])
-        members = (seed_members(experiment, claim.condition, systems), seed_members(experiment, claim.against, systems))
+        elif scores is not None:  # a claim against another system than the table's baseline: test that pair
+            p_value = _pair_p_value(experiment, claim.condition, against_name, claim.metric,
+                                    scores[claim.task])
+        elif p_values is not None:  # re-derived from a record that kept no test of this pair
+            p_value, untested = None, True
+        else:
+            raise ValueError(f"{experiment.path}: claim {claim.claim!r} needs the per-query scores of "
+                             f"{claim.condition} and {against_name} (not against the baseline)")
+        members = (seed_members(experiment, claim.condition, systems),
+                   seed_members(experiment, against_name, systems))
         seeded = {"seeds": {"condition": len(members[0]), "against": len(members[1])},
                   "seed_sd": {side: (statistics.stdev(systems[m][claim.metric]["mean"] for m in group)
                                      if len(group) > 1 else None)
@@ -190,7 +208,9 @@ def claim_results(experiment: Any, comparisons: dict[str, dict[str, Any]],
         if max(len(group) for group in members) > 1:
             test = _seed_test(claim, systems, members, experiment.alpha)
             seeded.update(seed_test=test, p_queries=p_value)
-            if p_value is None:
+            if untested:
+                pass  # the seeds' test alone is not the claim's: without the queries' it decides nothing
+            elif p_value is None:
                 p_value = test["p_value"]
             else:
                 p_value = (min if claim.expect == "similar" else max)(test["p_value"], p_value)
@@ -201,23 +221,31 @@ def claim_results(experiment: Any, comparisons: dict[str, dict[str, Any]],
         checks = _learning_checks(claim, comparisons, experiment.path)
         if checks:
             described["requires_learning"] = checks
+        if untested:
+            described["untested"] = (f"the record keeps no per-query test of {claim.condition} against "
+                                     f"{against_name}; a re-run tests it")
+        if _identical(systems[claim.condition], systems[against_name]):
+            described["collapsed"] = f"{claim.condition}'s figures are bit-identical to {against_name}'s"
         if claim.target is not None:
             described["target"] = claim.target
             described["target_met"] = (condition["mean"] <= claim.target if claim.expect == "lower"
                                        else condition["mean"] >= claim.target)
         results.append({**described, "task": claim.task, "metric": claim.metric,
-                        "condition": claim.condition, "against": claim.against, "expect": claim.expect,
+                        "condition": claim.condition, "against": against_name, "expect": claim.expect,
                         "value": condition["mean"], "against_value": against["mean"], "delta": delta,
                         "p_value": p_value, **seeded, "above_floor": above,
                         "chance": (task.get("chance") or {}).get(claim.metric),
                         "bm25": (task.get("bm25") or {}).get(claim.metric), "floor": level,
                         "scale": experiment.scale})
-    # a claim whose sanity conditions fail is not judged, so it is not one of the family's either
+    # a claim whose sanity conditions fail is not judged, so it is not one of the family's either; one whose
+    # pair the record has no test of counts as p = 1, which can only raise the others' adjusted p-values
     family = [result for result in results
-              if result["p_value"] is not None and result["above_floor"] and result["expect"] != "similar"
-              and _not_learned(result.get("requires_learning", [])) is None]
-    for result, adjusted in zip(family, holm([result["p_value"] for result in family]), strict=True):
-        result["p_holm"] = adjusted
+              if (result["p_value"] is not None or "untested" in result) and result.get("above_floor")
+              and result["expect"] != "similar" and _not_learned(result.get("requires_learning", [])) is None]
+    adjusted = holm([1.0 if result["p_value"] is None else result["p_value"] for result in family])
+    for result, value in zip(family, adjusted, strict=True):
+        if result["p_value"] is not None:
+            result["p_holm"] = value
     for result in results:
         if "above_floor" in result:
             above = result.pop("above_floor")
@@ -225,7 +253,108 @@ def claim_results(experiment: Any, comparisons: dict[str, dict[str, Any]],
             result["verdict"] = _verdict(result["expect"], result["delta"], p_value, experiment.alpha,
                                          above_floor=above)
             if above:
-                result["verdict"] = _not_learned(result.get("requires_learning", [])) or result["verdict"]
+                result["verdict"] = (_not_learned(result.get("requires_learning", []))
+                                     or _inconclusive(result) or result["verdict"])
+    return results
+
+
+def _best_of(claim: Any, systems: dict[str, Any]) -> str:
+    """The system a claim is against: its one ``against``, or the best of its candidates on the claim's
+    task and metric by the recorded figures (the lowest, for ``expect: lower``); ties go to the first."""
+    best = min if claim.expect == "lower" else max
+    return best(claim.candidates, key=lambda name: systems[name][claim.metric]["mean"])
+
+
+def _identical(first: dict[str, Any], second: dict[str, Any]) -> bool:
+    """Whether two systems' recorded figures are the same on every metric, to the last bit."""
+    return first.keys() == second.keys() and all(first[m]["mean"] == second[m]["mean"] for m in first)
+
+
+def _inconclusive(result: dict[str, Any]) -> str | None:
+    """The verdict of a claim that judges nothing for a reason of its own: a side collapsed into the
+    other (bit-identical figures: what it trained changed nothing of what it kept), or no test of its
+    pair in the record."""
+    if "collapsed" in result:
+        return f"inconclusive: collapsed ({result['collapsed']})"
+    if "untested" in result:
+        return f"inconclusive: not tested ({result['untested']})"
+    return None
+
+
+def collapsed_conditions(experiment: Any, comparisons: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
+    """The conditions that collapsed into an earlier one, per task: every recorded figure bit-identical
+    (label_free's adapt-pre on SciFact and NQ-open, whose keep-best kept the model its MLM stage started
+    from, so its fine-tuning was adapt-all's to the last bit). Groups are left out (a group of one seed is
+    its member), and so are conditions without steps of their own (BM25, fusions of conditions that
+    collapsed are named beside them: what they fuse is the same)."""
+    order = list(experiment.conditions)
+    found = []
+    for task_name, task in comparisons.items():
+        systems = [name for name in task["systems"] if name in experiment.conditions]
+        for index, name in enumerate(systems):
+            if not experiment.conditions[name].steps:
+                continue
+            earlier = next((other for other in systems[:index] if experiment.conditions[other].steps
+                            and _identical(task["systems"][name], task["systems"][other])), None)
+            if earlier is not None and order.index(earlier) < order.index(name):
+                metrics = {metric: value["mean"] for metric, value in task["systems"][name].items()}
+                found.append({"task": task_name, "condition": name, "into": earlier, "metrics": metrics})
+    return found
+
+
+def _in_direction(expect: str, delta: float) -> bool:
+    return delta < 0 if expect == "lower" else delta > 0
+
+
+def _target_test(experiment: Any, claim: dict[str, Any], comparisons: dict[str, dict[str, Any]]
+                 ) -> tuple[bool, float | None]:
+    """Whether a row's condition is beyond its target by its figure, and the p-value of a t-test of its
+    seeds' figures against the target (None with one seed: nothing to test a single run's figure with)."""
+    systems = comparisons[claim["task"]]["systems"]
+    values = [systems[member][claim["metric"]]["mean"]
+              for member in seed_members(experiment, claim["condition"], systems)]
+    beyond = claim["target_met"]
+    if len(values) < 2:
+        return beyond, None
+    p_value = float(stats.ttest_1samp(values, claim["target"]).pvalue)
+    return beyond, 1.0 if math.isnan(p_value) else p_value
+
+
+def goal_results(experiment: Any, claims: list[dict[str, Any]], comparisons: dict[str, dict[str, Any]]
+                 ) -> list[dict[str, Any]]:
+    """Each goal of the file (``seedr.experiments.spec.Goal``) judged by the one standard of every verdict:
+    a row is *shown* only where its test is significant after its family's Holm correction in the expected
+    direction — a comparison whose verdict "holds" (Holm within the experiment), or, for a goal ``on:
+    target``, a t-test of the condition's seeds against the target (Holm within the goal's rows) — and
+    *in direction* where its figure lies the expected way (also where the record has no test of its pair).
+    A goal is ``MET`` when at least ``needs`` rows
+    (every row where None) are shown, ``IN_DIRECTION`` when that many are in direction, else ``MISSED``;
+    a row that judges nothing (inconclusive) counts as neither."""
+    rows_of = {name: [(index, claim) for index, claim in enumerate(claims)
+                      if name in (claim.get("goals") or [])] for name in experiment.goals}
+    results = []
+    for name, goal in experiment.goals.items():
+        rows, judged = rows_of[name], []
+        if goal.on == "target":
+            tests = [_target_test(experiment, claim, comparisons) for _, claim in rows]
+            family = [p for _, p in tests if p is not None]
+            adjusted = iter(holm(family))
+            for (index, claim), (beyond, p_value) in zip(rows, tests, strict=True):
+                p_holm = None if p_value is None else next(adjusted)
+                judged.append({"claim": index, "in_direction": beyond, "p_holm": p_holm,
+                               "shown": beyond and p_holm is not None and p_holm < experiment.alpha})
+        else:
+            for index, claim in rows:
+                # a pair the record did not test still lies one way; a row at chance, collapsed or on a
+                # model that learned nothing says nothing either way
+                judges = not claim["verdict"].startswith("inconclusive") or "untested" in claim
+                judged.append({"claim": index, "shown": claim["verdict"] == "holds",
+                               "in_direction": judges and _in_direction(claim["expect"], claim["delta"])})
+        needs = len(rows) if goal.needs is None else goal.needs
+        shown, direction = (sum(row[key] for row in judged) for key in ("shown", "in_direction"))
+        verdict = MET if shown >= needs else IN_DIRECTION if direction >= needs else MISSED
+        results.append({"goal": name, "statement": goal.statement, "on": goal.on, "needs": needs,
+                        "rows": judged, "shown": shown, "in_direction": direction, "verdict": verdict})
     return results
 
 
@@ -263,11 +392,13 @@ def holm(p_values: list[float]) -> list[float]:
     return adjusted
 
 
-def _pair_p_value(experiment: Any, claim: Any, scores: dict[str, dict[str, dict[str, float]]]) -> float:
-    """The p-value of ``claim.condition`` vs ``claim.against`` on one task's per-query scores."""
-    pair = {claim.against: scores[claim.against][claim.metric], claim.condition: scores[claim.condition][claim.metric]}
-    result = compare_runs(pair, claim.against, experiment.test, experiment.alpha, experiment.resamples)
-    return result.systems[claim.condition].p_value
+def _pair_p_value(experiment: Any, condition: str, against: str, metric: str,
+                  scores: dict[str, dict[str, dict[str, float]]]) -> float:
+    """The p-value of ``condition`` vs ``against`` on one task's per-query scores."""
+    pair = {against: scores[against][metric], condition: scores[condition][metric]}
+    result = compare_runs(pair, against, experiment.test, experiment.alpha, experiment.resamples)
+    return result.systems[condition].p_value
 
 
-__all__ = ["AT_CHANCE", "claim_results", "holm", "seed_members", "seeds_text", "verdict_text"]
+__all__ = ["AGAINST_DIRECTION", "AT_CHANCE", "IN_DIRECTION", "MET", "MISSED", "claim_results",
+           "collapsed_conditions", "goal_results", "holm", "seed_members", "seeds_text", "verdict_text"]

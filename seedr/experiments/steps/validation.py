@@ -94,7 +94,7 @@ def validate(experiment: Any) -> None:
                          "tasks: leave it out)")
     for index, claim in enumerate(experiment.claims):
         known = diagnosing if claim.task == "diagnostics" else systems
-        for system in (claim.condition, claim.against):
+        for system in (claim.condition, *claim.candidates):
             if system not in known:
                 raise ValueError(f"{where}: claims[{index}] names {system!r}, not a condition or group that "
                                  f"{'ends in diagnose' if claim.task == 'diagnostics' else 'retrieves'}")
@@ -102,7 +102,7 @@ def validate(experiment: Any) -> None:
             continue
         if claim.task not in experiment.tasks or claim.metric not in experiment.tasks[claim.task].metrics:
             raise ValueError(f"{where}: claims[{index}]: task {claim.task!r} does not report {claim.metric!r}")
-        for system in (claim.condition, claim.against):
+        for system in (claim.condition, *claim.candidates):
             if claim.task not in evaluated_on(system):
                 raise ValueError(f"{where}: claims[{index}]: {system!r} is not scored on {claim.task!r} (its tasks)")
         if claim.expect not in ("higher", "lower", "similar"):
@@ -164,8 +164,8 @@ def _check_budget_words(experiment: Any, claim: Any, where: str) -> None:
     for words, kind in BUDGET_WORDS.items():
         if words not in text:
             continue
-        sides = [pretraining_budgets(experiment, system) for system in (claim.condition, claim.against)]
-        budgets = sides[0] | sides[1]
+        sides = [pretraining_budgets(experiment, system) for system in (claim.condition, *claim.candidates)]
+        budgets = set().union(*sides)
         if not all(sides) or len(budgets) != 1 or next(iter(budgets))[0] != kind:
             found = ", ".join(f"{budget:g} {unit}" for unit, budget in sorted(budgets)) or "no pre-training"
             raise ValueError(f"{where} says {words!r}, but {claim.condition!r} and {claim.against!r} pre-train at "
