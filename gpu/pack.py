@@ -82,7 +82,8 @@ for info in pkgutil.walk_packages(seedr.__path__, "seedr."):
 from seedr.modeling.encoder import load_encoder, load_tokenizer
 for model in ("seedr-base", "minilm"):
     load_encoder(model), load_tokenizer(model)
-print(" ".join(sorted({name.split(".")[2] for name in sys.modules if name.startswith("transformers.models.")})))
+print(" ".join(sorted({name.split(".")[2] for name in sys.modules
+                       if name.startswith("transformers.models.")})))
 """
 
 
@@ -91,7 +92,8 @@ def pruned() -> re.Pattern:
     """``PRUNED``, and every architecture folder of transformers (52 of its 60 MB) that seedr's code does
     not import here (``ARCHITECTURES_PROBE``, run in a fresh process: the version that travels is this
     machine's); tests/test_gpu_pack.py imports, loads and encodes through the pruned set."""
-    found = subprocess.run([sys.executable, "-c", ARCHITECTURES_PROBE], capture_output=True, text=True, check=True)
+    found = subprocess.run([sys.executable, "-c", ARCHITECTURES_PROBE], capture_output=True, text=True,
+                           check=True)
     kept = found.stdout.split()
     assert {"auto", "bert"} <= set(kept), found.stdout  # the probe found what every model needs
     return re.compile(rf"{PRUNED.pattern}|^transformers/models/(?!__init__\.py$|(?:{'|'.join(kept)})/)")

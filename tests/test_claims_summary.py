@@ -223,7 +223,7 @@ def test_the_evidence_shows_each_runs_own_steps():
 def test_a_run_records_the_steps_its_pre_training_took(tmp_path):
     """The runner reads each condition's pre-training from its run's config.yaml (where a budget wrote the
     steps it bought), not from the experiment's variables."""
-    from seedr.experiments.runner import pretraining_record
+    from seedr.experiments.record.pretraining import pretraining_record
 
     class Step:
         def __init__(self, kind):

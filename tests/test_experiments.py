@@ -245,7 +245,10 @@ def test_tiny_experiment_report_results_and_verify(tiny_run):
     assert systems["bm25"]["nDCG@10"]["mean"] > 0.3  # BM25 is strong on SciFact
     dense = systems["dense"]["nDCG@10"]["mean"]
     assert dense == pytest.approx((systems["zeroshot"]["nDCG@10"]["mean"] + systems["finetuned"]["nDCG@10"]["mean"]) / 2)
-    assert {claim["verdict"] for claim in results["claims"]} <= {"holds", "does not hold", "not significant"}
+    # two steps at 2e-5 can leave MiniLM's top ten as they were: then the claim says so (#66), not a test
+    assert {claim["verdict"] for claim in results["claims"]
+            if not claim["verdict"].startswith("inconclusive: collapsed")} <= {"holds", "does not hold",
+                                                                               "not significant"}
     task = results["tasks"]["scifact"]  # its chance level, BM25 (the bm25 condition) and floor
     assert task["bm25_system"] == "bm25" and task["bm25"]["nDCG@10"] == systems["bm25"]["nDCG@10"]["mean"]
     assert 0 < task["chance"]["nDCG@10"] < 0.2 and task["pool"] > 60
@@ -1292,7 +1295,7 @@ def test_work_is_sized_by_what_each_objective_computes():
 
     def per_example(name: str, **options: Any) -> float:
         objective = OBJECTIVES.get(name)
-        return objective.multiply_adds_per_example(objective.config_class(**options), 128, shape)
+        return objective.multiply_adds_per_example(objective.config_class(**options), 128, shape, batch_size=32)
 
     # what each count is, against a real step: tests/test_measured_compute.py; here, how they relate
     assert per_example("seed") > per_example("mlm") and per_example("cpdae") == pytest.approx(

@@ -101,7 +101,7 @@ def test_tsdae_takes_the_steps_of_adapts_training_flops():
                                    "equal_compute": {"steps": 40, "batch_size": 16, "query_max_length": 64,
                                                      "document_max_length": 128, "negatives": 1}}, "test")
     adapt = 40 * 16 * contrastive_multiply_adds(shape, 64, 128, 1)
-    per_step = 8 * denoising_multiply_adds(shape, 128, 0.6)
+    per_step = 8 * denoising_multiply_adds(shape, 128, 0.6, 8)
     steps = step.steps(shape)
     assert abs(steps * per_step - adapt) <= per_step / 2
     assert build_step("tsdae_st", {"corpus": "d", "max_steps": 7, "equal_compute": {"steps": 40}}, "t").steps(shape) == 7

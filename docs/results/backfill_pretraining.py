@@ -1,11 +1,17 @@
 """Give the experiments recorded before their results.json kept each condition's pre-training
-(``seedr.experiments.runner.pretraining_record``: steps, batch and length, from each run's config.yaml)
+(``seedr.experiments.record.pretraining.pretraining_record``: steps, batch and length, from each run's
+config.yaml)
 that record, where a ``flops_budget`` set the steps (the experiment's variables do not say them).
 
 No step is run: each condition's pre-training step is planned from the recorded experiment's file, and
 the steps its budget bought are counted as the run counted them when it started
 (``seedr.training.compute_budget.budget_steps``, which ``apply_flops_budget`` writes into the run's
 config.yaml), at the shape of the model it starts from. Then the claims page is regenerated.
+
+It ran once, at commit 2825d72, with the counts those runs were sized by. #66 then changed the counts
+(attention over the sequence, padded batches, coCondenser's real spans: ``tests/test_measured_compute.py``),
+so run again it would not give those runs' steps: the records it filled keep what it wrote, and records
+made since keep their steps themselves.
 
     PYTHONPATH=$PWD nice -n 19 .venv/bin/python docs/results/backfill_pretraining.py
 """

@@ -40,8 +40,9 @@ TINY = {
                              "max_length=64"],
     "ict_vs_mlm": ["steps=2", "batch_size=4", "max_documents=20", "wiki_shards='00'", "warmup_steps=0",
                    "max_length=64", "pair_articles=40"],
-    "pretraining_objectives": ["flops_budget=9.0e10", "half_flops_budget=4.5e10", "batch_size=4", "max_documents=20", "wiki_shards='00'",
-                               "max_length=64", "pair_articles=20", "finetune_steps=2", "reqa_articles=2"],
+    "pretraining_objectives": ["flops_budget=9.0e10", "half_flops_budget=4.5e10", "batch_size=4",
+                               "max_documents=20", "wiki_shards='00'", "max_length=64", "pair_articles=20",
+                               "finetune_steps=2", "reqa_articles=2"],
     "diagnostics_from_base": ["steps=2", "batch_size=4", "max_documents=20", "wiki_shards='00'", "warmup_steps=0",
                               "max_length=64", "texts=40", "reliance_texts=4", "lengths=[32, 64]", "longest=64"],
     # 79 units (each adapt, TSDAE and encoding loads MiniLM): minutes, not one
@@ -146,8 +147,9 @@ def main() -> None:
     parser.add_argument("--out", type=Path, required=True)
     parser.add_argument("--set", dest="settings", action="append", default=[], help="a variable, KEY=VALUE")
     parser.add_argument("--tiny", action="store_true", help="a toy size on the CPU")
-    parser.add_argument("--budget", type=float, help="seconds the job may take: the experiment is stopped "
-                                                     "FINISHING_SECONDS before, what it finished in units.json")
+    parser.add_argument("--budget", type=float,
+                        help="seconds the job may take: the experiment is stopped FINISHING_SECONDS before, "
+                             "what it finished listed in units.json")
     args = parser.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
     work = Path(tempfile.mkdtemp(prefix=f"seedr-{args.name}-"))
@@ -160,13 +162,12 @@ def main() -> None:
         if args.name in READS_SCIFACT:
             settings.append(f"data={tiny_data(work / 'shared')}")
     scale = "cpu" if args.tiny else "gpu"
-    finished = run_watched([sys.executable, "-m", "seedr", "experiment", args.name, "--scale", scale, "--out",
-                            str(work / "runs"), *(item for setting in settings for item in ("--set", setting))],
-                           work / "runs", args.out,
-                           None if args.budget is None else args.budget - FINISHING_SECONDS)
-    if not finished:
+    command = [sys.executable, "-m", "seedr", "experiment", args.name, "--scale", scale, "--out",
+               str(work / "runs"), *(item for setting in settings for item in ("--set", setting))]
+    budget = None if args.budget is None else args.budget - FINISHING_SECONDS
+    if not run_watched(command, work / "runs", args.out, budget):
         shutil.rmtree(work, ignore_errors=True)
-        raise SystemExit(f"{args.name}: stopped before its end; {args.out / 'units.json'} lists what finished")
+        raise SystemExit(f"{args.name}: stopped before its end; {args.out / 'units.json'} says what finished")
 
     from seedr.experiments.runner import experiment_scores
     from seedr.experiments.spec import load_experiment

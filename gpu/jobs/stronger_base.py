@@ -95,9 +95,10 @@ def main() -> None:
     steps = max((entry.get("step", 0) for entry in logged), default=0)
     texts = corpus_texts([SHARED / HELDOUT], max_documents=HELDOUT_TEXTS[args.tiny] * 2)[:HELDOUT_TEXTS[args.tiny]]
     lengths = LENGTHS[args.tiny]
+    tokens = steps * settings["train.batch_size"] * settings.get("data.max_seq_length", 512)
     results = {"job": "stronger_base", "tiny": args.tiny, "finished": finished, "seconds": round(seconds, 1),
-               "steps_logged": steps, "tokens": steps * settings["train.batch_size"] * settings.get(
-                   "data.max_seq_length", 512), "settings": settings, "heldout_texts": len(texts), "heldout": {}}
+               "steps_logged": steps, "tokens": tokens, "settings": settings, "heldout_texts": len(texts),
+               "heldout": {}}
     for name in ("metrics.jsonl", "config.yaml", "run.json"):  # the training's record, before the scoring
         (args.out / name).write_bytes((run / name).read_bytes())
     save_partial(args.out, results)

@@ -149,8 +149,9 @@ def seedr_base_rates(tiny: bool) -> dict:
             clock = StepClock(shape.warmup, seconds=TINY_SECONDS if tiny else MINI_SECONDS, phases=True)
             rate = seedr_objective(objective, options, shape, pairs if objective == "ict_bfs_wlp" else texts,
                                    "no" if tiny else "bf16", "seedr-base", clock)
-            per_example = OBJECTIVES.get(objective).multiply_adds_per_example(
-                from_dict(OBJECTIVES.get(objective).config_class, options, "throughput"), shape.length, encoder)
+            declared = from_dict(OBJECTIVES.get(objective).config_class, options, "throughput")
+            per_example = OBJECTIVES.get(objective).multiply_adds_per_example(declared, shape.length, encoder,
+                                                                              batch_size=shape.batch)
             rates.setdefault(objective, {})[str(length)] = {
                 **timed(clock, rate), "batch": shape.batch, "tokens": shape.length,
                 "flops_per_second": 6.0 * per_example * rate / shape.length}

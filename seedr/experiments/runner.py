@@ -32,12 +32,12 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import yaml
 from rich.console import Console
 
 from seedr.config.loading import from_dict, identity, merge_settings
 from seedr.data.runs import read_trec_run, write_trec_run
 from seedr.experiments.record.figures import figures, references, seed_spread, with_seed_sd
+from seedr.experiments.record.pretraining import pretraining_record
 from seedr.experiments.record.preamble import machine, report_preamble
 from seedr.experiments.record.progress import Progress, UnitWork, Work
 from seedr.experiments.record.report import case_study_results, report_plots
@@ -457,27 +457,9 @@ def _score(experiment: Experiment, plan: _Plan, console: Console) -> _Scores:
                              if "cls_reliance" in result["details"]})
 
 
-def pretraining_record(chains: dict[str, list[tuple[ExperimentStep, Path]]]) -> dict[str, dict[str, int]]:
-    """Each condition's pre-training as its run recorded it (the run folder's ``config.yaml``): the steps
-    it took, its batch and its length. A ``flops_budget`` sets the steps when the run starts
-    (``seedr.training.compute_budget``), so the experiment's variables do not say them; the claims page
-    reads them from here."""
-    recorded = {}
-    for name, chained in chains.items():
-        for step, folder in chained:
-            if step.kind == "pretrain" and (folder / "config.yaml").is_file():
-                config = yaml.safe_load((folder / "config.yaml").read_text(encoding="utf-8"))
-                train = config["train"]
-                recorded[name] = {"steps": train["max_steps"],
-                                  "batch": train.get("global_batch_size") or train["batch_size"],
-                                  "length": config["data"]["max_seq_length"]}
-    return recorded
-
-
 def _report(experiment: Experiment, plan: _Plan, scores: _Scores, runner: _Runner, report_dir: Path,
             command: str, started_at: str, wall: float) -> Outcome:
     """Write ``results.json`` (figures, claims, seed spread, provenance), the plots and the report."""
-
     recorded = {folder: json.loads((folder / ("step.json" if folder.parent.name == "steps" else "settings.json"))
                                    .read_text(encoding="utf-8")) for folder in plan.units}
     reused = set(runner.outcome_reused)
@@ -489,17 +471,14 @@ def _report(experiment: Experiment, plan: _Plan, scores: _Scores, runner: _Runne
         "wall_seconds": round(wall, 1),
         "compute_seconds": round(sum(record["seconds"] for record in recorded.values()), 1),
         "variables": experiment.variables, "skipped": experiment.skipped, "tasks": scores.comparisons,
-        "diagnostics": scores.diagnostics,
-        "seed_spread": spread,
+        "diagnostics": scores.diagnostics, "seed_spread": spread,
         "figures": figures(scores.comparisons, experiment.tolerance, scores.diagnostics, experiment.groups,
                            spread),
         "claims": claim_results(experiment, scores.comparisons, scores.per_query, scores.diagnostics),
-        "collapsed": collapsed_conditions(experiment, scores.comparisons),
-        "cls_reliance": scores.reliance,
+        "collapsed": collapsed_conditions(experiment, scores.comparisons), "cls_reliance": scores.reliance,
         "case_study": case_study_results(experiment, plan.tasks, plan.retrievals),
         "steps": {name: [str(folder) for _, folder in plan.chains[name]] for name in experiment.conditions},
-        "pretraining": pretraining_record(plan.chains),
-        "code": code_fingerprint(),
+        "pretraining": pretraining_record(plan.chains), "code": code_fingerprint(),
         "provenance": [{"folder": folder.relative_to(runner.out_dir).as_posix(),
                         "reused": str(folder) in reused, "code": record.get("code")}
                        for folder, record in recorded.items()],
@@ -517,5 +496,5 @@ def _report(experiment: Experiment, plan: _Plan, scores: _Scores, runner: _Runne
     return Outcome(report, results, runner.outcome_executed, runner.outcome_reused)
 
 
-__all__ = ["Outcome", "experiment_scores", "planned_chains", "planned_work", "pretraining_record",
-           "retrieval_code", "run_experiment", "run_scores", "step_folder"]
+__all__ = ["Outcome", "experiment_scores", "planned_chains", "planned_work", "retrieval_code",
+           "run_experiment", "run_scores", "step_folder"]

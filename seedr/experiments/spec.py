@@ -73,6 +73,7 @@ from seedr.experiments.files import (
     read_experiment_file,
     results_folder,
 )
+from seedr.experiments.goals import Goal, read_goals
 from seedr.experiments.steps import validate
 from seedr.io import DataError
 
@@ -176,24 +177,6 @@ class Claim:
     def goals(self) -> list[str]:
         """The names of the goals this row counts towards."""
         return [] if self.goal is None else [self.goal] if isinstance(self.goal, str) else list(self.goal)
-
-
-#: What a goal's rows are judged on: their comparison (its verdict) or their target.
-GOAL_JUDGES = ("comparison", "target")
-
-
-@dataclass
-class Goal:
-    """A goal of an issue over several claims (those naming it in their ``goal``): ``statement`` says it;
-    it is met when at least ``needs`` of its rows (all of them where None) are shown — their comparison
-    significant, after the experiment's Holm correction, in the expected direction, or, ``on: target``,
-    their condition's figure significantly beyond the row's ``target`` (over its seeds) — and "in
-    direction, not shown" when that many are in the expected direction without it
-    (``seedr.experiments.record.verdicts.goal_results``)."""
-
-    statement: str
-    needs: int | None = None
-    on: str = "comparison"
 
 
 @dataclass
@@ -472,22 +455,7 @@ def load_experiment(name: str | Path, scale: str = "cpu", overrides: list[str] |
         if claims[-1].source not in CLAIM_SOURCES:
             raise DataError(path, f"claims[{index}]: source must be one of {', '.join(CLAIM_SOURCES)}, not "
                             f"{claims[-1].source!r}", field="claims")
-    goals = {}
-    for name, entry in (raw.get("goals") or {}).items():
-        try:
-            goals[str(name)] = Goal(**substitute(entry, variables, where))
-        except TypeError as error:
-            raise DataError(path, f"goals.{name}: {error}", field="goals") from None
-        if goals[str(name)].on not in GOAL_JUDGES:
-            raise DataError(path, f"goals.{name}: on must be one of {', '.join(GOAL_JUDGES)}", field="goals")
-    for index, claim in enumerate(claims):
-        unknown = sorted(set(claim.goals) - set(goals))
-        if unknown:
-            raise DataError(path, f"claims[{index}]: goal {unknown} is none of the file's goals "
-                            f"({', '.join(goals) or 'none'})", field="claims")
-        if claim.target is None and any(goals[name].on == "target" for name in claim.goals):
-            raise DataError(path, f"claims[{index}]: a goal on targets counts rows with a target; this one "
-                            "has none", field="claims")
+    goals = read_goals(raw.get("goals") or {}, claims, lambda goal: substitute(goal, variables, where), path)
     case_study = None
     if raw.get("case_study") is not None:
         entry = substitute(raw["case_study"], variables, where)
@@ -513,5 +481,5 @@ def load_experiment(name: str | Path, scale: str = "cpu", overrides: list[str] |
 
 __all__ = ["CLAIM_SOURCES", "EXPERIMENT_NAME", "MAX_GRID_CONDITIONS", "RUN_SCALES", "SCALES", "CaseStudy", "Claim",
            "Condition", "Experiment", "Goal", "Step", "Task", "check_experiment_name", "checkout",
-           "experiment_names", "experiment_path", "experiment_titles", "experiments_dir", "is_experiment_name",
-           "load_experiment", "substitute"]
+           "experiment_names", "experiment_path", "experiment_titles", "experiments_dir",
+           "is_experiment_name", "load_experiment", "substitute"]

@@ -85,7 +85,7 @@ class Objective(nn.Module):
 
     @classmethod
     def multiply_adds_per_example(cls, options: Any, max_seq_length: int, shape: EncoderShape,
-                                  batch_size: int = 1) -> float:
+                                  *, batch_size: int) -> float:
         """Multiply-adds of one training example's forward pass through the encoder and the objective's
         own parts as a batch of ``batch_size`` runs them (rows padded to their batch's longest), which a
         ``flops_budget`` is spent by and an ETA sized with; held within 5% of ``FlopCounterMode``'s count

@@ -74,12 +74,12 @@ class CoCondenser(Condenser):
 
     @classmethod
     def multiply_adds_per_example(cls, options: CoCondenserConfig, max_seq_length: int,
-                                  shape: EncoderShape, batch_size: int = 1) -> float:
+                                  shape: EncoderShape, *, batch_size: int) -> float:
         """Condenser's for each of the two spans of a full-length text: its ``max_seq_length − 2`` content
         tokens cut into at least two chunks (``span_bounds``), the longest of them with [CLS] and [SEP]
         (a batch pads to it); the 2n × 2n dot products are negligible beside them."""
         span = max(end - start for start, end in span_bounds(max_seq_length - 2, options.span_length)) + 2
-        return 2 * super().multiply_adds_per_example(options, span, shape)
+        return 2 * super().multiply_adds_per_example(options, span, shape, batch_size=batch_size)
 
     def draw_spans(self, examples: Sequence[Sequence[int]],
                    generator: torch.Generator | None = None) -> list[tuple[list[int], list[int]]]:

@@ -65,12 +65,12 @@ class Condenser(MaskedLanguageModel):
 
     @classmethod
     def multiply_adds_per_example(cls, options: CondenserConfig, max_seq_length: int, shape: EncoderShape,
-                                  batch_size: int = 1) -> float:
+                                  *, batch_size: int) -> float:
         """MLM's (the backbone and its prediction at the masked tokens), and the head: every token through
         its layers, then a second prediction at the same masked tokens."""
         head = (shape.sequence_multiply_adds(max_seq_length, options.head_layers) + options.mask_probability
                 * max_seq_length * (shape.hidden ** 2 + shape.prediction_multiply_adds))
-        return super().multiply_adds_per_example(options, max_seq_length, shape) + head
+        return super().multiply_adds_per_example(options, max_seq_length, shape, batch_size=batch_size) + head
 
     def __init__(self, encoder: PreTrainedModel, tokenizer: PreTrainedTokenizerBase,
                  config: CondenserConfig | None = None) -> None:

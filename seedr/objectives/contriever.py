@@ -90,7 +90,7 @@ class Contriever(Objective):
 
     @classmethod
     def multiply_adds_per_example(cls, options: ContrieverConfig, max_seq_length: int,
-                                  shape: EncoderShape, batch_size: int = 1) -> float:
+                                  shape: EncoderShape, *, batch_size: int) -> float:
         """Two crops of a full-length text through the encoder, each view's batch padded to its longest:
         the expected largest of ``batch_size`` crop ratios drawn uniformly (``lo + (hi − lo)·B/(B + 1)``)
         of the content tokens, less the deleted ones, plus [CLS] and [SEP]. With a queue the key's crop

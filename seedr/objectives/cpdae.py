@@ -243,10 +243,10 @@ class Cpdae(MaskedLanguageModel):
 
     @classmethod
     def multiply_adds_per_example(cls, options: CpdaeConfig, max_seq_length: int, shape: EncoderShape,
-                                  batch_size: int = 1) -> float:
+                                  *, batch_size: int) -> float:
         """MLM's for each masked view (eq. 1: two with the contrastive term, one without), and the MLP
         decoder from each view's [CLS] to the vocabulary (eq. 2: a dense layer, then V·H)."""
-        per_view = (super().multiply_adds_per_example(options, max_seq_length, shape)
+        per_view = (super().multiply_adds_per_example(options, max_seq_length, shape, batch_size=batch_size)
                     + shape.hidden ** 2 + shape.prediction_multiply_adds)
         return options.views * per_view
 

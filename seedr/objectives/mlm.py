@@ -44,7 +44,7 @@ class MaskedLanguageModel(Objective):
 
     @classmethod
     def multiply_adds_per_example(cls, options: MLMConfig, max_seq_length: int, shape: EncoderShape,
-                                  batch_size: int = 1) -> float:
+                                  *, batch_size: int) -> float:
         """The text through the encoder, and the head (a dense layer, then the vocabulary) at its masked
         tokens only (``mlm_logits``)."""
         head = options.mask_probability * max_seq_length * (shape.hidden ** 2 + shape.prediction_multiply_adds)

@@ -131,13 +131,13 @@ class Prop(MaskedLanguageModel):
 
     @classmethod
     def multiply_adds_per_example(cls, options: PropConfig, max_seq_length: int, shape: EncoderShape,
-                                  batch_size: int = 1) -> float:
+                                  *, batch_size: int) -> float:
         """MLM's for the text, and each pair's two word sets through the encoder, padded to the longest of
         the batch's ``2·pairs_per_text·batch_size`` sets: the expected largest of that many zero-truncated
         Poisson lengths (``longest_set``), with [CLS] and [SEP]."""
         sets = 2 * options.pairs_per_text * shape.sequence_multiply_adds(
             longest_set(options.poisson_lambda, 2 * options.pairs_per_text * batch_size) + 2)
-        return super().multiply_adds_per_example(options, max_seq_length, shape) + sets
+        return super().multiply_adds_per_example(options, max_seq_length, shape, batch_size=batch_size) + sets
 
     @classmethod
     def complete_options(cls, options: PropConfig, corpus: PretrainingCorpus) -> None:

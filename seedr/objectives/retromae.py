@@ -71,13 +71,14 @@ class RetroMae(MaskedLanguageModel):
 
     @classmethod
     def multiply_adds_per_example(cls, options: RetroMaeConfig, max_seq_length: int, shape: EncoderShape,
-                                  batch_size: int = 1) -> float:
+                                  *, batch_size: int) -> float:
         """MLM's, and the decoder's: every position through its one layer (attending to the whole sequence
         through its visibility mask) and predicted over the vocabulary by the MLM head (a dense layer, then
         the vocabulary)."""
         decoder = (shape.sequence_multiply_adds(max_seq_length, 1)
                    + max_seq_length * (shape.hidden ** 2 + shape.prediction_multiply_adds))
-        return super().multiply_adds_per_example(options, max_seq_length, shape) + decoder
+        mlm = super().multiply_adds_per_example(options, max_seq_length, shape, batch_size=batch_size)
+        return mlm + decoder
 
     def __init__(self, encoder: PreTrainedModel, tokenizer: PreTrainedTokenizerBase,
                  config: RetroMaeConfig | None = None) -> None:

@@ -60,7 +60,7 @@ class SeedEncoder(MaskedLanguageModel):
 
     @classmethod
     def multiply_adds_per_example(cls, options: SeedConfig, max_seq_length: int, shape: EncoderShape,
-                                  batch_size: int = 1) -> float:
+                                  *, batch_size: int) -> float:
         """MLM's, and the decoder's: every token but the last (each predicts the next, eq. 9) through its
         layers, as wide as the encoder's — self-attention over its ``attention_span`` (the whole prefix for
         ``all``, computed as a masked square), the cross-attention's output projection of the [CLS] value
@@ -70,7 +70,8 @@ class SeedEncoder(MaskedLanguageModel):
         cross = shape.hidden ** 2 if options.cls_path == "cross_attention" else 0.0
         layer = shape.layer_multiply_adds + cross + shape.attention(attended)
         decoder = tokens * (options.decoder_layers * layer + shape.prediction_multiply_adds)
-        return super().multiply_adds_per_example(options, max_seq_length, shape) + decoder
+        mlm = super().multiply_adds_per_example(options, max_seq_length, shape, batch_size=batch_size)
+        return mlm + decoder
 
     def __init__(self, encoder: PreTrainedModel, tokenizer: PreTrainedTokenizerBase,
                  config: SeedConfig | None = None) -> None:

@@ -76,7 +76,7 @@ class SimCSE(Objective):
 
     @classmethod
     def multiply_adds_per_example(cls, options: SimCSEConfig, max_seq_length: int, shape: EncoderShape,
-                                  batch_size: int = 1) -> float:
+                                  *, batch_size: int) -> float:
         """Two passes of the text through the encoder, and the MLP on each pass's [CLS]."""
         mlp = shape.hidden ** 2 if options.mlp else 0
         return 2 * (shape.sequence_multiply_adds(max_seq_length) + mlp)

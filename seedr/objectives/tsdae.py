@@ -86,7 +86,7 @@ class Tsdae(Objective):
 
     @classmethod
     def multiply_adds_per_example(cls, options: TsdaeConfig, max_seq_length: int, shape: EncoderShape,
-                                  batch_size: int = 1) -> float:
+                                  *, batch_size: int) -> float:
         """The kept tokens through the encoder, a batch padded to its longest: [CLS], [SEP] and the most of
         ``batch_size`` binomial draws of the content tokens at 1 − ``deletion_ratio`` (``expected_longest``);
         every clean token through the decoder (the encoder's layers, self-attention over the text, plus a

@@ -265,7 +265,7 @@ class TwoTowerObjective(Objective):
 
     @classmethod
     def multiply_adds_per_example(cls, options: TwoTowerConfig, max_seq_length: int,
-                                  shape: EncoderShape, batch_size: int = 1) -> float:
+                                  shape: EncoderShape, *, batch_size: int) -> float:
         """A pair: the query and the ``title [SEP] passage`` document through a tower each, at their own
         lengths (not ``max_seq_length``), to which every batch is padded (``collate``)."""
         return (shape.sequence_multiply_adds(options.query_max_length)

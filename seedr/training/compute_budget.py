@@ -77,13 +77,15 @@ def contrastive_multiply_adds(shape: EncoderShape, query_length: float, document
             + (1 + negatives) * shape.sequence_multiply_adds(document_length))
 
 
-def denoising_multiply_adds(shape: EncoderShape, length: float, deletion: float) -> float:
-    """One TSDAE example's forward multiply-adds (Wang et al. 2021) at ``length`` tokens with ``deletion``
+def denoising_multiply_adds(shape: EncoderShape, length: float, deletion: float, batch_size: int) -> float:
+    """One TSDAE example's forward multiply-adds (Wang et al. 2021) in a batch of ``batch_size`` at
+    ``length`` tokens with ``deletion``
     of them deleted: seedr's own TSDAE objective's count (``Tsdae.multiply_adds_per_example``), whose
     architecture is that of sentence-transformers' ``DenoisingAutoEncoderLoss`` (a decoder tied to the
     encoder, cross-attending only to the sentence vector, then the vocabulary), so both are counted alike."""
     options = OBJECTIVE_OPTIONS.get("tsdae")(deletion_ratio=deletion)
-    return OBJECTIVES.get("tsdae").multiply_adds_per_example(options, int(length), shape)
+    return OBJECTIVES.get("tsdae").multiply_adds_per_example(options, int(length), shape,
+                                                             batch_size=batch_size)
 
 
 __all__ = ["TRAINING_FLOPS_PER_MULTIPLY_ADD", "apply_flops_budget", "budget_steps", "contrastive_multiply_adds",

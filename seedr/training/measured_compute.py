@@ -2,13 +2,12 @@
 ``torch.utils.flop_counter.FlopCounterMode`` (every matrix product and attention of both passes, as PyTorch
 dispatches them), so that the count a ``flops_budget`` is spent by (``Objective.multiply_adds_per_example``,
 ``seedr.training.compute_budget``) can be held to what the objective really runs. The tests hold every
-objective's declared count within 5% of this measurement at two shapes (``tests/test_measured_compute.py``);
-``bench/flops.py`` reports both side by side."""
+objective's declared count within 5% of this measurement at two shapes (``tests/test_measured_compute.py``),
+and ``bench/flops.py`` reads the declared counts."""
 
 from __future__ import annotations
 
 import tempfile
-import dataclasses
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -16,19 +15,20 @@ import torch
 from torch.utils.flop_counter import FlopCounterMode
 
 from seedr.config.settings import PretrainConfig
+from seedr.objectives import Objective
 from seedr.training.compute_budget import TRAINING_FLOPS_PER_MULTIPLY_ADD, flops_per_step
 from seedr.training.engine.batches import isolated_rng
 from seedr.training.pretrain import build_objective, model_shape
 
 
-#: Products that ``FlopCounterMode`` leaves out: the in-place ``addmm_`` (the chunked cross-entropy of
-#: ``seedr.modeling.linear_cross_entropy`` accumulates its weight gradient so), counted as ``addmm``.
 def _addmm_flops(bias_shape, first_shape, second_shape, *args, **kwargs) -> int:
     """``addmm``'s count (the mode hands formulas the operands' shapes): two per multiply-add."""
     (rows, inner), (_, columns) = first_shape, second_shape
     return 2 * rows * inner * columns
 
 
+#: Products that ``FlopCounterMode`` leaves out: the in-place ``addmm_`` (the chunked cross-entropy of
+#: ``seedr.modeling.linear_cross_entropy`` accumulates its weight gradient so), counted as ``addmm``.
 IN_PLACE_PRODUCTS = {torch.ops.aten.addmm_: _addmm_flops}
 
 
@@ -42,16 +42,11 @@ class MeasuredStep:
     max_seq_length: int
     measured: float
     declared: float
-    by_module: dict[str, float] = dataclasses.field(default_factory=dict)
 
     @property
     def ratio(self) -> float:
         """Declared over measured: 1.0 when the objective's count is exact."""
         return self.declared / self.measured
-
-    @property
-    def measured_multiply_adds_per_example(self) -> float:
-        return self.measured / TRAINING_FLOPS_PER_MULTIPLY_ADD / self.batch
 
 
 def measure_step(config: PretrainConfig, batches: int = 1) -> MeasuredStep:
@@ -65,25 +60,24 @@ def measure_step(config: PretrainConfig, batches: int = 1) -> MeasuredStep:
         data = objective.training_data(objective.config, corpus).dataset(0)
         examples = full_length(objective, [data[index] for index in range(len(data))], config)
         if not examples:
-            raise ValueError(f"the corpus has no example long enough to fill {config.data.max_seq_length} tokens")
+            raise ValueError(f"the corpus has no example long enough to fill {config.data.max_seq_length} "
+                             "tokens")
         objective.train()
-        total, breakdown = 0.0, {}
+        total = 0.0
         for index in range(batches):
             with isolated_rng(index):
                 batch = objective.collate([examples[(index + row) % len(examples)]
                                            for row in range(config.train.batch_size)])
-            with FlopCounterMode(display=False, depth=3, custom_mapping=IN_PLACE_PRODUCTS) as counter:
+            with FlopCounterMode(display=False, custom_mapping=IN_PLACE_PRODUCTS) as counter:
                 objective(**batch).loss.backward()
             objective.zero_grad(set_to_none=True)
             total += counter.get_total_flops() / batches
-            for module, counts in counter.get_flop_counts().items():
-                breakdown[module] = breakdown.get(module, 0.0) + sum(counts.values()) / batches
         declared = flops_per_step(config, objective.config, model_shape(config.model))
     return MeasuredStep(config.objective_name, config.train.batch_size, config.data.max_seq_length,
-                        total, declared, breakdown)
+                        total, declared)
 
 
-def full_length(objective, examples: list, config: PretrainConfig) -> list:
+def full_length(objective: Objective, examples: list, config: PretrainConfig) -> list:
     """Examples that fill the shapes the count is declared at: the corpus's token sequences joined and cut
     into ``[CLS] … [SEP]`` runs of ``data.max_seq_length`` tokens (a packed corpus's examples are so, but
     for a document's end); pairs as they are (the towers pad to their lengths)."""

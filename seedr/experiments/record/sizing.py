@@ -187,7 +187,7 @@ def _denoising(step: ExperimentStep, shape_of: ShapeOf) -> UnitWork:
     if shape is None:
         return UnitWork("TSDAE (sentence-transformers)", None, "fine-tuning", dtype)
     steps = step.steps(shape)
-    example = denoising_multiply_adds(shape, config.max_length, config.deletion)
+    example = denoising_multiply_adds(shape, config.max_length, config.deletion, config.batch_size)
     return UnitWork("TSDAE (sentence-transformers)", 6.0 * steps * config.batch_size * example, "fine-tuning", dtype)
 
 

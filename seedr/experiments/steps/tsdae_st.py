@@ -132,7 +132,8 @@ def matched_steps(config: TsdaeStConfig, shape: Any) -> int:
     match = config.equal_compute
     adapt = match.steps * match.batch_size * contrastive_multiply_adds(
         shape, match.query_max_length, match.document_max_length, match.negatives)
-    tsdae = config.batch_size * denoising_multiply_adds(shape, config.max_length, config.deletion)
+    tsdae = config.batch_size * denoising_multiply_adds(shape, config.max_length, config.deletion,
+                                                        config.batch_size)
     return max(1, round(adapt / tsdae))
 
 

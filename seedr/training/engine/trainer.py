@@ -98,19 +98,11 @@ from seedr.training.engine.divergence import (
     stop_if_loss_not_finite,
     stop_if_weights_not_good,
 )
-from seedr.training.engine.gradient_cache import (
-    GradientCacheModel,
-    average_gradients,
-    gradient_cache_step,
-)
+from seedr.training.engine.gradient_cache import GradientCacheModel, average_gradients, gradient_cache_step
 from seedr.training.engine.optim import build_optimizer, build_scheduler
 from seedr.training.engine.part_gradients import part_gradient_norms
 from seedr.training.engine.run_metrics import TRACKERS, RunningMeans, check_trackers, flat_settings
-from seedr.training.engine.run_state import (
-    SAFE_TO_CHANGE_ON_RESUME,
-    process_state,
-    uses_cpu,
-)
+from seedr.training.engine.run_state import SAFE_TO_CHANGE_ON_RESUME, process_state, uses_cpu
 
 
 class Callback:
@@ -369,8 +361,7 @@ class Trainer:
         recorded = read_position(checkpoint).get("settings")
         if not isinstance(recorded, dict):
             return
-        # an older seedr recorded paths as given: those inside the run compare as this one stores them
-        recorded, current = stored_paths(recorded, self.out_dir), self._settings()
+        recorded, current = stored_paths(recorded, self.out_dir), self._settings()  # an older seedr's, as now
         # A global batch decides the accumulation with the batch size and the processes, all compared; a
         # checkpoint of an older seedr recorded the 1 it left in place rather than the accumulation used.
         derived = ({"train.gradient_accumulation_steps"} if recorded.get("train.global_batch_size") is not None
@@ -432,8 +423,7 @@ class Trainer:
     def _say_kept(self) -> None:
         """What a stop (SIGTERM, SIGINT) from now on keeps, for the line it ends with (``seedr.io.stops``):
         said as the run goes, since a stop inside a long step ends the process before it could unwind here."""
-        last = latest_checkpoint(self.out_dir)
-        again = "run the command again with --resume"
+        last, again = latest_checkpoint(self.out_dir), "run the command again with --resume"
         keeps(f"{self.out_dir} keeps its checkpoint {last.name}: {again} to continue"
               if last else f"{self.out_dir} holds no checkpoint yet: {again} to start it over")
 
