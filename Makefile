@@ -13,8 +13,10 @@ install: $(VENV)/.installed
 demo: $(VENV)/.installed
 	$(VENV)/bin/seedr demo
 
+# Two workers: the machines this runs on have two cores, and each test's torch runs one thread
+# (tests/conftest.py), so the suite takes about 0.6 of its serial time.
 test: $(VENV)/.installed
-	$(PY) -m pytest
+	$(PY) -m pytest -n 2
 
 test-slow: $(VENV)/.installed
 	$(PY) -m pytest -m slow
