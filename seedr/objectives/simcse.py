@@ -23,7 +23,9 @@ What seedr takes from the authors' released code (princeton-nlp/SimCSE, ``simcse
   this process's anchors, which gives the same gradient (see that module).
 
 The corpus: the paper's 10⁶ sentences drawn from English Wikipedia, cut to 32 tokens; seedr's examples
-are token-shard blocks (the recipe: ``doc_sentences`` of 32 tokens, whole sentences of one article).
+are token-shard blocks (the recipe: ``doc_sentences`` of 32 tokens, whole sentences of one article). An
+experiment may run it at another length: ``pretraining_objectives`` gives every objective the same 64
+tokens, so that they compare at equal FLOPs on the same text.
 """
 
 from __future__ import annotations
