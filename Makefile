@@ -14,9 +14,10 @@ demo: $(VENV)/.installed
 	$(VENV)/bin/seedr demo
 
 # Two workers: the machines this runs on have two cores, and each test's torch runs one thread
-# (tests/conftest.py), so the suite takes about 0.6 of its serial time.
+# (tests/conftest.py), so the suite takes about 0.6 of its serial time. A file's tests stay on one worker,
+# in order: some build on what an earlier test of their file wrote (tests/test_stage_parity.py).
 test: $(VENV)/.installed
-	$(PY) -m pytest -n 2
+	$(PY) -m pytest -n 2 --dist loadfile
 
 test-slow: $(VENV)/.installed
 	$(PY) -m pytest -m slow
