@@ -190,29 +190,40 @@ COMMANDS = [
 @pytest.mark.parametrize(("arguments", "function", "passed"), COMMANDS,
                          ids=[" ".join(arguments[:2]) for arguments, _, _ in COMMANDS])
 def test_every_command_is_its_api_function(monkeypatch, tmp_path, arguments, function, passed):
-    """One implementation: each stage's module calls the very function of ``seedr.api``, with its options
-    as keywords (a spy in its place stops the command there, before anything is read)."""
+    """One implementation: each stage's command runs the pipeline's stage (``seedr.pipeline.<stage>.run``)
+    with the config its options make, as the API function does; a stage not yet in the pipeline calls the
+    very function of ``seedr.api``, with its options as keywords. A spy in its place stops the command
+    there, before anything is read."""
     import importlib
 
     from typer.testing import CliRunner
 
     import seedr.api
     from seedr.cli import app
+    from tests.test_options_declared_once import STAGE_CONFIGS
 
-    module = importlib.import_module(f"seedr.stages.{arguments[0]}")
-    name = next(attribute for attribute, value in vars(module).items() if value is getattr(seedr.api, function))
     calls = []
 
     def spy(*args, **kwargs):
         calls.append((args, kwargs))
         raise _Reached
 
-    monkeypatch.setattr(module, name, spy)
+    if function in STAGE_CONFIGS:
+        monkeypatch.setattr(importlib.import_module(f"seedr.pipeline.{function}"), "run", spy)
+    else:
+        module = importlib.import_module(f"seedr.stages.{arguments[0]}")
+        name = next(attribute for attribute, value in vars(module).items() if value is getattr(seedr.api, function))
+        monkeypatch.setattr(module, name, spy)
     monkeypatch.chdir(tmp_path)
     result = CliRunner().invoke(app, arguments)
     assert result.exit_code == 1 and "_Reached" in result.output, result.output
     assert len(calls) == 1
-    keywords = calls[0][1]
+    if function in STAGE_CONFIGS:
+        [config], _ = calls[0]
+        assert isinstance(config, STAGE_CONFIGS[function])
+        keywords = vars(config)
+    else:
+        keywords = calls[0][1]
     for key, value in passed.items():  # a path option passes a Path
         assert (str(keywords[key]) if isinstance(keywords[key], Path) else keywords[key]) == value, key
 

@@ -346,8 +346,10 @@ def test_the_settings_classes_are_imported_from_their_home():
     assert not found, "\n".join(found)
 
 
-#: The packages and modules where a command starts (``seedr/__init__.py`` too), which may defer any import.
-FRONT_DOORS = {"api", "stages", "cli", "__main__"}
+#: The packages and modules where a command starts (``seedr/__init__.py`` too), which may defer any import: the
+#: pipeline too, whose stages the commands, the API and the experiments call, so that its configs (the options of
+#: every command's ``--help``) load no torch.
+FRONT_DOORS = {"pipeline", "api", "stages", "cli", "__main__"}
 
 #: What a library module may still import inside a function, and why: sentence-transformers takes 2.5 s to
 #: import on top of torch (this AMD EPYC, warm), and seedr needs it only to read or write a model's Dense head

@@ -26,7 +26,7 @@ and every ``--help`` stay instant.
 """
 
 from seedr.api.adapt import adapt
-from seedr.api.common import CONFIG_STAGES
+from seedr.pipeline.common import CONFIG_STAGES
 from seedr.api.data import PreparedData, prepare
 from seedr.api.diagnostics import Diagnostics, diagnose
 from seedr.api.evaluation import Evaluation, evaluate

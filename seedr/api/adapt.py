@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from seedr.api.arguments import checks_arguments
-from seedr.api.common import Settings, Source, _locked
+from seedr.pipeline.common import Settings, Source, locked
 from seedr.api.setting_options import documents_settings
 from seedr.api.training import TrainingRun, resolve_settings
 from seedr.config.loading import merge_settings
@@ -81,7 +81,7 @@ def adapt(out: str | os.PathLike, *, corpus: Source, model: str | os.PathLike | 
         pretraining = resolve_settings("pretrain", pretrain, pretrain_settings, model=checked.model)
     from seedr.reporting.validation import check_tracking_file, plot_validation, track_validation
 
-    with _locked(out):
+    with locked(out):
         if checked.watch:  # its tracking is written at the end: a file it would replace is refused now
             check_tracking_file(out)
         check_run_folder(out, resume)  # a refused output, then pair sources the corpus cannot give: at once

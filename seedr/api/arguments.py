@@ -82,8 +82,6 @@ NOT_NEGATIVE = Bound(int, 0)
 
 #: Each API function's numeric arguments (by qualified name), with their bounds.
 ARGUMENTS: dict[str, dict[str, Bound]] = {
-    "encode": {"max_length": AT_LEAST_ONE, "batch_size": AT_LEAST_ONE, "shard_size": AT_LEAST_ONE,
-               "limit": AT_LEAST_ONE},
     "index": {"train_sample": AT_LEAST_ONE, "seed": NOT_NEGATIVE},
     "search": {"k": AT_LEAST_ONE, "max_length": AT_LEAST_ONE, "batch_size": AT_LEAST_ONE, "nprobe": AT_LEAST_ONE,
                "ef_search": AT_LEAST_ONE, "k1": Bound(float, 0), "b": Bound(float, 0, 1)},

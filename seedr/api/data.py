@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from seedr.api.arguments import checks_arguments
-from seedr.api.common import Paths, _input_paths, _locked, _paths
+from seedr.pipeline.common import Paths, input_paths, locked, path_strings
 from seedr.io import check_output
 
 #: What ``prepare`` writes: a prepared corpus, a ReQA split, or open-domain QA data.
@@ -80,7 +80,7 @@ def prepare(out: str | os.PathLike, *, corpus: Paths | None = None, format: str 
         >>> seedr.pretrain("runs/seed", config="seed", model="seedr-base", corpus=prepared)
     """
     out = Path(out)
-    corpus_paths = _paths(corpus) if corpus is not None else None
+    corpus_paths = path_strings(corpus) if corpus is not None else None
     if open_qa is not None:
         if not corpus_paths or split is None or bm25_run is None:
             raise ValueError("--open-qa needs the passages (--corpus), the question split (--split) and BM25's "
@@ -90,7 +90,7 @@ def prepare(out: str | os.PathLike, *, corpus: Paths | None = None, format: str 
     if reqa_split is not None:
         if corpus is not None:
             raise ValueError("give --corpus or --reqa-split, not both")
-        with _locked(out):
+        with locked(out):
             check_output(out, "ReQA split", overwrite=overwrite, inputs=[Path(reqa_split)])
             from seedr.data.qa import read_squad
             from seedr.data.reqa_split import write_reqa_split
@@ -103,7 +103,7 @@ def prepare(out: str | os.PathLike, *, corpus: Paths | None = None, format: str 
     options = PrepareOptions(corpus=corpus_paths or [], format=format, passage_words=passage_words,
                              max_articles=max_articles, links=links, min_title_words=min_title_words,
                              tokenizer_vocab=tokenizer_vocab, lowercase=not cased)
-    with _locked(out):  # prepare_corpus asks check_output before it reads
+    with locked(out):  # prepare_corpus asks check_output before it reads
         summary = prepare_corpus(out, options, progress=show_progress, overwrite=overwrite)
     return PreparedData(out, "corpus", summary)
 
@@ -114,9 +114,9 @@ def _open_qa(out: Path, questions: str | os.PathLike, corpus: list[str], split: 
              show_progress: bool) -> PreparedData:
     from seedr.data.open_qa import build_open_qa_from_files
 
-    with _locked(out):
+    with locked(out):
         check_output(out, "open-QA data", overwrite=overwrite,
-                     inputs=_input_paths(questions, corpus, split, bm25_run, list(distractor_run)))
+                     inputs=input_paths(questions, corpus, split, bm25_run, list(distractor_run)))
         summary = build_open_qa_from_files(out, questions, corpus, split, bm25_run, distractor_run,
                                            test_questions=test_questions, seed=seed, show_progress=show_progress,
                                            run_depth=run_depth, answer_passages=answer_passages,

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from seedr.api.arguments import checks_arguments
-from seedr.api.common import Paths, _input_paths, _locked, _model_name, _paths
+from seedr.pipeline.common import Paths, input_paths, locked, model_name, path_strings
 from seedr.config.settings import DIAGNOSE_BATCH_SIZE
 from seedr.io import check_output
 
@@ -77,10 +77,10 @@ def diagnose(model: str | os.PathLike, out: str | os.PathLike, *, corpus: Paths 
         >>> found.metrics["random_pair_cosine@512"]
     """
     out = Path(out)
-    corpus_paths = _paths(corpus) if corpus is not None else []
-    with _locked(out):
-        read = [Path(_model_name(model))] if Path(_model_name(model)).exists() else []
-        read += _input_paths(corpus_paths, positives)
+    corpus_paths = path_strings(corpus) if corpus is not None else []
+    with locked(out):
+        read = [Path(model_name(model))] if Path(model_name(model)).exists() else []
+        read += input_paths(corpus_paths, positives)
         check_output(out / "diagnostics.json", "diagnostics", overwrite=overwrite, inputs=read)
         check_output(out / "diagnostics.png", "diagnostics plot", overwrite=overwrite, inputs=read)
         from seedr.diagnostics.loading import corpus_texts, positive_pairs, write_diagnostics
@@ -89,7 +89,7 @@ def diagnose(model: str | os.PathLike, out: str | os.PathLike, *, corpus: Paths 
         texts = corpus_texts(corpus_paths, max_documents) if corpus_paths else []
         pairs_for_statistics = (positive_pairs(positives, positive_count, seed, split, max_documents)
                                 if positives is not None else [])
-        result = run_diagnostics(_model_name(model), texts, pairs_for_statistics, list(lengths), pairs, seed,
+        result = run_diagnostics(model_name(model), texts, pairs_for_statistics, list(lengths), pairs, seed,
                                  pooling, word_texts, top_k, common_words, batch_size, show_progress=show_progress,
                                  reliance_texts=reliance_texts, masked_lm_texts=masked_lm_texts,
                                  masked_lm_curve_steps=masked_lm_curve_steps)

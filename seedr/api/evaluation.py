@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from seedr.api.arguments import checks_arguments
-from seedr.api.common import Source, _paths
+from seedr.pipeline.common import Source, path_strings
 from seedr.api.retrieval import SearchRun
 from seedr.evaluation import DEFAULT_METRICS
 from seedr.io import DataError
@@ -169,7 +169,7 @@ def evaluate(runs: Sequence[str | os.PathLike | SearchRun], *, qrels: str | os.P
             notes.extend(_judged_overlap(details["queries"][name], name, system.label, qrels))
     else:  # QA and ReQA runs must have been searched with these questions
         asked = task.queries()
-        source = ", ".join(map(str, _paths(qa_answers) if qa_answers is not None else [reqa]))
+        source = ", ".join(map(str, path_strings(qa_answers) if qa_answers is not None else [reqa]))
         for system in systems:
             warning = system.check_queries(asked, source, check_run_queries)
             if warning and not force:

@@ -11,7 +11,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from seedr.api.common import _locked
+from seedr.pipeline.common import locked
 from seedr.experiments.files import experiment_path, experiment_titles, results_folder
 from seedr.experiments.record.recorded import check_own_file, check_record_destination, load_results
 
@@ -179,7 +179,7 @@ def demo(out: str | os.PathLike = "runs/demo", *, data: str | os.PathLike | None
 
     out = Path(out)
     overrides = [*_overrides(settings), *([f"data={os.fspath(data)}"] if data is not None else [])]
-    with _locked(out):  # an experiment's work folder is only added to: no output is replaced
+    with locked(out):  # an experiment's work folder is only added to: no output is replaced
         resolved = load_experiment(DEMO, "cpu", overrides)
         return ExperimentRun(resolved, out, run_experiment(resolved, out, console))
 

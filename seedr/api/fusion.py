@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from seedr.api.arguments import checks_arguments
-from seedr.api.common import Source, _input_paths, _locked
+from seedr.pipeline.common import Source, input_paths, locked
 from seedr.io import check_output
 
 
@@ -108,9 +108,9 @@ def fuse(runs: Sequence[str | os.PathLike], out: str | os.PathLike, *, method: S
     if dev_runs and weight is None:
         weight_grid(len(runs), grid_step)  # a step that does not divide 1: said before anything is read
     out = Path(out)
-    with _locked(out):
+    with locked(out):
         check_output(out, "TREC run", overwrite=overwrite,
-                     inputs=_input_paths(runs, dev_runs, dev_qrels, answers, corpus))
+                     inputs=input_paths(runs, dev_runs, dev_qrels, answers, corpus))
         return _fuse(runs, out, methods, weight, ks, k, tag, dev_runs, dev_qrels, answers, corpus, qa_title, metric,
                      grid_step, show_progress)
 

@@ -7,7 +7,7 @@ import os
 from collections.abc import Sequence
 from pathlib import Path
 
-from seedr.api.common import _input_paths, _locked
+from seedr.pipeline.common import input_paths, locked
 from seedr.io import check_output
 from seedr.reporting.html import is_report_folder, render_report_html
 
@@ -54,8 +54,8 @@ def report(runs: Sequence[str | os.PathLike] | str | os.PathLike, out: str | os.
 
     runs = [Path(os.fspath(runs))] if isinstance(runs, str | os.PathLike) else [Path(os.fspath(run)) for run in runs]
     out = Path(out)
-    with _locked(out):
-        read = _input_paths(runs)
+    with locked(out):
+        read = input_paths(runs)
         html_only = len(runs) == 1 and is_report_folder(runs[0])
         if not html_only:
             check_output(out / "report.md", "report", overwrite=overwrite, inputs=read)

@@ -13,10 +13,12 @@ from pathlib import Path
 from typing import Any
 
 from seedr.api.arguments import checks_arguments
-from seedr.api.common import Source, _input_paths, _is_paths, _length, _locked, _model_name
+from seedr.api.keywords import keywords_of
+from seedr.pipeline.common import Source, input_paths, is_paths, length_of, locked, model_name
 from seedr.config.settings import ENCODE_BATCH_SIZE
 from seedr.io import atomic_directory, check_output
-from seedr.modeling.folders import resolve_model_path
+from seedr.pipeline import encode as encoding
+from seedr.pipeline.encode import EncodeConfig, check_inputs
 
 
 @dataclasses.dataclass(frozen=True)
@@ -38,23 +40,8 @@ class Embeddings:
         return os.fspath(self.path)
 
 
-def _check_inputs(model: str | None, corpus: Source | None) -> None:
-    """Refuse a model or corpus that is not there before torch is imported (seconds), by the rules they are
-    read with (``resolve_model_path``, ``input_files``)."""
-    from seedr.data.inputs import input_files
-
-    if model is not None:
-        resolve_model_path(model)
-    if corpus is not None and _is_paths(corpus):
-        input_files(corpus, "corpus")
-
-
-@checks_arguments
-def encode(model: str | os.PathLike, corpus: Source, out: str | os.PathLike, *, pooling: str | None = None,
-           normalize: bool | None = None, max_length: int | None = None, batch_size: int = ENCODE_BATCH_SIZE,
-           dtype: str = "float32", compute_dtype: str = "auto", shard_size: int = 50_000, limit: int | None = None,
-           title: str | None = None, document_prefix: str = "", long_documents: str | None = None,
-           device: str | None = None, show_progress: bool = True) -> Embeddings:
+@keywords_of(EncodeConfig)
+def encode(config: EncodeConfig) -> Embeddings:
     """Encode every document of ``corpus`` into ``out`` (``seedr encode``); calling it again resumes.
 
     Documents are encoded as the model was trained (its folder records pooling, normalisation, length and
@@ -64,43 +51,8 @@ def encode(model: str | os.PathLike, corpus: Source, out: str | os.PathLike, *, 
     Example:
         >>> embeddings = seedr.encode(retriever, "scifact/corpus.jsonl", "runs/emb")
     """
-    out, model = Path(out), _model_name(model)
-    with _locked(out):
-        check_output(out, "embeddings", replaces=False, inputs=_input_paths(corpus, model))
-        _check_inputs(model, corpus)
-
-        from accelerate import PartialState
-
-        from seedr.data.corpus import count_documents, read_corpus
-        from seedr.retrieval.embeddings import MANIFEST
-        from seedr.retrieval.encode import TextEncoder, encode_corpus_to_shards, model_defaults
-        from seedr.retrieval.long_documents import long_document_passages
-
-        state = PartialState(cpu=device == "cpu")  # the launcher's process group; one process without one
-        defaults = model_defaults(model)
-        encoder = TextEncoder(model, pooling=pooling or defaults["pooling"],
-                              normalize=defaults["normalize"] if normalize is None else normalize,
-                              max_length=max_length or defaults["max_length"],
-                              device=state.device if device in (None, "cuda") else device, dtype=compute_dtype,
-                              document_prefix=document_prefix, title=title)
-        documents = read_corpus(corpus)
-        # for the progress bar's ETA (None when the format cannot tell cheaply)
-        total = count_documents(corpus) if _is_paths(corpus) else _length(corpus)
-        if limit is not None:
-            documents = islice(documents, limit)
-            total = min(limit, total) if total is not None else None
-        extra = {}
-        if long_documents is not None:
-            total = None  # passages, not documents
-            documents = long_document_passages(documents, encoder.tokenizer, long_documents, encoder.max_length)
-            extra = {"long_documents": long_documents}
-        target = encode_corpus_to_shards(encoder, documents, out, shard_size=shard_size, dtype=dtype,
-                                         batch_size=batch_size, extra_settings=extra, total=total,
-                                         show_progress=show_progress and state.is_local_main_process,
-                                         rank=state.process_index, world_size=state.num_processes)
-    # No barrier: a process whose shards were done before a resume would wait, perhaps past the process
-    # group's timeout, for the others; the last process to finish writes the manifest instead.
-    return Embeddings(target, corpus, complete=(target / MANIFEST).exists())
+    encoded = encoding.run(config)
+    return Embeddings(encoded.path, config.corpus, complete=encoded.complete)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -130,7 +82,7 @@ class Index:
                  model: str | os.PathLike | None = None, mmap: bool = False, device: str | None = None) -> None:
         self.path = Path(path)
         self.corpus = corpus
-        self.model = _model_name(model)
+        self.model = model_name(model)
         self.mmap = mmap
         self.device = device
 
@@ -204,8 +156,8 @@ def index(embeddings: str | os.PathLike, out: str | os.PathLike, *, factory: str
     from seedr.retrieval.faiss_index import DenseIndex
 
     out = Path(out)
-    with _locked(out):
-        check_output(out, "faiss index", overwrite=overwrite, inputs=_input_paths(embeddings))
+    with locked(out):
+        check_output(out, "faiss index", overwrite=overwrite, inputs=input_paths(embeddings))
         manifest = read_manifest(embeddings)
         ids, vectors = load_embeddings(embeddings)
         built = DenseIndex.build(vectors, ids, factory=factory, metric=metric, train_sample=train_sample, seed=seed,
@@ -271,16 +223,16 @@ def search(out: str | os.PathLike | None = None, *, queries: Source | Mapping[st
     sources = [source for source in (queries, questions, reqa) if source is not None]
     if len(sources) != 1:
         raise ValueError("give exactly one of queries (--queries), questions (--questions), reqa (--reqa)")
-    model = _model_name(model)
+    model = model_name(model)
     dense = index is not None or (reqa is not None and model is not None)
     if bm25 == dense:
         raise ValueError("choose one way to search: bm25 (--bm25), or a dense index (--index; reqa: a dense model)")
-    read = _input_paths(queries, questions, reqa, corpus, index, model)
+    read = input_paths(queries, questions, reqa, corpus, index, model)
     if bm25 and bm25_index is not None and (corpus is not None or reqa is not None):  # it will be written
         check_output(bm25_index, "BM25 index", overwrite=overwrite, inputs=read, option="--bm25-index")
     if out is not None:  # nor the run inside a BM25 index, read or written
-        check_output(out, "TREC run", overwrite=overwrite, inputs=[*read, *_input_paths(bm25_index)])
-    _check_inputs(model, corpus)
+        check_output(out, "TREC run", overwrite=overwrite, inputs=[*read, *input_paths(bm25_index)])
+    check_inputs(model, corpus)
     reqa_task = None  # the questions come from the evaluation task `seedr evaluate` scores them with
     if reqa is not None:
         from seedr.evaluation.reqa import ReqaTask  # faiss, for its candidates' index
@@ -291,7 +243,7 @@ def search(out: str | os.PathLike | None = None, *, queries: Source | Mapping[st
         texts = QaCoverageTask(questions).queries()
         kind, files = "questions", input_files(questions, "questions")
     else:
-        given_paths = _is_paths(queries)
+        given_paths = is_paths(queries)
         texts = {str(qid): str(text) for qid, text in queries.items()} if isinstance(queries, Mapping) \
             else read_queries(queries)
         kind, files = "queries", input_files(queries, "queries") if given_paths else []
@@ -302,7 +254,7 @@ def search(out: str | os.PathLike | None = None, *, queries: Source | Mapping[st
     from seedr.retrieval.search import search_text
 
     # the BM25 index written and the run: all or nothing (the index is moved into place after the run)
-    with _locked(out), contextlib.ExitStack() as written:
+    with locked(out), contextlib.ExitStack() as written:
         if bm25:
             if corpus is None and reqa_task is None:
                 if bm25_index is None:
@@ -313,7 +265,7 @@ def search(out: str | os.PathLike | None = None, *, queries: Source | Mapping[st
                     documents, total = reqa_task.documents(), len(reqa_task.candidates)
                 else:
                     documents = read_corpus(corpus)
-                    total = count_documents(corpus) if _is_paths(corpus) else _length(corpus)
+                    total = count_documents(corpus) if is_paths(corpus) else length_of(corpus)
                 searcher = BM25Index.build(documents, k1=k1, b=b, show_progress=show_progress, total=total)
                 if bm25_index is not None:
                     searcher.save_into(written.enter_context(atomic_directory(bm25_index)))

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from seedr.api.arguments import checks_arguments
-from seedr.api.common import CONFIG_STAGES, Settings, Source, _is_paths, _locked, _model_name, _paths
+from seedr.pipeline.common import CONFIG_STAGES, Settings, Source, is_paths, locked, model_name, path_strings
 from seedr.api.setting_options import SETTING_OPTIONS, documents_settings
 from seedr.config.loading import from_dict, merge_settings, read_recipe
 from seedr.config.objective_options import OBJECTIVE_OPTIONS
@@ -112,9 +112,9 @@ def _stage_options(stage: str, options: Mapping[str, Any]) -> dict[str, Any]:
         if value is None:
             continue
         if name == "corpus":
-            value = _paths(value)
+            value = path_strings(value)
         elif name in ("model", "tokenizer", "train", "dev_qrels", "dev_queries", "dev_corpus"):
-            value = _model_name(value)
+            value = model_name(value)
         given[keys[name]] = value
     return given
 
@@ -171,10 +171,10 @@ def pretrain(out: str | os.PathLike, *, config: str | os.PathLike | None = None,
     if model is not None and size is not None:
         raise ValueError("model (continue from a checkpoint) and size (from scratch) exclude each other")
     out = Path(out)
-    in_memory = corpus is not None and not _is_paths(corpus)
+    in_memory = corpus is not None and not is_paths(corpus)
     resolved = resolve_settings("pretrain", config, settings, objective=objective, model=model, size=size,
                                 tokenizer=tokenizer, corpus=None if in_memory else corpus)
-    with _locked(out):
+    with locked(out):
         check_run_folder(out, resume)  # before anything is loaded or tokenised
         _check_pretraining_inputs(resolved)  # then what it reads: both before torch loads, in a second
 
@@ -231,7 +231,7 @@ def finetune(out: str | os.PathLike, *, model: str | os.PathLike | None = None,
                                 seeds=list(seeds) if seeds is not None else None)
     if not resolved.train_data:
         raise ValueError("no training data: give train= (--train), or train_data in the recipe")
-    with _locked(out):
+    with locked(out):
         check_run_folder(out, resume)  # before anything is loaded or mined
         _check_finetuning_inputs(resolved)  # then what it reads: both before torch loads, in a second
 
@@ -291,7 +291,7 @@ def ance_refresh(out: str | os.PathLike | None = None, *, model: str | os.PathLi
     if out is None:
         raise ValueError(f"{checkpoint} is not a trainer checkpoint (no {TRAINER_STATE}): give the output folder")
     out = Path(out)
-    with _locked(out):
+    with locked(out):
         # a refresh replaces its folder whole: never another kind of folder (a run given as out by mistake)
         check_output(out, "negatives", replaces=True, overwrite=True)
         from seedr.data.training_sets import load_training_set

@@ -1,4 +1,5 @@
-"""What the API's stages share: the types of their arguments and how paths, rows and runs are told apart."""
+"""What the stages share: the types of their inputs, how paths, rows and runs are told apart, and the lock
+held on an output for a whole call."""
 
 from __future__ import annotations
 
@@ -22,7 +23,7 @@ Paths = str | os.PathLike | Sequence[str | os.PathLike]
 CONFIG_STAGES = ("pretrain", "finetune")
 
 
-def _is_paths(source: Source) -> bool:
+def is_paths(source: Source) -> bool:
     """Whether ``source`` names files (a path, or a list of paths) rather than holding rows in memory."""
     if isinstance(source, str | os.PathLike):
         return True
@@ -30,34 +31,34 @@ def _is_paths(source: Source) -> bool:
             and all(isinstance(item, str | os.PathLike) for item in source))
 
 
-def _paths(source: Source) -> list[str]:
+def path_strings(source: Source) -> list[str]:
     """A path or several as the strings a config holds."""
     return [os.fspath(source)] if isinstance(source, str | os.PathLike) else [os.fspath(item) for item in source]
 
 
-def _input_paths(*sources: Any) -> list[Path]:
+def input_paths(*sources: Any) -> list[Path]:
     """The existing files and folders among a command's inputs (paths, lists of paths, run objects; rows in
     memory and built-in model names are none), for ``seedr.io.check_output`` to keep its output apart."""
     found = []
     for source in sources:
         if source is None or isinstance(source, Mapping) or not (
-                isinstance(source, str | os.PathLike) or _is_paths(source)):
+                isinstance(source, str | os.PathLike) or is_paths(source)):
             continue
         try:
-            named = _paths(source)
+            named = path_strings(source)
         except TypeError:  # a run held in memory only (``SearchRun`` of ``search(out=None)``)
             continue
         found += [Path(path) for path in named if Path(path).exists()]
     return found
 
 
-def _model_name(model: str | os.PathLike | None) -> str | None:
+def model_name(model: str | os.PathLike | None) -> str | None:
     """A model as a config names it: a built-in name, a folder, or a ``TrainingRun`` (its folder)."""
     return None if model is None else os.fspath(model)
 
 
 @contextmanager
-def _locked(out: str | os.PathLike | None) -> Iterator[None]:
+def locked(out: str | os.PathLike | None) -> Iterator[None]:
     """Hold ``seedr.io.output_lock`` on ``out`` for the whole call, so two runs, from Python or the
     shell, never write one output at once. Under a launcher (``torchrun``, ``accelerate launch``) only the
     main process (``RANK`` 0) holds it."""
@@ -67,7 +68,7 @@ def _locked(out: str | os.PathLike | None) -> Iterator[None]:
         yield
 
 
-def _length(rows: Any) -> int | None:
+def length_of(rows: Any) -> int | None:
     """How many rows an in-memory source holds, when it can tell (a generator cannot)."""
     try:
         return len(rows)
