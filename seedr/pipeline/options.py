@@ -15,7 +15,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import numbers
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 #: The metadata key of a field's ``Option``.
@@ -94,6 +94,8 @@ class Option:
             corpus the API also takes as rows in memory).
         positional: the API takes it by position too (``encode(model, corpus, out)``), in field order.
         command_line: the command offers it (an in-memory ``show_progress``, say, it does not).
+        argument: the command takes it as a positional argument (``seedr fuse a.trec b.trec``), not an option.
+        parser: how the command line reads its text, where typer cannot (``--lengths 32,64``).
     """
 
     help: str
@@ -102,14 +104,16 @@ class Option:
     cli_type: Any = None
     positional: bool = False
     command_line: bool = True
+    argument: bool = False
+    parser: Callable[[str], Any] | None = None
 
 
 def option(default: Any = dataclasses.MISSING, *, help: str, bound: Bound | None = None, flag: str | None = None,
-           cli_type: Any = None, positional: bool = False, command_line: bool = True,
-           default_factory: Any = dataclasses.MISSING) -> Any:
+           cli_type: Any = None, positional: bool = False, command_line: bool = True, argument: bool = False,
+           parser: Callable[[str], Any] | None = None, default_factory: Any = dataclasses.MISSING) -> Any:
     """A config field declared as an option (``Option``): ``max_length: int | None = option(None, help=...,
     bound=AT_LEAST_ONE)``. Without ``default`` (or ``default_factory``) the option is required."""
-    metadata = {OPTION: Option(help, bound, flag, cli_type, positional, command_line)}
+    metadata = {OPTION: Option(help, bound, flag, cli_type, positional, command_line, argument, parser)}
     return dataclasses.field(default=default, default_factory=default_factory, metadata=metadata)
 
 

@@ -59,8 +59,11 @@ def _parameter(field: dataclasses.Field, declared_option: Option, hints: dict[st
     kind = declared_option.cli_type or hints[field.name]
     if has_default(field) and default_of(field) is None and type(None) not in typing.get_args(kind):
         kind = kind | None  # an option left out stays None, for the config to choose
-    typer_option = typer.Option(*flag_of(field, declared_option).split(" "), help=declared_option.help,
-                                **option_range(declared_option.bound, field.name))
+    shown = option_range(declared_option.bound, field.name)
+    if declared_option.parser is not None:  # its own reading; the bound is the config's to check
+        shown = {"parser": declared_option.parser, "metavar": shown.get("metavar")}
+    typer_option = typer.Argument(help=declared_option.help, **shown) if declared_option.argument else \
+        typer.Option(*flag_of(field, declared_option).split(" "), help=declared_option.help, **shown)
     default = default_of(field) if has_default(field) else inspect.Parameter.empty
     return inspect.Parameter(field.name, inspect.Parameter.KEYWORD_ONLY, default=default,
                              annotation=Annotated[kind, typer_option])
