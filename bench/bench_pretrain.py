@@ -363,7 +363,8 @@ def run(tiny: bool, threads: int) -> Section:
         "full sequences (B × T tokens per step, no padding); the same sequences for every system"),
         "precision: float32 for every system unless marked bf16 (autocast)",
         "each system starts from a fresh BERT of the shape; AdamW, lr 1e-4; dropout 0.1",
-        "FLOP ratios: matrix multiplications only (bench/flops.py); time ratio = (mlm tokens/s) / (x tokens/s)",
+        "FLOP ratios: each objective's declared count (bench/flops.py: matrix products and attention, held within 5% of "
+        "FlopCounterMode by tests/test_measured_compute.py); time ratio = (mlm tokens/s) / (x tokens/s)",
     ])
     for position, setting in enumerate(settings(tiny)):
         examples = packed_sequences(tokenizer, setting.batch * setting.total_steps, setting.length)
