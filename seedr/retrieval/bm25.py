@@ -25,15 +25,19 @@ from pathlib import Path
 
 import bm25s
 import numpy as np
+import scipy.sparse
 import Stemmer
 from bm25s.tokenization import Tokenizer
 from tqdm.auto import tqdm
 
 from seedr.data.records import Document, Run
 from seedr.data.runs import id_ranks
+from seedr.retrieval.feedback import RM3, rm3_query
 from seedr.io import DataError, atomic_directory, iter_lines, read_json
 
 SETTINGS = "seedr_bm25.json"
+#: The documents' term counts in an index folder, for RM3 feedback.
+TERM_COUNTS = "term_counts.npz"
 
 
 @dataclass(frozen=True)
@@ -70,8 +74,9 @@ class BM25Index:
     """
 
     def __init__(self, retriever: bm25s.BM25, tokenizer: Tokenizer, ids: list[str],
-                 settings: BM25Settings) -> None:
+                 settings: BM25Settings, term_counts: scipy.sparse.csr_matrix | None = None) -> None:
         self.retriever, self.tokenizer, self.ids, self.settings = retriever, tokenizer, ids, settings
+        self.term_counts = term_counts  # documents x terms, raw counts: RM3's P(t|d) (``search_rm3``)
         self._id_rank = id_ranks(ids)
 
     @classmethod
@@ -99,7 +104,7 @@ class BM25Index:
         tokens = tokenizer.tokenize(texts, update_vocab=True, return_as="tuple", show_progress=show_progress)
         retriever = bm25s.BM25(k1=k1, b=b, method=method)
         retriever.index(tokens, show_progress=show_progress)
-        return cls(retriever, tokenizer, ids, settings)
+        return cls(retriever, tokenizer, ids, settings, _term_counts(tokens.ids, len(tokens.vocab)))
 
     def search(self, queries: dict[str, str], k: int = 1000, show_progress: bool = False) -> Run:
         """Top ``k`` documents of each query by BM25 score, ties by document id."""
@@ -111,6 +116,34 @@ class BM25Index:
         for qid, token_ids in tqdm(zip(qids, tokens), total=len(qids), desc="bm25", unit="query",
                                    disable=not show_progress):
             scores = self.retriever.get_scores_from_ids(token_ids)  # (N,)
+            positions = top_k_positions(scores, k, self._id_rank)
+            run[qid] = {self.ids[p]: float(scores[p]) for p in positions}
+        return run
+
+    def search_rm3(self, queries: dict[str, str], k: int = 1000, feedback: RM3 | None = None,
+                   show_progress: bool = False) -> Run:
+        """Top ``k`` documents of each query after RM3 feedback (``seedr.retrieval.feedback``): a first BM25
+        pass, the query expanded from its top documents, then BM25 of the weighted query (ties by id)."""
+        if self.term_counts is None:
+            raise ValueError(f"this BM25 index holds no term counts ({TERM_COUNTS}), which RM3 needs: it was "
+                             f"saved by an older seedr; build it again")
+        feedback = feedback or RM3()
+        vocabulary = [""] * len(self.tokenizer.get_vocab_dict())
+        for text, term in self.tokenizer.get_vocab_dict().items():
+            vocabulary[term] = text
+        qids = list(queries)
+        tokens = self.tokenizer.tokenize([queries[qid] for qid in qids], update_vocab=False, return_as="ids",
+                                         show_progress=False)
+        run: Run = {}
+        for qid, token_ids in tqdm(zip(qids, tokens), total=len(qids), desc="bm25+rm3", unit="query",
+                                   disable=not show_progress):
+            first = self.retriever.get_scores_from_ids(token_ids)
+            top = top_k_positions(first, feedback.documents, self._id_rank)
+            weights = rm3_query(list(token_ids), top, first[top], self.term_counts, vocabulary, feedback) \
+                if len(token_ids) else {}
+            scores = np.zeros(len(self.ids), dtype=np.float64)
+            for term, weight in weights.items():
+                scores += weight * self.retriever.get_scores_from_ids([term])
             positions = top_k_positions(scores, k, self._id_rank)
             run[qid] = {self.ids[p]: float(scores[p]) for p in positions}
         return run
@@ -130,6 +163,8 @@ class BM25Index:
         self.tokenizer.save_vocab(str(folder))
         (folder / "ids.txt").write_text("".join(f"{i}\n" for i in self.ids), encoding="utf-8")
         (folder / SETTINGS).write_text(json.dumps(asdict(self.settings), indent=2), encoding="utf-8")
+        if self.term_counts is not None:
+            scipy.sparse.save_npz(folder / TERM_COUNTS, self.term_counts)
 
     @classmethod
     def load(cls, directory: str | os.PathLike) -> BM25Index:
@@ -151,4 +186,22 @@ class BM25Index:
         ids = [doc_id for _, doc_id in iter_lines(directory / "ids.txt")]
         if len(ids) != retriever.scores["num_docs"]:
             raise DataError(directory / "ids.txt", f"{len(ids)} ids for {retriever.scores['num_docs']} documents")
-        return cls(retriever, tokenizer, ids, settings)
+        term_counts = None  # an index saved before RM3 was offered has none: it still searches
+        if (directory / TERM_COUNTS).exists():
+            try:
+                term_counts = scipy.sparse.load_npz(directory / TERM_COUNTS).tocsr()
+            except (OSError, ValueError) as error:
+                raise DataError(directory / TERM_COUNTS, f"unreadable term counts ({error})") from None
+            if term_counts.shape[0] != len(ids):
+                raise DataError(directory / TERM_COUNTS, f"{term_counts.shape[0]} rows for {len(ids)} documents")
+        return cls(retriever, tokenizer, ids, settings, term_counts)
+
+
+def _term_counts(documents: list[list[int]], vocabulary_size: int) -> scipy.sparse.csr_matrix:
+    """Documents x terms raw counts of tokenised ``documents`` (RM3's ``P(t|d)``)."""
+    rows = np.repeat(np.arange(len(documents)), [len(terms) for terms in documents])
+    columns = np.fromiter((term for terms in documents for term in terms), dtype=np.int64, count=len(rows))
+    counts = scipy.sparse.csr_matrix((np.ones(len(rows), dtype=np.float32), (rows, columns)),
+                                     shape=(len(documents), vocabulary_size))
+    counts.sum_duplicates()
+    return counts

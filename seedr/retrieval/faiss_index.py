@@ -288,6 +288,7 @@ class DenseIndex:
     ids: list[str]
     config: dict[str, Any]
     _id_rank: np.ndarray = field(init=False, repr=False)
+    _positions: dict[str, int] | None = field(default=None, init=False, repr=False)  # by ``vectors``, once
 
     def __post_init__(self) -> None:
         if self.index.ntotal != len(self.ids):
@@ -359,6 +360,17 @@ class DenseIndex:
                   "created": datetime.now(UTC).isoformat(timespec="seconds"),
                   "faiss": faiss.__version__}
         return cls(index, list(ids), config)
+
+    def vectors(self, ids: list[str]) -> np.ndarray:
+        """The indexed vectors of documents ``ids`` (as the index stores them: a PQ index's are its codes'
+        reconstructions), for pseudo-relevance feedback (``seedr.retrieval.feedback``)."""
+        if self._positions is None:
+            self._positions = {doc: position for position, doc in enumerate(self.ids)}
+            ivf = faiss.try_extract_index_ivf(self.index)
+            if ivf is not None:  # an inverted file finds a vector by its id only through a direct map
+                ivf.make_direct_map()
+        positions = np.array([self._positions[doc] for doc in ids], dtype=np.int64)
+        return self.index.reconstruct_batch(positions)
 
     def set_search_parameters(self, **parameters: float) -> None:
         """Set faiss search-time parameters, e.g. ``nprobe=64`` (IVF) or ``efSearch=128`` (HNSW)."""
