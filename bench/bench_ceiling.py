@@ -90,7 +90,7 @@ def run(tiny: bool, threads: int) -> Section:
     from bench_pretrain import packed_sequences
 
     from seedr.config.settings import TrainConfig
-    from seedr.training.engine.optim import build_optimizer
+    from seedr.engine.optim import build_optimizer
     from seedr.modeling.encoder import build_encoder, load_tokenizer
     from seedr.objectives.mlm import MaskedLanguageModel
 

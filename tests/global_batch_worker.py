@@ -20,8 +20,8 @@ from conftest import SHARED_DATA  # noqa: E402
 from helpers import tiny_bert, wiki_token_ids  # noqa: E402
 
 from seedr.data.training_sets import load_training_set  # noqa: E402
-from seedr.training.engine.gradient_cache import average_gradients, gradient_cache_step  # noqa: E402
 from seedr.losses import NLLLoss, Similarity  # noqa: E402
+from seedr.losses.gradient_cache import average_gradients, gradient_cache_step  # noqa: E402
 from seedr.modeling.encoder import load_tokenizer  # noqa: E402
 from seedr.objectives.base import ObjectiveOutput  # noqa: E402
 from seedr.objectives.cpdae import Cpdae, CpdaeConfig  # noqa: E402

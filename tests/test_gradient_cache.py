@@ -1,4 +1,4 @@
-"""GradCache (``seedr.training.engine.gradient_cache``) and the global batch (``train.global_batch_size``): a
+"""GradCache (``seedr.losses.gradient_cache``) and the global batch (``train.global_batch_size``): a
 GradCache step is the plain big-batch step — for the two-tower softmax on real ICT pairs and for DPR's
 in-batch NLL on SciFact, directly and through the ``Trainer`` —, dropout masks are replayed, and the
 global batch sets the gradient accumulation or is refused when it does not divide."""
@@ -16,9 +16,9 @@ from helpers import tiny_bert
 from seedr.config.settings import TrainConfig
 from seedr.data.articles import read_articles
 from seedr.data.training_sets import load_training_set
-from seedr.training.engine.gradient_cache import gradient_cache_step
-from seedr.training.engine.trainer import Trainer
+from seedr.engine.trainer import Trainer
 from seedr.losses import NLLLoss, Similarity
+from seedr.losses.gradient_cache import gradient_cache_step
 from seedr.objectives.cpdae import Cpdae
 from seedr.objectives.ict import ICTObjective, ICTPairs
 from seedr.objectives.two_tower import PairConfig, PairData, TwoTowerConfig

@@ -12,7 +12,7 @@ import torch
 from helpers import tiny_bert, wiki_token_ids
 
 from seedr.config.loading import from_dict
-from seedr.training.engine.part_gradients import gradient_shares, part_gradient_norms
+from seedr.engine.part_gradients import gradient_shares, part_gradient_norms
 from seedr.io import DataError
 from seedr.objectives import OBJECTIVES
 from seedr.objectives.cpdae import (

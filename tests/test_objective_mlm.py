@@ -140,7 +140,7 @@ def test_continuing_from_a_seedr_run_keeps_its_trained_head(wiki_shard, tmp_path
     from safetensors.torch import load_file
     from test_diagnostics import tiny_run
 
-    from seedr.training.engine.checkpoint import latest_checkpoint, model_weights_path
+    from seedr.engine.checkpoint import latest_checkpoint, model_weights_path
 
     run = tiny_run(wiki_shard, tmp_path / "mlm", "mlm")
     trained = load_file(str(model_weights_path(latest_checkpoint(run))))

@@ -261,7 +261,7 @@ def test_mixture_trains_in_the_shared_trainer_and_writes_its_encoder(tokenizer, 
     from sentence_transformers import SentenceTransformer
 
     from seedr.config.settings import TrainConfig
-    from seedr.training.engine.trainer import Trainer
+    from seedr.engine.trainer import Trainer
     from seedr.objectives.two_tower import pair_data_for
 
     config = TwoTowerConfig(document_max_length=64, projection_dim=16, pairs=PairConfig(max_articles=60))

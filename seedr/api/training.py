@@ -63,7 +63,7 @@ def resolve_settings(stage: str, config: str | os.PathLike | None = None, settin
         options_class = OBJECTIVE_OPTIONS.get(resolved.objective_name)
         resolved.objective = dataclasses.asdict(from_dict(options_class, resolved.objective, "objective"))
     if resolved.train.report_to:  # Accelerate, and torch with it, only when trackers are asked for
-        from seedr.training.engine.run_metrics import check_trackers
+        from seedr.engine.run_metrics import check_trackers
 
         check_trackers(resolved.train.report_to)
     if processes is not None:
@@ -284,8 +284,8 @@ def ance_refresh(out: str | os.PathLike | None = None, *, model: str | os.PathLi
         raise ValueError("no training data: give --train (or train_data in the recipe)")
     checkpoint = Path(resolved.model)
     if out is None and (checkpoint / TRAINER_STATE).exists():
+        from seedr.engine.checkpoint import read_position
         from seedr.negatives.ance import refresh_folder
-        from seedr.training.engine.checkpoint import read_position
 
         out = refresh_folder(checkpoint.parent.parent, read_position(checkpoint)["step"])
     if out is None:

@@ -289,7 +289,7 @@ class DataConfig:
             folders (``seedr.data.inputs.input_files``); empty = the embedded default corpus (token objectives).
         format: corpus format name, or ``auto``.
         max_seq_length: tokens per example, [CLS] and [SEP] included (all three papers: 512).
-        packing: how examples are cut from documents (``seedr.training.engine.shards.PACKINGS``).
+        packing: how examples are cut from documents (``seedr.data.shards.PACKINGS``).
         max_documents: read at most this many documents (token objectives), e.g. for CPU-scale runs.
         shards: token shard folder to use or create; default ``<out>/../shards/<key>``.
     """

@@ -14,8 +14,8 @@ from torch import nn
 from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
 from seedr.config.settings import MAX_LENGTH
-from seedr.training.engine.batches import TrainData
-from seedr.training.engine.shards import TokenShardData
+from seedr.data.shards import TokenShardData
+from seedr.engine.batches import TrainData
 from seedr.modeling.encoder import save_encoder
 from seedr.modeling.folders import EncoderShape
 from seedr.modeling.outputs import ObjectiveOutput

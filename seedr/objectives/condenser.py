@@ -42,7 +42,7 @@ from transformers.masking_utils import create_bidirectional_mask
 from transformers.models.bert.modeling_bert import BertLayer
 
 from seedr.config.objective_options import CondenserConfig
-from seedr.training.engine.checkpoint import run_part_weights
+from seedr.engine.checkpoint import run_part_weights
 from seedr.modeling.folders import EncoderShape
 from seedr.objectives.base import OBJECTIVES, ObjectiveOutput
 from seedr.objectives.mlm import MaskedLanguageModel

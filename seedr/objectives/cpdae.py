@@ -64,7 +64,7 @@ from torch.nn import functional as F
 from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
 from seedr.config.objective_options import CpdaeClsConfig, CpdaeConfig
-from seedr.training.engine.run_state import process_state
+from seedr.engine.run_state import process_state
 from seedr.losses.gather import gather_rows, row_offset, world_size
 from seedr.modeling.bow_decoder import BagOfWordsDecoder, at_least_float32, word_distribution
 from seedr.modeling.encoder import pool

@@ -17,7 +17,7 @@ from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
 from seedr.config.objective_options import MLMConfig
 from seedr.config.settings import MAX_LENGTH
-from seedr.training.engine.checkpoint import run_part_weights
+from seedr.engine.checkpoint import run_part_weights
 from seedr.io import DataError
 from seedr.modeling.folders import EncoderShape
 from seedr.modeling.mlm_head import MaskedLMHead

@@ -53,7 +53,7 @@ from torch.nn import functional as F
 from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
 from seedr.config.objective_options import AUTO_STATISTICS, PropConfig
-from seedr.training.engine.run_state import process_state
+from seedr.engine.run_state import process_state
 from seedr.modeling.bow_decoder import at_least_float32
 from seedr.modeling.encoder import pool
 from seedr.modeling.folders import EncoderShape

@@ -42,10 +42,10 @@ from seedr.data.articles import read_articles
 from seedr.data.glossary import read_glossary
 from seedr.data.links import recover_title_links
 from seedr.data.records import Article
-from seedr.training.engine.gradient_cache import GradientCacheSplit
 from seedr.io import DataError, iter_jsonl
 from seedr.losses.base import Similarity, in_batch_false_negatives
 from seedr.losses.gather import document_key
+from seedr.losses.gradient_cache import GradientCacheSplit
 from seedr.losses.in_batch_softmax import InBatchSoftmaxLoss
 from seedr.modeling.folders import EncoderShape
 from seedr.modeling.projection import Projection

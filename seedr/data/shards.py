@@ -249,7 +249,7 @@ def read_manifest(directory: str | os.PathLike) -> dict[str, Any]:
     path = Path(directory) / MANIFEST
     if not path.exists():
         raise DataError(path, "no token shards here (manifest.json is missing); shards are written by "
-                              "seedr.training.engine.shards.write_token_shards (seedr pretrain does it for you)")
+                              "seedr.data.shards.write_token_shards (seedr pretrain does it for you)")
     try:
         manifest = json.loads(path.read_text(encoding="utf-8"))
     except json.JSONDecodeError as error:

@@ -19,7 +19,7 @@ from transformers import get_scheduler
 
 
 class OptimizerSettings(Protocol):
-    """What the optimiser and schedule read from a training config (``seedr.training.engine.trainer.TrainConfig``
+    """What the optimiser and schedule read from a training config (``seedr.engine.trainer.TrainConfig``
     has them); a protocol, so this module does not import the trainer that imports it."""
 
     learning_rate: float

@@ -13,9 +13,9 @@ from accelerate import Accelerator
 from torch import Tensor, nn
 
 from seedr.config.settings import TrainConfig
-from seedr.training.engine.batches import isolated_rng
-from seedr.training.engine.checkpoint import latest_checkpoint
-from seedr.training.engine.gradient_cache import gradient_cache_loss
+from seedr.engine.batches import isolated_rng
+from seedr.engine.checkpoint import latest_checkpoint
+from seedr.losses.gradient_cache import gradient_cache_loss
 
 
 class NonFiniteLossError(ValueError):

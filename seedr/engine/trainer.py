@@ -12,7 +12,7 @@ defers to the Accelerate launch config, so ``accelerate launch --mixed_precision
 ``batch_size × gradient_accumulation_steps × processes`` (SEED-Encoder: 256; CPDAE: 64); recipes state
 the paper's ``global_batch_size`` instead and the accumulation follows from the number of processes.
 With ``gradient_cache`` the whole per-process batch enters one loss through GradCache
-(``seedr.training.engine.gradient_cache``). On a machine without an accelerator the ``Accelerator`` is made
+(``seedr.losses.gradient_cache``). On a machine without an accelerator the ``Accelerator`` is made
 with ``cpu=True``, which is what makes ``torchrun`` start a real gloo process group on CPUs (without it
 every process would silently train alone).
 ``save_product`` receives the unwrapped model on the main process, so under FSDP or DeepSpeed ZeRO-3
@@ -22,9 +22,9 @@ the Accelerate config must gather full weights for saving (FSDP ``FULL_STATE_DIC
 The model is an ``nn.Module`` whose ``forward(**batch)`` returns
 ``seedr.objectives.base.ObjectiveOutput(loss, parts)``; ``loss`` is back-propagated, every part is
 logged under its name, and — for a loss of several differentiable parts — each part's gradient norm on
-the encoder as ``grad_norm/<part>`` every ``log_every`` steps (``seedr.training.engine.part_gradients``; on the
+the encoder as ``grad_norm/<part>`` every ``log_every`` steps (``seedr.engine.part_gradients``; on the
 last micro-batch of the step, averaged over processes; not under ``gradient_cache``). What a run writes
-(see ``seedr.training.engine.checkpoint``): ``out/encoder/`` (the product), ``out/checkpoints/step-N/``, ``out/metrics.jsonl`` (one JSON line per logged step),
+(see ``seedr.engine.checkpoint``): ``out/encoder/`` (the product), ``out/checkpoints/step-N/``, ``out/metrics.jsonl`` (one JSON line per logged step),
 ``out/config.yaml`` + ``out/run.json`` (``seedr.provenance.record_run``; ``train.gradient_accumulation_steps``
 as the run used it, and the ``code_fingerprint`` of the code that started the run), and with
 ``train.report_to`` the same lines to Accelerate's experiment trackers (TensorBoard's files in
@@ -73,13 +73,8 @@ from tqdm.auto import tqdm
 from seedr.config.loading import to_dict
 from seedr.config.settings import TrainConfig
 from seedr.data.training_log import METRICS, append_metrics, read_metrics
-from seedr.hardware import resolve_mixed_precision
-from seedr.io import DataError, atomic_write
-from seedr.io.run_folders import already_a_run, changed_settings, stored_paths
-from seedr.io.stops import keeps
-from seedr.provenance import code_fingerprint, other_code, record_run
-from seedr.training.engine.batches import IndexedDataset, SeededCollate, TrainData
-from seedr.training.engine.checkpoint import (
+from seedr.engine.batches import IndexedDataset, SeededCollate, TrainData
+from seedr.engine.checkpoint import (
     STATE,
     checkpoint_path,
     latest_checkpoint,
@@ -93,16 +88,21 @@ from seedr.training.engine.checkpoint import (
     save_checkpoint,
     verify_checkpoint,
 )
-from seedr.training.engine.divergence import (
+from seedr.engine.divergence import (
     stop_if_gradients_not_finite,
     stop_if_loss_not_finite,
     stop_if_weights_not_good,
 )
-from seedr.training.engine.gradient_cache import GradientCacheModel, average_gradients, gradient_cache_step
-from seedr.training.engine.optim import build_optimizer, build_scheduler
-from seedr.training.engine.part_gradients import part_gradient_norms
-from seedr.training.engine.run_metrics import TRACKERS, RunningMeans, check_trackers, flat_settings
-from seedr.training.engine.run_state import SAFE_TO_CHANGE_ON_RESUME, process_state, uses_cpu
+from seedr.engine.optim import build_optimizer, build_scheduler
+from seedr.engine.part_gradients import part_gradient_norms
+from seedr.engine.run_metrics import TRACKERS, RunningMeans, check_trackers, flat_settings
+from seedr.engine.run_state import SAFE_TO_CHANGE_ON_RESUME, process_state, uses_cpu
+from seedr.hardware import resolve_mixed_precision
+from seedr.io import DataError, atomic_write
+from seedr.io.run_folders import already_a_run, changed_settings, stored_paths
+from seedr.io.stops import keeps
+from seedr.losses.gradient_cache import GradientCacheModel, average_gradients, gradient_cache_step
+from seedr.provenance import code_fingerprint, other_code, record_run
 
 
 class Callback:

@@ -37,6 +37,7 @@ from safetensors import safe_open
 from safetensors.torch import save_file
 
 from seedr.io import DataError, atomic_directory, check_output, output_lock
+from seedr.io.run_folders import PRODUCT, list_checkpoints
 from seedr.modeling.encoder import (
     PLACEHOLDER_POOLER,
     POOLER_KEYS,
@@ -46,7 +47,6 @@ from seedr.modeling.encoder import (
     resolve_model_path,
 )
 from seedr.modeling.model_card import portable_name, write_model_card
-from seedr.training.engine.checkpoint import PRODUCT, list_checkpoints
 
 #: The record of an averaged encoder: its members (paths and fingerprints) and their weights.
 AVERAGE_RECORD = "seedr_average.json"
