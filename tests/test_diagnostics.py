@@ -46,7 +46,8 @@ from seedr.diagnostics.measures import (
 )
 from seedr.engine.checkpoint import latest_checkpoint, model_weights_path
 from seedr.modeling.encoder import build_encoder
-from seedr.objectives.seed import SeedConfig, SeedEncoder
+from seedr.objectives.seed.objective import SeedEncoder
+from seedr.objectives.seed.options import SeedConfig
 from seedr.training.pretrain import pretrain
 
 runner = CliRunner()

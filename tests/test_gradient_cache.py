@@ -19,9 +19,11 @@ from seedr.data.training_sets import load_training_set
 from seedr.engine.trainer import Trainer
 from seedr.losses import NLLLoss, Similarity
 from seedr.losses.gradient_cache import gradient_cache_step
-from seedr.objectives.cpdae import Cpdae
-from seedr.objectives.ict import ICTObjective, ICTPairs
-from seedr.objectives.two_tower import PairConfig, PairData, TwoTowerConfig
+from seedr.objectives.cpdae.objective import Cpdae
+from seedr.objectives.ict.objective import ICTObjective
+from seedr.objectives.pair_tasks import ICTPairs
+from seedr.objectives.two_tower import PairData
+from seedr.objectives.two_tower_options import PairConfig, TwoTowerConfig
 from seedr.retrieval.dual_encoder import DualEncoder
 from seedr.training.finetune import FinetuneCollator, FinetuneExample
 

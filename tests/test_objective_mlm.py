@@ -13,7 +13,8 @@ from seedr.io import DataError
 from seedr.modeling.encoder import load_encoder
 from seedr.objectives import OBJECTIVES
 from seedr.objectives.masking import IGNORE_INDEX, mask_tokens, special_tokens_mask
-from seedr.objectives.mlm import MaskedLanguageModel, MLMConfig
+from seedr.objectives.mlm.objective import MaskedLanguageModel
+from seedr.objectives.mlm.options import MLMConfig
 
 
 @pytest.fixture(scope="module")

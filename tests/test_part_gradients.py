@@ -11,7 +11,8 @@ from helpers import tiny_bert, wiki_token_ids
 from test_trainer import TokenAutoencoder, run, shards  # noqa: F401  (the fixture)
 
 from seedr.engine.part_gradients import encoder_parameters, gradient_shares, part_gradient_norms
-from seedr.objectives.cpdae import Cpdae, CpdaeConfig
+from seedr.objectives.cpdae.objective import Cpdae
+from seedr.objectives.cpdae.options import CpdaeConfig
 from seedr.reporting.report import render_report
 
 

@@ -48,7 +48,8 @@ from seedr.io import (
 )
 from seedr.modeling.encoder import model_fingerprint, save_encoder
 from seedr.objectives.base import ObjectiveOutput
-from seedr.objectives.mlm import MaskedLanguageModel, MLMConfig
+from seedr.objectives.mlm.objective import MaskedLanguageModel
+from seedr.objectives.mlm.options import MLMConfig
 from seedr.training.finetune import DEV_SETTINGS
 
 runner = CliRunner()

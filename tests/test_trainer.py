@@ -30,7 +30,8 @@ from seedr.engine.trainer import Callback, Trainer
 from seedr.io.stops import stop_line
 from seedr.objectives.base import Objective, ObjectiveOutput
 from seedr.objectives.masking import pad_token_ids
-from seedr.objectives.mlm import MaskedLanguageModel, MLMConfig
+from seedr.objectives.mlm.objective import MaskedLanguageModel
+from seedr.objectives.mlm.options import MLMConfig
 
 SEQ_LEN = 64
 

@@ -8,7 +8,8 @@ They import neither torch, transformers, accelerate nor faiss, so that ``seedr p
 reaches for a library, only when the value needing it is given: ``train.report_to`` asks Accelerate
 which trackers it has. Every module imports these classes from here, their one home
 (``tests/test_import_graph.py`` says so). The pre-training objectives' options are in
-``seedr.config.objective_options``, torch-free for the same reason.
+their folders (``seedr/objectives/<name>/options.py``, through ``seedr.objectives.OBJECTIVES``), torch-free for the
+same reason.
 """
 
 from __future__ import annotations

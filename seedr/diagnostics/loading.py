@@ -56,7 +56,8 @@ from seedr.hardware import default_device
 from seedr.io import DataError, atomic_write
 from seedr.modeling.encoder import check_model_folder, load_encoder, load_tokenizer, resolve_model_path
 from seedr.objectives import OBJECTIVES
-from seedr.objectives.two_tower import PairConfig, pair_data_for
+from seedr.objectives.two_tower import pair_data_for
+from seedr.objectives.two_tower_options import PairConfig
 from seedr.retrieval.dual_encoder import DualEncoder
 from seedr.retrieval.encode import model_defaults
 

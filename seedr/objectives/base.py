@@ -51,7 +51,7 @@ class Objective(nn.Module):
     """Base class of pre-training objectives.
 
     Subclasses set ``name`` and ``config_class`` (the dataclass of their options, registered under the
-    objective's name in ``seedr.config.objective_options.OBJECTIVE_OPTIONS``, where settings are resolved without
+    objective's name in ``seedr.objectives.OBJECTIVES``, where settings are resolved without
     torch; it also says the pooled vector the objective trains, ``trained_representation``), build their
     auxiliary modules in ``__init__(encoder, tokenizer, config)``, and implement:
 

@@ -57,7 +57,8 @@ from seedr.io.run_folders import check_run_folder
 from seedr.modeling.bow_mlp import build_bow_mlp
 from seedr.modeling.encoder import build_encoder, check_lengths, load_encoder, load_tokenizer
 from seedr.modeling.folders import EncoderShape, encoder_shape
-from seedr.objectives import OBJECTIVES, Objective, PretrainingCorpus
+from seedr.objectives import OBJECTIVES
+from seedr.objectives.base import Objective, PretrainingCorpus
 from seedr.registry import Registry
 from seedr.training.compute_budget import apply_flops_budget
 from seedr.training.publish import describe_run
