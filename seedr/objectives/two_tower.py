@@ -23,7 +23,6 @@ import dataclasses
 import itertools
 import os
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -46,6 +45,7 @@ from seedr.losses.gradient_cache import GradientCacheSplit
 from seedr.losses.in_batch_softmax import InBatchSoftmaxLoss
 from seedr.modeling.folders import EncoderShape
 from seedr.modeling.projection import Projection
+from seedr.objectives import OBJECTIVES
 from seedr.objectives.base import Objective, ObjectiveOutput, PretrainingCorpus
 from seedr.objectives.pair_tasks import PAIR_TASKS, Pair, PairTask
 from seedr.objectives.two_tower_options import PairConfig, TwoTowerConfig
