@@ -90,9 +90,9 @@ def run(tiny: bool, threads: int) -> Section:
     from bench_pretrain import packed_sequences
 
     from seedr.config.settings import TrainConfig
-    from seedr.training.engine.optim import build_optimizer
+    from seedr.engine.optim import build_optimizer
     from seedr.modeling.encoder import build_encoder, load_tokenizer
-    from seedr.objectives.mlm import MaskedLanguageModel
+    from seedr.objectives.mlm.objective import MaskedLanguageModel
 
     shape = shapes(tiny)
     tokenizer = load_tokenizer("minilm")

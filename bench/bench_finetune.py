@@ -58,7 +58,7 @@ def seedr_steps(examples: list, batch: int, warmup: int, max_length: int) -> flo
     from accelerate.state import AcceleratorState
 
     from seedr.config.settings import TrainConfig
-    from seedr.training.engine.trainer import Callback, Trainer
+    from seedr.engine.trainer import Callback, Trainer
     from seedr.losses import build_loss
     from seedr.retrieval.dual_encoder import DualEncoder
     from seedr.training.finetune import FinetuneCollator

@@ -6,7 +6,7 @@ so the interpreter's start, every import the command makes and its output are co
 (``common.PRELOADED`` would hide exactly what is measured). The training stages' help lists every settable key
 with its default, read from their config dataclasses (``seedr.config.settings``, which imports no torch), and is also
 timed with a recipe, whose values the help then shows (``--config NAME``). ``seedr config`` resolves a run's
-settings as the run would, the objective's options included (``seedr.config.objective_options``), and prints them as
+settings as the run would, the objective's options included (``seedr/objectives/<name>/options.py``), and prints them as
 YAML or described (``--describe``). The refusals are those of issue 59: an unknown key (``--set
 train.batchsize=8``) given to ``seedr config`` and to a training command, a value out of range, a missing
 corpus, model, tokenizer, training data, dev qrels or queries (encoding and searching too), and an output that
@@ -105,7 +105,7 @@ def run(tiny: bool, threads: int) -> Section:
         setup=[(f"`python -m seedr ...` in a fresh process (nothing preloaded), median of {repeats} after one untimed "
                 f"run: every stage's --help ({len(STAGES)} stages, and the training stages with a recipe), every form "
                 "of `seedr config`, and the refusal of a bad setting or a missing input (exit 1, one line)"),
-               ("help, configuration and refusals read seedr.config.settings and seedr.config.objective_options (no torch); a "
+               ("help, configuration and refusals read seedr.config.settings and the objectives' options.py (no torch); a "
                 "training command checks its output and inputs before it imports torch")],
         data={"goal_seconds": GOAL_SECONDS, "repeats": repeats, "seconds": measured})
     captions = {"help": "`seedr ... --help`", "config": "`seedr config ...`", "refusal": "a refused command"}

@@ -214,7 +214,7 @@ def seedr_objective(objective: str, options: dict, setting: Setting, examples: l
     from accelerate.state import AcceleratorState
 
     from seedr.config.settings import DataConfig, ModelConfig, PretrainConfig, TrainConfig
-    from seedr.training.engine.trainer import Callback, Trainer
+    from seedr.engine.trainer import Callback, Trainer
     from seedr.training.pretrain import build_objective
 
     class NoCheckpoints(Trainer):

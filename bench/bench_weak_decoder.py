@@ -20,7 +20,7 @@ import time
 import torch
 from transformers import BertConfig
 
-from seedr.modeling.weak_decoder import WeakDecoder
+from seedr.objectives.seed.weak_decoder import WeakDecoder
 
 
 def build(args: argparse.Namespace, implementation: str) -> tuple[WeakDecoder, BertConfig]:

@@ -296,7 +296,7 @@ def _peak_rss_child(function: Callable[..., Any], args: tuple) -> tuple[Any, flo
 
 
 #: The libraries a measurement's process has imported before it starts (below).
-PRELOADED = ["numpy", "torch", "transformers", "sentence_transformers", "faiss", "seedr.training.engine.trainer", "common"]
+PRELOADED = ["numpy", "torch", "transformers", "sentence_transformers", "faiss", "seedr.engine.trainer", "common"]
 
 
 @functools.cache

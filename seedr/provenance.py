@@ -7,8 +7,9 @@ entry point, the objective, loss or negative strategy its settings choose) and e
 import, inside functions too, each by its syntax tree without docstrings — so a comment, a docstring, a
 README or a layout edit keeps every key, a change to one objective's code re-keys the steps that pre-train
 with it (and, through their model paths, the steps downstream of them) and no others. A registry's package
-``__init__`` (``seedr.objectives``, ``seedr.losses``, ``seedr.negatives``), which imports every member to
-register it, counts by its own text only: the member a step uses is named by the step.
+``__init__`` (``seedr.objectives``, which finds its members' folders, ``seedr.losses``, ``seedr.negatives``,
+which import every member to register it) counts by its own text only: the member a step uses is named by
+the step (``seedr.objectives.seed.objective``, and the options and decoder it imports).
 """
 
 from __future__ import annotations

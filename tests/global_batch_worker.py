@@ -20,13 +20,15 @@ from conftest import SHARED_DATA  # noqa: E402
 from helpers import tiny_bert, wiki_token_ids  # noqa: E402
 
 from seedr.data.training_sets import load_training_set  # noqa: E402
-from seedr.training.engine.gradient_cache import average_gradients, gradient_cache_step  # noqa: E402
 from seedr.losses import NLLLoss, Similarity  # noqa: E402
+from seedr.losses.gradient_cache import average_gradients, gradient_cache_step  # noqa: E402
 from seedr.modeling.encoder import load_tokenizer  # noqa: E402
 from seedr.objectives.base import ObjectiveOutput  # noqa: E402
-from seedr.objectives.cpdae import Cpdae, CpdaeConfig  # noqa: E402
-from seedr.objectives.ict import ICTObjective  # noqa: E402
-from seedr.objectives.two_tower import PairConfig, TwoTowerConfig, pair_data_for  # noqa: E402
+from seedr.objectives.cpdae.objective import Cpdae  # noqa: E402
+from seedr.objectives.cpdae.options import CpdaeConfig  # noqa: E402
+from seedr.objectives.ict.objective import ICTObjective  # noqa: E402
+from seedr.objectives.two_tower import pair_data_for  # noqa: E402
+from seedr.objectives.two_tower_options import PairConfig, TwoTowerConfig  # noqa: E402
 from seedr.retrieval.dual_encoder import DualEncoder  # noqa: E402
 from seedr.training.finetune import FinetuneCollator, FinetuneExample  # noqa: E402
 

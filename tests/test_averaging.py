@@ -13,9 +13,9 @@ from safetensors.torch import load_file
 from typer.testing import CliRunner
 
 from seedr.cli import app
-from seedr.training.engine.averaging import AVERAGE_RECORD, average_encoders, checkpoint_encoders
 from seedr.experiments.steps import build_step
 from seedr.io import DataError
+from seedr.modeling.averaging import AVERAGE_RECORD, average_encoders, checkpoint_encoders
 from seedr.modeling.encoder import load_tokenizer, save_encoder
 from tests.helpers import tiny_bert
 

@@ -166,7 +166,7 @@ def test_describe_settings_lists_every_key_of_a_resolved_config_described():
 
     from seedr.config.loading import attribute_descriptions, describe_settings, from_dict
     from seedr.config.settings import PretrainConfig
-    from seedr.objectives.seed import SeedConfig
+    from seedr.objectives.seed.options import SeedConfig
 
     config = from_dict(PretrainConfig, {"objective_name": "seed", "objective": dataclasses.asdict(SeedConfig()),
                                         "data": {"corpus": ["a.jsonl", "b.jsonl"]}, "model": {"bow_mlp": {"hidden_dim": 8}}})

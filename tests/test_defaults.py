@@ -1,5 +1,5 @@
 """One home per default (#57): a setting's default is written once — in its settings dataclass
-(``seedr/config/``) or as a named constant there or in the module it belongs to — and library functions and
+(``seedr/config/``, an objective's ``options.py``) or as a named constant there or in the module it belongs to — and library functions and
 stage options name it instead of writing the number again, so that changing a default changes it
 everywhere (``document_max_length``'s 512 was written in six places)."""
 
@@ -38,9 +38,16 @@ def literal_defaults(source: str) -> list[tuple[int, str]]:
     return found
 
 
+def _settings_home(path: Path) -> bool:
+    """A home of settings' defaults: ``seedr/config/``, or an objective's options (``objective.*``, in the
+    configuration's layer: ``seedr/objectives/<name>/options.py``, ``seedr/objectives/two_tower_options.py``)."""
+    parts = path.relative_to(ROOT / "seedr").parts
+    return parts[0] == "config" or (parts[0] == "objectives" and path.name.endswith("options.py"))
+
+
 def test_no_length_or_batch_default_is_written_outside_its_home():
     found = [f"{path.relative_to(ROOT)}:{line} {name}"
-             for path in sorted((ROOT / "seedr").rglob("*.py")) if "config" not in path.relative_to(ROOT).parts[1:2]
+             for path in sorted((ROOT / "seedr").rglob("*.py")) if not _settings_home(path)
              for line, name in literal_defaults(path.read_text(encoding="utf-8"))]
     assert not found, "name the setting's constant instead of its number:\n" + "\n".join(found)
 
@@ -96,7 +103,7 @@ def test_no_setting_default_is_written_a_second_time():
     defaults = setting_defaults()
     assert defaults["seed"] == {42} and "packing" in defaults and "positive_grade" in defaults
     found = [f"{path.relative_to(ROOT)}:{line} {name}"
-             for path in sorted((ROOT / "seedr").rglob("*.py")) if "config" not in path.relative_to(ROOT).parts[1:2]
+             for path in sorted((ROOT / "seedr").rglob("*.py")) if not _settings_home(path)
              for line, name in repeated_defaults(path.read_text(encoding="utf-8"), defaults)]
     assert not found, "name the setting's constant instead of its value:\n" + "\n".join(found)
 

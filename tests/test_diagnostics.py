@@ -18,7 +18,18 @@ from typer.testing import CliRunner
 from seedr.cli import app
 from seedr.config.settings import DataConfig, ModelConfig, PretrainConfig, TrainConfig
 from seedr.data.records import Document
-from seedr.training.engine.checkpoint import latest_checkpoint, model_weights_path
+from seedr.diagnostics.loading import (
+    corpus_texts,
+    diagnose,
+    embed_pairs,
+    load_encoder_parts,
+    load_objective,
+    load_weak_decoder,
+    load_word_decoder,
+    positive_pairs,
+    run_diagnostics,
+    write_diagnostics,
+)
 from seedr.diagnostics.measures import (
     alignment,
     anisotropy,
@@ -33,20 +44,10 @@ from seedr.diagnostics.measures import (
     uniformity,
     word_probabilities,
 )
-from seedr.diagnostics.loading import (
-    corpus_texts,
-    diagnose,
-    embed_pairs,
-    load_encoder_parts,
-    load_objective,
-    load_weak_decoder,
-    load_word_decoder,
-    positive_pairs,
-    run_diagnostics,
-    write_diagnostics,
-)
+from seedr.engine.checkpoint import latest_checkpoint, model_weights_path
 from seedr.modeling.encoder import build_encoder
-from seedr.objectives.seed import SeedConfig, SeedEncoder
+from seedr.objectives.seed.objective import SeedEncoder
+from seedr.objectives.seed.options import SeedConfig
 from seedr.training.pretrain import pretrain
 
 runner = CliRunner()

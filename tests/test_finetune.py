@@ -20,7 +20,7 @@ from seedr.config.loading import load_config
 from seedr.config.settings import FinetuneConfig, TrainConfig
 from seedr.data.queries import sample_queries
 from seedr.data.training_sets import load_training_set
-from seedr.training.engine.trainer import Trainer
+from seedr.engine.trainer import Trainer
 from seedr.losses import NLLLoss, Similarity, TripletLoss
 from seedr.losses.base import in_batch_false_negatives
 from seedr.modeling.encoder import load_tokenizer

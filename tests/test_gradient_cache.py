@@ -1,4 +1,4 @@
-"""GradCache (``seedr.training.engine.gradient_cache``) and the global batch (``train.global_batch_size``): a
+"""GradCache (``seedr.losses.gradient_cache``) and the global batch (``train.global_batch_size``): a
 GradCache step is the plain big-batch step — for the two-tower softmax on real ICT pairs and for DPR's
 in-batch NLL on SciFact, directly and through the ``Trainer`` —, dropout masks are replayed, and the
 global batch sets the gradient accumulation or is refused when it does not divide."""
@@ -16,12 +16,14 @@ from helpers import tiny_bert
 from seedr.config.settings import TrainConfig
 from seedr.data.articles import read_articles
 from seedr.data.training_sets import load_training_set
-from seedr.training.engine.gradient_cache import gradient_cache_step
-from seedr.training.engine.trainer import Trainer
+from seedr.engine.trainer import Trainer
 from seedr.losses import NLLLoss, Similarity
-from seedr.objectives.cpdae import Cpdae
-from seedr.objectives.ict import ICTObjective, ICTPairs
-from seedr.objectives.two_tower import PairConfig, PairData, TwoTowerConfig
+from seedr.losses.gradient_cache import gradient_cache_step
+from seedr.objectives.cpdae.objective import Cpdae
+from seedr.objectives.ict.objective import ICTObjective
+from seedr.objectives.pair_tasks import ICTPairs
+from seedr.objectives.two_tower import PairData
+from seedr.objectives.two_tower_options import PairConfig, TwoTowerConfig
 from seedr.retrieval.dual_encoder import DualEncoder
 from seedr.training.finetune import FinetuneCollator, FinetuneExample
 

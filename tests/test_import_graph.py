@@ -6,6 +6,7 @@ counts as importing ``a.b`` (unless ``a.b`` is a package of the importer itself,
 from __future__ import annotations
 
 import ast
+import fnmatch
 import functools
 import itertools
 import subprocess
@@ -142,21 +143,31 @@ def layers() -> list[list[str]]:
 
 
 def layer_of(module: str, order: list[list[str]]) -> int:
-    """The layer of ``seedr.<unit>...``: of the longest entry naming it (``training.engine`` before
-    ``training``); ``seedr`` itself, the front door that re-exports the API, is on top."""
+    """The layer of ``seedr.<unit>...``: of the longest entry naming it (``objectives.seed.options`` before
+    ``objectives.*``), an exact entry before a pattern of as many names (``*`` stands for any one name:
+    ``objectives.two_tower_options`` before ``objectives.*``); ``seedr`` itself, the front door that
+    re-exports the API, is on top."""
     if module == "seedr":
         return len(order)
     parts = module.split(".")[1:]
     for depth in range(len(parts), 0, -1):
-        found = [level for level, units in enumerate(order) if ".".join(parts[:depth]) in units]
+        found = sorted((entry.count("*"), level) for level, units in enumerate(order) for entry in units
+                       if _names(entry, parts[:depth]))
         if found:
-            return found[0]
+            return found[0][1]
     raise AssertionError(f"{parts[0]} (of {module}) is in no layer of pyproject.toml's [tool.seedr] layers")
+
+
+def _names(entry: str, parts: list[str]) -> bool:
+    """Whether the layer entry ``entry`` (dotted, ``*`` for any one name) names the module ``parts``."""
+    pattern = entry.split(".")
+    return len(pattern) == len(parts) and all(fnmatch.fnmatchcase(part, name) for part, name in zip(parts, pattern))
 
 
 def upward_imports(graph: dict[str, dict[str, int]], order: list[list[str]]) -> list[str]:
     """Every import of a module a layer above the importer's. A package whose ``__init__`` imports nothing
-    (``seedr.training``, run on the way to ``seedr.training.engine``) reaches nothing by being run."""
+    (``seedr.objectives.seed``, run on the way to ``seedr.objectives.seed.options``) reaches nothing by being
+    run."""
     return sorted(f"{module} (line {line}) imports {target}, a layer above it"
                   for module, targets in graph.items() for target, line in targets.items()
                   if layer_of(target, order) > layer_of(module, order) and graph.get(target, {"": 0}))
@@ -181,14 +192,54 @@ def test_the_layer_check_finds_an_upward_import_inside_a_function():
 
 
 def test_a_subpackage_has_the_layer_its_dotted_entry_gives():
-    order = layers()
+    """The mechanism on an order of its own: a dotted entry places a subpackage below its package, and its
+    package's ``__init__``, run on the way and importing nothing, reaches nothing above."""
+    order = [["io"], ["training.engine"], ["objectives"], ["training"]]
     assert layer_of("seedr.training.engine.trainer", order) < layer_of("seedr.objectives.seed", order) \
         < layer_of("seedr.training.pretrain", order)
     graph = {"seedr.objectives.seed": {"seedr.training": 5, "seedr.training.engine.trainer": 5},
              "seedr.training": {}, "seedr.training.engine.trainer": {"seedr.io": 1},
-             "seedr.losses.nll": {"seedr.training.pretrain": 9}, "seedr.training.pretrain": {"seedr.io": 1}}
+             "seedr.io": {"seedr.training.pretrain": 9}, "seedr.training.pretrain": {"seedr.io": 1}}
+    assert upward_imports(graph, order) == ["seedr.io (line 9) imports seedr.training.pretrain, a layer above it"]
+
+
+def test_a_pattern_entry_places_every_folder_s_module_and_an_exact_entry_wins():
+    """The mechanism on an order of its own: ``objectives.*.options`` below ``objectives.*``, an exact entry
+    (``objectives.shared_options``) before the pattern of as many names, and the longest entry first."""
+    order = [["io"], ["config", "objectives", "objectives.*.options", "objectives.shared_options"], ["modeling"],
+             ["objectives.*"]]
+    assert [layer_of(module, order) for module in (
+        "seedr.objectives", "seedr.objectives.seed.options", "seedr.objectives.shared_options",
+        "seedr.objectives.seed", "seedr.objectives.seed.objective", "seedr.objectives.base")] == [1, 1, 1, 3, 3, 3]
+    graph = {"seedr.objectives.seed.options": {"seedr.objectives": 1, "seedr.objectives.seed": 1,
+                                                "seedr.objectives.shared_options": 2},
+             "seedr.objectives": {"seedr.io": 3}, "seedr.objectives.seed": {}, "seedr.objectives.shared_options": {},
+             "seedr.modeling.folders": {"seedr.objectives": 4, "seedr.objectives.seed.options": 4,
+                                        "seedr.objectives.base": 5},
+             "seedr.objectives.base": {"seedr.modeling.folders": 6}, "seedr.io": {}}
     assert upward_imports(graph, order) == [
-        "seedr.losses.nll (line 9) imports seedr.training.pretrain, a layer above it"]
+        "seedr.modeling.folders (line 5) imports seedr.objectives.base, a layer above it"]
+
+
+def test_the_real_layers_keep_the_objectives_options_in_the_configuration():
+    order = layers()
+    assert layer_of("seedr.objectives.seed.options", order) == layer_of("seedr.config.loading", order) \
+        == layer_of("seedr.objectives", order) == layer_of("seedr.objectives.two_tower_options", order)
+    assert layer_of("seedr.modeling.encoder", order) < layer_of("seedr.objectives.seed.objective", order) \
+        == layer_of("seedr.objectives.base", order) == layer_of("seedr.objectives.seed", order)
+    assert layer_of("seedr.engine.trainer", order) < layer_of("seedr.objectives.seed.objective", order) \
+        < layer_of("seedr.training.pretrain", order)
+
+
+def test_only_the_layers_above_the_objectives_ask_the_registry_for_an_objective():
+    """``OBJECTIVES`` (configuration's layer) imports an objective's module when asked for its class
+    (``OBJECTIVES.get``), an import that ``import_graph`` cannot see: a module below the objectives' layer
+    asks only for options (``OBJECTIVES.options``)."""
+    order = layers()
+    objectives = layer_of("seedr.objectives.base", order)
+    found = [f"{module}: OBJECTIVES.get" for module, path in _modules(PACKAGE).items()
+             if layer_of(module, order) < objectives and "OBJECTIVES.get(" in path.read_text(encoding="utf-8")]
+    assert not found, "\n".join(found)
 
 
 #: Third-party packages worth deferring (seconds to import on the 2-core Intel Xeon with AVX512-BF16, in a
@@ -278,7 +329,7 @@ def test_a_front_door_s_seedr_import_inside_a_function_defers_a_heavy_dependency
     itself, so that ``--help``, configuration and refusals stay fast. Any other import goes at the top."""
     modules = _modules(PACKAGE)
     heavy = heavy_loads()
-    assert "torch" in heavy["seedr.training.engine.trainer"] and not heavy["seedr.config.loading"] and not heavy["seedr.config.settings"]
+    assert "torch" in heavy["seedr.engine.trainer"] and not heavy["seedr.config.loading"] and not heavy["seedr.config.settings"]
     found = []
     for module, path in modules.items():
         if not _front_door(module):

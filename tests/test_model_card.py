@@ -87,7 +87,8 @@ def test_loading_a_card_from_a_path(tmp_path: Path, tokenizer):
 def test_a_masked_lm_base_says_so_with_its_held_out_accuracy(tokenizer, tmp_path):
     """A product saved with its MLM head (``objective.save_head``) is carded as a masked-LM base, not a
     retriever, with the held-out masked-LM figures that ``seedr diagnose --out RUN`` left in the run."""
-    from seedr.objectives.mlm import MaskedLanguageModel, MLMConfig
+    from seedr.objectives.mlm.objective import MaskedLanguageModel
+    from seedr.objectives.mlm.options import MLMConfig
 
     run = tmp_path / "base"
     record_run(run, {"objective_name": "mlm", "model": {"init": None, "size": "mini"}, "data": {"corpus": ["wiki"]}},

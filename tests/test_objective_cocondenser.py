@@ -12,7 +12,8 @@ from helpers import tiny_bert, wiki_token_ids
 from test_objective_condenser import reference_condenser_loss
 
 from seedr.objectives import OBJECTIVES
-from seedr.objectives.cocondenser import CoCondenser, CoCondenserConfig, span_bounds
+from seedr.objectives.cocondenser.objective import CoCondenser, span_bounds
+from seedr.objectives.cocondenser.options import CoCondenserConfig
 from tests.helpers import pretrain_tiny
 
 

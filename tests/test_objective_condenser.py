@@ -13,7 +13,8 @@ from helpers import tiny_bert, wiki_token_ids
 from torch.nn import functional as F
 
 from seedr.objectives import OBJECTIVES
-from seedr.objectives.condenser import Condenser, CondenserConfig
+from seedr.objectives.condenser.objective import Condenser
+from seedr.objectives.condenser.options import CondenserConfig
 from seedr.objectives.masking import IGNORE_INDEX
 from tests.helpers import pretrain_tiny
 

@@ -15,7 +15,8 @@ from typer.testing import CliRunner
 
 from seedr.cli import app
 from seedr.objectives import OBJECTIVES
-from seedr.objectives.contriever import Contriever, ContrieverConfig
+from seedr.objectives.contriever.objective import Contriever
+from seedr.objectives.contriever.options import ContrieverConfig
 
 TEMPERATURE = 0.05
 

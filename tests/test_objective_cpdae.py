@@ -12,21 +12,21 @@ import torch
 from helpers import tiny_bert, wiki_token_ids
 
 from seedr.config.loading import from_dict
-from seedr.training.engine.part_gradients import gradient_shares, part_gradient_norms
+from seedr.engine.part_gradients import gradient_shares, part_gradient_norms
 from seedr.io import DataError
+from seedr.modeling.bow_decoder import word_distribution
 from seedr.objectives import OBJECTIVES
-from seedr.objectives.cpdae import (
+from seedr.objectives.cpdae.objective import (
     Cpdae,
-    CpdaeCls,
-    CpdaeConfig,
     compute_idf,
     js_divergence,
     load_idf,
     pairwise_js_divergence,
     save_idf,
     twin_contrastive_loss,
-    word_distribution,
 )
+from seedr.objectives.cpdae.options import CpdaeConfig
+from seedr.objectives.cpdae_cls.objective import CpdaeCls
 from seedr.objectives.masking import IGNORE_INDEX
 
 

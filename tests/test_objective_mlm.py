@@ -13,7 +13,8 @@ from seedr.io import DataError
 from seedr.modeling.encoder import load_encoder
 from seedr.objectives import OBJECTIVES
 from seedr.objectives.masking import IGNORE_INDEX, mask_tokens, special_tokens_mask
-from seedr.objectives.mlm import MaskedLanguageModel, MLMConfig
+from seedr.objectives.mlm.objective import MaskedLanguageModel
+from seedr.objectives.mlm.options import MLMConfig
 
 
 @pytest.fixture(scope="module")
@@ -140,7 +141,7 @@ def test_continuing_from_a_seedr_run_keeps_its_trained_head(wiki_shard, tmp_path
     from safetensors.torch import load_file
     from test_diagnostics import tiny_run
 
-    from seedr.training.engine.checkpoint import latest_checkpoint, model_weights_path
+    from seedr.engine.checkpoint import latest_checkpoint, model_weights_path
 
     run = tiny_run(wiki_shard, tmp_path / "mlm", "mlm")
     trained = load_file(str(model_weights_path(latest_checkpoint(run))))

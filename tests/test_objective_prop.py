@@ -17,7 +17,8 @@ from helpers import tiny_bert, wiki_token_ids
 from test_objective_condenser import reference_mlm
 
 from seedr.objectives import OBJECTIVES
-from seedr.objectives.prop import Prop, PropConfig, count_tokens, save_counts
+from seedr.objectives.prop.objective import Prop, count_tokens, save_counts
+from seedr.objectives.prop.options import PropConfig
 from tests.helpers import pretrain_tiny
 
 MU = 50.0

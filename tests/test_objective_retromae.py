@@ -16,7 +16,8 @@ from torch.nn import functional as F
 
 from seedr.objectives import OBJECTIVES
 from seedr.objectives.masking import IGNORE_INDEX
-from seedr.objectives.retromae import RetroMae, RetroMaeConfig
+from seedr.objectives.retromae.objective import RetroMae
+from seedr.objectives.retromae.options import RetroMaeConfig
 
 
 @pytest.fixture(scope="module")

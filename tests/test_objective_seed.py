@@ -12,9 +12,10 @@ from helpers import LargestTensor, tiny_bert, wiki_token_ids
 from safetensors import safe_open
 
 from seedr.config.loading import from_dict
-from seedr.modeling.weak_decoder import WeakDecoder, banded_attention, dense_attention
 from seedr.objectives import OBJECTIVES
-from seedr.objectives.seed import SeedConfig, SeedEncoder
+from seedr.objectives.seed.objective import SeedEncoder
+from seedr.objectives.seed.options import SeedConfig
+from seedr.objectives.seed.weak_decoder import WeakDecoder, banded_attention, dense_attention
 
 
 @pytest.fixture(scope="module")

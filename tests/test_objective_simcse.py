@@ -13,7 +13,8 @@ from typer.testing import CliRunner
 
 from seedr.cli import app
 from seedr.objectives import OBJECTIVES
-from seedr.objectives.simcse import SimCSE, SimCSEConfig
+from seedr.objectives.simcse.objective import SimCSE
+from seedr.objectives.simcse.options import SimCSEConfig
 
 TEMPERATURE = 0.05
 

@@ -17,7 +17,8 @@ from torch.nn import functional as F
 from seedr.modeling.encoder import load_encoder, save_encoder
 from seedr.objectives import OBJECTIVES
 from seedr.objectives.masking import pad_token_ids
-from seedr.objectives.tsdae import Tsdae, TsdaeConfig
+from seedr.objectives.tsdae.objective import Tsdae
+from seedr.objectives.tsdae.options import TsdaeConfig
 
 
 @pytest.fixture(scope="module")

@@ -21,11 +21,14 @@ from seedr.losses.in_batch_softmax import in_batch_softmax
 from seedr.modeling.bow_mlp import build_bow_mlp
 from seedr.modeling.encoder import load_encoder
 from seedr.objectives import OBJECTIVES
-from seedr.objectives.bfs import BFSPairs
-from seedr.objectives.ict import ICTObjective, ICTPairs
-from seedr.objectives.ict_bfs_wlp import ICTBFSWLPObjective
-from seedr.objectives.two_tower import Pair, PairConfig, PairData, TwoTowerConfig
-from seedr.objectives.wlp import WLPPairs
+from seedr.objectives.ict.objective import ICTObjective
+from seedr.objectives.ict_bfs_wlp.objective import ICTBFSWLPObjective
+from seedr.objectives.pair_tasks import BFSPairs
+from seedr.objectives.pair_tasks import ICTPairs
+from seedr.objectives.pair_tasks import Pair
+from seedr.objectives.pair_tasks import WLPPairs
+from seedr.objectives.two_tower import PairData
+from seedr.objectives.two_tower_options import PairConfig, TwoTowerConfig
 
 
 @pytest.fixture(scope="module")
@@ -261,7 +264,7 @@ def test_mixture_trains_in_the_shared_trainer_and_writes_its_encoder(tokenizer, 
     from sentence_transformers import SentenceTransformer
 
     from seedr.config.settings import TrainConfig
-    from seedr.training.engine.trainer import Trainer
+    from seedr.engine.trainer import Trainer
     from seedr.objectives.two_tower import pair_data_for
 
     config = TwoTowerConfig(document_max_length=64, projection_dim=16, pairs=PairConfig(max_articles=60))

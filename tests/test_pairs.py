@@ -16,10 +16,12 @@ from seedr.data.pair_units import check_pair_sources
 from seedr.data.records import Article
 from seedr.data.sentences import split_sentences
 from seedr.io import DataError
-from seedr.objectives.bfs import BFSPairs
-from seedr.objectives.ict import ICTPairs
-from seedr.objectives.two_tower import PAIR_TASKS, PairConfig, PairData, pair_data_for
-from seedr.objectives.wlp import WLPPairs
+from seedr.objectives.pair_tasks import BFSPairs
+from seedr.objectives.pair_tasks import ICTPairs
+from seedr.objectives.pair_tasks import PAIR_TASKS
+from seedr.objectives.pair_tasks import WLPPairs
+from seedr.objectives.two_tower import PairData, pair_data_for
+from seedr.objectives.two_tower_options import PairConfig
 from seedr.training.mined_pairs import PAIR_SOURCES
 
 ARTICLES = 300

@@ -1,4 +1,4 @@
-"""Each loss part's gradient norm on the encoder (``seedr.training.engine.part_gradients``): its value, what
+"""Each loss part's gradient norm on the encoder (``seedr.engine.part_gradients``): its value, what
 is left out, the trainer logging it every ``log_every`` steps, and the report drawing the parts together."""
 
 from __future__ import annotations
@@ -10,8 +10,9 @@ import torch
 from helpers import tiny_bert, wiki_token_ids
 from test_trainer import TokenAutoencoder, run, shards  # noqa: F401  (the fixture)
 
-from seedr.training.engine.part_gradients import encoder_parameters, gradient_shares, part_gradient_norms
-from seedr.objectives.cpdae import Cpdae, CpdaeConfig
+from seedr.engine.part_gradients import encoder_parameters, gradient_shares, part_gradient_norms
+from seedr.objectives.cpdae.objective import Cpdae
+from seedr.objectives.cpdae.options import CpdaeConfig
 from seedr.reporting.report import render_report
 
 

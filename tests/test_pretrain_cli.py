@@ -264,8 +264,8 @@ def test_idf_rec_computes_its_idf_table_from_the_corpus(wiki_shard, tmp_path):
     shards = Path(recorded["data"]["shards"])
     idf_path = Path(recorded["objective"]["idf_path"])
     assert idf_path == shards / "idf.npy"  # cached beside the token shards, the path recorded for resuming
-    from seedr.training.engine.shards import TokenShards
-    from seedr.objectives.cpdae import compute_idf
+    from seedr.data.shards import TokenShards
+    from seedr.objectives.cpdae.objective import compute_idf
 
     examples = TokenShards(shards)
     idf = np.load(idf_path)

@@ -25,8 +25,9 @@ from seedr.io import DataError
 from seedr.losses import NLLLoss
 from seedr.modeling.encoder import save_encoder
 from seedr.modeling.projection import Projection, load_projection, read_modules
-from seedr.objectives.ict import ICTObjective
-from seedr.objectives.two_tower import Pair, TwoTowerConfig
+from seedr.objectives.ict.objective import ICTObjective
+from seedr.objectives.pair_tasks import Pair
+from seedr.objectives.two_tower_options import TwoTowerConfig
 from seedr.retrieval.dual_encoder import DOCUMENT_TOWER, DualEncoder
 from seedr.retrieval.embeddings import load_embeddings
 from seedr.retrieval.encode import TextEncoder, tokenize_pairs

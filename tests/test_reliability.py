@@ -32,10 +32,10 @@ from typer.testing import CliRunner
 from seedr.cli import app
 from seedr.config.settings import TrainConfig
 from seedr.data.corpus import read_corpus
-from seedr.training.engine.checkpoint import list_checkpoints, read_extra_state
-from seedr.training.engine.divergence import NonFiniteLossError
-from seedr.training.engine.shards import TokenShardData, write_token_shards
-from seedr.training.engine.trainer import Trainer
+from seedr.data.shards import TokenShardData, write_token_shards
+from seedr.engine.checkpoint import list_checkpoints, read_extra_state
+from seedr.engine.divergence import NonFiniteLossError
+from seedr.engine.trainer import Trainer
 from seedr.io import (
     LOCK_SUFFIX,
     DataError,
@@ -48,7 +48,8 @@ from seedr.io import (
 )
 from seedr.modeling.encoder import model_fingerprint, save_encoder
 from seedr.objectives.base import ObjectiveOutput
-from seedr.objectives.mlm import MaskedLanguageModel, MLMConfig
+from seedr.objectives.mlm.objective import MaskedLanguageModel
+from seedr.objectives.mlm.options import MLMConfig
 from seedr.training.finetune import DEV_SETTINGS
 
 runner = CliRunner()
@@ -579,7 +580,7 @@ def test_a_damaged_newest_checkpoint_falls_back_to_the_previous_one(tokenizer, s
     resumed = load_file(out / "encoder" / "model.safetensors")
     assert expected.keys() == resumed.keys()
     assert all(torch.isfinite(resumed[name]).all() for name in resumed)
-    from seedr.training.engine.checkpoint import read_position
+    from seedr.engine.checkpoint import read_position
 
     assert read_position(out / "checkpoints" / "step-4")["step"] == 4
 

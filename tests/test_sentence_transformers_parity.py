@@ -174,7 +174,7 @@ def test_an_average_of_encoders_saved_before_and_after_placeholders_loads_quietl
     from safetensors.torch import load_file, save_file
     from transformers import AutoModel
 
-    from seedr.training.engine.averaging import average_encoders
+    from seedr.modeling.averaging import average_encoders
 
     new = save_encoder(tiny_bert(tokenizer), tokenizer, tmp_path / "new")
     old = save_encoder(tiny_bert(tokenizer), tokenizer, tmp_path / "old")

@@ -14,7 +14,7 @@ import pytest
 from seedr.data.corpus import read_corpus
 from seedr.data.records import Document
 from seedr.data.sentences import sentence_spans
-from seedr.training.engine.shards import (
+from seedr.data.shards import (
     TokenShardData,
     TokenShards,
     ensure_token_shards,

@@ -15,8 +15,8 @@ from typer.testing import CliRunner
 import seedr
 from seedr.cli import app
 from seedr.config.settings import TrainConfig
-from seedr.training.engine.run_metrics import check_trackers
-from seedr.training.engine.trainer import Trainer
+from seedr.engine.run_metrics import check_trackers
+from seedr.engine.trainer import Trainer
 
 runner = CliRunner()
 

@@ -23,14 +23,15 @@ from torch import nn
 
 from seedr.config.settings import FinetuneConfig, PretrainConfig, TrainConfig
 from seedr.data.corpus import read_corpus
+from seedr.data.shards import TokenShardData, write_token_shards
+from seedr.engine.checkpoint import list_checkpoints
+from seedr.engine.optim import build_optimizer, build_scheduler, parameter_groups
+from seedr.engine.trainer import Callback, Trainer
 from seedr.io.stops import stop_line
-from seedr.training.engine.checkpoint import list_checkpoints
-from seedr.training.engine.optim import build_optimizer, build_scheduler, parameter_groups
-from seedr.training.engine.shards import TokenShardData, write_token_shards
-from seedr.training.engine.trainer import Callback, Trainer
 from seedr.objectives.base import Objective, ObjectiveOutput
 from seedr.objectives.masking import pad_token_ids
-from seedr.objectives.mlm import MaskedLanguageModel, MLMConfig
+from seedr.objectives.mlm.objective import MaskedLanguageModel
+from seedr.objectives.mlm.options import MLMConfig
 
 SEQ_LEN = 64
 
@@ -249,7 +250,7 @@ def test_the_last_partial_batch_is_dropped_or_kept(tokenizer, shards, tmp_path):
 
 def test_logged_parts_add_up_to_the_loss_when_a_batch_lacks_one(tokenizer, shards, tmp_path):
     """A two-tower mix may have no pair of some task in a batch: that part counts as 0 for that batch."""
-    from seedr.training.engine.run_metrics import RunningMeans
+    from seedr.engine.run_metrics import RunningMeans
 
     objective = mlm_objective(tokenizer)
     accelerator = Trainer(objective, TokenShardData(shards), objective.collate, TrainConfig(), tmp_path,
@@ -357,7 +358,7 @@ class CountingCallback(Callback):
 
 
 def test_only_the_newest_checkpoint_keeps_the_optimizer_state(tokenizer, shards, tmp_path):
-    from seedr.training.engine.checkpoint import optimizer_state_files
+    from seedr.engine.checkpoint import optimizer_state_files
 
     run(mlm_objective(tokenizer), shards, tmp_path, max_steps=6, save_every=2, keep_checkpoints=3)
     checkpoints = list_checkpoints(tmp_path)

@@ -121,7 +121,7 @@ def run_system(name: str, shape: Setting, examples: list[list[int]], tiny: bool)
 def ict_pairs(count: int) -> list:
     """``count`` ICT pairs of Wikipedia passages (a passage's first words as the query, the passage as the
     document), long enough to fill both towers' lengths."""
-    from seedr.objectives.two_tower import Pair
+    from seedr.objectives.pair_tasks import Pair
 
     return [Pair(query=" ".join(passage.text.split()[:40]), document=passage.text, title=passage.title or "",
                  source={"task": "ict", "article_id": str(index), "title": passage.title or ""})

@@ -51,7 +51,7 @@ def average(models: Sequence[str | os.PathLike], out: str | os.PathLike, *, weig
         >>> soup = seedr.average(["runs/ft-seed1", "runs/ft-seed2"], "runs/soup")
         >>> seedr.encode(soup, "my-docs.jsonl", "runs/soup-embeddings")
     """
-    from seedr.training.engine.averaging import average_encoders, checkpoint_encoders
+    from seedr.modeling.averaging import average_encoders, checkpoint_encoders
 
     members: list[str] = []
     for model in models:

@@ -12,11 +12,11 @@ from seedr.api.arguments import checks_arguments
 from seedr.pipeline.common import CONFIG_STAGES, Settings, Source, is_paths, locked, model_name, path_strings
 from seedr.api.setting_options import SETTING_OPTIONS, documents_settings
 from seedr.config.loading import from_dict, merge_settings, read_recipe
-from seedr.config.objective_options import OBJECTIVE_OPTIONS
 from seedr.config.settings import FinetuneConfig, PretrainConfig
 from seedr.io import check_output
 from seedr.io.run_folders import TRAINER_STATE, check_run_folder
 from seedr.modeling.folders import pretrained_seed, resolve_model_path, tokenizer_folder
+from seedr.objectives import OBJECTIVES
 from seedr.provenance import record_run
 from seedr.recipes import recipe_path
 
@@ -60,10 +60,10 @@ def resolve_settings(stage: str, config: str | os.PathLike | None = None, settin
     else:
         resolved = from_dict(PretrainConfig, merge_settings(recipe, given, dict(settings or {})))
         # every option of the objective, its defaults included, as the run records them
-        options_class = OBJECTIVE_OPTIONS.get(resolved.objective_name)
+        options_class = OBJECTIVES.options(resolved.objective_name)
         resolved.objective = dataclasses.asdict(from_dict(options_class, resolved.objective, "objective"))
     if resolved.train.report_to:  # Accelerate, and torch with it, only when trackers are asked for
-        from seedr.training.engine.run_metrics import check_trackers
+        from seedr.engine.run_metrics import check_trackers
 
         check_trackers(resolved.train.report_to)
     if processes is not None:
@@ -284,8 +284,8 @@ def ance_refresh(out: str | os.PathLike | None = None, *, model: str | os.PathLi
         raise ValueError("no training data: give --train (or train_data in the recipe)")
     checkpoint = Path(resolved.model)
     if out is None and (checkpoint / TRAINER_STATE).exists():
+        from seedr.engine.checkpoint import read_position
         from seedr.negatives.ance import refresh_folder
-        from seedr.training.engine.checkpoint import read_position
 
         out = refresh_folder(checkpoint.parent.parent, read_position(checkpoint)["step"])
     if out is None:

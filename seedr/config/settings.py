@@ -8,7 +8,8 @@ They import neither torch, transformers, accelerate nor faiss, so that ``seedr p
 reaches for a library, only when the value needing it is given: ``train.report_to`` asks Accelerate
 which trackers it has. Every module imports these classes from here, their one home
 (``tests/test_import_graph.py`` says so). The pre-training objectives' options are in
-``seedr.config.objective_options``, torch-free for the same reason.
+their folders (``seedr/objectives/<name>/options.py``, through ``seedr.objectives.OBJECTIVES``), torch-free for the
+same reason.
 """
 
 from __future__ import annotations
@@ -289,7 +290,7 @@ class DataConfig:
             folders (``seedr.data.inputs.input_files``); empty = the embedded default corpus (token objectives).
         format: corpus format name, or ``auto``.
         max_seq_length: tokens per example, [CLS] and [SEP] included (all three papers: 512).
-        packing: how examples are cut from documents (``seedr.training.engine.shards.PACKINGS``).
+        packing: how examples are cut from documents (``seedr.data.shards.PACKINGS``).
         max_documents: read at most this many documents (token objectives), e.g. for CPU-scale runs.
         shards: token shard folder to use or create; default ``<out>/../shards/<key>``.
     """

@@ -300,7 +300,7 @@ def materialize_corpus(corpus: Inputs, path: str | os.PathLike, format: str = "a
     """Write a corpus given in any form ``read_corpus`` takes — a ``datasets.Dataset``, a pandas
     ``DataFrame``, a list of dicts, parquet files ... — as one seedr corpus JSONL file at ``path``
     (atomically, checked as ``read_corpus`` checks it), for what needs a file: pre-training keys its token
-    shards on the corpus files (``seedr.training.engine.shards.source_fingerprint``). Returns ``path``.
+    shards on the corpus files (``seedr.data.shards.source_fingerprint``). Returns ``path``.
 
     Example:
         >>> materialize_corpus(dataset, "runs/corpus.jsonl")  # doctest: +SKIP

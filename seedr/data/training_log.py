@@ -1,5 +1,5 @@
 """``metrics.jsonl``: the training log of a run folder, one JSON object per logged step (``step``,
-``loss``, the loss parts, ``dev/<metric>`` ...), appended by ``seedr.training.engine.trainer.Trainer``.
+``loss``, the loss parts, ``dev/<metric>`` ...), appended by ``seedr.engine.trainer.Trainer``.
 
 The one reader of it (the trainer on resume, the model card, reports): a run killed while writing a line
 leaves that last line torn, and it is left out; a line that does not parse anywhere else is damage, a

@@ -43,15 +43,7 @@ from seedr.diagnostics.measures import (
     word_probabilities,
 )
 from seedr.diagnostics.plots import plot_diagnostics
-from seedr.evaluation.masked_lm import HELDOUT_BATCH_SIZE, heldout_masked_lm
-from seedr.hardware import default_device
-from seedr.io import DataError, atomic_write
-from seedr.modeling.encoder import check_model_folder, load_encoder, load_tokenizer, resolve_model_path
-from seedr.objectives import OBJECTIVES
-from seedr.objectives.two_tower import PairConfig, pair_data_for
-from seedr.retrieval.dual_encoder import DualEncoder
-from seedr.retrieval.encode import model_defaults
-from seedr.training.engine.checkpoint import (
+from seedr.engine.checkpoint import (
     PRODUCT,
     checkpoint_path,
     latest_checkpoint,
@@ -59,6 +51,15 @@ from seedr.training.engine.checkpoint import (
     load_model_weights,
     model_weights_path,
 )
+from seedr.evaluation.masked_lm import HELDOUT_BATCH_SIZE, heldout_masked_lm
+from seedr.hardware import default_device
+from seedr.io import DataError, atomic_write
+from seedr.modeling.encoder import check_model_folder, load_encoder, load_tokenizer, resolve_model_path
+from seedr.objectives import OBJECTIVES
+from seedr.objectives.two_tower import pair_data_for
+from seedr.objectives.two_tower_options import PairConfig
+from seedr.retrieval.dual_encoder import DualEncoder
+from seedr.retrieval.encode import model_defaults
 
 #: "cls" and "mean" as ``seedr.modeling.encoder.pool``; "model": what the model folder declares.
 DiagnosticPooling = Literal["cls", "mean", "model"]
@@ -182,7 +183,7 @@ def load_objective(run_dir: str | os.PathLike, step: int | None = None) -> tuple
 
     The objective is built from the run's ``config.yaml`` around the encoder of the checkpoint
     (``checkpoints/step-N/encoder``, the newest unless ``step`` is given), then the checkpoint's full
-    weights are loaded (``seedr.training.engine.checkpoint.load_model_weights``).
+    weights are loaded (``seedr.engine.checkpoint.load_model_weights``).
     """
     run_dir = Path(run_dir)
     if not (run_dir / "config.yaml").exists():

@@ -41,7 +41,7 @@ from transformers import PreTrainedModel, PreTrainedTokenizerBase
 from seedr.config.settings import DIAGNOSE_BATCH_SIZE, MAX_LENGTH
 from seedr.modeling.bow_decoder import word_distribution
 from seedr.modeling.encoder import pool
-from seedr.modeling.weak_decoder import WeakDecoder
+from seedr.objectives.seed.weak_decoder import WeakDecoder
 
 #: Figure 1(b) of SEED-Encoder shows these sequence lengths.
 PAPER_LENGTHS = (64, 128, 256, 512)

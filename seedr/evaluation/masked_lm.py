@@ -79,7 +79,7 @@ def heldout_masked_lm(objective: Any, texts: Sequence[str], max_length: int = HE
     """Masked-LM loss (mean cross-entropy over targets, nats) and masked-token accuracy on ``texts``.
 
     Args:
-        objective: an objective with an MLM head (``seedr.objectives.mlm.MaskedLanguageModel`` and its
+        objective: an objective with an MLM head (``seedr.objectives.mlm.objective.MaskedLanguageModel`` and its
             subclasses SEED-Encoder and CPDAE), e.g. from ``seedr.diagnostics.loading.load_objective``.
         texts: held-out texts, each cut to ``max_length`` tokens ([CLS] and [SEP] included).
         seed: seed of the masks (``masked_batches``); the same seed and texts give every checkpoint the

@@ -1,5 +1,5 @@
 """A training run's folder as its files say it, without torch: its checkpoints (``checkpoints/step-N``, each
-complete once it holds ``trainer_state.json``; ``seedr.training.engine.checkpoint`` writes and reads them),
+complete once it holds ``trainer_state.json``; ``seedr.engine.checkpoint`` writes and reads them),
 whether a run may start in it (``check_run_folder``), which ``seedr.api`` asks before anything loads, so that
 a refused output answers at once, and the paths its records hold (``stored_paths``): those inside the run
 relative to the folder of the record, so that a copied or moved run folder resumes."""
@@ -14,7 +14,7 @@ from typing import Any
 
 from seedr.io.outputs import check_output
 
-#: The folder of a run's product, the encoder (``out/encoder``; ``seedr.training.engine.checkpoint``).
+#: The folder of a run's product, the encoder (``out/encoder``; ``seedr.engine.checkpoint``).
 PRODUCT = "encoder"
 CHECKPOINTS = "checkpoints"
 TRAINER_STATE = "trainer_state.json"

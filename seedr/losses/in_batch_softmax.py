@@ -35,7 +35,7 @@ def in_batch_softmax(queries: torch.Tensor, documents: torch.Tensor, false_negat
             (``seedr.losses.gather``; B' = W·B, query i's positive is column r·B + i), as the paper's
             8192 on 32 chips; otherwise B' = B.
         document_log_q: optional (B,) log Q of each document's pair
-            (``seedr.objectives.two_tower.Pair.log_q``), gathered with the documents under
+            (``seedr.objectives.pair_tasks.Pair.log_q``), gathered with the documents under
             ``global_in_batch``; None = no correction.
 
     Returns:

@@ -35,13 +35,13 @@ from transformers.utils import logging as hf_logging
 
 from seedr.config.settings import DROPOUT, MAX_LENGTH, Pooling
 from seedr.io import DataError
+from seedr.modeling.config_values import check_values
 from seedr.modeling.folders import (  # the folders' torch-free half, imported from here too
     read_settings,
     resolve_model_path,
     tokenizer_folder,
     usable_positions,
 )
-from seedr.modeling.config_values import check_values
 from seedr.modeling.model_card import write_model_card
 from seedr.modeling.projection import (
     MODULES_FILE,
@@ -453,3 +453,15 @@ def save_encoder(encoder: PreTrainedModel, tokenizer: PreTrainedTokenizerBase, d
     }, indent=2))
     write_model_card(directory)  # a run's details are added when it publishes the encoder
     return directory
+
+
+def bert_init(module: torch.nn.Module, std: float) -> None:
+    """BERT's initialisation (Devlin et al., 2019, as ``BertPreTrainedModel._init_weights``): N(0, std)
+    weights, zero biases, unit LayerNorm; for the new decoders the objectives add (``module.apply``)."""
+    if isinstance(module, torch.nn.Linear | torch.nn.Embedding):
+        torch.nn.init.normal_(module.weight, std=std)
+    if isinstance(module, torch.nn.Linear) and module.bias is not None:
+        torch.nn.init.zeros_(module.bias)
+    if isinstance(module, torch.nn.LayerNorm):
+        torch.nn.init.ones_(module.weight)
+        torch.nn.init.zeros_(module.bias)

@@ -14,10 +14,10 @@ from importlib import resources
 from pathlib import Path
 
 from seedr.config.loading import read_recipe
-from seedr.config.objective_options import OBJECTIVE_OPTIONS
 from seedr.config.settings import Pooling
 from seedr.io import DataError, read_json
 from seedr.io.run_folders import PRODUCT
+from seedr.objectives import OBJECTIVES
 
 
 def _packaged_minilm() -> Path:
@@ -129,10 +129,10 @@ def pretrained_seed(model: str) -> PretrainedSeed | None:
     if encoder.name != PRODUCT or not record.is_file():
         return None
     name = read_recipe(record).get("objective_name")
-    if name not in OBJECTIVE_OPTIONS or not OBJECTIVE_OPTIONS.get(name).trained_representation:
+    if name not in OBJECTIVES or not OBJECTIVES.options(name).trained_representation:
         return None  # a fine-tuning run, or an objective that trains no pooled vector
     pooling = declared_pooling(encoder)
-    described = OBJECTIVE_OPTIONS.get(name).trained_representation.format(
+    described = OBJECTIVES.options(name).trained_representation.format(
         pooling="[CLS]" if pooling == "cls" else pooling)
     return PretrainedSeed(encoder.parent, pooling, described)
 #: Model types that number positions from ``pad_token_id + 1`` (RoBERTa's ``create_position_ids_from_input_ids``),

@@ -12,7 +12,7 @@ text pairs). A card reads the same on every machine: the encoder is titled by it
 written with ``huggingface_hub.ModelCardData`` (so ``ModelCard.load`` reads it back, ``model-index``
 included), following the Hub's model-card spec.
 
-``save_encoder`` writes a card for the folder alone; ``seedr.training.engine.checkpoint.publish_product``
+``save_encoder`` writes a card for the folder alone; ``seedr.engine.checkpoint.publish_product``
 rewrites it with the run's details when the encoder lands in ``<run>/encoder``. What the run trained with
 is described by its caller (``described``: the objective, loss or negatives, each the first paragraph of
 its module's docstring, which cites its paper), as sentence-transformers' model-card callback and

@@ -1,4 +1,4 @@
-"""What a trained model's ``forward`` returns to the trainer (``seedr.training.engine.trainer.Trainer``): the
+"""What a trained model's ``forward`` returns to the trainer (``seedr.engine.trainer.Trainer``): the
 pre-training objectives (``seedr.objectives``) and the fine-tuning dual encoder
 (``seedr.retrieval.dual_encoder``) alike, as transformers' models return their ``ModelOutput``s."""
 

@@ -9,8 +9,8 @@ from typing import TYPE_CHECKING, Any
 
 from seedr.config.settings import ENCODE_BATCH_SIZE, MAX_LENGTH, QUERY_MAX_LENGTH
 from seedr.data.records import Document, Qrels
-from seedr.training.engine.checkpoint import PRODUCT, TRAINER_STATE, checkpoint_path, read_position
-from seedr.training.engine.trainer import Callback
+from seedr.engine.checkpoint import PRODUCT, TRAINER_STATE, checkpoint_path, read_position
+from seedr.engine.trainer import Callback
 from seedr.io import check_output
 from seedr.negatives.base import (
     NEGATIVES,
@@ -23,7 +23,7 @@ from seedr.negatives.base import (
 from seedr.retrieval.dual_encoder import DualEncoder
 
 if TYPE_CHECKING:
-    from seedr.training.engine.trainer import Trainer
+    from seedr.engine.trainer import Trainer
 
 REFRESHES = "ance"
 _REFRESH_FOLDER = re.compile(r"^refresh-(\d+)$")

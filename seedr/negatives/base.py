@@ -25,7 +25,7 @@ from seedr.data.records import Document, Qrels
 from seedr.registry import Registry
 
 if TYPE_CHECKING:
-    from seedr.training.engine.trainer import Callback
+    from seedr.engine.trainer import Callback
     from seedr.retrieval.dual_encoder import DualEncoder
 
 

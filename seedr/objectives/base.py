@@ -14,12 +14,11 @@ from torch import nn
 from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
 from seedr.config.settings import MAX_LENGTH
-from seedr.training.engine.batches import TrainData
-from seedr.training.engine.shards import TokenShardData
+from seedr.data.shards import TokenShardData
+from seedr.engine.batches import TrainData
 from seedr.modeling.encoder import save_encoder
 from seedr.modeling.folders import EncoderShape
 from seedr.modeling.outputs import ObjectiveOutput
-from seedr.registry import Registry
 from seedr.retrieval.encode import model_defaults
 
 
@@ -50,10 +49,10 @@ def expected_longest(probabilities: Sequence[float], draws: int) -> float:
 class Objective(nn.Module):
     """Base class of pre-training objectives.
 
-    Subclasses set ``name`` and ``config_class`` (the dataclass of their options, registered under the
-    objective's name in ``seedr.config.objective_options.OBJECTIVE_OPTIONS``, where settings are resolved without
-    torch; it also says the pooled vector the objective trains, ``trained_representation``), build their
-    auxiliary modules in ``__init__(encoder, tokenizer, config)``, and implement:
+    Subclasses, each in its folder's ``objective.py`` (``seedr.objectives.OBJECTIVES`` finds them there), set
+    ``name`` (the folder's) and ``config_class`` (the dataclass of their options, in the folder's torch-free
+    ``options.py``, where settings are resolved without torch; it also says the pooled vector the objective
+    trains, ``trained_representation``), build their auxiliary modules in ``__init__(encoder, tokenizer, config)``, and implement:
 
     - ``collate(examples) -> dict[str, Tensor]``: turn a list of examples (token id lists for
       single-text objectives; dicts for two-tower ones) into exactly the keys ``forward`` takes;
@@ -137,6 +136,4 @@ class Objective(nn.Module):
                             max_seq_length=max_seq_length)
 
 
-OBJECTIVES: Registry[type[Objective]] = Registry("objective")
-
-__all__ = ["OBJECTIVES", "Objective", "ObjectiveOutput", "PretrainingCorpus"]
+__all__ = ["Objective", "ObjectiveOutput", "PretrainingCorpus", "expected_longest"]

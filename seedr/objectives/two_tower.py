@@ -7,9 +7,7 @@ softmax over documents (Eq. 3), approximated by the sampled softmax over the doc
 The tasks differ *only* in how the positive (query, document) pairs are made (sec. 3), so this module
 holds everything else:
 
-- ``Pair`` and ``PairTask``: a pair with its provenance, and the base class of the pair builders
-  (``ict.py``, ``bfs.py``, ``wlp.py``), registered in ``PAIR_TASKS``, which take their units by the
-  torch-free rules of ``seedr.data.pair_units``;
+- the pairs themselves (``Pair``), built by the tasks of ``seedr.objectives.pair_tasks``;
 - ``PairData``: the ``TrainData`` of two-tower objectives, a fresh draw of pairs each epoch,
   deterministic in (seed, epoch), mixing several tasks uniformly (the paper's "ICT+BFS+WLP", sec. 4.1);
 - ``pair_data_for``: ``PairData`` for an objective name and corpus files (wiki shards or FOLDOC);
@@ -25,7 +23,6 @@ import dataclasses
 import itertools
 import os
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -36,70 +33,24 @@ from torch.utils.data import Dataset
 from tqdm.auto import tqdm
 from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
-from seedr.config.objective_options import PairConfig, TwoTowerConfig
 from seedr.config.settings import MAX_LENGTH
 from seedr.data.articles import read_articles
 from seedr.data.glossary import read_glossary
 from seedr.data.links import recover_title_links
 from seedr.data.records import Article
-from seedr.training.engine.gradient_cache import GradientCacheSplit
 from seedr.io import DataError, iter_jsonl
 from seedr.losses.base import Similarity, in_batch_false_negatives
 from seedr.losses.gather import document_key
+from seedr.losses.gradient_cache import GradientCacheSplit
 from seedr.losses.in_batch_softmax import InBatchSoftmaxLoss
 from seedr.modeling.folders import EncoderShape
 from seedr.modeling.projection import Projection
-from seedr.objectives.base import OBJECTIVES, Objective, ObjectiveOutput, PretrainingCorpus
-from seedr.registry import Registry
+from seedr.objectives import OBJECTIVES
+from seedr.objectives.base import Objective, ObjectiveOutput, PretrainingCorpus
+from seedr.objectives.pair_tasks import PAIR_TASKS, Pair, PairTask
+from seedr.objectives.two_tower_options import PairConfig, TwoTowerConfig
 from seedr.retrieval.dual_encoder import DualEncoder
 from seedr.retrieval.encode import tokenize_pairs
-
-# ---------------------------------------------------------------------------------------------- pairs
-
-
-@dataclass(frozen=True, slots=True)
-class Pair:
-    """A positive (query, document) pair; the document is encoded as ``title [SEP] document``.
-
-    ``source`` says where it came from: always ``task``, ``article_id`` and ``title`` of the article
-    the query was drawn from, plus task-specific positions (paragraph indices, the linking article).
-    """
-
-    query: str
-    document: str
-    title: str
-    source: dict[str, Any]
-    #: log Q(d): log of the probability that a drawn pair is this one (``PairDataset`` sets it), for
-    #: the sampled softmax's correction (``seedr.losses.in_batch_softmax``).
-    log_q: float = 0.0
-
-    @property
-    def task(self) -> str:
-        return self.source["task"]
-
-
-class PairTask:
-    """A pre-training task of the ICLR 2020 paper (sec. 3), as a builder of positive pairs.
-
-    A task has ``len(task)`` *units* (a passage for ICT, an article for BFS, a linked article for WLP)
-    and builds one pair from a unit with the random generator it is given, so a pair is a pure
-    function of (unit, generator): ``PairData`` makes that deterministic in (seed, epoch, position),
-    and draws different sentences and passages from the same unit in different epochs.
-
-    Subclasses set ``name``, take ``(articles, config: PairConfig)`` and register in ``PAIR_TASKS``.
-    """
-
-    name: ClassVar[str] = ""
-
-    def __len__(self) -> int:
-        raise NotImplementedError
-
-    def pair(self, unit: int, rng: np.random.Generator) -> Pair:
-        raise NotImplementedError
-
-
-PAIR_TASKS: Registry[type[PairTask]] = Registry("pair task")
-
 
 class PairDataset(Dataset):
     """One epoch of pairs: position ``i`` is a pair of task ``task_of[i]``.

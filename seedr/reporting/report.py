@@ -93,7 +93,7 @@ def results_table(runs: list[RunSummary]) -> str:
 
 
 #: Logged keys with this prefix are the parts' gradient norms on the encoder
-#: (``seedr.training.engine.part_gradients``): drawn together in one plot, on a log scale.
+#: (``seedr.engine.part_gradients``): drawn together in one plot, on a log scale.
 _PART_GRADIENTS = "grad_norm/"
 
 

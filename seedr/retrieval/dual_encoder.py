@@ -25,8 +25,8 @@ from transformers import PreTrainedModel, PreTrainedTokenizerBase
 from seedr.config.settings import ENCODE_BATCH_SIZE, MAX_LENGTH, QUERY_MAX_LENGTH
 from seedr.data.records import Document, Run
 from seedr.data.runs import run_from_topk
-from seedr.training.engine.gradient_cache import GradientCacheSplit, Tower
 from seedr.losses.base import RetrievalLoss, Similarity, in_batch_false_negatives
+from seedr.losses.gradient_cache import GradientCacheSplit, Tower
 from seedr.modeling.encoder import (
     SETTINGS_FILE,
     Pooling,
@@ -73,7 +73,7 @@ class DualEncoder(nn.Module):
     in-batch false negatives are found across processes: ``seedr.losses.base.in_batch_false_negatives``)
     and returns ``ObjectiveOutput(loss,
     {loss name: loss}, {"accuracy": ...})`` — accuracy being the share of queries whose positive
-    outscores all their negatives —, so the shared ``seedr.training.engine.trainer.Trainer`` runs it.
+    outscores all their negatives —, so the shared ``seedr.engine.trainer.Trainer`` runs it.
 
     Args:
         query_encoder: a ``transformers`` encoder; also the document encoder unless one is given.

@@ -9,7 +9,7 @@ import typer
 
 from seedr.api import resolve_settings
 from seedr.config.loading import attribute_descriptions, describe_settings, parse_overrides
-from seedr.config.objective_options import OBJECTIVE_OPTIONS
+from seedr.objectives import OBJECTIVES
 from seedr.stages.common import clear_errors, console
 
 
@@ -36,7 +36,7 @@ def command(
     if describe:
         descriptions = None
         if stage == "pretrain":  # the objective's options are documented by its own config class
-            descriptions = attribute_descriptions(OBJECTIVE_OPTIONS.get(resolved.objective_name), "objective")
+            descriptions = attribute_descriptions(OBJECTIVES.options(resolved.objective_name), "objective")
         typer.echo("\n".join(describe_settings(resolved, descriptions)))
     else:
         typer.echo(yaml.safe_dump(dataclasses.asdict(resolved), sort_keys=False), nl=False)

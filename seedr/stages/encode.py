@@ -21,7 +21,7 @@ def _say_which_step(model: str, device: str | None) -> None:
     from accelerate import PartialState
     from rich.markup import escape
 
-    from seedr.training.engine.checkpoint import product_steps
+    from seedr.engine.checkpoint import product_steps
 
     if not PartialState(cpu=device == "cpu").is_main_process:
         return

@@ -58,7 +58,7 @@ def command(
                    corpus=corpus, settings=parse_overrides(overrides), resume=resume)
     # asked once the run has loaded torch, so that a refusal answers without it; under accelerate launch /
     # torchrun, one process reports (the run's own first lines say what it trains)
-    from seedr.training.engine.run_state import process_state
+    from seedr.engine.run_state import process_state
 
     if process_state().is_main_process:
         shown = {key: round(value, 4) if isinstance(value, float) else value for key, value in run.summary.items()}

@@ -14,9 +14,9 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from seedr.config.objective_options import OBJECTIVE_OPTIONS
 from seedr.config.settings import MAX_STEPS, PretrainConfig
 from seedr.modeling.folders import EncoderShape
+from seedr.objectives import OBJECTIVES
 from seedr.objectives import OBJECTIVES
 
 #: Floating-point operations of a training step per multiply-add of its forward pass: 2 per multiply-add,
@@ -83,7 +83,7 @@ def denoising_multiply_adds(shape: EncoderShape, length: float, deletion: float,
     of them deleted: seedr's own TSDAE objective's count (``Tsdae.multiply_adds_per_example``), whose
     architecture is that of sentence-transformers' ``DenoisingAutoEncoderLoss`` (a decoder tied to the
     encoder, cross-attending only to the sentence vector, then the vocabulary), so both are counted alike."""
-    options = OBJECTIVE_OPTIONS.get("tsdae")(deletion_ratio=deletion)
+    options = OBJECTIVES.options("tsdae")(deletion_ratio=deletion)
     return OBJECTIVES.get("tsdae").multiply_adds_per_example(options, int(length), shape,
                                                              batch_size=batch_size)
 

@@ -20,13 +20,13 @@ from typing import TYPE_CHECKING, Any
 
 from torch import nn
 
-from seedr.training.engine.trainer import Callback
+from seedr.engine.trainer import Callback
 from seedr.io import atomic_directory
 from seedr.io.run_folders import PRODUCT
 from seedr.modeling.model_card import write_model_card
 
 if TYPE_CHECKING:
-    from seedr.training.engine.trainer import Trainer
+    from seedr.engine.trainer import Trainer
 
 #: Where, in a run folder, the best model is kept (``keep_best``), and the file saying which it is.
 BEST = "best"

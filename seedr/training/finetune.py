@@ -1,6 +1,6 @@
 """Fine-tuning a pre-trained encoder into a dense retriever: the training data, its collation, dev
 evaluation during training, static-negative rounds and few-shot runs. The loop itself is the shared
-``seedr.training.engine.trainer.Trainer``; the settings, ``FinetuneConfig``, are defined in the torch-free
+``seedr.engine.trainer.Trainer``; the settings, ``FinetuneConfig``, are defined in the torch-free
 ``seedr.config.settings`` (imported from there, not from here).
 
 The set-ups of the papers, as recipes (``seedr/recipes/finetune/``):
@@ -44,6 +44,9 @@ from seedr.data.queries import read_qrels, read_queries
 from seedr.data.records import Document, Qrels
 from seedr.data.training_log import METRICS
 from seedr.data.training_sets import TrainingSet, load_training_set
+from seedr.engine.checkpoint import PRODUCT, latest_checkpoint
+from seedr.engine.run_state import uses_cpu
+from seedr.engine.trainer import Callback, Trainer
 from seedr.evaluation.metrics import check_dev_metrics, evaluate_run
 from seedr.hardware import resolve_mixed_precision
 from seedr.io import DataError, atomic_directory, atomic_write
@@ -58,9 +61,6 @@ from seedr.provenance import record_run
 from seedr.retrieval.dual_encoder import DualEncoder
 from seedr.retrieval.encode import document_input, tokenize_pairs
 from seedr.training.early_stopping import BEST, BEST_RECORD, EarlyStopping, publish_best
-from seedr.training.engine.checkpoint import PRODUCT, latest_checkpoint
-from seedr.training.engine.run_state import uses_cpu
-from seedr.training.engine.trainer import Callback, Trainer
 from seedr.training.few_shot import run_few_shot
 from seedr.training.publish import describe_run
 

@@ -15,9 +15,9 @@ import torch
 from torch.utils.flop_counter import FlopCounterMode
 
 from seedr.config.settings import PretrainConfig
-from seedr.objectives import Objective
+from seedr.engine.batches import isolated_rng
+from seedr.objectives.base import Objective
 from seedr.training.compute_budget import TRAINING_FLOPS_PER_MULTIPLY_ADD, flops_per_step
-from seedr.training.engine.batches import isolated_rng
 from seedr.training.pretrain import build_objective, model_shape
 
 

@@ -6,7 +6,7 @@ No query and no relevance label is read: every pseudo-query and its positive com
 
 - ``ict``: a sentence of a passage against the rest of the passage (Inverse Cloze Task; Lee et al.,
   ACL 2019; Chang et al., ICLR 2020, sec. 3);
-- ``title``: a document's title against its text (``seedr.objectives.text_pairs``);
+- ``title``: a document's title against its text (``seedr.objectives.pair_tasks``);
 - ``bfs``: a sentence of an article's lead against a passage of its body (Body First Selection; Chang et
   al., ICLR 2020, sec. 3) — corpora with sections (the ``wiki/`` bundle);
 - ``wlp``: a sentence of an article's lead against a passage of an article that links to it (Wiki Link
@@ -56,7 +56,8 @@ from seedr.data.records import Article
 from seedr.evaluation.metrics import parse_metric
 from seedr.io import DataError, atomic_directory, write_jsonl
 from seedr.io.run_folders import changed_settings
-from seedr.objectives.two_tower import PAIR_TASKS, Pair, PairConfig
+from seedr.objectives.pair_tasks import PAIR_TASKS, Pair
+from seedr.objectives.two_tower_options import PairConfig
 
 #: The held-out documents when ``validation`` is not given: 10% of the corpus, at most this many.
 MAX_VALIDATION_DOCUMENTS = 1000

@@ -43,21 +43,22 @@ from seedr.data.corpus import read_corpus
 from seedr.data.default import default_corpus_path, default_documents
 from seedr.data.inputs import input_files
 from seedr.data.records import Document
-from seedr.training.engine.batches import TrainData
-from seedr.training.engine.checkpoint import latest_checkpoint
-from seedr.training.engine.run_state import process_state
-from seedr.training.engine.shards import (
+from seedr.data.shards import (
     TokenShardData,
     ensure_token_shards,
     shard_key,
     source_fingerprint,
 )
-from seedr.training.engine.trainer import Callback, Trainer
+from seedr.engine.batches import TrainData
+from seedr.engine.checkpoint import latest_checkpoint
+from seedr.engine.run_state import process_state
+from seedr.engine.trainer import Callback, Trainer
 from seedr.io.run_folders import check_run_folder
 from seedr.modeling.bow_mlp import build_bow_mlp
 from seedr.modeling.encoder import build_encoder, check_lengths, load_encoder, load_tokenizer
 from seedr.modeling.folders import EncoderShape, encoder_shape
-from seedr.objectives import OBJECTIVES, Objective, PretrainingCorpus
+from seedr.objectives import OBJECTIVES
+from seedr.objectives.base import Objective, PretrainingCorpus
 from seedr.registry import Registry
 from seedr.training.compute_budget import apply_flops_budget
 from seedr.training.publish import describe_run
@@ -199,7 +200,7 @@ def build_objective(config: PretrainConfig, out_dir: str | Path | None = None
 
 def pretrain(config: PretrainConfig, out_dir: str | Path, resume: bool = False,
              callbacks: Sequence[Callback] = ()) -> dict[str, float]:
-    """Pre-train and write the run folder ``out_dir`` (see ``seedr.training.engine.trainer``).
+    """Pre-train and write the run folder ``out_dir`` (see ``seedr.engine.trainer``).
 
     ``callbacks`` join the trainer's (a development evaluation: ``seedr.training.seed_validation``); one with
     a ``log_initial(objective, out_dir)`` method is called with the starting model before the first step of

@@ -4,7 +4,7 @@ by the first paragraph of its module's docstring (which cites its paper).
 Training knows its registries; the card (``seedr.modeling.model_card``) knows none of them. So, as
 transformers' ``Trainer.create_model_card`` and sentence-transformers' model-card callback are handed
 what the trainer knows, ``seedr.training.pretrain`` and ``seedr.training.finetune`` give ``Trainer`` the
-descriptions (``describe_run``), and it hands them to ``seedr.training.engine.checkpoint.publish_product``
+descriptions (``describe_run``), and it hands them to ``seedr.engine.checkpoint.publish_product``
 each time it publishes ``<run>/encoder``. ``write_run_card`` writes the same card for an encoder folder
 from its run folder alone (e.g. a model copied out of a run).
 """

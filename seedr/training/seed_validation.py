@@ -24,7 +24,7 @@ from torch import nn
 from seedr.config.loading import to_dict
 from seedr.config.settings import FinetuneConfig, PretrainConfig
 from seedr.data.training_log import METRICS
-from seedr.training.engine.trainer import Callback
+from seedr.engine.trainer import Callback
 from seedr.io import atomic_write
 from seedr.objectives import OBJECTIVES
 from seedr.training.early_stopping import BEST, BEST_RECORD, EarlyStopping, publish_best
@@ -33,7 +33,7 @@ from seedr.training.pretrain import pretrain
 from seedr.training.publish import describe_run
 
 if TYPE_CHECKING:
-    from seedr.training.engine.trainer import Trainer
+    from seedr.engine.trainer import Trainer
 
 
 class SeedValidation(Callback):

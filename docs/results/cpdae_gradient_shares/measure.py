@@ -5,7 +5,7 @@ averaged) and ``objective.contrastive_reduction`` (eq. 5 summed over the m texts
 over the 2m anchor views), a few real training steps of the CPDAE recipe at a small shape — MiniLM (a
 pre-trained 6-layer BERT, standing in for BERT-base, which CPDAE continues from), 8 texts of 64 tokens
 of real Wikipedia (wiki shard 00) per batch, 8 steps of AdamW at the recipe's 5e-5, λ = 0.1 — logging
-‖∂part/∂θ_encoder‖ of every part before each step (``seedr.training.engine.part_gradients``, what the trainer
+‖∂part/∂θ_encoder‖ of every part before each step (``seedr.engine.part_gradients``, what the trainer
 logs as ``grad_norm/<part>``). A part's share is its norm over the sum of the parts' norms.
 
     OMP_NUM_THREADS=1 python docs/results/cpdae_gradient_shares/measure.py \\
@@ -22,8 +22,8 @@ from pathlib import Path
 import torch
 
 from seedr.config import load_config
-from seedr.training.engine.optim import build_optimizer
-from seedr.training.engine.part_gradients import gradient_shares, part_gradient_norms
+from seedr.engine.optim import build_optimizer
+from seedr.engine.part_gradients import gradient_shares, part_gradient_norms
 from seedr.settings import PretrainConfig
 from seedr.training.pretrain import build_objective, token_data
 

@@ -19,11 +19,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from seedr.config.loading import from_dict
-from seedr.config.objective_options import OBJECTIVE_OPTIONS
 from seedr.data.training_sets import load_training_set
 from seedr.experiments.record.progress import SHARE_OF_MATMUL, UnitWork
 from seedr.hardware import default_device, training_dtype
 from seedr.negatives import NEGATIVES
+from seedr.objectives import OBJECTIVES
 from seedr.retrieval.encode import document_input
 from seedr.training.compute_budget import (
     budget_steps,
@@ -174,7 +174,7 @@ def _adapting(step: ExperimentStep, shape_of: ShapeOf) -> UnitWork:
 
 def _objective_options(config: Any) -> Any:
     """A pre-training config's objective options, as its objective builds them."""
-    return from_dict(OBJECTIVE_OPTIONS.get(config.objective_name), config.objective, "objective")
+    return from_dict(OBJECTIVES.options(config.objective_name), config.objective, "objective")
 
 
 def _denoising(step: ExperimentStep, shape_of: ShapeOf) -> UnitWork:

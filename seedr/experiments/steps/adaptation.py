@@ -9,7 +9,6 @@ from pathlib import Path
 from typing import Any
 
 from seedr.config.loading import from_dict, identity, merge_settings, read_recipe
-from seedr.config.objective_options import OBJECTIVE_OPTIONS
 from seedr.config.settings import ADAPT_RECIPE, FinetuneConfig, PretrainConfig
 from seedr.evaluation.metrics import check_dev_metrics
 from seedr.experiments.steps.base import STEPS, ExperimentStep
@@ -17,6 +16,7 @@ from seedr.experiments.steps.training import check_options
 from seedr.io.run_folders import PRETRAINING
 from seedr.losses import LOSSES
 from seedr.negatives import NEGATIVES
+from seedr.objectives import OBJECTIVES
 from seedr.objectives import OBJECTIVES
 from seedr.recipes import recipe_path
 from seedr.reporting.validation import plot_validation, track_validation
@@ -131,7 +131,7 @@ class AdaptStep(ExperimentStep):
             layered = merge_settings(read_recipe(path), options.pretrain_settings, seeded,
                                      {"model": {"init": finetuning.model}})
             pretraining = from_dict(PretrainConfig, layered, f"{self.where} adapt.pretrain_settings")
-            options_class = OBJECTIVE_OPTIONS.get(pretraining.objective_name)
+            options_class = OBJECTIVES.options(pretraining.objective_name)
             pretraining.objective = dataclasses.asdict(from_dict(options_class, pretraining.objective,
                                                                  f"{self.where} adapt.pretrain_settings.objective"))
         return AdaptPlan(options, finetuning, pretraining)

@@ -1,6 +1,6 @@
 """The steps that train or examine an encoder: ``pretrain`` → ``seedr.training.pretrain.pretrain``
 (``seedr pretrain``), ``finetune`` → ``seedr.training.finetune.finetune`` (``seedr finetune``), ``average`` →
-``seedr.training.engine.averaging.average_encoders`` (``seedr average``) and ``diagnose`` → the diagnostics of
+``seedr.modeling.averaging.average_encoders`` (``seedr average``) and ``diagnose`` → the diagnostics of
 ``seedr diagnose``."""
 
 from __future__ import annotations
@@ -14,10 +14,10 @@ from seedr.config.settings import FinetuneConfig, PretrainConfig
 from seedr.diagnostics.loading import corpus_texts, diagnose, positive_pairs, write_diagnostics
 from seedr.experiments.steps.base import STEPS, ExperimentStep
 from seedr.losses import LOSSES
+from seedr.modeling.averaging import average_encoders, checkpoint_encoders
 from seedr.negatives import NEGATIVES
 from seedr.objectives import OBJECTIVES
 from seedr.registry import Registry
-from seedr.training.engine.averaging import average_encoders, checkpoint_encoders
 from seedr.training.finetune import finetune
 from seedr.training.pretrain import pretrain
 
@@ -96,7 +96,7 @@ class FinetuneStep(ExperimentStep):
 
 @dataclasses.dataclass
 class AverageConfig:
-    """``seedr average`` options (``seedr.training.engine.averaging``): the previous step's encoder (``model``), or
+    """``seedr average`` options (``seedr.modeling.averaging``): the previous step's encoder (``model``), or
     the encoders of its run's ``checkpoints`` newest checkpoints instead, then the ``others`` models (e.g.
     ``minilm``, the model it was fine-tuned from: WiSE-FT), one weight each (default equal)."""
 
