@@ -33,9 +33,9 @@ from seedr.diagnostics.measures import (
     uniformity,
     word_probabilities,
 )
+from seedr.diagnostics.diagnose import diagnose, write_diagnostics
 from seedr.diagnostics.loading import (
     corpus_texts,
-    diagnose,
     embed_pairs,
     load_encoder_parts,
     load_objective,
@@ -43,7 +43,6 @@ from seedr.diagnostics.loading import (
     load_word_decoder,
     positive_pairs,
     run_diagnostics,
-    write_diagnostics,
 )
 from seedr.modeling.encoder import build_encoder
 from seedr.objectives.seed import SeedConfig, SeedEncoder

@@ -73,8 +73,8 @@ from seedr.experiments.files import (
     read_experiment_file,
     results_folder,
 )
+from seedr.experiments.checks import validate
 from seedr.experiments.goals import Goal, read_goals
-from seedr.experiments.steps import validate
 from seedr.io import DataError
 
 #: Scales an experiment file declares: ``cpu`` runs on a 2-core machine, ``gpu`` on one GPU for minutes
@@ -342,7 +342,7 @@ def load_experiment(name: str | Path, scale: str = "cpu", overrides: list[str] |
     """Read and resolve an experiment file for ``scale`` with ``key=value`` variable ``overrides``.
 
     Raises ``ValueError`` / ``DataError`` naming the file and the offending entry; step settings are
-    checked against the stages' configs by ``seedr.experiments.steps.validate``.
+    checked against the stages' configs by ``seedr.experiments.checks.validate``.
     """
 
     path = experiment_path(name)

@@ -158,7 +158,7 @@ def usable_positions(config: dict) -> int | None:
 class EncoderShape:
     """What a Transformer encoder's arithmetic grows with: its layers, their width and feed-forward width,
     and its vocabulary (for the heads that predict tokens). It sizes work before it runs, for an
-    experiment's ETA (``seedr.experiments.record.progress``)."""
+    experiment's ETA (``seedr.experiments.eta``)."""
 
     layers: int
     hidden: int

@@ -70,7 +70,7 @@ class Objective(nn.Module):
     #: "pairs": examples are (query, document) text pairs from a pair builder (ICT, BFS, WLP).
     input_kind: ClassVar[str] = "tokens"
     #: The diagnostics a run of this objective supports beyond its encoder's own
-    #: (``seedr.diagnostics.loading``): "masked_lm" (an MLM head: held-out masked-token accuracy),
+    #: (``seedr.diagnostics.diagnose``): "masked_lm" (an MLM head: held-out masked-token accuracy),
     #: "cls_reliance" (SEED-Encoder's weak decoder: its reliance on [CLS] by position, Figure 4),
     #: "decoded_words" (CPDAE's bag-of-words decoder: the words it decodes).
     diagnostics: ClassVar[frozenset[str]] = frozenset()

@@ -1,5 +1,5 @@
 """Training runs: pre-training with one objective (``pretrain.py``, behind ``seedr pretrain``), fine-tuning a
 dual encoder with a loss and a negative strategy (``finetune.py``), few-shot samples of the labels
-(``few_shot.py``) and the model card of a run's product (``publish.py``), over the engine of
+(``few_shot.py``) and the model card of a run's product (``run_card.py``), over the engine of
 ``seedr.training.engine`` (a layer of its own, below the objectives: this file imports nothing, so that
 importing the engine runs nothing above it)."""

@@ -62,7 +62,7 @@ from seedr.training.engine.checkpoint import PRODUCT, latest_checkpoint
 from seedr.training.engine.run_state import uses_cpu
 from seedr.training.engine.trainer import Callback, Trainer
 from seedr.training.few_shot import run_few_shot
-from seedr.training.publish import describe_run
+from seedr.training.run_card import describe_run
 
 console = Console(stderr=True)
 

@@ -60,7 +60,7 @@ from seedr.modeling.folders import EncoderShape, encoder_shape
 from seedr.objectives import OBJECTIVES, Objective, PretrainingCorpus
 from seedr.registry import Registry
 from seedr.training.compute_budget import apply_flops_budget
-from seedr.training.publish import describe_run
+from seedr.training.run_card import describe_run
 
 console = Console(stderr=True)
 
