@@ -13,5 +13,6 @@ case study (``preamble``, ``report``), the recorded results in the checkout and 
 (``docs_results``), the claims page (``claims_page``), seeds run apart judged as one run (``combine``).
 Apart from both, so that no result's key rests on an estimate: the progress line and its ETA (``eta``) and
 the sizes of the units it estimates from (``sizing``). An experiment's files are checked before anything
-runs by ``seedr.experiments.checks``.
+runs by ``seedr.experiments.checks``; a seed pre-trained in a condition's chain keeps its pooling through
+the chain's fine-tuning and retrieval (``seedr.experiments.seed_pooling``).
 """

@@ -17,7 +17,7 @@ from seedr.config.settings import MAX_LENGTH
 from seedr.training.engine.batches import TrainData
 from seedr.training.engine.shards import TokenShardData
 from seedr.modeling.encoder import save_encoder
-from seedr.modeling.folders import EncoderShape
+from seedr.modeling.folders import EncoderShape, objective_pooling
 from seedr.modeling.outputs import ObjectiveOutput
 from seedr.registry import Registry
 from seedr.retrieval.encode import model_defaults
@@ -109,9 +109,10 @@ class Objective(nn.Module):
 
     @property
     def pooling(self) -> str:
-        """How the saved encoder pools: the objective's ``bottleneck`` option where it has one
-        (the vector its decoder reads was trained to be the text's representation), else [CLS]."""
-        return getattr(self.config, "bottleneck", "cls")
+        """How the saved encoder pools: the objective's ``bottleneck`` option where it has one (the vector its
+        decoder reads was trained to be the text's representation), else its ``pooling`` (Contriever), else
+        [CLS] (``seedr.modeling.folders.objective_pooling``, which resolving an experiment reads too)."""
+        return objective_pooling(self.config)
 
     def changes(self, init: str) -> list[str]:
         """What starting this objective from the encoder ``init`` (a name or folder) changes of it, one line
