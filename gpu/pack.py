@@ -154,7 +154,7 @@ JOB_FILE = CARRIED / "job.json"
 PACKING_SECONDS, SETUP_SECONDS = 60, 60
 #: The first guess before any lease has measured the seedr base's training rate: a tenth of the H200's
 #: bf16 matrix-product rate measured by the device docs (790 TFLOP/s), since a BERT-mini (4 layers of 256)
-#: keeps a large card far from its peak; the FLOPs are the objectives' own (``seedr.experiments.record.sizing``).
+#: keeps a large card far from its peak; the FLOPs are the objectives' own (``seedr.experiments.sizing``).
 FIRST_GUESS_FLOPS_PER_SECOND = 0.10 * 790e12
 #: Seconds counted for a unit that sizing cannot size before its data exists here (a fine-tuning or
 #: retrieval over the NQ-open data ``prepare`` builds) or that is no arithmetic (BM25, set-up steps).
@@ -186,10 +186,10 @@ def _rate(rates: dict | None, objective: str, length: int) -> float:
 
 
 def unit_seconds(work, rates: dict | None, length: int) -> float:
-    """Expected seconds of one unit of an experiment (``seedr.experiments.record.progress.UnitWork``): pre-training
+    """Expected seconds of one unit of an experiment (``seedr.experiments.eta.UnitWork``): pre-training
     at its objective's recorded rate; fine-tuning and encoding at MLM's, scaled by how much more of the
     matrix-product rate they reach than pre-training (``SHARE_OF_MATMUL``); ``UNSIZED_SECONDS`` for the rest."""
-    from seedr.experiments.record.progress import SHARE_OF_MATMUL
+    from seedr.experiments.eta import SHARE_OF_MATMUL
 
     if work.compute is None or work.size is None:
         return UNSIZED_SECONDS
@@ -209,7 +209,7 @@ def job_settings(job: dict) -> list[str]:
 
 def experiment_seconds(job: dict, seeds: list[int] | None, rates: dict | None) -> float:
     """Expected seconds of a job's experiment at its gpu scale with ``seeds``: every unit the runner would
-    compute (``seedr.experiments.runner.planned_work``), sized by ``seedr.experiments.record.sizing``,
+    compute (``seedr.experiments.runner.planned_work``), sized by ``seedr.experiments.sizing``,
     at ``unit_seconds``, plus ``SETUP_SECONDS``."""
     from seedr.experiments.runner import planned_work
     from seedr.experiments.spec import load_experiment

@@ -76,7 +76,7 @@ def training_dtype(mixed_precision: str, device: str | torch.device) -> str:
 def matmul_rate(dtype: str, device: str | torch.device = "cpu", seconds: float = 0.1) -> float:
     """How many floating-point operations per second ``device`` reaches on square matrix products in
     ``dtype`` (512² on a CPU, 4096² on a GPU), timed for about ``seconds`` after one untimed product. It
-    scales estimates of work that has not run yet (an experiment's ETA, ``seedr.experiments.record.progress``)
+    scales estimates of work that has not run yet (an experiment's ETA, ``seedr.experiments.eta``)
     to this machine: 2 cores with AVX2 and a GPU differ a thousandfold. A CPU that emulates bf16 takes
     about a second for one such product."""
     device = torch.device(device)

@@ -18,18 +18,6 @@ from typer.testing import CliRunner
 from seedr.cli import app
 from seedr.config.settings import DataConfig, ModelConfig, PretrainConfig, TrainConfig
 from seedr.data.records import Document
-from seedr.diagnostics.loading import (
-    corpus_texts,
-    diagnose,
-    embed_pairs,
-    load_encoder_parts,
-    load_objective,
-    load_weak_decoder,
-    load_word_decoder,
-    positive_pairs,
-    run_diagnostics,
-    write_diagnostics,
-)
 from seedr.diagnostics.measures import (
     alignment,
     anisotropy,
@@ -43,6 +31,17 @@ from seedr.diagnostics.measures import (
     texts_of_length,
     uniformity,
     word_probabilities,
+)
+from seedr.diagnostics.diagnose import diagnose, write_diagnostics
+from seedr.diagnostics.loading import (
+    corpus_texts,
+    embed_pairs,
+    load_encoder_parts,
+    load_objective,
+    load_weak_decoder,
+    load_word_decoder,
+    positive_pairs,
+    run_diagnostics,
 )
 from seedr.engine.checkpoint import latest_checkpoint, model_weights_path
 from seedr.modeling.encoder import build_encoder

@@ -1172,8 +1172,8 @@ def test_the_eta_comes_from_the_units_sizes_from_the_first_unit_on():
 
     from rich.console import Console
 
-    from seedr.experiments.record.progress import SHARE_OF_MATMUL, UnitWork
-    from seedr.experiments.record.progress import Progress as _Progress
+    from seedr.experiments.eta import SHARE_OF_MATMUL, UnitWork
+    from seedr.experiments.eta import Progress as _Progress
 
     sizes = {Path("setup"): UnitWork("retrieval_task"),
              Path("pretrain"): UnitWork("pre-training (mlm)", 10.0, "pre-training"),
@@ -1212,8 +1212,8 @@ def test_the_eta_is_plain_once_every_kind_left_has_run():
 
     from rich.console import Console
 
-    from seedr.experiments.record.progress import Progress as _Progress
-    from seedr.experiments.record.progress import UnitWork
+    from seedr.experiments.eta import Progress as _Progress
+    from seedr.experiments.eta import UnitWork
 
     units = {Path("a"): UnitWork("fine-tuning", 10.0, "fine-tuning"),
              Path("b"): UnitWork("fine-tuning", 20.0, "fine-tuning"), Path("c"): UnitWork("fusion")}
@@ -1279,7 +1279,7 @@ def test_an_estimate_is_not_part_of_any_result_key():
 
     for kind in [*(STEPS.get(name) for name in STEPS.names()), *(TASKS.get(name) for name in TASKS.names())]:
         closure = code_closure([f"{kind.__module__}:{kind.__qualname__}"])
-        assert not {"seedr.experiments.record.progress", "seedr.experiments.record.sizing"} & set(closure), kind
+        assert not {"seedr.experiments.eta", "seedr.experiments.sizing"} & set(closure), kind
 
 
 def test_work_is_sized_by_what_each_objective_computes():
@@ -1310,8 +1310,8 @@ def test_fine_tuning_is_sized_at_the_lengths_its_batches_are_padded_to(tmp_path)
     expected longest of a batch drawn from the training data's lengths), hard negatives only for a
     strategy that adds them, a few-shot run's epochs over its sample, and its dev evaluations; before its
     training data exists it is not sized."""
-    from seedr.experiments.record.progress import SHARE_OF_MATMUL
-    from seedr.experiments.record.sizing import padded_length, step_work, tokens_of
+    from seedr.experiments.eta import SHARE_OF_MATMUL
+    from seedr.experiments.sizing import padded_length, step_work, tokens_of
     from seedr.experiments.steps import STEPS
     from seedr.modeling.folders import EncoderShape
 

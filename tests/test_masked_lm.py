@@ -12,13 +12,8 @@ import torch
 from test_diagnostics import tiny_run
 
 from seedr.evaluation.masked_lm import heldout_masked_lm, masked_batches, unigram_plateau
-from seedr.diagnostics.loading import (
-    corpus_texts,
-    diagnose,
-    load_objective,
-    run_diagnostics,
-    write_diagnostics,
-)
+from seedr.diagnostics.diagnose import diagnose, write_diagnostics
+from seedr.diagnostics.loading import corpus_texts, load_objective, run_diagnostics
 from seedr.objectives.masking import IGNORE_INDEX
 
 

@@ -20,7 +20,7 @@ from seedr.config.settings import FinetuneConfig
 from seedr.modeling.encoder import save_encoder
 from seedr.modeling.model_card import write_model_card
 from seedr.provenance import record_run
-from seedr.training.publish import write_run_card
+from seedr.training.run_card import write_run_card
 
 
 def test_a_pretrained_encoder_carries_a_card_with_its_run(wiki_shard, tmp_path):

@@ -23,7 +23,7 @@ import tempfile
 from pathlib import Path
 
 from seedr.experiments.record.claims_page import update_claims_page
-from seedr.experiments.record.sizing import made_shape
+from seedr.experiments.sizing import made_shape
 from seedr.experiments.runner import planned_chains
 from seedr.experiments.spec import load_experiment
 from seedr.io import atomic_write, json_text

@@ -12,7 +12,7 @@ and the training rates of the seedr base's shape that ``python gpu/pack.py plan`
 2. The seedr base's shape (``models/seedr-base``: 4 layers × 256, BERT-mini) at 64 and 128 tokens, batch
    256 as the experiments' gpu scale has it, for the objectives the experiment jobs pre-train (MLM, SEED,
    CPDAE, ICT+BFS+WLP's two towers on ICT pairs): tokens/s and FLOP/s in the measure of
-   ``seedr.experiments.record.sizing`` (``multiply_adds_per_example`` × 2 × 3), recorded as ``seedr_base``.
+   ``seedr.experiments.sizing`` (``multiply_adds_per_example`` × 2 × 3), recorded as ``seedr_base``.
 
 Each system's timed steps fill ``SECONDS`` (``MINI_SECONDS`` for the base's shape), sized from a short
 calibration (``StepClock``); each step is split by hooks on the model and the optimizer into forward

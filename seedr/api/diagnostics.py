@@ -83,8 +83,9 @@ def diagnose(model: str | os.PathLike, out: str | os.PathLike, *, corpus: Paths 
         read += input_paths(corpus_paths, positives)
         check_output(out / "diagnostics.json", "diagnostics", overwrite=overwrite, inputs=read)
         check_output(out / "diagnostics.png", "diagnostics plot", overwrite=overwrite, inputs=read)
-        from seedr.diagnostics.loading import corpus_texts, positive_pairs, write_diagnostics
-        from seedr.diagnostics.loading import diagnose as run_diagnostics
+        from seedr.diagnostics.diagnose import diagnose as run_diagnostics
+        from seedr.diagnostics.diagnose import write_diagnostics
+        from seedr.diagnostics.loading import corpus_texts, positive_pairs
 
         texts = corpus_texts(corpus_paths, max_documents) if corpus_paths else []
         pairs_for_statistics = (positive_pairs(positives, positive_count, seed, split, max_documents)

@@ -15,7 +15,7 @@ from seedr.config.loading import from_dict, merge_settings, read_recipe
 from seedr.config.settings import FinetuneConfig, PretrainConfig
 from seedr.io import check_output
 from seedr.io.run_folders import TRAINER_STATE, check_run_folder
-from seedr.modeling.folders import pretrained_seed, resolve_model_path, tokenizer_folder
+from seedr.modeling.folders import pretrained_seed, resolve_model_path, seed_pooling, tokenizer_folder
 from seedr.objectives import OBJECTIVES
 from seedr.provenance import record_run
 from seedr.recipes import recipe_path
@@ -53,8 +53,8 @@ def resolve_settings(stage: str, config: str | os.PathLike | None = None, settin
         asked = merge_settings(given, dict(settings or {}))  # what the user set, apart from the recipe's defaults
         resolved_finetune = from_dict(FinetuneConfig, merge_settings(recipe, asked))
         seed = pretrained_seed(resolved_finetune.model) if "pooling" not in asked else None
-        if seed is not None:  # the vector the seed's objective trained, not the one a recipe wrote for MiniLM
-            resolved_finetune.pooling = seed.pooling
+        resolved_finetune.pooling = seed_pooling(resolved_finetune.pooling, seed.pooling if seed else None,
+                                                 "pooling" in asked)
         check_dev_metrics(resolved_finetune)
         resolved: Any = resolved_finetune
     else:

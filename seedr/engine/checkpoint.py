@@ -251,7 +251,7 @@ def product_steps(out_dir: str | os.PathLike) -> tuple[int | None, int | None]:
 def publish_product(checkpoint: Path, out_dir: Path, described: Mapping[str, str] | None = None) -> Path:
     """Copy a checkpoint's encoder to ``out_dir/encoder``, replacing the previous one atomically, with a
     model card that describes the run (``seedr.modeling.model_card``): ``described`` is what the run
-    trained with, as its caller knows it (``seedr.training.publish.describe_run``)."""
+    trained with, as its caller knows it (``seedr.training.run_card.describe_run``)."""
 
     target = out_dir / PRODUCT
     with atomic_directory(target) as temporary:

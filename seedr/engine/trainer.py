@@ -135,7 +135,7 @@ class Trainer:
         callbacks: ``Callback`` objects (evaluation, ANCE negative refresh, ...).
         run_config: the full configuration recorded in ``out/config.yaml`` (default: ``config``).
         described: what the run trains with, for the model card of ``out/encoder``
-            (``{"objective" | "loss" | "negatives": description}``: ``seedr.training.publish.describe_run``).
+            (``{"objective" | "loss" | "negatives": description}``: ``seedr.training.run_card.describe_run``).
         drop_last: drop the last partial batch of an epoch (the default: in-batch negatives and batch
             statistics of pre-training assume full batches), or train on it.
 

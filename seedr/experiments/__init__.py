@@ -10,6 +10,9 @@ them (``seedr.experiments.scoring``); the ``diagnose`` step runs the papers' dia
 The record (``seedr.experiments.record``): each figure and what it is read against (``figures``), the
 claims' verdicts (``verdicts``), their Markdown (``results_markdown``), the report's preamble, plots and
 case study (``preamble``, ``report``), the recorded results in the checkout and their verification
-(``docs_results``), the claims page (``claims_page``), seeds run apart judged as one run (``combine``),
-and the ETA (``progress``, ``sizing``).
+(``docs_results``), the claims page (``claims_page``), seeds run apart judged as one run (``combine``).
+Apart from both, so that no result's key rests on an estimate: the progress line and its ETA (``eta``) and
+the sizes of the units it estimates from (``sizing``). An experiment's files are checked before anything
+runs by ``seedr.experiments.checks``; a seed pre-trained in a condition's chain keeps its pooling through
+the chain's fine-tuning and retrieval (``seedr.experiments.seed_pooling``).
 """

@@ -36,15 +36,15 @@ from rich.console import Console
 
 from seedr.config.loading import from_dict, identity, merge_settings
 from seedr.data.runs import read_trec_run, write_trec_run
+from seedr.experiments.eta import Progress, UnitWork, Work
 from seedr.experiments.record.figures import figures, references, seed_spread, with_seed_sd
 from seedr.experiments.record.pretraining import pretraining_record
 from seedr.experiments.record.preamble import machine, report_preamble
-from seedr.experiments.record.progress import Progress, UnitWork, Work
 from seedr.experiments.record.report import case_study_results, report_plots
 from seedr.experiments.record.results_markdown import results_markdown
-from seedr.experiments.record.sizing import EncodedTokens, made_shape, step_work
 from seedr.experiments.record.verdicts import claim_results, collapsed_conditions, goal_results
 from seedr.experiments.scoring import compare
+from seedr.experiments.sizing import EncodedTokens, made_shape, step_work
 from seedr.experiments.spec import Condition, Experiment, substitute
 from seedr.experiments.steps import (
     ExperimentStep,
@@ -304,7 +304,7 @@ class _Plan:
                 *dict.fromkeys([*self.retrievals.values(), *self.bm25_folders.values()])]
 
     def work(self, experiment: Experiment, runner: _Runner) -> dict[Path, Work]:
-        """Every unit's kind and size of work (for the ETA: ``seedr.experiments.record.sizing``), each asked when
+        """Every unit's kind and size of work (for the ETA: ``seedr.experiments.sizing``), each asked when
         needed: a size that depends on what an earlier unit makes (training labels, a corpus) is known once
         it has run. A model a chain will make has the shape of the one it starts from (``made_shape``)."""
         makers = {step.product(folder): step for chained in self.chains.values() for step, folder in chained}

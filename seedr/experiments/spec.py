@@ -23,6 +23,7 @@ NAME``; ``seedr experiment --list`` lists them), or any YAML file given by its p
       none: {steps: [{finetune: {}}]}
       mlm: {steps: [{pretrain: {objective_name: mlm}}, {finetune: {}}]}
       mlm-1pct: {tasks: [reqa-1pct], steps: [...]}   # scored on these tasks only (default: every task)
+      seed-mean: {steps: [...], pooling_departure: why}  # a seed keeps its trained pooling unless this says
       soup: {steps: [{finetune: {train.seed: 2}}, {average: {others: ["{conditions.mlm}"]}}]}
                                         # {conditions.NAME}: the model an earlier condition produced
     baseline: none                      # significance tests are against this condition (or group)
@@ -61,6 +62,7 @@ from pathlib import Path
 from typing import Any
 
 from seedr.config.loading import merge_settings, parse_yaml
+from seedr.experiments.checks import validate
 from seedr.experiments.files import (
     EXPERIMENT_NAME,
     check_experiment_name,
@@ -74,7 +76,7 @@ from seedr.experiments.files import (
     results_folder,
 )
 from seedr.experiments.goals import Goal, read_goals
-from seedr.experiments.steps import validate
+from seedr.experiments.seed_pooling import carry_seed_pooling
 from seedr.io import DataError
 
 #: Scales an experiment file declares: ``cpu`` runs on a 2-core machine, ``gpu`` on one GPU for minutes
@@ -110,12 +112,15 @@ class Condition:
     """A chain of steps whose last model is evaluated on every task (``retrieve: bm25``: BM25 instead;
     ``retrieve: none``: not evaluated, e.g. a chain that ends in a ``diagnose`` step), or on ``tasks``
     only: a model fine-tuned on one task's training side (ReQA's 1% split) is scored on that task's
-    test side alone."""
+    test side alone. ``pooling_departure``: why it fine-tunes or retrieves a seed pre-trained in its chain
+    through another pooling than the seed's objective trained, which it otherwise keeps
+    (``seedr.experiments.seed_pooling``)."""
 
     name: str
     steps: list[Step]
     retrieve: dict[str, Any] | str
     tasks: list[str] | None = None
+    pooling_departure: str | None = None
 
     def evaluates(self, task: str) -> bool:
         """Whether this condition is scored on ``task``."""
@@ -342,7 +347,7 @@ def load_experiment(name: str | Path, scale: str = "cpu", overrides: list[str] |
     """Read and resolve an experiment file for ``scale`` with ``key=value`` variable ``overrides``.
 
     Raises ``ValueError`` / ``DataError`` naming the file and the offending entry; step settings are
-    checked against the stages' configs by ``seedr.experiments.steps.validate``.
+    checked against the stages' configs by ``seedr.experiments.checks.validate``.
     """
 
     path = experiment_path(name)
@@ -399,10 +404,15 @@ def load_experiment(name: str | Path, scale: str = "cpu", overrides: list[str] |
             raise DataError(path, f"conditions.{raw_name} must be a mapping", field=f"conditions.{raw_name}")
         for name, body in _expand_grid(str(raw_name), raw_body, variables, f"{where}: conditions.{raw_name}"):
             body = substitute(body, variables, f"{where}: conditions.{name}")
-            unknown = sorted(set(body) - {"steps", "retrieve", "tasks"})
+            unknown = sorted(set(body) - {"steps", "retrieve", "tasks", "pooling_departure"})
             if unknown:
                 raise DataError(path, f"conditions.{name}: unknown key(s) {unknown}; valid: steps, retrieve, "
-                                "tasks", field=f"conditions.{name}")
+                                "tasks, pooling_departure", field=f"conditions.{name}")
+            departure = body.get("pooling_departure")
+            if departure is not None and not (isinstance(departure, str) and departure.strip()):
+                raise DataError(path, f"conditions.{name}.pooling_departure says in words why the condition "
+                                f"pools otherwise than its seed was trained, got {departure!r}",
+                                field=f"conditions.{name}.pooling_departure")
             only = body.get("tasks")
             if only is not None and (not isinstance(only, list) or set(map(str, only)) - set(tasks)):
                 raise DataError(path, f"conditions.{name}.tasks must list tasks of this experiment "
@@ -422,7 +432,8 @@ def load_experiment(name: str | Path, scale: str = "cpu", overrides: list[str] |
                                 f"settings, got {retrieve!r}", field=f"conditions.{name}.retrieve")
             if retrieve not in ("bm25", "none") and not (isinstance(retrieve, dict) and "fuse" in retrieve):
                 retrieve = merge_settings(defaults.get("retrieve") or {}, retrieve or {})
-            conditions[name] = Condition(name, steps, retrieve, None if only is None else [str(t) for t in only])
+            only = None if only is None else [str(task) for task in only]
+            conditions[name] = Condition(name, steps, retrieve, only, departure)
 
     patterns = [str(name) for name in scaled.get("skip") or []]  # names, or patterns such as condenser-s*
     skipped = _group_members(patterns, conditions)
@@ -435,7 +446,8 @@ def load_experiment(name: str | Path, scale: str = "cpu", overrides: list[str] |
                         field=f"scales.{scale}.skip")
     # a claim, group or case study naming a skipped condition is then an error of validate(): the file
     # must say what its scale can check
-    conditions = {name: condition for name, condition in conditions.items() if name not in skipped}
+    conditions = carry_seed_pooling({name: condition for name, condition in conditions.items()
+                                     if name not in skipped}, where)
     setup = _referenced_setup(setup, [tasks, conditions], path)
 
     groups = {}

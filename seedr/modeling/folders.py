@@ -1,6 +1,7 @@
 """Model folders without torch: which folder a model's name stands for (``resolve_model_path``: a folder, a
 seedr run, or a built-in short name; ``tokenizer_folder``), what a folder declares in its JSON files (``read_settings``, its pooling),
-the seed a seedr pre-training made (``pretrained_seed``), and an encoder's shape and positions from its
+the seed a seedr pre-training made (``pretrained_seed``) and the pooling fine-tuning it keeps
+(``seed_pooling``), and an encoder's shape and positions from its
 ``config.json`` (``EncoderShape``, ``encoder_shape``, ``usable_positions``), which size runs before they start. What resolving a fine-tuning's settings reads
 (``seedr.api.resolve_settings``), which answers without loading torch; ``seedr.modeling.encoder`` loads the
 models themselves and imports these from here.
@@ -12,6 +13,7 @@ import os
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
+from typing import Any
 
 from seedr.config.loading import read_recipe
 from seedr.config.settings import Pooling
@@ -116,10 +118,7 @@ def pretrained_seed(model: str) -> PretrainedSeed | None:
     and CPDAE's bottleneck, the two-tower embedding; not MLM's) — ``None`` otherwise, and for an encoder
     copied out of its run, whose ``config.yaml`` no longer says how it was made.
 
-    Fine-tuning such a seed pools as it was pre-trained unless the user sets ``pooling`` (``seedr.api``
-    ``resolve_settings``): a recipe's ``pooling: mean`` is written for the model it names (MiniLM, trained
-    with mean pooling), and fine-tuning SEED-Encoder's seed through its mean would train a vector the
-    pre-training never shaped, throwing away what the weak decoder taught [CLS].
+    Fine-tuning such a seed pools as it was pre-trained unless the user sets ``pooling`` (``seed_pooling``).
     """
     try:
         encoder = resolve_model_path(model)
@@ -135,6 +134,37 @@ def pretrained_seed(model: str) -> PretrainedSeed | None:
     described = OBJECTIVES.options(name).trained_representation.format(
         pooling="[CLS]" if pooling == "cls" else pooling)
     return PretrainedSeed(encoder.parent, pooling, described)
+
+
+def objective_pooling(options: Any) -> Pooling:
+    """How the encoder a pre-training objective saves pools, from its options (``OBJECTIVES.options``): its
+    ``bottleneck`` where it has one (the vector its decoder reads: SEED-Encoder, CPDAE, TSDAE), else its
+    ``pooling`` (Contriever's crops, mean-pooled as Izacard et al. 2022, §3), else [CLS] (what every other
+    objective's loss reads). ``Objective.pooling`` is this, and so is what its saved encoder records."""
+    return getattr(options, "bottleneck", None) or getattr(options, "pooling", None) or "cls"
+
+
+def trained_pooling(objective_name: str, options: Any) -> Pooling | None:
+    """The pooling of the vector the objective ``objective_name`` trains to stand for a text, with its
+    ``options`` (``objective_pooling``); ``None`` where it trains none (MLM: no ``trained_representation``).
+    What a seed of it is known by before it exists (an experiment's chain); ``pretrained_seed`` reads it
+    from the seed's folder."""
+    if not OBJECTIVES.options(objective_name).trained_representation:
+        return None
+    return objective_pooling(options)
+
+
+def seed_pooling(pooling: str | None, seed: str | None, pooling_given: bool) -> str | None:
+    """The pooling a fine-tuning trains through: ``seed``, the pooling its model's pre-training objective
+    trained (``pretrained_seed``, ``trained_pooling``; ``None``: the model is no such seed), unless the
+    settings named one (``pooling_given``); else ``pooling``, the recipe's (null: the model folder's own).
+
+    A pre-trained seed keeps its pooling: a recipe's ``pooling`` is written for the model it names (MiniLM,
+    trained with mean pooling), and fine-tuning SEED-Encoder's seed through its mean would train a vector the
+    pre-training never shaped, throwing away what the weak decoder taught [CLS]. ``seedr finetune``
+    (``seedr.api.resolve_settings``), ``seedr adapt`` and an experiment's fine-tuning of a pre-trained
+    condition (``seedr.experiments.seed_pooling``) all read it here."""
+    return pooling if pooling_given or seed is None else seed
 #: Model types that number positions from ``pad_token_id + 1`` (RoBERTa's ``create_position_ids_from_input_ids``),
 #: so that ``pad_token_id + 1`` of their ``max_position_embeddings`` are never a token's: XLM-R's 514 hold 512.
 PADDING_OFFSET_MODEL_TYPES = frozenset({
@@ -158,7 +188,7 @@ def usable_positions(config: dict) -> int | None:
 class EncoderShape:
     """What a Transformer encoder's arithmetic grows with: its layers, their width and feed-forward width,
     and its vocabulary (for the heads that predict tokens). It sizes work before it runs, for an
-    experiment's ETA (``seedr.experiments.record.progress``)."""
+    experiment's ETA (``seedr.experiments.eta``)."""
 
     layers: int
     hidden: int

@@ -17,8 +17,8 @@ rewrites it with the run's details when the encoder lands in ``<run>/encoder``. 
 is described by its caller (``described``: the objective, loss or negatives, each the first paragraph of
 its module's docstring, which cites its paper), as sentence-transformers' model-card callback and
 transformers' ``Trainer.create_model_card`` are given what the trainer knows: training knows its
-registries, this module knows none of them (``seedr.training.publish.describe_run`` describes a run
-from its ``config.yaml``; ``seedr.training.publish.write_run_card`` writes a card from a run folder).
+registries, this module knows none of them (``seedr.training.run_card.describe_run`` describes a run
+from its ``config.yaml``; ``seedr.training.run_card.write_run_card`` writes a card from a run folder).
 """
 
 from __future__ import annotations
@@ -216,7 +216,7 @@ def model_card(encoder_dir: str | os.PathLike, run_dir: str | os.PathLike | None
         run_dir: the run folder it comes from (``config.yaml``, ``metrics.jsonl``, evaluations).
         step: the training step of the encoder; default the last logged one.
         described: what the run trained with, ``{"objective" | "loss" | "negatives": description}``
-            (``seedr.training.publish.describe_run``); a component without one is named only. Under
+            (``seedr.training.run_card.describe_run``); a component without one is named only. Under
             ``"changes"``, one per line, what a pre-training changed of its base (a new head, another pooling).
     """
     encoder_dir = Path(encoder_dir)

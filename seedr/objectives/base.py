@@ -17,7 +17,7 @@ from seedr.config.settings import MAX_LENGTH
 from seedr.data.shards import TokenShardData
 from seedr.engine.batches import TrainData
 from seedr.modeling.encoder import save_encoder
-from seedr.modeling.folders import EncoderShape
+from seedr.modeling.folders import EncoderShape, objective_pooling
 from seedr.modeling.outputs import ObjectiveOutput
 from seedr.retrieval.encode import model_defaults
 
@@ -69,7 +69,7 @@ class Objective(nn.Module):
     #: "pairs": examples are (query, document) text pairs from a pair builder (ICT, BFS, WLP).
     input_kind: ClassVar[str] = "tokens"
     #: The diagnostics a run of this objective supports beyond its encoder's own
-    #: (``seedr.diagnostics.loading``): "masked_lm" (an MLM head: held-out masked-token accuracy),
+    #: (``seedr.diagnostics.diagnose``): "masked_lm" (an MLM head: held-out masked-token accuracy),
     #: "cls_reliance" (SEED-Encoder's weak decoder: its reliance on [CLS] by position, Figure 4),
     #: "decoded_words" (CPDAE's bag-of-words decoder: the words it decodes).
     diagnostics: ClassVar[frozenset[str]] = frozenset()
@@ -108,9 +108,10 @@ class Objective(nn.Module):
 
     @property
     def pooling(self) -> str:
-        """How the saved encoder pools: the objective's ``bottleneck`` option where it has one
-        (the vector its decoder reads was trained to be the text's representation), else [CLS]."""
-        return getattr(self.config, "bottleneck", "cls")
+        """How the saved encoder pools: the objective's ``bottleneck`` option where it has one (the vector its
+        decoder reads was trained to be the text's representation), else its ``pooling`` (Contriever), else
+        [CLS] (``seedr.modeling.folders.objective_pooling``, which resolving an experiment reads too)."""
+        return objective_pooling(self.config)
 
     def changes(self, init: str) -> list[str]:
         """What starting this objective from the encoder ``init`` (a name or folder) changes of it, one line

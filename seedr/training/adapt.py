@@ -22,7 +22,7 @@ from typing import Any
 from seedr.config.settings import FinetuneConfig, PretrainConfig
 from seedr.data.inputs import Inputs
 from seedr.io.run_folders import PAIRS, PRETRAINING, PRODUCT, check_run_folder
-from seedr.modeling.folders import pretrained_seed
+from seedr.modeling.folders import pretrained_seed, seed_pooling
 from seedr.provenance import record_run
 from seedr.training.finetune import check_finetuning, finetune, load_watch_set
 from seedr.training.mined_pairs import OWN_POSITIVE, RECORD, MinedPairs, mine_pairs, validation_minimum
@@ -34,9 +34,10 @@ SHARDS = "shards"
 
 def _read_as_seed(config: FinetuneConfig, model: str, pooling_given: bool) -> FinetuneConfig:
     """``config`` starting from ``model``; a seed a seedr pre-training made pools as its objective trained
-    unless the settings named a pooling (the rule of ``seedr.api.resolve_settings``)."""
+    unless the settings named a pooling (``seed_pooling``)."""
     seed = None if pooling_given else pretrained_seed(model)
-    return dataclasses.replace(config, model=model, **({"pooling": seed.pooling} if seed is not None else {}))
+    pooling = seed_pooling(config.pooling, seed.pooling if seed else None, pooling_given)
+    return dataclasses.replace(config, model=model, pooling=pooling)
 
 
 def run_adapt(out: str | os.PathLike, corpus: Inputs, finetuning: FinetuneConfig, *,

@@ -6,7 +6,7 @@ twice one (``bench/flops.py``). A run with ``PretrainConfig.flops_budget`` takes
 the budget buys at its objective's cost per example (``Objective.multiply_adds_per_example``: the encoder
 and the objective's own parts, forward), counted as training is: two operations per multiply-add, and
 the backward pass twice the forward (Kaplan et al. 2020, §2.1: ``C ≈ 6 N`` per token, the forward
-``2 N``). What an experiment's ETA sizes (``seedr.experiments.record.sizing``) is the same count.
+``2 N``). What an experiment's ETA sizes (``seedr.experiments.sizing``) is the same count.
 """
 
 from __future__ import annotations

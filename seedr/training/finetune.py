@@ -62,7 +62,7 @@ from seedr.retrieval.dual_encoder import DualEncoder
 from seedr.retrieval.encode import document_input, tokenize_pairs
 from seedr.training.early_stopping import BEST, BEST_RECORD, EarlyStopping, publish_best
 from seedr.training.few_shot import run_few_shot
-from seedr.training.publish import describe_run
+from seedr.training.run_card import describe_run
 
 console = Console(stderr=True)
 

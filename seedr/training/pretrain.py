@@ -61,7 +61,7 @@ from seedr.objectives import OBJECTIVES
 from seedr.objectives.base import Objective, PretrainingCorpus
 from seedr.registry import Registry
 from seedr.training.compute_budget import apply_flops_budget
-from seedr.training.publish import describe_run
+from seedr.training.run_card import describe_run
 
 console = Console(stderr=True)
 

@@ -30,7 +30,7 @@ from seedr.objectives import OBJECTIVES
 from seedr.training.early_stopping import BEST, BEST_RECORD, EarlyStopping, publish_best
 from seedr.training.finetune import DevEvaluation, build_model, load_dev_set
 from seedr.training.pretrain import pretrain
-from seedr.training.publish import describe_run
+from seedr.training.run_card import describe_run
 
 if TYPE_CHECKING:
     from seedr.engine.trainer import Trainer

@@ -42,7 +42,7 @@ json.dump({f'{run}@{length}': masked_lm_curve('$R/' + run, texts, max_length=len
 
 # 5. The model folder: phase 2's product, its card rewritten with the held-out figures, and the report.
 rm -rf $MODEL && cp -r $R/phase2/encoder $MODEL
-python -c "from seedr.training.publish import write_run_card; write_run_card('$MODEL', '$R/phase2')"
+python -c "from seedr.training.run_card import write_run_card; write_run_card('$MODEL', '$R/phase2')"
 seedr report $R/phase1 $R/phase2 --out $MODEL/report --title "seedr base: MLM pre-training of BERT-mini on Wikipedia"
 for phase in phase1 phase2; do
     cp $R/$phase/diagnostics.json $HERE/$phase-diagnostics.json

@@ -1,3 +1,3 @@
 """What an experiment's run records, apart from how it runs: figures, verdicts, the report, the results
-committed under ``docs/results``, the claims page, seeds run apart combined, and the ETA
-(``seedr.experiments`` says which module does which)."""
+committed under ``docs/results``, the claims page and seeds run apart combined (``seedr.experiments``
+says which module does which)."""

@@ -11,7 +11,8 @@ from typing import Any
 
 from seedr.config.loading import from_dict, identity, merge_settings
 from seedr.config.settings import FinetuneConfig, PretrainConfig
-from seedr.diagnostics.loading import corpus_texts, diagnose, positive_pairs, write_diagnostics
+from seedr.diagnostics.diagnose import diagnose, write_diagnostics
+from seedr.diagnostics.loading import corpus_texts, positive_pairs
 from seedr.experiments.steps.base import STEPS, ExperimentStep
 from seedr.losses import LOSSES
 from seedr.modeling.averaging import average_encoders, checkpoint_encoders

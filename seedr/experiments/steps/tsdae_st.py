@@ -16,7 +16,7 @@ where the paper pools [CLS] for a model trained from BERT.
 
 Equal compute with ``adapt`` (``equal_compute``): the step count is that at which TSDAE's training
 floating-point operations equal an adapt fine-tuning's of ``steps`` steps (``matched_steps``), both counted
-as ``seedr.experiments.record.sizing`` counts training — multiply-adds per token from the encoder's shape,
+as ``seedr.experiments.sizing`` counts training — multiply-adds per token from the encoder's shape,
 × 2 per multiply-add × 3 for the backward pass, texts at their length caps:
 
 - adapt, per example: a pseudo-query (``query_max_length``) and its positive and ``negatives`` hard negatives

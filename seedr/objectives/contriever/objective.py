@@ -112,10 +112,6 @@ class Contriever(Objective):
             self.register_buffer("queue_position", torch.zeros((), dtype=torch.long))
             self.new_parts = ("MoCo key encoder and queue (training only)",)
 
-    @property
-    def pooling(self) -> str:
-        return self.config.pooling
-
     # ----- batches ---------------------------------------------------------------------------------
 
     def crops(self, examples: Sequence[Sequence[int]], generator: torch.Generator | None = None

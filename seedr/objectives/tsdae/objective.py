@@ -120,10 +120,6 @@ class Tsdae(Objective):
         self.head_loaded = bool(loaded_from) and Path(loaded_from).is_dir() and \
             self.lm_head.load_from_checkpoint(loaded_from)
 
-    @property
-    def pooling(self) -> str:
-        return self.config.bottleneck
-
     def changes(self, init: str) -> list[str]:
         """The base's, after the prediction head's when ``init`` has no MLM head to start it from."""
         head = f"TSDAE prediction head: new, from random weights ({init} has no cls.predictions.*)"

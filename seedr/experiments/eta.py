@@ -1,6 +1,6 @@
 """An experiment's progress line and its ETA, estimated from the units' sizes from the first unit on.
 
-Each unit of work is sized before it runs (``seedr.experiments.record.sizing``): training
+Each unit of work is sized before it runs (``seedr.experiments.sizing``): training
 and dense retrieval in floating-point operations (``UnitWork.compute``), set-up and analysis steps one
 each. Units of a kind that has run take its measured time per unit of size. Arithmetic-bound units of a
 kind that has not run yet are estimated from the machine's measured matrix-product rate
@@ -20,7 +20,7 @@ from pathlib import Path
 from rich.console import Console
 
 #: The share of ``seedr.hardware.matmul_rate`` that seedr's pre-training, fine-tuning and encoding reach,
-#: by the dtype they compute in, as their sizes (``seedr.experiments.record.sizing``) count operations
+#: by the dtype they compute in, as their sizes (``seedr.experiments.sizing``) count operations
 #: (``multiply_adds_per_example`` × 2, × 3 for a training step's backward pass): each unit's size over the
 #: seconds its ``step.json`` or ``settings.json`` records, over the rate. Measured on the 2-core Intel Xeon
 #: (AVX512-BF16) on ``seedr demo`` in bf16 and in float32 and on ``reqa_from_base`` in bf16: pre-training

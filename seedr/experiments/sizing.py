@@ -1,4 +1,4 @@
-"""What each unit of an experiment computes, sized before it runs, for its ETA (``seedr.experiments.record.progress``).
+"""What each unit of an experiment computes, sized before it runs, for its ETA (``seedr.experiments.eta``).
 
 Training and dense retrieval are sized in floating-point operations: pre-training from what its objective
 computes per example (``Objective.multiply_adds_per_example``), fine-tuning from its batches at the length
@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from seedr.config.loading import from_dict
 from seedr.data.training_sets import load_training_set
-from seedr.experiments.record.progress import SHARE_OF_MATMUL, UnitWork
+from seedr.experiments.eta import SHARE_OF_MATMUL, UnitWork
 from seedr.hardware import default_device, training_dtype
 from seedr.negatives import NEGATIVES
 from seedr.objectives import OBJECTIVES
