@@ -1,10 +1,10 @@
 """What an experiment evaluates every condition on, and how a condition's model retrieves.
 
 A task reads its data, retrieves for its queries with BM25 or with a dense encoder (``seedr encode``
-→ ``seedr index`` → ``seedr search``: ``encode_corpus_to_shards``, ``DenseIndex``, ``search_text``),
-writes the TREC run, and scores it per query with the library's evaluation task
-(``seedr.evaluation.tasks``, which ``seedr search`` and ``seedr evaluate`` use too), so that
-conditions can be compared with paired significance tests.
+→ ``seedr index`` → ``seedr search``: the pipeline's stages, ``seedr.pipeline``, run with the condition's
+``retrieve:`` options, ``seedr.experiments.retrieve.RetrieveConfig``), writes the TREC run, and scores it
+per query with the library's evaluation task (``seedr.evaluation.tasks``, which ``seedr search`` and
+``seedr evaluate`` use too), so that conditions can be compared with paired significance tests.
 
 - ``qrels``: a corpus, queries and relevance labels (e.g. SciFact test) — IR metrics (``nDCG@10`` ...).
 - ``reqa``: SQuAD's questions against its (sentence, paragraph) candidates (ICLR 2020 §4.1) — ``R@k``, ``MRR``.
@@ -21,43 +21,20 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from seedr.config.loading import from_dict
-from seedr.config.settings import ENCODE_BATCH_SIZE
 from seedr.data.corpus import read_corpus
 from seedr.data.records import Document, Run
 from seedr.evaluation import reqa
 from seedr.evaluation import tasks as evaluation_tasks
 from seedr.evaluation.tasks import EvaluationTask
+from seedr.experiments.retrieve import RetrieveConfig
+from seedr.pipeline import encode as encoding
+from seedr.pipeline import index as indexing
+from seedr.pipeline import search as searching
+from seedr.pipeline.search import SearchConfig
 from seedr.registry import Registry
-from seedr.retrieval.bm25 import BM25Index
-from seedr.retrieval.encode import TextEncoder, encode_corpus_to_shards, load_embeddings, read_manifest
-from seedr.retrieval.faiss_index import DenseIndex
 from seedr.retrieval.fusion import FUSIONS, Objective, choose_fusion
-from seedr.retrieval.search import search_text
 
 TASKS: Registry[type[RetrievalTask]] = Registry("experiment task")
-
-
-@dataclasses.dataclass
-class RetrieveConfig:
-    """How a condition's model retrieves (``seedr encode`` / ``index`` / ``search`` options).
-
-    ``model``: the encoder, for a condition without steps (e.g. ``minilm`` zero-shot); otherwise the
-    last step's product. ``pooling``, ``normalize``, ``max_length``: default what the model folder
-    declares, and so does ``title`` (how titles are encoded: ``seedr.retrieval.encode.document_input``).
-    ``compute_dtype``: ``bfloat16`` runs the encoder under autocast; ``auto`` where it is native (``seedr.hardware``).
-    """
-
-    model: str | None = None
-    pooling: str | None = None
-    normalize: bool | None = None
-    max_length: int | None = None
-    query_max_length: int | None = None
-    compute_dtype: str | None = None
-    batch_size: int = ENCODE_BATCH_SIZE
-    title: str | None = None  # pair | join | none; None: what the model folder records, else pair
-    factory: str = "Flat"
-    metric: str = "ip"
-    k: int = 100
 
 
 def fuses(retrieve: Any) -> bool:
@@ -184,27 +161,22 @@ class RetrievalTask:
         ``None`` where there is no closed form."""
         raise NotImplementedError
 
+    def corpus(self) -> dict[str, Any]:
+        """The collection as ``seedr encode`` reads it: ``{"corpus": paths, "limit": N or None}``."""
+        raise NotImplementedError
+
     def dense_run(self, model: str, retrieve: RetrieveConfig, folder: Path) -> Run:
-        """Encode the collection into ``folder/embeddings`` (resumable shards), index it, search."""
-        encoder = self.encoder(model, retrieve)
-        embeddings = folder / "embeddings"
-        if not (embeddings / "manifest.json").exists():
-            encode_corpus_to_shards(encoder, self.documents(), embeddings, batch_size=retrieve.batch_size)
-        manifest = read_manifest(embeddings)
-        ids, vectors = load_embeddings(embeddings)
-        index = DenseIndex.build(vectors, ids, factory=retrieve.factory, metric=retrieve.metric,
-                                 encoder=manifest["encoder"])
-        if retrieve.query_max_length:
-            encoder = TextEncoder.from_settings(encoder.settings(), max_length=retrieve.query_max_length)
-        return search_text(index, encoder, self.queries(), retrieve.k, retrieve.batch_size, show_progress=True)
+        """``seedr encode`` (the collection into ``folder/embeddings``, resumable shards), ``seedr index`` and
+        ``seedr search`` with the condition's options; the index and the run are kept in memory."""
+        encoded = encoding.run(retrieve.encode_config(model, out=folder / "embeddings", **self.corpus()))
+        index = retrieve.index_config(encoded.path, folder / "index")
+        search = retrieve.search_config(queries=self.queries(), index=index.out)
+        return searching.search_index(indexing.build(index), search.queries, search)
 
     def bm25_run(self, k: int) -> Run:
-        return BM25Index.build(self.documents(), show_progress=True).search(self.queries(), k=k, show_progress=True)
-
-    @staticmethod
-    def encoder(model: str, retrieve: RetrieveConfig) -> Any:
-        return TextEncoder(model, pooling=retrieve.pooling, normalize=retrieve.normalize,
-                           max_length=retrieve.max_length, dtype=retrieve.compute_dtype, title=retrieve.title)
+        """``seedr search --bm25`` over the collection, its run kept in memory."""
+        search = SearchConfig(queries=self.queries(), bm25=True, k=k)
+        return searching.bm25_search(self.documents(), search.queries, search)[1]
 
 
 @dataclasses.dataclass
@@ -217,7 +189,7 @@ class QrelsTaskConfig:
 
 
 @TASKS.register("qrels")
-class QrelsTask(RetrievalTask):
+class QrelsRetrieval(RetrievalTask):
     """IR metrics on labelled queries (``seedr evaluate --qrels``)."""
 
     config_class = QrelsTaskConfig
@@ -233,6 +205,9 @@ class QrelsTask(RetrievalTask):
     def documents(self) -> list[Document]:
         return list(read_corpus(self.config.corpus))
 
+    def corpus(self) -> dict[str, Any]:
+        return {"corpus": self.config.corpus}
+
     def chance(self, depth: int = 100) -> dict[str, float | None]:
         return self.evaluation.chance({document.id for document in self.documents()}, depth)
 
@@ -244,7 +219,7 @@ class ReqaTaskConfig:
 
 
 @TASKS.register("reqa")
-class ReqaTask(RetrievalTask):
+class ReqaRetrieval(RetrievalTask):
     """ReQA on SQuAD (ICLR 2020 §4.1): candidates encoded as (sentence, paragraph) pairs."""
 
     config_class = ReqaTaskConfig
@@ -256,9 +231,12 @@ class ReqaTask(RetrievalTask):
         return list(self.evaluation.documents())
 
     def dense_run(self, model: str, retrieve: RetrieveConfig, folder: Path) -> Run:
-        encoder = self.encoder(model, retrieve)
-        index = self.evaluation.index(encoder, retrieve.batch_size, show_progress=True)
-        return search_text(index, encoder, self.queries(), retrieve.k, retrieve.batch_size, show_progress=True)
+        """``seedr search --reqa SQUAD --model MODEL``: the candidates encoded in memory as (sentence,
+        paragraph) pairs, by the encoder ``seedr encode`` makes with the condition's options."""
+        search = retrieve.search_config(reqa=self.config.squad, model=model)
+        encoder = encoding.text_encoder(retrieve.encode_config(model, self.config.squad, folder / "embeddings"),
+                                        query_prefix=search.query_prefix or "")
+        return searching.reqa_dense_search(self.evaluation, encoder, self.queries(), search)
 
     def chance(self, depth: int = 100) -> dict[str, float | None]:
         return self.evaluation.chance(depth)
@@ -274,7 +252,7 @@ class QaTaskConfig:
 
 
 @TASKS.register("qa")
-class QaTask(RetrievalTask):
+class QaRetrieval(RetrievalTask):
     """Open-domain QA answer coverage (DPR's top-k accuracy) over a passage pool; metrics ``Top-k``."""
 
     config_class = QaTaskConfig
@@ -291,6 +269,9 @@ class QaTask(RetrievalTask):
             documents = read_corpus(self.config.passages)  # files, folders or globs (seedr.data.inputs)
             self._documents = list(itertools.islice(documents, self.config.max_passages))
         return self._documents
+
+    def corpus(self) -> dict[str, Any]:
+        return {"corpus": self.config.passages, "limit": self.config.max_passages}
 
     def chance(self, depth: int = 100) -> dict[str, float | None]:
         return self.evaluation.chance(self.documents(), depth)
@@ -316,4 +297,4 @@ class _LazyPassages(Mapping):
         return len(self._by_id)
 
 
-__all__ = ["TASKS", "FuseConfig", "QaTask", "QrelsTask", "ReqaTask", "RetrievalTask", "RetrieveConfig", "fuses"]
+__all__ = ["TASKS", "FuseConfig", "QaRetrieval", "QrelsRetrieval", "ReqaRetrieval", "RetrievalTask", "fuses"]

@@ -1,7 +1,7 @@
 """Rank documents for a batch of queries, dense (a faiss index and the encoder it records) or BM25: ``seedr
 search``, ``seedr.search``, ``seedr.Index.search`` and every retrieval of an experiment run this. An experiment
 searches an index it holds in memory and keeps the run in memory too: it calls the pieces ``run`` is made of
-(``query_encoder``, ``tuned``, ``dense_search``, ``reqa_dense_search``, ``bm25_search``)."""
+(``search_index``, ``reqa_dense_search``, ``bm25_search``)."""
 
 from __future__ import annotations
 
@@ -118,11 +118,15 @@ def query_encoder(searcher: Any, where: str | os.PathLike, model: str | None = N
                                      device=device)
 
 
-def tuned(searcher: Any, config: SearchConfig) -> Any:
-    """``searcher`` with the config's faiss search parameters set (IVF's ``nprobe``, HNSW's ``efSearch``)."""
+def search_index(searcher: Any, texts: dict[str, str], config: SearchConfig) -> Run:
+    """``run``'s dense search over ``searcher`` (a ``DenseIndex``, read from ``config.index`` or held in
+    memory): its faiss search parameters set (IVF's ``nprobe``, HNSW's ``efSearch``), the queries ``texts``
+    encoded as its documents were (``query_encoder``), the top ``config.k`` of each."""
     parameters = {"nprobe": config.nprobe, "efSearch": config.ef_search}
     searcher.set_search_parameters(**{key: value for key, value in parameters.items() if value})
-    return searcher
+    encoder = query_encoder(searcher, config.index, config.model, max_length=config.max_length,
+                            query_prefix=config.query_prefix, device=config.device)
+    return dense_search(searcher, encoder, texts, config)
 
 
 def dense_search(searcher: Any, encoder: Any, texts: dict[str, str], config: SearchConfig) -> Run:
@@ -211,10 +215,7 @@ def run(config: SearchConfig) -> SearchRun:
             ranked = reqa_dense_search(reqa_task, encoder, texts, config)
             tag = config.tag or "reqa-dense"
         else:
-            searcher = tuned(DenseIndex.load(config.index, mmap=config.mmap), config)
-            encoder = query_encoder(searcher, config.index, config.model, max_length=config.max_length,
-                                    query_prefix=config.query_prefix, device=config.device)
-            ranked = dense_search(searcher, encoder, texts, config)
+            ranked = search_index(DenseIndex.load(config.index, mmap=config.mmap), texts, config)
             tag = config.tag or run_tag(Path(config.index).resolve().name, "dense")  # a folder name may hold spaces
         path = None
         if config.out is not None:
@@ -225,4 +226,4 @@ def run(config: SearchConfig) -> SearchRun:
 
 
 __all__ = ["SearchConfig", "SearchRun", "bm25_search", "dense_search", "query_encoder", "reqa_dense_search", "run",
-           "tuned"]
+           "search_index"]
