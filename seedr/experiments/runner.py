@@ -52,8 +52,7 @@ from seedr.experiments.steps import (
     condition_references,
     record_step,
 )
-from seedr.experiments.retrieve import RetrieveConfig
-from seedr.experiments.tasks import TASKS, FuseConfig, RetrievalTask, fuses
+from seedr.experiments.tasks import TASKS, FuseConfig, RetrievalTask, RetrieveConfig, fuses
 from seedr.hardware import default_device, encoding_dtype, matmul_rate
 from seedr.io import atomic_write, json_text, output_lock
 from seedr.modeling.folders import encoder_shape

@@ -8,9 +8,8 @@ from pathlib import Path
 from typing import Any
 
 from seedr.config.loading import from_dict, merge_settings
-from seedr.experiments.retrieve import RetrieveConfig
 from seedr.experiments.steps.base import build_step, condition_references
-from seedr.experiments.tasks import TASKS, FuseConfig, fuses
+from seedr.experiments.tasks import TASKS, FuseConfig, RetrieveConfig, fuses
 from seedr.modeling.folders import BUILTIN_MODELS
 
 #: Settings that name a model or tokenizer to load, where an experiment's steps and retrievals take one.
