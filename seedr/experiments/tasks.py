@@ -241,9 +241,12 @@ class RetrievalTask:
 
     def dense_run(self, model: str, retrieve: RetrieveConfig, folder: Path) -> Run:
         """``seedr encode`` (the collection into ``folder/embeddings``, resumable shards), ``seedr index`` and
-        ``seedr search`` with the condition's options; the index and the run are kept in memory."""
-        encoded = encoding.run(retrieve.encode_config(model, out=folder / "embeddings", **self.corpus()))
-        index = retrieve.index_config(encoded.path, folder / "index")
+        ``seedr search`` with the condition's options; the index and the run are kept in memory. Finished
+        embeddings are read back as they are (in a work folder moved since, their model's path is another)."""
+        encoded = retrieve.encode_config(model, out=folder / "embeddings", **self.corpus())
+        if not encoding.complete(encoded.out):
+            encoding.run(encoded)
+        index = retrieve.index_config(encoded.out, folder / "index")
         search = retrieve.search_config(queries=self.queries(), index=index.out)
         return searching.search_index(indexing.build(index), search.queries, search)
 

@@ -77,6 +77,13 @@ def check_inputs(model: str | None, corpus: Source | None) -> None:
         input_files(corpus, "corpus")
 
 
+def complete(out: Path) -> bool:
+    """Whether ``out`` is a whole embeddings folder (``run`` writes its manifest last)."""
+    from seedr.retrieval.embeddings import MANIFEST
+
+    return (out / MANIFEST).is_file()
+
+
 def text_encoder(config: EncodeConfig, device: Any = None, query_prefix: str = "") -> Any:
     """The ``seedr.retrieval.encode.TextEncoder`` that ``config`` describes, on ``device`` (default:
     ``config.device``); an option left unset is the model folder's own (``model_defaults``). ``query_prefix``
@@ -101,7 +108,6 @@ def run(config: EncodeConfig) -> Encoded:
         from accelerate import PartialState
 
         from seedr.data.corpus import count_documents, read_corpus
-        from seedr.retrieval.embeddings import MANIFEST
         from seedr.retrieval.encode import encode_corpus_to_shards
         from seedr.retrieval.long_documents import long_document_passages
 
@@ -125,7 +131,7 @@ def run(config: EncodeConfig) -> Encoded:
                                          rank=state.process_index, world_size=state.num_processes)
     # No barrier: a process whose shards were done before a resume would wait, perhaps past the process
     # group's timeout, for the others; the last process to finish writes the manifest instead.
-    return Encoded(target, (target / MANIFEST).exists(), state.process_index, state.num_processes)
+    return Encoded(target, complete(target), state.process_index, state.num_processes)
 
 
-__all__ = ["EncodeConfig", "Encoded", "check_inputs", "run", "text_encoder"]
+__all__ = ["EncodeConfig", "Encoded", "check_inputs", "complete", "run", "text_encoder"]
