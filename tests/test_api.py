@@ -133,25 +133,28 @@ def test_print_of_an_evaluation_shows_differences_and_p_values_as_the_command_do
 
 
 def test_the_command_line_runs_the_api(monkeypatch, shared_data, tmp_path):
-    """One implementation: ``seedr search`` is ``seedr.api.search`` with the options as keywords."""
+    """One implementation: ``seedr search`` runs the pipeline's search (``seedr.pipeline.search.run``), as
+    ``seedr.api.search`` does, with the options as its config."""
     from typer.testing import CliRunner
 
-    import seedr.api
-    import seedr.stages.search
+    import seedr.pipeline.search
     from seedr.cli import app
 
-    assert seedr.stages.search.search is seedr.api.search
     calls = []
-    real = seedr.api.search
-    monkeypatch.setattr(seedr.stages.search, "search",
-                        lambda *args, **kwargs: calls.append(kwargs) or real(*args, **kwargs))
+    real = seedr.pipeline.search.run
+    monkeypatch.setattr(seedr.pipeline.search, "run", lambda config: calls.append(config) or real(config))
     scifact = shared_data / "scifact"
     result = CliRunner().invoke(app, ["search", "--bm25", "--corpus", str(scifact / "corpus.jsonl"), "--queries",
                                       str(scifact / "queries.jsonl"), "--k", "5", "--out", str(tmp_path / "r.trec")])
     assert result.exit_code == 0, result.output
-    assert len(calls) == 1 and calls[0]["bm25"] and calls[0]["k"] == 5
+    assert len(calls) == 1 and calls[0].bm25 and calls[0].k == 5
     assert Path(tmp_path / "r.trec").read_text().count("\n") == 5 * len(
         (scifact / "queries.jsonl").read_text().splitlines())
+    calls.clear()
+    seedr.search(tmp_path / "api.trec", bm25=True, corpus=scifact / "corpus.jsonl", queries=scifact / "queries.jsonl",
+                 k=5, show_progress=False)
+    assert len(calls) == 1 and calls[0].bm25 and calls[0].k == 5
+    assert (tmp_path / "api.trec").read_text().split() == (tmp_path / "r.trec").read_text().split()
 
 
 class _Reached(Exception):

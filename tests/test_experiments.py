@@ -982,7 +982,7 @@ def test_runner_records_chance_bm25_and_floor(tmp_path, scifact_slice, monkeypat
     from seedr.data.corpus import load_corpus
     from seedr.data.queries import read_qrels
     from seedr.experiments.runner import run_experiment
-    from seedr.experiments.tasks import QrelsTask
+    from seedr.experiments.tasks import QrelsRetrieval
 
     qrels = read_qrels(scifact_slice / "qrels" / "test.tsv")
     corpus = list(load_corpus(scifact_slice / "corpus.jsonl"))
@@ -992,9 +992,9 @@ def test_runner_records_chance_bm25_and_floor(tmp_path, scifact_slice, monkeypat
         return {doc: float(len(order) - rank) for rank, doc in enumerate(order[:100])}
 
     bm25_calls = []
-    monkeypatch.setattr(QrelsTask, "bm25_run", lambda self, k: bm25_calls.append(k) or {
+    monkeypatch.setattr(QrelsRetrieval, "bm25_run", lambda self, k: bm25_calls.append(k) or {
         qid: ranked(qid, qid < "5") for qid in qrels})  # BM25 finds the relevant abstracts of some queries
-    monkeypatch.setattr(QrelsTask, "dense_run", lambda self, model, retrieve, folder: {
+    monkeypatch.setattr(QrelsRetrieval, "dense_run", lambda self, model, retrieve, folder: {
         qid: ranked(qid, model == "oracle") for qid in qrels})
     path = tmp_path / "experiments" / "stub.yaml"
     path.parent.mkdir()
@@ -1003,7 +1003,7 @@ def test_runner_records_chance_bm25_and_floor(tmp_path, scifact_slice, monkeypat
     task = outcome.results["tasks"]["scifact"]
     assert bm25_calls == [100] and set(task["systems"]) == {"oracle", "shuffled"}  # BM25 is no system
     assert task["bm25_system"] is None and 0 < task["bm25"]["nDCG@10"] < 1
-    assert task["pool"] == len(corpus) and task["chance"] == QrelsTask(
+    assert task["pool"] == len(corpus) and task["chance"] == QrelsRetrieval(
         "scifact", {"corpus": str(scifact_slice / "corpus.jsonl"), "queries": str(scifact_slice / "queries.jsonl"),
                     "qrels": str(scifact_slice / "qrels" / "test.tsv")}, ["nDCG@10", "R@100"], "test").chance()
     assert task["floor"]["nDCG@10"] == pytest.approx(max(chance_floor(task["chance"]["nDCG@10"]), 0.2 * task["bm25"]["nDCG@10"]))
@@ -1094,12 +1094,12 @@ def test_a_condition_scored_on_some_tasks_only(tmp_path, scifact_slice, monkeypa
     """``tasks:`` on a condition (ReQA's 1% model scored on the 1% split alone): it is retrieved and
     tabled on those tasks only, the others' tables go on without it."""
     from seedr.experiments.runner import run_experiment
-    from seedr.experiments.tasks import QrelsTask
+    from seedr.experiments.tasks import QrelsRetrieval
 
     qrels = read_qrels(scifact_slice / "qrels" / "test.tsv")
     calls = []
-    monkeypatch.setattr(QrelsTask, "bm25_run", lambda self, k: {qid: {"x": 1.0} for qid in qrels})
-    monkeypatch.setattr(QrelsTask, "dense_run", lambda self, model, retrieve, folder: calls.append(
+    monkeypatch.setattr(QrelsRetrieval, "bm25_run", lambda self, k: {qid: {"x": 1.0} for qid in qrels})
+    monkeypatch.setattr(QrelsRetrieval, "dense_run", lambda self, model, retrieve, folder: calls.append(
         (self.name, model)) or {qid: {doc: 1.0 for doc in qrels[qid]} for qid in qrels})
     path = tmp_path / "experiments" / "two.yaml"
     path.parent.mkdir()

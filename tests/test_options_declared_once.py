@@ -16,12 +16,14 @@ import typer
 import seedr
 from seedr.cli import app
 from seedr.pipeline.encode import EncodeConfig
+from seedr.pipeline.index import IndexConfig
 from seedr.pipeline.options import Bound, check_options, declared, default_of, has_default, option
+from seedr.pipeline.search import SearchConfig
 from seedr.stages.options import flag_of
 
 #: Each stage the pipeline holds: its config, and the API function that takes its options.
-STAGE_CONFIGS = {"encode": EncodeConfig}
-API_FUNCTIONS = {"encode": seedr.encode}
+STAGE_CONFIGS = {"encode": EncodeConfig, "index": IndexConfig, "search": SearchConfig}
+API_FUNCTIONS = {"encode": seedr.encode, "index": seedr.index, "search": seedr.search}
 
 STAGES = Path(seedr.__file__).parent / "stages"
 
@@ -37,7 +39,7 @@ def test_a_command_s_options_are_its_config_s_fields(stage):
         parameter = parameters[name]
         assert parameter.help == option.help, name
         assert flag_of(field, option).split("/")[0] in parameter.opts, name
-        assert parameter.required == (not has_default(field)), name
+        assert parameter.required == (not has_default(field) or option.cli_required), name
         if has_default(field) and default_of(field) not in (None, [], False):
             assert parameter.default == default_of(field), name
 

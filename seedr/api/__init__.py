@@ -34,8 +34,9 @@ from seedr.api.experiments import ExperimentRun, demo, experiment
 from seedr.api.fusion import FusedRun, fuse
 from seedr.api.models import AveragedEncoder, average
 from seedr.api.reports import Report, report
-from seedr.api.retrieval import Embeddings, Hit, Index, SearchRun, encode, index, search
+from seedr.api.retrieval import Embeddings, Hit, Index, encode, index, search
 from seedr.api.training import MinedNegatives, TrainingRun, ance_refresh, finetune, pretrain, resolve_settings
+from seedr.pipeline.search import SearchRun
 
 __all__ = ["CONFIG_STAGES", "AveragedEncoder", "Diagnostics", "Embeddings", "Evaluation", "ExperimentRun", "FusedRun",
            "Hit", "Index", "MinedNegatives", "PreparedData", "Report", "SearchRun", "TrainingRun", "adapt",

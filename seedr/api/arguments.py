@@ -82,10 +82,6 @@ NOT_NEGATIVE = Bound(int, 0)
 
 #: Each API function's numeric arguments (by qualified name), with their bounds.
 ARGUMENTS: dict[str, dict[str, Bound]] = {
-    "index": {"train_sample": AT_LEAST_ONE, "seed": NOT_NEGATIVE},
-    "search": {"k": AT_LEAST_ONE, "max_length": AT_LEAST_ONE, "batch_size": AT_LEAST_ONE, "nprobe": AT_LEAST_ONE,
-               "ef_search": AT_LEAST_ONE, "k1": Bound(float, 0), "b": Bound(float, 0, 1)},
-    "Index.search": {"k": AT_LEAST_ONE, "batch_size": AT_LEAST_ONE},
     "evaluate": {"ks": Bound(int, 1, many=True), "alpha": Bound(float, 0, 1, open=True), "resamples": AT_LEAST_ONE},
     "adapt": {"validation": Bound(float, 0, open=True), "max_documents": AT_LEAST_ONE, "dev_every": NOT_NEGATIVE,
               "patience": NOT_NEGATIVE},

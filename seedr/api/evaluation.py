@@ -12,7 +12,7 @@ from typing import Any
 
 from seedr.api.arguments import checks_arguments
 from seedr.pipeline.common import Source, path_strings
-from seedr.api.retrieval import SearchRun
+from seedr.pipeline.search import SearchRun
 from seedr.evaluation import DEFAULT_METRICS
 from seedr.io import DataError
 

@@ -1,10 +1,10 @@
 """What an experiment evaluates every condition on, and how a condition's model retrieves.
 
 A task reads its data, retrieves for its queries with BM25 or with a dense encoder (``seedr encode``
-→ ``seedr index`` → ``seedr search``: ``encode_corpus_to_shards``, ``DenseIndex``, ``search_text``),
-writes the TREC run, and scores it per query with the library's evaluation task
-(``seedr.evaluation.tasks``, which ``seedr search`` and ``seedr evaluate`` use too), so that
-conditions can be compared with paired significance tests.
+→ ``seedr index`` → ``seedr search``: the pipeline's stages, ``seedr.pipeline``, run with the condition's
+``retrieve:`` options, ``RetrieveConfig``), writes the TREC run, and scores it per query with the
+library's evaluation task (``seedr.evaluation.tasks``, which ``seedr search`` and ``seedr evaluate`` use
+too), so that conditions can be compared with paired significance tests.
 
 - ``qrels``: a corpus, queries and relevance labels (e.g. SciFact test) — IR metrics (``nDCG@10`` ...).
 - ``reqa``: SQuAD's questions against its (sentence, paragraph) candidates (ICLR 2020 §4.1) — ``R@k``, ``MRR``.
@@ -16,48 +16,99 @@ from __future__ import annotations
 import dataclasses
 import functools
 import itertools
+import typing
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any, ClassVar
 
 from seedr.config.loading import from_dict
-from seedr.config.settings import ENCODE_BATCH_SIZE
 from seedr.data.corpus import read_corpus
 from seedr.data.records import Document, Run
 from seedr.evaluation import reqa
 from seedr.evaluation import tasks as evaluation_tasks
 from seedr.evaluation.tasks import EvaluationTask
+from seedr.pipeline import encode as encoding
+from seedr.pipeline import index as indexing
+from seedr.pipeline import search as searching
+from seedr.pipeline.encode import EncodeConfig
+from seedr.pipeline.index import IndexConfig
+from seedr.pipeline.options import check_options, default_of
+from seedr.pipeline.search import SearchConfig
 from seedr.registry import Registry
-from seedr.retrieval.bm25 import BM25Index
-from seedr.retrieval.encode import TextEncoder, encode_corpus_to_shards, load_embeddings, read_manifest
-from seedr.retrieval.faiss_index import DenseIndex
 from seedr.retrieval.fusion import FUSIONS, Objective, choose_fusion
-from seedr.retrieval.search import search_text
 
 TASKS: Registry[type[RetrievalTask]] = Registry("experiment task")
 
+#: Each ``retrieve:`` key, and the stage configs' fields it sets (its type, default and help are the
+#: first's). ``query_max_length`` is ``seedr search``'s ``--max-length``; ``batch_size`` is documents per
+#: forward pass and queries per forward pass alike.
+OPTIONS: dict[str, tuple[tuple[type, str], ...]] = {
+    "model": ((EncodeConfig, "model"),),
+    "pooling": ((EncodeConfig, "pooling"),),
+    "normalize": ((EncodeConfig, "normalize"),),
+    "max_length": ((EncodeConfig, "max_length"),),
+    "query_max_length": ((SearchConfig, "max_length"),),
+    "compute_dtype": ((EncodeConfig, "compute_dtype"),),
+    "batch_size": ((EncodeConfig, "batch_size"), (SearchConfig, "batch_size")),
+    "title": ((EncodeConfig, "title"),),
+    "document_prefix": ((EncodeConfig, "document_prefix"),),
+    "long_documents": ((EncodeConfig, "long_documents"),),
+    "query_prefix": ((SearchConfig, "query_prefix"),),
+    "factory": ((IndexConfig, "factory"),),
+    "metric": ((IndexConfig, "metric"),),
+    "train_sample": ((IndexConfig, "train_sample"),),
+    "k": ((SearchConfig, "k"),),
+    "nprobe": ((SearchConfig, "nprobe"),),
+    "ef_search": ((SearchConfig, "ef_search"),),
+}
 
-@dataclasses.dataclass
-class RetrieveConfig:
-    """How a condition's model retrieves (``seedr encode`` / ``index`` / ``search`` options).
+#: Where an experiment's default is not the stage's: ``model``, the last step's product unless a condition
+#: without steps names one (``minilm`` zero-shot); ``compute_dtype``, float32 unless asked (``auto``, the
+#: stage's, would compute in bf16 on a CPU or GPU with native bf16, and move results recorded in float32).
+EXPERIMENT_DEFAULTS: dict[str, Any] = {"model": None, "compute_dtype": None}
 
-    ``model``: the encoder, for a condition without steps (e.g. ``minilm`` zero-shot); otherwise the
-    last step's product. ``pooling``, ``normalize``, ``max_length``: default what the model folder
-    declares, and so does ``title`` (how titles are encoded: ``seedr.retrieval.encode.document_input``).
-    ``compute_dtype``: ``bfloat16`` runs the encoder under autocast; ``auto`` where it is native (``seedr.hardware``).
-    """
 
-    model: str | None = None
-    pooling: str | None = None
-    normalize: bool | None = None
-    max_length: int | None = None
-    query_max_length: int | None = None
-    compute_dtype: str | None = None
-    batch_size: int = ENCODE_BATCH_SIZE
-    title: str | None = None  # pair | join | none; None: what the model folder records, else pair
-    factory: str = "Flat"
-    metric: str = "ip"
-    k: int = 100
+def _field(key: str) -> tuple[str, Any, dataclasses.Field]:
+    config_class, name = OPTIONS[key][0]
+    source = next(field for field in dataclasses.fields(config_class) if field.name == name)
+    kind = typing.get_type_hints(config_class)[name]
+    if key in EXPERIMENT_DEFAULTS:
+        default = EXPERIMENT_DEFAULTS[key]
+        kind = kind | None if default is None else kind
+    else:
+        default = default_of(source)
+    return key, kind, dataclasses.field(default=default, metadata=source.metadata)
+
+
+class _Stages:
+    """The stage configs a ``RetrieveConfig`` makes."""
+
+    def __post_init__(self) -> None:
+        check_options(self)  # the stage fields' own bounds: ``k: 0`` is refused as ``seedr search --k 0`` is
+
+    def _options(self, config_class: type) -> dict[str, Any]:
+        """This config's values of ``config_class``'s fields, by that class's names."""
+        return {name: getattr(self, key) for key, fields in OPTIONS.items() if key != "model"
+                for owner, name in fields if owner is config_class}
+
+    def encode_config(self, model: str, corpus: Any, out: Path, limit: int | None = None) -> EncodeConfig:
+        """``seedr encode --model MODEL --corpus CORPUS --out OUT --limit LIMIT`` with these options."""
+        return EncodeConfig(model=model, corpus=corpus, out=out, limit=limit, **self._options(EncodeConfig))
+
+    def index_config(self, embeddings: Path, out: Path) -> IndexConfig:
+        """``seedr index --embeddings EMBEDDINGS --out OUT`` with these options."""
+        return IndexConfig(embeddings=embeddings, out=out, **self._options(IndexConfig))
+
+    def search_config(self, **sources: Any) -> SearchConfig:
+        """``seedr search`` of ``sources`` (``queries=``, ``index=`` ...) with these options."""
+        return SearchConfig(**sources, **self._options(SearchConfig))
+
+
+RetrieveConfig = dataclasses.make_dataclass("RetrieveConfig", [_field(key) for key in OPTIONS], bases=(_Stages,))
+RetrieveConfig.__module__ = __name__
+RetrieveConfig.__doc__ = """How a condition's model retrieves: the ``retrieve:`` options (``OPTIONS``), each
+the field of ``seedr encode`` / ``index`` / ``search`` it sets, with that field's type, default (but for
+``EXPERIMENT_DEFAULTS``) and help, so that its retrieval is those stages run with those options."""
 
 
 def fuses(retrieve: Any) -> bool:
@@ -184,27 +235,25 @@ class RetrievalTask:
         ``None`` where there is no closed form."""
         raise NotImplementedError
 
+    def corpus(self) -> dict[str, Any]:
+        """The collection as ``seedr encode`` reads it: ``{"corpus": paths, "limit": N or None}``."""
+        raise NotImplementedError
+
     def dense_run(self, model: str, retrieve: RetrieveConfig, folder: Path) -> Run:
-        """Encode the collection into ``folder/embeddings`` (resumable shards), index it, search."""
-        encoder = self.encoder(model, retrieve)
-        embeddings = folder / "embeddings"
-        if not (embeddings / "manifest.json").exists():
-            encode_corpus_to_shards(encoder, self.documents(), embeddings, batch_size=retrieve.batch_size)
-        manifest = read_manifest(embeddings)
-        ids, vectors = load_embeddings(embeddings)
-        index = DenseIndex.build(vectors, ids, factory=retrieve.factory, metric=retrieve.metric,
-                                 encoder=manifest["encoder"])
-        if retrieve.query_max_length:
-            encoder = TextEncoder.from_settings(encoder.settings(), max_length=retrieve.query_max_length)
-        return search_text(index, encoder, self.queries(), retrieve.k, retrieve.batch_size, show_progress=True)
+        """``seedr encode`` (the collection into ``folder/embeddings``, resumable shards), ``seedr index`` and
+        ``seedr search`` with the condition's options; the index and the run are kept in memory. Finished
+        embeddings are read back as they are (in a work folder moved since, their model's path is another)."""
+        encoded = retrieve.encode_config(model, out=folder / "embeddings", **self.corpus())
+        if not encoding.complete(encoded.out):
+            encoding.run(encoded)
+        index = retrieve.index_config(encoded.out, folder / "index")
+        search = retrieve.search_config(queries=self.queries(), index=index.out)
+        return searching.search_index(indexing.build(index), search.queries, search)
 
     def bm25_run(self, k: int) -> Run:
-        return BM25Index.build(self.documents(), show_progress=True).search(self.queries(), k=k, show_progress=True)
-
-    @staticmethod
-    def encoder(model: str, retrieve: RetrieveConfig) -> Any:
-        return TextEncoder(model, pooling=retrieve.pooling, normalize=retrieve.normalize,
-                           max_length=retrieve.max_length, dtype=retrieve.compute_dtype, title=retrieve.title)
+        """``seedr search --bm25`` over the collection, its run kept in memory."""
+        search = SearchConfig(queries=self.queries(), bm25=True, k=k)
+        return searching.bm25_search(self.documents(), search.queries, search)[1]
 
 
 @dataclasses.dataclass
@@ -217,7 +266,7 @@ class QrelsTaskConfig:
 
 
 @TASKS.register("qrels")
-class QrelsTask(RetrievalTask):
+class QrelsRetrieval(RetrievalTask):
     """IR metrics on labelled queries (``seedr evaluate --qrels``)."""
 
     config_class = QrelsTaskConfig
@@ -233,6 +282,9 @@ class QrelsTask(RetrievalTask):
     def documents(self) -> list[Document]:
         return list(read_corpus(self.config.corpus))
 
+    def corpus(self) -> dict[str, Any]:
+        return {"corpus": self.config.corpus}
+
     def chance(self, depth: int = 100) -> dict[str, float | None]:
         return self.evaluation.chance({document.id for document in self.documents()}, depth)
 
@@ -244,7 +296,7 @@ class ReqaTaskConfig:
 
 
 @TASKS.register("reqa")
-class ReqaTask(RetrievalTask):
+class ReqaRetrieval(RetrievalTask):
     """ReQA on SQuAD (ICLR 2020 §4.1): candidates encoded as (sentence, paragraph) pairs."""
 
     config_class = ReqaTaskConfig
@@ -256,9 +308,12 @@ class ReqaTask(RetrievalTask):
         return list(self.evaluation.documents())
 
     def dense_run(self, model: str, retrieve: RetrieveConfig, folder: Path) -> Run:
-        encoder = self.encoder(model, retrieve)
-        index = self.evaluation.index(encoder, retrieve.batch_size, show_progress=True)
-        return search_text(index, encoder, self.queries(), retrieve.k, retrieve.batch_size, show_progress=True)
+        """``seedr search --reqa SQUAD --model MODEL``: the candidates encoded in memory as (sentence,
+        paragraph) pairs, by the encoder ``seedr encode`` makes with the condition's options."""
+        search = retrieve.search_config(reqa=self.config.squad, model=model)
+        encoder = encoding.text_encoder(retrieve.encode_config(model, self.config.squad, folder / "embeddings"),
+                                        query_prefix=search.query_prefix or "")
+        return searching.reqa_dense_search(self.evaluation, encoder, self.queries(), search)
 
     def chance(self, depth: int = 100) -> dict[str, float | None]:
         return self.evaluation.chance(depth)
@@ -274,7 +329,7 @@ class QaTaskConfig:
 
 
 @TASKS.register("qa")
-class QaTask(RetrievalTask):
+class QaRetrieval(RetrievalTask):
     """Open-domain QA answer coverage (DPR's top-k accuracy) over a passage pool; metrics ``Top-k``."""
 
     config_class = QaTaskConfig
@@ -291,6 +346,9 @@ class QaTask(RetrievalTask):
             documents = read_corpus(self.config.passages)  # files, folders or globs (seedr.data.inputs)
             self._documents = list(itertools.islice(documents, self.config.max_passages))
         return self._documents
+
+    def corpus(self) -> dict[str, Any]:
+        return {"corpus": self.config.passages, "limit": self.config.max_passages}
 
     def chance(self, depth: int = 100) -> dict[str, float | None]:
         return self.evaluation.chance(self.documents(), depth)
@@ -316,4 +374,5 @@ class _LazyPassages(Mapping):
         return len(self._by_id)
 
 
-__all__ = ["TASKS", "FuseConfig", "QaTask", "QrelsTask", "ReqaTask", "RetrievalTask", "RetrieveConfig", "fuses"]
+__all__ = ["EXPERIMENT_DEFAULTS", "OPTIONS", "TASKS", "FuseConfig", "QaRetrieval", "QrelsRetrieval", "ReqaRetrieval",
+           "RetrievalTask", "RetrieveConfig", "fuses"]

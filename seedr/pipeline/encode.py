@@ -77,6 +77,24 @@ def check_inputs(model: str | None, corpus: Source | None) -> None:
         input_files(corpus, "corpus")
 
 
+def complete(out: Path) -> bool:
+    """Whether ``out`` is a whole embeddings folder (``run`` writes its manifest last)."""
+    from seedr.retrieval.embeddings import MANIFEST
+
+    return (out / MANIFEST).is_file()
+
+
+def text_encoder(config: EncodeConfig, device: Any = None, query_prefix: str = "") -> Any:
+    """The ``seedr.retrieval.encode.TextEncoder`` that ``config`` describes, on ``device`` (default:
+    ``config.device``); an option left unset is the model folder's own (``model_defaults``). ``query_prefix``
+    (``seedr search``'s): for an encoder of queries too (ReQA's, whose candidates are encoded in memory)."""
+    from seedr.retrieval.encode import TextEncoder
+
+    return TextEncoder(config.model, pooling=config.pooling, normalize=config.normalize, max_length=config.max_length,
+                       device=device or config.device, dtype=config.compute_dtype, query_prefix=query_prefix,
+                       document_prefix=config.document_prefix, title=config.title)
+
+
 def run(config: EncodeConfig) -> Encoded:
     """Encode every document of ``config.corpus`` into ``config.out``; calling it again resumes.
 
@@ -90,17 +108,11 @@ def run(config: EncodeConfig) -> Encoded:
         from accelerate import PartialState
 
         from seedr.data.corpus import count_documents, read_corpus
-        from seedr.retrieval.embeddings import MANIFEST
-        from seedr.retrieval.encode import TextEncoder, encode_corpus_to_shards, model_defaults
+        from seedr.retrieval.encode import encode_corpus_to_shards
         from seedr.retrieval.long_documents import long_document_passages
 
         state = PartialState(cpu=config.device == "cpu")  # the launcher's process group; one process without one
-        defaults = model_defaults(config.model)
-        device = state.device if config.device in (None, "cuda") else config.device
-        encoder = TextEncoder(config.model, pooling=config.pooling or defaults["pooling"],
-                              normalize=defaults["normalize"] if config.normalize is None else config.normalize,
-                              max_length=config.max_length or defaults["max_length"], device=device,
-                              dtype=config.compute_dtype, document_prefix=config.document_prefix, title=config.title)
+        encoder = text_encoder(config, state.device if config.device in (None, "cuda") else config.device)
         documents: Any = read_corpus(config.corpus)
         # for the progress bar's ETA (None when the format cannot tell cheaply)
         total = count_documents(config.corpus) if is_paths(config.corpus) else length_of(config.corpus)
@@ -119,7 +131,7 @@ def run(config: EncodeConfig) -> Encoded:
                                          rank=state.process_index, world_size=state.num_processes)
     # No barrier: a process whose shards were done before a resume would wait, perhaps past the process
     # group's timeout, for the others; the last process to finish writes the manifest instead.
-    return Encoded(target, (target / MANIFEST).exists(), state.process_index, state.num_processes)
+    return Encoded(target, complete(target), state.process_index, state.num_processes)
 
 
-__all__ = ["EncodeConfig", "Encoded", "check_inputs", "run"]
+__all__ = ["EncodeConfig", "Encoded", "check_inputs", "complete", "run", "text_encoder"]

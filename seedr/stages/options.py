@@ -64,7 +64,8 @@ def _parameter(field: dataclasses.Field, declared_option: Option, hints: dict[st
         shown = {"parser": declared_option.parser, "metavar": shown.get("metavar")}
     typer_option = typer.Argument(help=declared_option.help, **shown) if declared_option.argument else \
         typer.Option(*flag_of(field, declared_option).split(" "), help=declared_option.help, **shown)
-    default = default_of(field) if has_default(field) else inspect.Parameter.empty
+    default = default_of(field) if has_default(field) and not declared_option.cli_required \
+        else inspect.Parameter.empty
     return inspect.Parameter(field.name, inspect.Parameter.KEYWORD_ONLY, default=default,
                              annotation=Annotated[kind, typer_option])
 

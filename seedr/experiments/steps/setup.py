@@ -25,7 +25,8 @@ from seedr.data.queries import read_qrels, read_queries, sample_queries, write_q
 from seedr.data.reqa_split import write_reqa_split
 from seedr.experiments.steps.base import STEPS, ExperimentStep
 from seedr.io import atomic_directory, atomic_write
-from seedr.retrieval.bm25 import BM25Index
+from seedr.pipeline import search as searching
+from seedr.pipeline.search import SearchConfig
 
 
 class SetupStep(ExperimentStep):
@@ -108,9 +109,9 @@ class OpenQAStep(SetupStep):
         split = read_split(shipped_split(config.split), config.questions, examples)
         passages = [passage for path in input_files(config.passages, "corpus") for passage in read_corpus(path)]
         wanted = set(split["train"]) | set(split["test"])
-        bm25_run = BM25Index.build(passages, show_progress=True).search(
-            {example.id: example.question for example in examples if example.id in wanted}, k=config.depth,
-            show_progress=True)
+        questions = {example.id: example.question for example in examples if example.id in wanted}
+        search = SearchConfig(queries=questions, bm25=True, k=config.depth)  # seedr search --bm25, kept in memory
+        _, bm25_run = searching.bm25_search(passages, search.queries, search)
         summary = build_open_qa(out_dir, examples, split, passages, bm25_run, depth=config.depth,
                                 positives=config.positives, hard_negatives=config.hard_negatives,
                                 answer_passages=config.answer_passages, run_depth=config.run_depth,
