@@ -203,7 +203,7 @@ def test_every_command_is_its_api_function(monkeypatch, tmp_path, arguments, fun
 
     import seedr.api
     from seedr.cli import app
-    from tests.test_options_declared_once import STAGE_CONFIGS
+    from tests.test_options_declared_once import STAGE_CONFIGS, STAGE_RUNS
 
     calls = []
 
@@ -212,7 +212,8 @@ def test_every_command_is_its_api_function(monkeypatch, tmp_path, arguments, fun
         raise _Reached
 
     if function in STAGE_CONFIGS:
-        monkeypatch.setattr(importlib.import_module(f"seedr.pipeline.{function}"), "run", spy)
+        where, name = STAGE_RUNS.get(function, (f"seedr.pipeline.{function}", "run"))
+        monkeypatch.setattr(importlib.import_module(where), name, spy)
     else:
         module = importlib.import_module(f"seedr.stages.{arguments[0]}")
         name = next(attribute for attribute, value in vars(module).items() if value is getattr(seedr.api, function))

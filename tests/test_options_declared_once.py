@@ -15,15 +15,27 @@ import typer
 
 import seedr
 from seedr.cli import app
+from seedr.experiments.configs import DemoConfig, ExperimentConfig
+from seedr.pipeline.average import AverageConfig
+from seedr.pipeline.diagnose import DiagnoseConfig
 from seedr.pipeline.encode import EncodeConfig
 from seedr.pipeline.index import IndexConfig
+from seedr.pipeline.prepare import PrepareConfig
+from seedr.pipeline.report import ReportConfig
 from seedr.pipeline.options import Bound, check_options, declared, default_of, has_default, option
 from seedr.pipeline.search import SearchConfig
 from seedr.stages.options import flag_of
 
 #: Each stage the pipeline holds: its config, and the API function that takes its options.
-STAGE_CONFIGS = {"encode": EncodeConfig, "index": IndexConfig, "search": SearchConfig}
-API_FUNCTIONS = {"encode": seedr.encode, "index": seedr.index, "search": seedr.search}
+STAGE_CONFIGS = {"encode": EncodeConfig, "index": IndexConfig, "search": SearchConfig, "prepare": PrepareConfig,
+                 "average": AverageConfig, "diagnose": DiagnoseConfig, "report": ReportConfig,
+                 "experiment": ExperimentConfig, "demo": DemoConfig}
+API_FUNCTIONS = {"encode": seedr.encode, "index": seedr.index, "search": seedr.search, "prepare": seedr.prepare,
+                 "average": seedr.average, "diagnose": seedr.diagnose, "report": seedr.report,
+                 "experiment": seedr.experiment, "demo": seedr.demo}
+#: Where a stage's run is, when it is not ``seedr.pipeline.<stage>.run``: the experiment and demo stages run
+#: the pipeline's stages, a layer above it (``seedr.experiments.stage``).
+STAGE_RUNS = {"experiment": ("seedr.experiments.stage", "run"), "demo": ("seedr.experiments.stage", "run_demo")}
 
 STAGES = Path(seedr.__file__).parent / "stages"
 
@@ -38,7 +50,10 @@ def test_a_command_s_options_are_its_config_s_fields(stage):
     for name, (field, option) in offered.items():
         parameter = parameters[name]
         assert parameter.help == option.help, name
-        assert flag_of(field, option).split("/")[0] in parameter.opts, name
+        if option.argument:  # a positional argument of the command (``seedr average a b``)
+            assert parameter.param_type_name == "argument", name
+        else:
+            assert flag_of(field, option).split("/")[0] in parameter.opts, name
         assert parameter.required == (not has_default(field) or option.cli_required), name
         if has_default(field) and default_of(field) not in (None, [], False):
             assert parameter.default == default_of(field), name
@@ -48,7 +63,7 @@ def test_a_command_s_options_are_its_config_s_fields(stage):
 def test_an_api_function_s_keywords_are_its_config_s_fields(stage):
     config_class = STAGE_CONFIGS[stage]
     parameters = inspect.signature(API_FUNCTIONS[stage]).parameters
-    fields = list(declared(config_class))
+    fields = [(field, option) for field, option in declared(config_class) if option.api]
     assert list(parameters) == [field.name for field, _ in fields]
     for field, option in fields:
         parameter = parameters[field.name]

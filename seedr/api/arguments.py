@@ -89,15 +89,6 @@ ARGUMENTS: dict[str, dict[str, Bound]] = {
                  "seeds": Bound(int, 0, many=True)},
     "fuse": {"weight": Bound(float, 0, many=True), "rrf_k": Bound(int, 1, many=True), "k": AT_LEAST_ONE,
              "grid_step": Bound(float, 0.01, 1)},
-    "average": {"weight": Bound(float, 0, many=True), "checkpoints": AT_LEAST_ONE},
-    "prepare": {"passage_words": NOT_NEGATIVE, "max_articles": AT_LEAST_ONE, "min_title_words": AT_LEAST_ONE,
-                "tokenizer_vocab": NOT_NEGATIVE, "test_fraction": Bound(float, 0, 1), "seed": NOT_NEGATIVE,
-                "test_questions": AT_LEAST_ONE, "run_depth": NOT_NEGATIVE, "answer_passages": AT_LEAST_ONE,
-                "pool_random": NOT_NEGATIVE},
-    "diagnose": {"max_documents": AT_LEAST_ONE, "pairs": AT_LEAST_ONE, "positive_count": AT_LEAST_ONE,
-                 "word_texts": NOT_NEGATIVE, "top_k": AT_LEAST_ONE, "reliance_texts": NOT_NEGATIVE,
-                 "masked_lm_texts": NOT_NEGATIVE, "common_words": AT_LEAST_ONE, "seed": NOT_NEGATIVE,
-                 "batch_size": AT_LEAST_ONE},
 }
 
 

@@ -5,16 +5,12 @@ from __future__ import annotations
 
 import dataclasses
 import os
-from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from seedr.api.arguments import checks_arguments
-from seedr.pipeline.common import Paths, input_paths, locked, path_strings
-from seedr.io import check_output
-
-#: What ``prepare`` writes: a prepared corpus, a ReQA split, or open-domain QA data.
-PREPARED_KINDS = ("corpus", "reqa_split", "open_qa")
+from seedr.api.keywords import keywords_of
+from seedr.pipeline import prepare as preparing
+from seedr.pipeline.prepare import PrepareConfig
 
 
 @dataclasses.dataclass(frozen=True)
@@ -38,15 +34,8 @@ class PreparedData:
         return os.fspath(self.path)
 
 
-@checks_arguments
-def prepare(out: str | os.PathLike, *, corpus: Paths | None = None, format: str = "auto", passage_words: int = 0,
-            max_articles: int | None = None, links: bool = False, min_title_words: int = 2,
-            tokenizer_vocab: int = 0, cased: bool = False, reqa_split: str | os.PathLike | None = None,
-            test_fraction: float = 0.2, seed: int = 0, open_qa: str | os.PathLike | None = None,
-            split: str | os.PathLike | None = None, test_questions: int = 1000,
-            bm25_run: str | os.PathLike | None = None, distractor_run: Sequence[str | os.PathLike] | None = None,
-            run_depth: int = 20, answer_passages: int = 5, pool_random: int = 20000, overwrite: bool = False,
-            show_progress: bool = True) -> PreparedData:
+@keywords_of(PrepareConfig)
+def prepare(config: PrepareConfig) -> PreparedData:
     """Prepare data (``seedr prepare``), one of three things into the folder ``out``:
 
     - a corpus (BEIR, MS MARCO, wiki articles, wikiextractor, FOLDOC ...; without ``corpus`` the embedded
@@ -60,68 +49,13 @@ def prepare(out: str | os.PathLike, *, corpus: Paths | None = None, format: str 
       ``seed`` when missing; positives and negatives from ``bm25_run``; pool distractors from it and each
       ``distractor_run``).
 
-    Args:
-        out: the folder to write (built aside, then moved into place).
-        corpus: corpus paths (files, folders of shards, quoted globs).
-        format: ``auto``, ``articles``, ``beir``, ``dpr``, ``glossary``, ``msmarco-doc``, ``msmarco-passage``,
-            ``seedr``, ``wikiextractor``.
-        passage_words, max_articles, links, min_title_words, tokenizer_vocab, cased: the corpus's passages,
-            size, links and tokenizer.
-        reqa_split, test_fraction, seed: the ReQA split (``seed``: its article shuffle).
-        open_qa, split, test_questions, bm25_run, distractor_run, run_depth, answer_passages, pool_random: the
-            open-QA data (``seed``: a new split's and the pool's draws).
-        overwrite: replace ``out`` when it holds what this call writes (nothing else is replaced).
-        show_progress: progress bars.
-
     Example:
         >>> prepared = seedr.prepare("runs/wiki00", corpus="wiki/enwiki-2015-00.jsonl.xz", passage_words=100,
         ...                          links=True)
         >>> prepared.summary.documents
         >>> seedr.pretrain("runs/seed", config="seed", model="seedr-base", corpus=prepared)
     """
-    out = Path(out)
-    corpus_paths = path_strings(corpus) if corpus is not None else None
-    if open_qa is not None:
-        if not corpus_paths or split is None or bm25_run is None:
-            raise ValueError("--open-qa needs the passages (--corpus), the question split (--split) and BM25's "
-                             "run (--bm25-run)")
-        return _open_qa(out, open_qa, corpus_paths, split, bm25_run, distractor_run or [], test_questions, seed,
-                        run_depth, answer_passages, pool_random, overwrite, show_progress)
-    if reqa_split is not None:
-        if corpus is not None:
-            raise ValueError("give --corpus or --reqa-split, not both")
-        with locked(out):
-            check_output(out, "ReQA split", overwrite=overwrite, inputs=[Path(reqa_split)])
-            from seedr.data.qa import read_squad
-            from seedr.data.reqa_split import write_reqa_split
-
-            summary = write_reqa_split(read_squad(reqa_split), out, test_fraction, seed)
-        return PreparedData(out, "reqa_split", summary)
-
-    from seedr.data.prepare import PrepareOptions, prepare_corpus
-
-    options = PrepareOptions(corpus=corpus_paths or [], format=format, passage_words=passage_words,
-                             max_articles=max_articles, links=links, min_title_words=min_title_words,
-                             tokenizer_vocab=tokenizer_vocab, lowercase=not cased)
-    with locked(out):  # prepare_corpus asks check_output before it reads
-        summary = prepare_corpus(out, options, progress=show_progress, overwrite=overwrite)
-    return PreparedData(out, "corpus", summary)
+    return PreparedData(config.out, config.kind, preparing.run(config))
 
 
-def _open_qa(out: Path, questions: str | os.PathLike, corpus: list[str], split: str | os.PathLike,
-             bm25_run: str | os.PathLike, distractor_run: Sequence[str | os.PathLike], test_questions: int, seed: int,
-             run_depth: int, answer_passages: int, pool_random: int, overwrite: bool,
-             show_progress: bool) -> PreparedData:
-    from seedr.data.open_qa import build_open_qa_from_files
-
-    with locked(out):
-        check_output(out, "open-QA data", overwrite=overwrite,
-                     inputs=input_paths(questions, corpus, split, bm25_run, list(distractor_run)))
-        summary = build_open_qa_from_files(out, questions, corpus, split, bm25_run, distractor_run,
-                                           test_questions=test_questions, seed=seed, show_progress=show_progress,
-                                           run_depth=run_depth, answer_passages=answer_passages,
-                                           random_passages=pool_random)
-    return PreparedData(out, "open_qa", summary)
-
-
-__all__ = ["PREPARED_KINDS", "PreparedData", "prepare"]
+__all__ = ["PreparedData", "prepare"]

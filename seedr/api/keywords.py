@@ -17,7 +17,7 @@ import textwrap
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-from seedr.pipeline.options import declared, default_of, has_default
+from seedr.pipeline.options import Option, declared, default_of, has_default
 
 Result = TypeVar("Result")
 
@@ -28,19 +28,25 @@ def _parameter(field: dataclasses.Field, positional: bool) -> inspect.Parameter:
     return inspect.Parameter(field.name, kind, default=default, annotation=field.type)
 
 
+def offered(config_class: type) -> list[tuple[dataclasses.Field, Option]]:
+    """The declared fields of ``config_class`` the API takes (``Option.api``), in order."""
+    return [(field, declared_option) for field, declared_option in declared(config_class) if declared_option.api]
+
+
 def arguments_section(config_class: type) -> str:
-    """The ``Args:`` section of a docstring: each declared field and its help, in order."""
+    """The ``Args:`` section of a docstring: each field the API takes and its help, in order."""
     lines = ["Args:"]
-    for field, declared_option in declared(config_class):
+    for field, declared_option in offered(config_class):
         lines += textwrap.wrap(f"{field.name}: {declared_option.help}", width=104, initial_indent="    ",
                                subsequent_indent="        ")
     return "\n".join(lines)
 
 
 def keywords_of(config_class: type) -> Callable[[Callable[[Any], Result]], Callable[..., Result]]:
-    """The decorated ``function(config)`` as an API function taking ``config_class``'s declared fields: those
-    marked ``positional`` by position or keyword, in field order, the rest by keyword."""
-    fields = list(declared(config_class))
+    """The decorated ``function(config)`` as an API function taking ``config_class``'s declared fields that
+    it offers (``offered``): those marked ``positional`` by position or keyword, in field order, the rest by
+    keyword."""
+    fields = offered(config_class)
     positional = [field for field, declared_option in fields if declared_option.positional]
     if [field for field, _ in fields[:len(positional)]] != positional:
         raise TypeError(f"{config_class.__name__}: the positional options must come first")
@@ -61,4 +67,4 @@ def keywords_of(config_class: type) -> Callable[[Callable[[Any], Result]], Calla
     return decorate
 
 
-__all__ = ["arguments_section", "keywords_of"]
+__all__ = ["arguments_section", "keywords_of", "offered"]

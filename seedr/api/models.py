@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import dataclasses
 import os
-from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from seedr.api.arguments import checks_arguments
+from seedr.api.keywords import keywords_of
+from seedr.pipeline import average as averaging
+from seedr.pipeline.average import AverageConfig
 
 
 @dataclasses.dataclass(frozen=True)
@@ -30,42 +31,20 @@ class AveragedEncoder:
         return os.fspath(self.path)
 
 
-@checks_arguments
-def average(models: Sequence[str | os.PathLike], out: str | os.PathLike, *, weight: Sequence[float] | None = None,
-            checkpoints: int | None = None, overwrite: bool = False) -> AveragedEncoder:
+@keywords_of(AverageConfig)
+def average(config: AverageConfig) -> AveragedEncoder:
     """Average the weights of encoders into one (``seedr average``; no cost at inference): a uniform soup of
     runs (Wortsman et al. 2022, Model soups), the newest checkpoints of one run (LAWA, SWA) or a fine-tuned
     model with its starting point (WiSE-FT, weights 1 − α and α). Every floating-point weight is averaged;
     the models must share architecture and vocabulary, and the first is the template whose tokenizer,
-    pooling and settings the result keeps.
-
-    Args:
-        models: model folders, run folders (a ``TrainingRun``: its encoder) or built-in names (``minilm``).
-        out: the averaged encoder's folder (written once complete).
-        weight: one per model, in their order (normalised to sum to 1); default equal.
-        checkpoints: average each run's newest N checkpoints instead of its final encoder (the run then
-            stands for N models, oldest first); the run must have kept them (``train.keep_checkpoints``).
-        overwrite: replace ``out`` when it holds an averaged encoder (nothing else is replaced).
+    pooling and settings the result keeps. A model may be a run folder (a ``TrainingRun``: its encoder).
 
     Example:
         >>> soup = seedr.average(["runs/ft-seed1", "runs/ft-seed2"], "runs/soup")
         >>> seedr.encode(soup, "my-docs.jsonl", "runs/soup-embeddings")
     """
-    from seedr.modeling.averaging import average_encoders, checkpoint_encoders
-
-    members: list[str] = []
-    for model in models:
-        if checkpoints is None:
-            members.append(os.fspath(model))
-            continue
-        run = Path(os.fspath(model))
-        if not (run / "checkpoints").is_dir():
-            raise ValueError(f"--checkpoints: {os.fspath(model)} is not a seedr run folder (no checkpoints/ in it)")
-        members += [str(path) for path in checkpoint_encoders(run, checkpoints)]
-    # average_encoders asks check_output and takes the output's lock itself, once it has refused an output
-    # inside a model: a lock taken first would be written into that model
-    record = average_encoders(members, out, weight, overwrite=overwrite)
-    return AveragedEncoder(Path(out), members, record)
+    members, record = averaging.run(config)
+    return AveragedEncoder(config.out, members, record)
 
 
 __all__ = ["AveragedEncoder", "average"]

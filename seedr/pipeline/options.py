@@ -98,6 +98,7 @@ class Option:
         parser: how the command line reads its text, where typer cannot (``--lengths 32,64``).
         cli_required: the command requires it though the API has a default (``search``'s ``out``: from
             Python a run may stay in memory).
+        api: the API function takes it (a command's ``--list``, which lists and exits, it does not).
     """
 
     help: str
@@ -109,15 +110,17 @@ class Option:
     argument: bool = False
     parser: Callable[[str], Any] | None = None
     cli_required: bool = False
+    api: bool = True
 
 
 def option(default: Any = dataclasses.MISSING, *, help: str, bound: Bound | None = None, flag: str | None = None,
            cli_type: Any = None, positional: bool = False, command_line: bool = True, argument: bool = False,
-           parser: Callable[[str], Any] | None = None, cli_required: bool = False,
+           parser: Callable[[str], Any] | None = None, cli_required: bool = False, api: bool = True,
            default_factory: Any = dataclasses.MISSING) -> Any:
     """A config field declared as an option (``Option``): ``max_length: int | None = option(None, help=...,
     bound=AT_LEAST_ONE)``. Without ``default`` (or ``default_factory``) the option is required."""
-    metadata = {OPTION: Option(help, bound, flag, cli_type, positional, command_line, argument, parser, cli_required)}
+    metadata = {OPTION: Option(help, bound, flag, cli_type, positional, command_line, argument, parser, cli_required,
+                               api)}
     return dataclasses.field(default=default, default_factory=default_factory, metadata=metadata)
 
 
