@@ -32,6 +32,8 @@ def arguments_section(config_class: type) -> str:
     """The ``Args:`` section of a docstring: each declared field and its help, in order."""
     lines = ["Args:"]
     for field, declared_option in declared(config_class):
+        if not declared_option.api:
+            continue
         lines += textwrap.wrap(f"{field.name}: {declared_option.help}", width=104, initial_indent="    ",
                                subsequent_indent="        ")
     return "\n".join(lines)
@@ -39,8 +41,9 @@ def arguments_section(config_class: type) -> str:
 
 def keywords_of(config_class: type) -> Callable[[Callable[[Any], Result]], Callable[..., Result]]:
     """The decorated ``function(config)`` as an API function taking ``config_class``'s declared fields: those
-    marked ``positional`` by position or keyword, in field order, the rest by keyword."""
-    fields = list(declared(config_class))
+    marked ``positional`` by position or keyword, in field order, the rest by keyword (those it offers:
+    ``Option.api``)."""
+    fields = [(field, declared_option) for field, declared_option in declared(config_class) if declared_option.api]
     positional = [field for field, declared_option in fields if declared_option.positional]
     if [field for field, _ in fields[:len(positional)]] != positional:
         raise TypeError(f"{config_class.__name__}: the positional options must come first")

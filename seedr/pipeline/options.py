@@ -96,6 +96,8 @@ class Option:
         command_line: the command offers it (an in-memory ``show_progress``, say, it does not).
         argument: the command takes it as a positional argument (``seedr fuse a.trec b.trec``), not an option.
         parser: how the command line reads its text, where typer cannot (``--lengths 32,64``).
+        api: the API function takes it (a command's ``--ance-refresh-only``, which runs another API
+            function, it does not).
     """
 
     help: str
@@ -106,14 +108,16 @@ class Option:
     command_line: bool = True
     argument: bool = False
     parser: Callable[[str], Any] | None = None
+    api: bool = True
 
 
 def option(default: Any = dataclasses.MISSING, *, help: str, bound: Bound | None = None, flag: str | None = None,
            cli_type: Any = None, positional: bool = False, command_line: bool = True, argument: bool = False,
-           parser: Callable[[str], Any] | None = None, default_factory: Any = dataclasses.MISSING) -> Any:
+           parser: Callable[[str], Any] | None = None, api: bool = True,
+           default_factory: Any = dataclasses.MISSING) -> Any:
     """A config field declared as an option (``Option``): ``max_length: int | None = option(None, help=...,
     bound=AT_LEAST_ONE)``. Without ``default`` (or ``default_factory``) the option is required."""
-    metadata = {OPTION: Option(help, bound, flag, cli_type, positional, command_line, argument, parser)}
+    metadata = {OPTION: Option(help, bound, flag, cli_type, positional, command_line, argument, parser, api)}
     return dataclasses.field(default=default, default_factory=default_factory, metadata=metadata)
 
 
