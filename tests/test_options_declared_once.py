@@ -15,13 +15,26 @@ import typer
 
 import seedr
 from seedr.cli import app
+from seedr.pipeline.adapt import AdaptStageConfig
 from seedr.pipeline.encode import EncodeConfig
+from seedr.pipeline.finetune import AnceRefreshConfig, FinetuneStageConfig
+from seedr.pipeline.pretrain import PretrainStageConfig
+from seedr.pipeline.settings import SettingsConfig
 from seedr.pipeline.options import Bound, check_options, declared, default_of, has_default, option
 from seedr.stages.options import flag_of
 
-#: Each stage the pipeline holds: its config, and the API function that takes its options.
-STAGE_CONFIGS = {"encode": EncodeConfig}
-API_FUNCTIONS = {"encode": seedr.encode}
+#: Each stage the pipeline holds: its config, and the API function that takes its options (``seedr config``'s
+#: ``resolve_settings`` takes the stage's setting keywords besides: ``tests/test_setting_options.py``).
+STAGE_CONFIGS = {"encode": EncodeConfig, "pretrain": PretrainStageConfig, "finetune": FinetuneStageConfig,
+                 "adapt": AdaptStageConfig, "config": SettingsConfig}
+API_FUNCTIONS = {"encode": seedr.encode, "pretrain": seedr.pretrain, "finetune": seedr.finetune,
+                 "adapt": seedr.adapt, "ance_refresh": seedr.ance_refresh}
+#: A command whose API function is not named after its stage: the API function's name, the config the command
+#: makes and the pipeline's run (``module:function``) it reaches (``seedr finetune --ance-refresh-only`` is
+#: ``ance_refresh``; ``seedr config`` resolves as ``resolve_settings`` does).
+OTHER_RUNS = {"ance_refresh": (AnceRefreshConfig, "seedr.pipeline.finetune:ance_refresh"),
+              "resolve_settings": (SettingsConfig, "seedr.pipeline.settings:run")}
+
 
 STAGES = Path(seedr.__file__).parent / "stages"
 
@@ -36,7 +49,7 @@ def test_a_command_s_options_are_its_config_s_fields(stage):
     for name, (field, option) in offered.items():
         parameter = parameters[name]
         assert parameter.help == option.help, name
-        assert flag_of(field, option).split("/")[0] in parameter.opts, name
+        assert (name if option.argument else flag_of(field, option).split("/")[0]) in parameter.opts, name
         assert parameter.required == (not has_default(field)), name
         if has_default(field) and default_of(field) not in (None, [], False):
             assert parameter.default == default_of(field), name
@@ -44,9 +57,9 @@ def test_a_command_s_options_are_its_config_s_fields(stage):
 
 @pytest.mark.parametrize("stage", sorted(API_FUNCTIONS))
 def test_an_api_function_s_keywords_are_its_config_s_fields(stage):
-    config_class = STAGE_CONFIGS[stage]
+    config_class = OTHER_RUNS[stage][0] if stage in OTHER_RUNS else STAGE_CONFIGS[stage]
     parameters = inspect.signature(API_FUNCTIONS[stage]).parameters
-    fields = list(declared(config_class))
+    fields = [(field, option) for field, option in declared(config_class) if option.api]
     assert list(parameters) == [field.name for field, _ in fields]
     for field, option in fields:
         parameter = parameters[field.name]

@@ -12,7 +12,6 @@ from typing import Any
 
 from seedr.config.loading import merge_settings
 from seedr.config.settings import ADAPT_RECIPE, FinetuneConfig, PretrainConfig
-from seedr.data.inputs import Inputs
 from seedr.io.run_folders import PRETRAINING, check_run_folder
 from seedr.pipeline.common import Settings, Source, is_paths, locked, path_strings
 from seedr.pipeline.options import AT_LEAST_ONE, NOT_NEGATIVE, Bound, check_options, option
@@ -70,7 +69,7 @@ class AdaptStageConfig:
             self.pairs = [self.pairs]
 
 
-def adapt(out: Path, corpus: Inputs, finetuning: FinetuneConfig, *, sources: Sequence[str] | None,
+def adapt(out: Path, corpus: Source, finetuning: FinetuneConfig, *, sources: Sequence[str] | None,
           validation: float | None, max_documents: int | None, pretraining: PretrainConfig | None,
           pooling_given: bool, resume: bool) -> dict[str, Any]:
     """Adapt with resolved configs (``seedr.training.adapt.run_adapt``, whose arguments these are), then draw
