@@ -221,10 +221,11 @@ def shown_range(low, high) -> str:
 
 
 def declared_bound(stage: str, name: str):
-    """The bound of a stage's option: its config's declared one, or (a stage not yet in the pipeline) the API's
-    table's."""
+    """The bound of a stage's option: its config's declared one, or (a stage not yet in the pipeline) the
+    API's table's."""
     if stage in STAGE_CONFIGS:
-        return next((option.bound for field, option in declared(STAGE_CONFIGS[stage]) if field.name == name), None)
+        bounds = {field.name: option.bound for field, option in declared(STAGE_CONFIGS[stage])}
+        return bounds.get(name)
     return ARGUMENTS.get(stage, {}).get(name)
 
 

@@ -1,7 +1,7 @@
-"""#57, #64: a training stage's setting keywords (``finetune(dev_every=...)`` sets the setting ``dev_every``) are
-fields of its pipeline config declared with ``seedr.pipeline.resolution.setting``: their help is the setting's
-description in the ``Attributes:`` of its settings dataclass (``seedr config --describe``), and the command's
-``--help`` and the API's docstring are made from that field."""
+"""#57, #64: a training stage's setting keywords (``finetune(dev_every=...)`` sets the setting ``dev_every``)
+are fields of its pipeline config declared with ``seedr.pipeline.resolution.setting``: their help is the
+setting's description in the ``Attributes:`` of its settings dataclass (``seedr config --describe``), and the
+command's ``--help`` and the API's docstring are made from that field."""
 
 from __future__ import annotations
 
@@ -20,8 +20,8 @@ from seedr.pipeline.pretrain import PretrainStageConfig
 from seedr.pipeline.resolution import SETTINGS_CLASSES, setting_description, setting_help, setting_keywords
 
 #: Each stage with setting keywords: its config, and the API function made from it.
-STAGES = {"pretrain": (PretrainStageConfig, seedr.pretrain), "finetune": (FinetuneStageConfig, seedr.finetune),
-          "adapt": (AdaptStageConfig, seedr.adapt)}
+STAGES = {"pretrain": (PretrainStageConfig, seedr.pretrain),
+          "finetune": (FinetuneStageConfig, seedr.finetune), "adapt": (AdaptStageConfig, seedr.adapt)}
 #: Keywords that take more than the setting does, so say it themselves: rows in memory or repeated paths (a
 #: corpus), a comma-separated list (--seeds), a key of a mapping setting that the chosen strategy's own class
 #: documents (negative_options.rounds).
@@ -71,7 +71,8 @@ def test_a_stage_with_its_own_recipe_gives_that_recipe_s_values_as_defaults():
 def test_a_setting_keyword_sets_its_setting_and_an_unknown_one_is_refused():
     resolved = seedr.resolve_settings("finetune", config="dpr", dev_every=7, rounds=3, seeds=[1, 2])
     assert resolved.dev_every == 7 and resolved.negative_options["rounds"] == 3 and resolved.seeds == [1, 2]
-    assert seedr.resolve_settings("pretrain", objective="mlm", corpus="docs.jsonl").data.corpus == ["docs.jsonl"]
+    pretraining = seedr.resolve_settings("pretrain", objective="mlm", corpus="docs.jsonl")
+    assert pretraining.data.corpus == ["docs.jsonl"]
     with pytest.raises(TypeError, match=r"finetune: unknown option\(s\) \['patience'\]"):
         seedr.resolve_settings("finetune", patience=3)  # adapt's keyword, not finetune's
     assert setting_keywords(AnceRefreshConfig) == {name: setting_keywords(FinetuneStageConfig)[name]

@@ -43,7 +43,8 @@ def keywords_of(config_class: type) -> Callable[[Callable[[Any], Result]], Calla
     """The decorated ``function(config)`` as an API function taking ``config_class``'s declared fields: those
     marked ``positional`` by position or keyword, in field order, the rest by keyword (those it offers:
     ``Option.api``)."""
-    fields = [(field, declared_option) for field, declared_option in declared(config_class) if declared_option.api]
+    fields = [(field, declared_option) for field, declared_option in declared(config_class)
+              if declared_option.api]
     positional = [field for field, declared_option in fields if declared_option.positional]
     if [field for field, _ in fields[:len(positional)]] != positional:
         raise TypeError(f"{config_class.__name__}: the positional options must come first")

@@ -1,5 +1,5 @@
-"""``pretrain``, ``finetune`` and ``ance_refresh``: the training stages from Python (``seedr.pipeline.pretrain``,
-``seedr.pipeline.finetune``)."""
+"""``pretrain``, ``finetune`` and ``ance_refresh``: the training stages from Python
+(``seedr.pipeline.pretrain``, ``seedr.pipeline.finetune``)."""
 
 from __future__ import annotations
 

@@ -29,33 +29,37 @@ class AdaptStageConfig:
     """What ``adapt`` runs with: the run folder, the corpus and how pairs are mined from it, the fine-tuning
     recipe and overrides (and the optional pre-training's), and its setting keywords."""
 
-    out: Path = option(help="Run folder: encoder/, pairs/, metrics.jsonl, validation.png, best/, config.yaml.",
-                       positional=True)
+    out: Path = option(
+        help="Run folder: encoder/, pairs/, metrics.jsonl, validation.png, best/, config.yaml.",
+        positional=True)
     corpus: Source = option(
-        help="The documents: a file (JSONL, TSV, parquet ...), a folder (of shards, a BEIR folder: its corpus.jsonl "
-             "alone is read) or a quoted glob (repeatable). From Python also a datasets.Dataset or a list of dicts.",
+        help="The documents: a file (JSONL, TSV, parquet ...), a folder (of shards, a BEIR folder: its "
+             "corpus.jsonl alone is read) or a quoted glob (repeatable). From Python also a "
+             "datasets.Dataset or a list of dicts.",
         cli_type=list[Path])
     model: str | None = setting("adapt", "model")
     pairs: Sequence[str] | str | None = option(
         None, help="Pair sources, comma-separated: ict, title, bfs, wlp, crop (default: every one the corpus "
                    "supports).", cli_type=str, parser=_pair_sources)
     pretrain: str | None = option(
-        None, help="Continue pre-training on the corpus first with this pre-training recipe (seed, cpdae, mlm ...), "
-                   "in OUT/pretrain.")
+        None, help="Continue pre-training on the corpus first with this pre-training recipe (seed, cpdae, "
+                   "mlm ...), in OUT/pretrain.")
     validation: float | None = option(
-        None, help="Documents held out for validation (N ≥ 1) or their share (< 1); default 10%, at most 1000, at "
-                   "least 20 (fewer cannot rank: refused; the default widened).", bound=Bound(float, 0, open=True))
-    max_documents: int | None = option(None, help="Read only the corpus's first N documents.", bound=AT_LEAST_ONE)
+        None, help="Documents held out for validation (N ≥ 1) or their share (< 1); default 10%, at most "
+                   "1000, at least 20 (fewer cannot rank: refused; the default widened).",
+        bound=Bound(float, 0, open=True))
+    max_documents: int | None = option(None, help="Read only the corpus's first N documents.",
+                                       bound=AT_LEAST_ONE)
     dev_every: int | None = setting("adapt", "dev_every", bound=NOT_NEGATIVE)
     patience: int | None = setting("adapt", "patience", bound=NOT_NEGATIVE)
     config: str | None = option(
         None, help="Fine-tuning recipe: a name shipped with seedr or a YAML file (default: adapt).")
     settings: Settings | None = option(
-        None, help="Fine-tuning key=value, e.g. train.max_steps=500 or train.batch_size=64 (repeatable); from "
-                   "Python a mapping, e.g. {'train.max_steps': 100}.", flag="--set", cli_type=list[str])
+        None, help="Fine-tuning key=value, e.g. train.max_steps=500 or train.batch_size=64 (repeatable); "
+                   "from Python a mapping, e.g. {'train.max_steps': 100}.", flag="--set", cli_type=list[str])
     pretrain_settings: Settings | None = option(
-        None, help="key=value for the pre-training, e.g. train.max_steps=50 (repeatable); from Python a mapping.",
-        flag="--pretrain-set", cli_type=list[str])
+        None, help="key=value for the pre-training, e.g. train.max_steps=50 (repeatable); from Python a "
+                   "mapping.", flag="--pretrain-set", cli_type=list[str])
     resume: bool = option(False, help="Continue the run in --out (its mined pairs are kept).")
 
     def __post_init__(self) -> None:
@@ -92,10 +96,10 @@ def adapt(out: Path, corpus: Source, finetuning: FinetuneConfig, *, sources: Seq
 
 
 def run(stage: AdaptStageConfig) -> TrainingRun:
-    """Adapt an encoder to ``stage.corpus``: mine training pairs from the documents alone, hold some documents'
-    pairs out to validate on, optionally continue pre-training on the others (``stage.pretrain``), then
-    fine-tune contrastively on the pairs (the ``adapt`` recipe unless ``stage.config`` names another); the
-    encoder, the best validation's, lands in ``stage.out/encoder``."""
+    """Adapt an encoder to ``stage.corpus``: mine training pairs from the documents alone, hold some
+    documents' pairs out to validate on, optionally continue pre-training on the others (``stage.pretrain``),
+    then fine-tune contrastively on the pairs (the ``adapt`` recipe unless ``stage.config`` names another);
+    the encoder, the best validation's, lands in ``stage.out/encoder``."""
     given = given_of(stage)
     patience = given.pop("patience", None)  # the keyword, over the recipe and the overrides alike
     finetuning = resolve("finetune", stage.config or ADAPT_RECIPE, stage.settings, given)  # bad settings: now
@@ -103,14 +107,16 @@ def run(stage: AdaptStageConfig) -> TrainingRun:
         finetuning.patience = patience
     pretraining = None
     if stage.pretrain is not None:  # its recipe and settings too, before anything is mined
-        pretraining = resolve("pretrain", stage.pretrain, stage.pretrain_settings, {"model.init": finetuning.model})
+        pretraining = resolve("pretrain", stage.pretrain, stage.pretrain_settings,
+                              {"model.init": finetuning.model})
     from seedr.reporting.validation import check_tracking_file
 
     with locked(stage.out):
         if finetuning.watch:  # its tracking is written at the end: a file it would replace is refused now
             check_tracking_file(stage.out)
-        check_run_folder(stage.out, stage.resume)  # a refused output, then pair sources the corpus cannot give
-        if stage.pairs is not None and not stage.resume:  # at once (a resumed run keeps the pairs it mined)
+        # a refused output, then pair sources the corpus cannot give: at once (a resumed run keeps its pairs)
+        check_run_folder(stage.out, stage.resume)
+        if stage.pairs is not None and not stage.resume:
             from seedr.data.corpus import read_corpus_articles
             from seedr.data.pair_units import check_pair_sources, corpus_names
 

@@ -20,10 +20,10 @@ from seedr.pipeline.pretrain import TrainingRun, overrides_of
 from seedr.pipeline.resolution import given_of, resolve, setting
 
 #: Help shared by ``finetune`` and ``ance_refresh``.
-RECIPE_HELP = ("Recipe: a name shipped with seedr (seedr/recipes/finetune/NAME.yaml, e.g. seed_siamese_bm25) or a "
-               "YAML file.")
-OVERRIDES_HELP = ("key=value override, e.g. train.max_steps=500 or negative_options.depth=50 (repeatable); from "
-                  "Python a mapping, e.g. {'train.max_steps': 200}.")
+RECIPE_HELP = ("Recipe: a name shipped with seedr (seedr/recipes/finetune/NAME.yaml, e.g. seed_siamese_bm25) "
+               "or a YAML file.")
+OVERRIDES_HELP = ("key=value override, e.g. train.max_steps=500 or negative_options.depth=50 (repeatable); "
+                  "from Python a mapping, e.g. {'train.max_steps': 200}.")
 
 
 def _seeds(text: str) -> list[int]:
@@ -48,16 +48,17 @@ class FinetuneStageConfig:
     dev_every: int | None = setting("finetune", "dev_every", bound=NOT_NEGATIVE)
     rounds: int | None = setting(
         "finetune", "negative_options.rounds", bound=AT_LEAST_ONE,
-        help="static negatives: mine → fine-tune rounds, each mining with the last model (CPDAE on documents: 2).")
+        help="static negatives: mine → fine-tune rounds, each mining with the last model (CPDAE on "
+             "documents: 2).")
     few_shot: float | None = setting("finetune", "few_shot", bound=Bound(float, 0, open=True))
     seeds: Sequence[int] | None = setting(
         "finetune", "seeds", bound=Bound(int, 0, many=True), cli_type=str, parser=_seeds,
         help="Few-shot: comma-separated seeds, one run each, averaged in few-shot.md.")
     resume: bool = option(False, help="Continue the run in --out from its newest checkpoint.")
     ance_refresh_only: bool = option(
-        False, help="Only mine ANCE negatives with --model (a checkpoint folder such as RUN/checkpoints/step-N) "
-                    "for the --train queries, into --out (default: RUN/ance/refresh-N), for a run training "
-                    "elsewhere.", api=False)
+        False, help="Only mine ANCE negatives with --model (a checkpoint folder such as "
+                    "RUN/checkpoints/step-N) for the --train queries, into --out (default: "
+                    "RUN/ance/refresh-N), for a run training elsewhere.", api=False)
 
     def __post_init__(self) -> None:
         check_options(self)
@@ -83,8 +84,8 @@ class AnceRefreshConfig:
                    "RUN/checkpoints/step-N: RUN/ance/refresh-N); only a negatives folder is replaced.",
         positional=True)
     model: str = setting("finetune", "model", required=True,
-                         help="The encoder: a checkpoint folder (RUN/checkpoints/step-N: its step is recorded) or a "
-                              "model.")
+                         help="The encoder: a checkpoint folder (RUN/checkpoints/step-N: its step is "
+                              "recorded) or a model.")
     train: str | None = setting("finetune", "train_data",
                                 help="The training data whose queries are mined for (finetune's train).")
     config: str | None = option(None, help=RECIPE_HELP + " Its negative_options.depth, lengths and "
@@ -152,8 +153,8 @@ def run(stage: FinetuneStageConfig) -> TrainingRun:
 def ance_refresh(stage: AnceRefreshConfig) -> MinedNegatives:
     """Mine ANCE negatives once, apart from a training run: encode the training corpus with ``stage.model``,
     search the training queries in it, and keep each query's top ``negative_options.depth`` (default 200)
-    documents other than its positives (Xiong et al. 2021, ANCE: the asynchronous refresh, here in a process of
-    its own). A run training elsewhere with ``negative_options.inline: false`` picks the table up."""
+    documents other than its positives (Xiong et al. 2021, ANCE: the asynchronous refresh, here in a process
+    of its own). A run training elsewhere with ``negative_options.inline: false`` picks the table up."""
     config = resolve("finetune", stage.config, stage.settings, given_of(stage))
     if not config.train_data:
         raise ValueError("no training data: give --train (or train_data in the recipe)")
@@ -176,9 +177,10 @@ def ance_refresh(stage: AnceRefreshConfig) -> MinedNegatives:
         training = load_training_set(config.train_data, config.train_split)
         folder = mine(config.model, training.corpus, training.queries, training.qrels, out,
                       top=int(config.negative_options.get("depth", 200)), batch_size=config.encode_batch_size,
-                      query_max_length=config.query_max_length, document_max_length=config.document_max_length)
+                      query_max_length=config.query_max_length,
+                      document_max_length=config.document_max_length)
     return MinedNegatives(folder, config.model)
 
 
-__all__ = ["AnceRefreshConfig", "FinetuneStageConfig", "MinedNegatives", "ance_refresh", "check_inputs", "run",
-           "train"]
+__all__ = ["AnceRefreshConfig", "FinetuneStageConfig", "MinedNegatives", "ance_refresh", "check_inputs",
+           "run", "train"]

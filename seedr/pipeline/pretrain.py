@@ -21,22 +21,25 @@ from seedr.provenance import record_run
 class PretrainStageConfig:
     """What ``pretrain`` runs with: the run folder, the recipe and overrides, and its setting keywords."""
 
-    out: Path = option(help="Run folder: encoder/, checkpoints/, metrics.jsonl, config.yaml.", positional=True)
+    out: Path = option(help="Run folder: encoder/, checkpoints/, metrics.jsonl, config.yaml.",
+                       positional=True)
     config: str | None = option(
-        None, help="Recipe: a name shipped with seedr (seedr/recipes/pretrain/NAME.yaml, e.g. seed) or a YAML file.")
+        None, help="Recipe: a name shipped with seedr (seedr/recipes/pretrain/NAME.yaml, e.g. seed) or a "
+                   "YAML file.")
     objective: str | None = setting("pretrain", "objective_name")
     model: str | None = setting("pretrain", "model.init")
     size: str | None = setting("pretrain", "model.size")
     tokenizer: str | None = setting("pretrain", "model.tokenizer")
     corpus: Source | None = setting(
         "pretrain", "data.corpus", paths=True, cli_type=list[Path],
-        help="Corpus: a file (JSONL, TSV, parquet ...), a folder (of shards, made by `seedr prepare`, or a Hugging "
-             "Face save_to_disk folder) or a quoted glob (repeatable); default: the recipe's, else the embedded "
-             "Wikipedia leads (token objectives). From Python also a datasets.Dataset or a list of dicts, written "
-             "to OUT/inputs/corpus.jsonl first (the token shards are keyed on files).")
+        help="Corpus: a file (JSONL, TSV, parquet ...), a folder (of shards, made by `seedr prepare`, or a "
+             "Hugging Face save_to_disk folder) or a quoted glob (repeatable); default: the recipe's, else "
+             "the embedded Wikipedia leads (token objectives). From Python also a datasets.Dataset or a list "
+             "of dicts, written to OUT/inputs/corpus.jsonl first (the token shards are keyed on files).")
     settings: Settings | None = option(
-        None, help="Override a recipe option: key=value, e.g. train.max_steps=200 or objective.attention_span=all "
-                   "(repeatable); from Python a mapping, e.g. {'train.max_steps': 20}.",
+        None, help="Override a recipe option: key=value, e.g. train.max_steps=200 or "
+                   "objective.attention_span=all (repeatable); from Python a mapping, e.g. "
+                   "{'train.max_steps': 20}.",
         flag="--set", cli_type=list[str])
     resume: bool = option(False, help="Continue from the newest checkpoint in --out.")
 

@@ -92,8 +92,8 @@ def setting_help(stage: str, key: str) -> str:
     return text[:1].upper() + text[1:]
 
 
-def setting(stage: str, key: str, *, help: str | None = None, bound: Bound | None = None, cli_type: Any = None,
-            parser: Any = None, paths: bool = False, required: bool = False) -> Any:
+def setting(stage: str, key: str, *, help: str | None = None, bound: Bound | None = None,
+            cli_type: Any = None, parser: Any = None, paths: bool = False, required: bool = False) -> Any:
     """A config field that is a setting keyword of ``stage``, setting ``key``: default None (the recipe,
     then the settings class, decide) unless ``required``; its help the setting's (``setting_help``) unless
     the keyword takes more than the setting does (rows in memory, a comma-separated list) and says so in
@@ -165,15 +165,17 @@ def resolve(stage: str, recipe: str | os.PathLike | None = None, overrides: Sett
     CPDAE, the two-tower objectives) pools as its objective trained, whatever the recipe says, unless
     ``overrides`` (``--set``) or ``given`` set ``pooling``; the run's first line says which. The similarity
     stays the recipe's: SEED-Encoder's and CPDAE's decoders read one vector alone and train no score between
-    two, and a recipe's similarity goes with its scale and learning rate (cosine × 20 in ``sentence_encoder``),
-    which a dot product of unnormalised vectors would not suit; the recipes written for the two-tower seeds,
-    whose softmax does train an inner product, leave it null, that is to the seed (``reqa_squad``).
+    two, and a recipe's similarity goes with its scale and learning rate (cosine × 20 in
+    ``sentence_encoder``), which a dot product of unnormalised vectors would not suit; the recipes written for
+    the two-tower seeds, whose softmax does train an inner product, leave it null, that is to the seed
+    (``reqa_squad``).
     """
     if stage not in CONFIG_STAGES:
         raise ValueError(f"no settings for stage {stage!r}; stages with settings: {', '.join(CONFIG_STAGES)}")
     recipe_settings = read_recipe(recipe_path(os.fspath(recipe), stage)) if recipe is not None else {}
     if stage == "finetune":
-        asked = merge_settings(dict(given or {}), dict(overrides or {}))  # the user's, apart from the recipe's
+        # what the user asked for, apart from the recipe's defaults
+        asked = merge_settings(dict(given or {}), dict(overrides or {}))
         finetuning = finetuning_config(merge_settings(recipe_settings, asked))
         seed = pretrained_seed(finetuning.model) if "pooling" not in asked else None
         if seed is not None:  # the vector the seed's objective trained, not the one a recipe wrote for MiniLM
@@ -191,5 +193,5 @@ def resolve(stage: str, recipe: str | os.PathLike | None = None, overrides: Sett
 
 
 __all__ = ["OWN_RECIPES", "SETTING", "SETTINGS_CLASSES", "Setting", "finetuning_config", "given_of",
-           "given_settings", "pretraining_config", "resolve", "setting", "setting_description", "setting_help",
-           "setting_keywords"]
+           "given_settings", "pretraining_config", "resolve", "setting", "setting_description",
+           "setting_help", "setting_keywords"]

@@ -24,7 +24,8 @@ class SettingsConfig:
     stage: str = option(help="The stage whose settings to resolve: pretrain or finetune.", positional=True,
                         argument=True)
     config: str | None = option(
-        None, help="Recipe: a name shipped with seedr (seedr/recipes/STAGE/NAME.yaml, e.g. seed) or a YAML file.")
+        None, help="Recipe: a name shipped with seedr (seedr/recipes/STAGE/NAME.yaml, e.g. seed) or a YAML "
+                   "file.")
     settings: Settings | None = option(
         None, help="Override a setting: key=value, e.g. train.batch_size=8 (repeatable).", flag="--set",
         cli_type=list[str])
@@ -45,11 +46,11 @@ def resolve_settings(stage: str, config: str | os.PathLike | None = None, settin
                      processes: int | None = None, **options: Any) -> Any:
     """The resolved config of ``stage`` (``pretrain`` or ``finetune``): its defaults, then the recipe
     ``config`` (a name shipped with seedr, e.g. ``seed``, or a YAML file), then ``options`` (the stage's
-    setting keywords: ``model``, ``corpus``, ``objective`` ...), then the overrides ``settings``. Nothing runs;
-    unknown keys raise ``ValueError`` listing the valid ones. With ``processes``, the gradient accumulation
-    is the one a run on that many processes takes, as its ``config.yaml`` records it (``seedr config`` shows
-    one process's); without, it is left to the run, which knows its launcher. A pre-trained seed pools as
-    its objective trained (``seedr.pipeline.resolution.resolve``).
+    setting keywords: ``model``, ``corpus``, ``objective`` ...), then the overrides ``settings``. Nothing
+    runs; unknown keys raise ``ValueError`` listing the valid ones. With ``processes``, the gradient
+    accumulation is the one a run on that many processes takes, as its ``config.yaml`` records it (``seedr
+    config`` shows one process's); without, it is left to the run, which knows its launcher. A pre-trained
+    seed pools as its objective trained (``seedr.pipeline.resolution.resolve``).
 
     Example:
         >>> seedr.resolve_settings("pretrain", config="seed", settings={"train.batch_size": 8}).train.global_batch_size

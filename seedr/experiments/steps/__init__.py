@@ -2,7 +2,8 @@
 
 One job per module, imports one way: ``base`` (``ExperimentStep``, the registry ``STEPS``, ``build_step``,
 ``record_step``) ← ``training`` (``pretrain``, ``finetune``, ``average``, ``diagnose``), ``adaptation``
-(``adapt``, no labels), ``tsdae_st`` (TSDAE through sentence-transformers, ``seedr.training.tsdae_sentence_transformers``) and ``setup`` (the
+(``adapt``, no labels), ``tsdae_st`` (TSDAE through sentence-transformers,
+``seedr.training.tsdae_sentence_transformers``) and ``setup`` (the
 set-up steps ``prepare``, ``open_qa``, ``reqa_split``, ``retrieval_task``), which register their kinds
 when this package imports them, and ``validation`` (an experiment checked before it runs). Settings use
 the stage config's keys (dotted for nested fields); a step that follows another starts from its product
@@ -23,4 +24,5 @@ from seedr.experiments.steps.tsdae_st import TsdaeStStep
 from seedr.experiments.steps.validation import validate
 
 __all__ = ["STEPS", "AdaptOptions", "AverageConfig", "DiagnoseConfig", "ExperimentStep", "RetrievalTaskConfig",
-           "TsdaeStStep", "build_step", "check_options", "condition_references", "record_step", "shipped_split", "validate"]
+           "TsdaeStStep", "build_step", "check_options", "condition_references", "record_step",
+           "shipped_split", "validate"]

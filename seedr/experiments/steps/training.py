@@ -1,6 +1,6 @@
-"""The steps that train or examine an encoder: ``pretrain`` → ``seedr.pipeline.pretrain`` (``seedr pretrain``),
-``finetune`` → ``seedr.pipeline.finetune`` (``seedr finetune``), each over the config the pipeline's settings
-resolution builds (``seedr.pipeline.resolution``), ``average`` →
+"""The steps that train or examine an encoder: ``pretrain`` → ``seedr.pipeline.pretrain`` (``seedr
+pretrain``), ``finetune`` → ``seedr.pipeline.finetune`` (``seedr finetune``), each over the config the
+pipeline's settings resolution builds (``seedr.pipeline.resolution``), ``average`` →
 ``seedr.training.engine.averaging.average_encoders`` (``seedr average``) and ``diagnose`` → the diagnostics of
 ``seedr diagnose``."""
 
