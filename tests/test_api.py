@@ -203,7 +203,7 @@ def test_every_command_is_its_api_function(monkeypatch, tmp_path, arguments, fun
 
     import seedr.api
     from seedr.cli import app
-    from tests.test_options_declared_once import STAGE_CONFIGS, STAGE_RUNS
+    from tests.test_options_declared_once import OTHER_RUNS, STAGE_CONFIGS
 
     calls = []
 
@@ -211,9 +211,12 @@ def test_every_command_is_its_api_function(monkeypatch, tmp_path, arguments, fun
         calls.append((args, kwargs))
         raise _Reached
 
-    if function in STAGE_CONFIGS:
-        where, name = STAGE_RUNS.get(function, (f"seedr.pipeline.{function}", "run"))
-        monkeypatch.setattr(importlib.import_module(where), name, spy)
+    config_class = OTHER_RUNS[function][0] if function in OTHER_RUNS else STAGE_CONFIGS.get(function)
+    if function in OTHER_RUNS:
+        module, run = OTHER_RUNS[function][1].split(":")
+        monkeypatch.setattr(importlib.import_module(module), run, spy)
+    elif function in STAGE_CONFIGS:
+        monkeypatch.setattr(importlib.import_module(f"seedr.pipeline.{function}"), "run", spy)
     else:
         module = importlib.import_module(f"seedr.stages.{arguments[0]}")
         name = next(attribute for attribute, value in vars(module).items() if value is getattr(seedr.api, function))
@@ -222,9 +225,9 @@ def test_every_command_is_its_api_function(monkeypatch, tmp_path, arguments, fun
     result = CliRunner().invoke(app, arguments)
     assert result.exit_code == 1 and "_Reached" in result.output, result.output
     assert len(calls) == 1
-    if function in STAGE_CONFIGS:
+    if config_class is not None:
         [config], _ = calls[0]
-        assert isinstance(config, STAGE_CONFIGS[function])
+        assert isinstance(config, config_class)
         keywords = vars(config)
     else:
         keywords = calls[0][1]

@@ -404,7 +404,7 @@ FRONT_DOORS = {"pipeline", "api", "stages", "cli", "__main__"}
 
 #: What a library module may still import inside a function, and why: sentence-transformers takes 2.5 s to
 #: import on top of torch (this AMD EPYC, warm), and seedr needs it only to read or write a model's Dense head
-#: (``seedr.modeling.projection``) and for its own TSDAE baseline step (``experiments/steps/tsdae_st.py``);
+#: (``seedr.modeling.projection``) and for its TSDAE baseline (``training/tsdae_sentence_transformers.py``);
 #: importing it with the encoder would make every encoding, search and training wait for it. all-MiniLM's
 #: package (87 MiB of weights) never travels to a GPU (``gpu/pack.py``'s ``NOT_CARRIED``), so it is imported
 #: where its folder is looked up, and every module imports on the device image

@@ -16,26 +16,38 @@ import typer
 import seedr
 from seedr.cli import app
 from seedr.experiments.configs import DemoConfig, ExperimentConfig
+from seedr.pipeline.adapt import AdaptStageConfig
 from seedr.pipeline.average import AverageConfig
 from seedr.pipeline.diagnose import DiagnoseConfig
 from seedr.pipeline.encode import EncodeConfig
+from seedr.pipeline.finetune import AnceRefreshConfig, FinetuneStageConfig
 from seedr.pipeline.index import IndexConfig
 from seedr.pipeline.prepare import PrepareConfig
+from seedr.pipeline.pretrain import PretrainStageConfig
 from seedr.pipeline.report import ReportConfig
+from seedr.pipeline.settings import SettingsConfig
 from seedr.pipeline.options import Bound, check_options, declared, default_of, has_default, option
 from seedr.pipeline.search import SearchConfig
 from seedr.stages.options import flag_of
 
-#: Each stage the pipeline holds: its config, and the API function that takes its options.
+#: Each stage the pipeline holds: its config, and the API function that takes its options (``seedr config``'s
+#: ``resolve_settings`` takes the stage's setting keywords besides: ``tests/test_setting_options.py``).
 STAGE_CONFIGS = {"encode": EncodeConfig, "index": IndexConfig, "search": SearchConfig, "prepare": PrepareConfig,
                  "average": AverageConfig, "diagnose": DiagnoseConfig, "report": ReportConfig,
-                 "experiment": ExperimentConfig, "demo": DemoConfig}
+                 "experiment": ExperimentConfig, "demo": DemoConfig, "pretrain": PretrainStageConfig,
+                 "finetune": FinetuneStageConfig, "adapt": AdaptStageConfig, "config": SettingsConfig}
 API_FUNCTIONS = {"encode": seedr.encode, "index": seedr.index, "search": seedr.search, "prepare": seedr.prepare,
                  "average": seedr.average, "diagnose": seedr.diagnose, "report": seedr.report,
-                 "experiment": seedr.experiment, "demo": seedr.demo}
-#: Where a stage's run is, when it is not ``seedr.pipeline.<stage>.run``: the experiment and demo stages run
+                 "experiment": seedr.experiment, "demo": seedr.demo, "pretrain": seedr.pretrain,
+                 "finetune": seedr.finetune, "adapt": seedr.adapt, "ance_refresh": seedr.ance_refresh}
+#: A command whose run is not ``seedr.pipeline.<stage>.run``: the API function's name, the config the command
+#: makes and the run (``module:function``) it reaches. ``seedr finetune --ance-refresh-only`` is
+#: ``ance_refresh``; ``seedr config`` resolves as ``resolve_settings`` does; the experiment and demo stages run
 #: the pipeline's stages, a layer above it (``seedr.experiments.stage``).
-STAGE_RUNS = {"experiment": ("seedr.experiments.stage", "run"), "demo": ("seedr.experiments.stage", "run_demo")}
+OTHER_RUNS = {"ance_refresh": (AnceRefreshConfig, "seedr.pipeline.finetune:ance_refresh"),
+              "resolve_settings": (SettingsConfig, "seedr.pipeline.settings:run"),
+              "experiment": (ExperimentConfig, "seedr.experiments.stage:run"),
+              "demo": (DemoConfig, "seedr.experiments.stage:run_demo")}
 
 STAGES = Path(seedr.__file__).parent / "stages"
 
@@ -61,7 +73,7 @@ def test_a_command_s_options_are_its_config_s_fields(stage):
 
 @pytest.mark.parametrize("stage", sorted(API_FUNCTIONS))
 def test_an_api_function_s_keywords_are_its_config_s_fields(stage):
-    config_class = STAGE_CONFIGS[stage]
+    config_class = OTHER_RUNS[stage][0] if stage in OTHER_RUNS else STAGE_CONFIGS[stage]
     parameters = inspect.signature(API_FUNCTIONS[stage]).parameters
     fields = [(field, option) for field, option in declared(config_class) if option.api]
     assert list(parameters) == [field.name for field, _ in fields]

@@ -35,8 +35,11 @@ from seedr.api.fusion import FusedRun, fuse
 from seedr.api.models import AveragedEncoder, average
 from seedr.api.reports import Report, report
 from seedr.api.retrieval import Embeddings, Hit, Index, encode, index, search
-from seedr.api.training import MinedNegatives, TrainingRun, ance_refresh, finetune, pretrain, resolve_settings
+from seedr.api.training import ance_refresh, finetune, pretrain
+from seedr.pipeline.finetune import MinedNegatives
+from seedr.pipeline.pretrain import TrainingRun
 from seedr.pipeline.search import SearchRun
+from seedr.pipeline.settings import resolve_settings
 
 __all__ = ["CONFIG_STAGES", "AveragedEncoder", "Diagnostics", "Embeddings", "Evaluation", "ExperimentRun", "FusedRun",
            "Hit", "Index", "MinedNegatives", "PreparedData", "Report", "SearchRun", "TrainingRun", "adapt",

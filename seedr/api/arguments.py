@@ -83,10 +83,6 @@ NOT_NEGATIVE = Bound(int, 0)
 #: Each API function's numeric arguments (by qualified name), with their bounds.
 ARGUMENTS: dict[str, dict[str, Bound]] = {
     "evaluate": {"ks": Bound(int, 1, many=True), "alpha": Bound(float, 0, 1, open=True), "resamples": AT_LEAST_ONE},
-    "adapt": {"validation": Bound(float, 0, open=True), "max_documents": AT_LEAST_ONE, "dev_every": NOT_NEGATIVE,
-              "patience": NOT_NEGATIVE},
-    "finetune": {"dev_every": NOT_NEGATIVE, "rounds": AT_LEAST_ONE, "few_shot": Bound(float, 0, open=True),
-                 "seeds": Bound(int, 0, many=True)},
     "fuse": {"weight": Bound(float, 0, many=True), "rrf_k": Bound(int, 1, many=True), "k": AT_LEAST_ONE,
              "grid_step": Bound(float, 0.01, 1)},
 }

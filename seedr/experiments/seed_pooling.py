@@ -16,9 +16,10 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from seedr.config.loading import merge_settings
+from seedr.config.loading import from_dict, merge_settings
 from seedr.experiments.steps.base import build_step, condition_references
 from seedr.modeling.folders import seed_pooling, trained_pooling
+from seedr.objectives import OBJECTIVES
 
 #: Steps whose product keeps the pooling of the model they start from: a weight average of a seed's
 #: fine-tunings pools as they do; a diagnosis produces no model.
@@ -55,7 +56,8 @@ def carry_seed_pooling(conditions: dict[str, Any], where: str) -> dict[str, Any]
                 seed = seeds.get(references[0]) if references else None
             if spec.kind == "pretrain":
                 config = step.config()
-                seed = trained_pooling(config.objective_name, step.objective_config(config))
+                options = from_dict(OBJECTIVES.options(config.objective_name), config.objective, step.where)
+                seed = trained_pooling(config.objective_name, options)
             elif spec.kind == "finetune":
                 settings, departs = _kept(spec.settings, step.config().pooling, seed, departure)
                 spec, departed = dataclasses.replace(spec, settings=settings), departed or departs

@@ -88,7 +88,7 @@ def _pretraining(step: ExperimentStep, shape_of: ShapeOf) -> UnitWork:
     shape = made_shape(step, shape_of)
     if shape is None:
         return UnitWork(kind, None, "pre-training", dtype)
-    options = step.objective_config(config)
+    options = _objective_options(config)
     steps = budget_steps(config, options, shape) if config.flops_budget is not None else config.train.max_steps
     return UnitWork(kind, steps * flops_per_step(config, options, shape), "pre-training", dtype)
 

@@ -98,7 +98,8 @@ class Option:
         parser: how the command line reads its text, where typer cannot (``--lengths 32,64``).
         cli_required: the command requires it though the API has a default (``search``'s ``out``: from
             Python a run may stay in memory).
-        api: the API function takes it (a command's ``--list``, which lists and exits, it does not).
+        api: the API function takes it (a command's ``--list``, which lists and exits, or ``--ance-refresh-only``,
+            which runs another API function, it does not).
     """
 
     help: str

@@ -14,8 +14,6 @@ from rich.console import Console
 from rich.markup import escape
 from typer.core import TyperCommand
 
-from seedr.api.arguments import ARGUMENTS, option_range
-from seedr.api.setting_options import SETTING_OPTIONS, setting_help
 from seedr.config.loading import describe_settings, load_config
 from seedr.io import CORRUPT_STREAM_ERRORS, DataError, output_lock
 from seedr.recipes import recipe_path
@@ -106,17 +104,6 @@ class StageCommand(TyperCommand):
                 error.message += (". An unquoted glob? The shell splits it into words: quote it "
                                   "(--corpus 'wiki/*.jsonl.xz'), give the folder, or repeat the option for each file")
             raise
-
-
-def setting_option(stage: str, keyword: str) -> Any:
-    """The option of ``seedr STAGE`` that passes the setting keyword ``keyword`` (a row of
-    ``SETTING_OPTIONS``) to the API: ``--kebab-name``, its help the setting's description, its range the
-    API's (``ARGUMENTS``). Its default is None in the command, so that the recipe, then the settings class,
-    decide."""
-    if keyword not in SETTING_OPTIONS[stage]:
-        raise KeyError(f"{keyword!r} is not a setting keyword of {stage} (seedr.api.setting_options)")
-    bounds = option_range(stage, keyword) if keyword in ARGUMENTS.get(stage, {}) else {}
-    return typer.Option(f"--{keyword.replace('_', '-')}", help=setting_help(stage, keyword), **bounds)
 
 
 def listing_settings(config_class: Callable[[], type], stage: str, note: str = "",

@@ -3,27 +3,19 @@
 from __future__ import annotations
 
 import dataclasses
-from typing import Annotated
 
 import typer
 
-from seedr.api import resolve_settings
-from seedr.config.loading import attribute_descriptions, describe_settings, parse_overrides
+from seedr.config.loading import attribute_descriptions, describe_settings
 from seedr.objectives import OBJECTIVES
-from seedr.stages.common import clear_errors, console
+from seedr.pipeline import settings as resolution
+from seedr.pipeline.settings import SettingsConfig
+from seedr.stages.common import console
+from seedr.stages.options import options_of
 
 
-@clear_errors
-def command(
-    stage: Annotated[str, typer.Argument(help="The stage whose settings to resolve: pretrain or finetune.")],
-    config: Annotated[str | None, typer.Option(
-        "--config", help="Recipe: a name shipped with seedr (seedr/recipes/STAGE/NAME.yaml, e.g. seed) or a "
-                         "YAML file.")] = None,
-    overrides: Annotated[list[str] | None, typer.Option(
-        "--set", help="Override a setting: key=value, e.g. train.batch_size=8 (repeatable).")] = None,
-    describe: Annotated[bool, typer.Option(
-        "--describe", help="Each key on a line with its description, instead of YAML.")] = False,
-) -> None:
+@options_of(SettingsConfig)
+def command(config: SettingsConfig) -> None:
     """Resolve a stage's settings as a run would (defaults, then the recipe, then --set) and print them as
     YAML (the run's config.yaml), with the batch they make; nothing runs. Unknown keys are refused, listing
     the valid ones.
@@ -32,10 +24,10 @@ def command(
     """
     import yaml
 
-    resolved = resolve_settings(stage, config, parse_overrides(overrides), processes=1)  # as config.yaml records it
-    if describe:
+    resolved = resolution.run(config)  # as config.yaml records it, on one process
+    if config.describe:
         descriptions = None
-        if stage == "pretrain":  # the objective's options are documented by its own config class
+        if config.stage == "pretrain":  # the objective's options are documented by its own class
             descriptions = attribute_descriptions(OBJECTIVES.options(resolved.objective_name), "objective")
         typer.echo("\n".join(describe_settings(resolved, descriptions)))
     else:

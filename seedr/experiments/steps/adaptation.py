@@ -1,4 +1,4 @@
-"""The step ``adapt`` → ``seedr.training.adapt.run_adapt`` (``seedr adapt``, ``seedr.adapt``): a model adapted
+"""The step ``adapt`` → ``seedr.pipeline.adapt`` (``seedr adapt``, ``seedr.adapt``): a model adapted
 to a corpus without labels — pairs mined from its documents, an optional continued pre-training, fine-tuning
 validated on held-out pairs with patience, the best model kept as the step's encoder."""
 
@@ -9,18 +9,16 @@ from pathlib import Path
 from typing import Any
 
 from seedr.config.loading import from_dict, identity, merge_settings, read_recipe
-from seedr.config.settings import ADAPT_RECIPE, FinetuneConfig, PretrainConfig
-from seedr.evaluation.metrics import check_dev_metrics
+from seedr.config.settings import ADAPT_RECIPE
 from seedr.experiments.steps.base import STEPS, ExperimentStep
 from seedr.experiments.steps.training import check_options
 from seedr.io.run_folders import PRETRAINING
 from seedr.losses import LOSSES
 from seedr.negatives import NEGATIVES
 from seedr.objectives import OBJECTIVES
-from seedr.objectives import OBJECTIVES
+from seedr.pipeline import adapt as adaptation
+from seedr.pipeline.resolution import finetuning_config, pretraining_config
 from seedr.recipes import recipe_path
-from seedr.reporting.validation import plot_validation, track_validation
-from seedr.training.adapt import run_adapt
 from seedr.training.mined_pairs import PAIR_SOURCES
 
 
@@ -112,13 +110,9 @@ class AdaptStep(ExperimentStep):
             message = str(error)
             raise ValueError(message if message.startswith(self.where) else f"{self.where} adapt: {message}") from None
         seeded = {"train": {"seed": options.seed}} if options.seed is not None else {}
-        finetuning = from_dict(FinetuneConfig, merge_settings(settings, seeded), f"{self.where} adapt")
+        finetuning = finetuning_config(merge_settings(settings, seeded), f"{self.where} adapt")
         options.seed = finetuning.train.seed  # one seed, however it was written, for both stages and the pairs
         seeded = {"train": {"seed": options.seed}}
-        try:
-            check_dev_metrics(finetuning)
-        except ValueError as error:
-            raise ValueError(f"{self.where} adapt: {error}") from None
         check_options(LOSSES, finetuning.loss, finetuning.loss_options, f"{self.where} adapt.loss_options")
         check_options(NEGATIVES, finetuning.negatives, finetuning.negative_options,
                       f"{self.where} adapt.negative_options")
@@ -130,10 +124,8 @@ class AdaptStep(ExperimentStep):
                 raise ValueError(f"{self.where} adapt.pretrain: {error}") from None
             layered = merge_settings(read_recipe(path), options.pretrain_settings, seeded,
                                      {"model": {"init": finetuning.model}})
-            pretraining = from_dict(PretrainConfig, layered, f"{self.where} adapt.pretrain_settings")
-            options_class = OBJECTIVES.options(pretraining.objective_name)
-            pretraining.objective = dataclasses.asdict(from_dict(options_class, pretraining.objective,
-                                                                 f"{self.where} adapt.pretrain_settings.objective"))
+            pretraining = pretraining_config(layered, f"{self.where} adapt.pretrain_settings",
+                                             f"{self.where} adapt.pretrain_settings.objective")
         return AdaptPlan(options, finetuning, pretraining)
 
     def resolved(self) -> Any:
@@ -149,16 +141,10 @@ class AdaptStep(ExperimentStep):
     def run(self, out_dir: Path) -> dict[str, Any]:
         plan = self.config()
         options = plan.options
-        summary = run_adapt(out_dir, options.corpus, plan.finetuning, sources=options.pairs,
-                            validation=options.validation, max_documents=options.max_documents,
-                            pretraining=plan.pretraining, pooling_given=self._split()[2], resume=True)
-        summary["validation_plot"] = str(plot_validation(out_dir))
-        tracking = track_validation(out_dir)  # its diagnostics.json, which the experiment's results read
-        if tracking is not None:
-            summary["tracking"] = tracking
-        if plan.pretraining is not None:
-            plot_validation(out_dir / PRETRAINING)
-        return summary
+        # with its tracking's diagnostics.json, which the experiment's results read
+        return adaptation.adapt(out_dir, options.corpus, plan.finetuning, sources=options.pairs,
+                                validation=options.validation, max_documents=options.max_documents,
+                                pretraining=plan.pretraining, pooling_given=self._split()[2], resume=True)
 
     def history_dirs(self, out_dir: Path) -> list[Path]:
         stage = [out_dir / PRETRAINING] if self.config().pretraining is not None else []

@@ -1,5 +1,6 @@
-"""The steps that train or examine an encoder: ``pretrain`` → ``seedr.training.pretrain.pretrain``
-(``seedr pretrain``), ``finetune`` → ``seedr.training.finetune.finetune`` (``seedr finetune``), ``average`` →
+"""The steps that train or examine an encoder: ``pretrain`` → ``seedr.pipeline.pretrain`` (``seedr
+pretrain``), ``finetune`` → ``seedr.pipeline.finetune`` (``seedr finetune``), each over the config the
+pipeline's settings resolution builds (``seedr.pipeline.resolution``), ``average`` →
 ``seedr.modeling.averaging.average_encoders`` (``seedr average``) and ``diagnose`` → the diagnostics of
 ``seedr diagnose``."""
 
@@ -9,8 +10,7 @@ import dataclasses
 from pathlib import Path
 from typing import Any
 
-from seedr.config.loading import from_dict, identity, merge_settings
-from seedr.config.settings import FinetuneConfig, PretrainConfig
+from seedr.config.loading import from_dict, merge_settings
 from seedr.diagnostics.diagnose import diagnose, write_diagnostics
 from seedr.diagnostics.loading import corpus_texts, positive_pairs
 from seedr.experiments.steps.base import STEPS, ExperimentStep
@@ -18,9 +18,10 @@ from seedr.losses import LOSSES
 from seedr.modeling.averaging import average_encoders, checkpoint_encoders
 from seedr.negatives import NEGATIVES
 from seedr.objectives import OBJECTIVES
+from seedr.pipeline import finetune as finetuning
+from seedr.pipeline import pretrain as pretraining
+from seedr.pipeline.resolution import finetuning_config, pretraining_config
 from seedr.registry import Registry
-from seedr.training.finetune import finetune
-from seedr.training.pretrain import pretrain
 
 
 def check_options(registry: Registry[Any], name: str, options: dict[str, Any] | None, where: str) -> None:
@@ -41,25 +42,16 @@ class PretrainStep(ExperimentStep):
     recipe_stage = "pretrain"
 
     def config(self) -> Any:
-        config = from_dict(PretrainConfig, self.settings_over_recipe(), f"{self.where} pretrain")
-        self.objective_config(config)
-        return config
-
-    def objective_config(self, config: Any) -> Any:
-        """The objective's own config (``objective.*`` over its defaults), as ``pretrain`` builds it."""
-        objective = OBJECTIVES.get(config.objective_name)
-        return from_dict(objective.config_class, config.objective, f"{self.where} pretrain.objective")
-
-    def resolved(self) -> Any:
-        # ``objective`` holds the options as given: resolved, ``{}`` and the defaults spelled out are one step
-        config = self.config()
-        return {**identity(config), "objective": identity(self.objective_config(config))}
+        # the objective's options spelled out, its defaults included: the step is keyed on what it computes
+        return pretraining_config(self.settings_over_recipe(), f"{self.where} pretrain",
+                                  f"{self.where} pretrain.objective")
 
     def chosen_code(self) -> list[str]:
         return [OBJECTIVES.get(self.config().objective_name).__module__]
 
     def run(self, out_dir: Path) -> dict[str, Any]:
-        return {"last": pretrain(self.config(), out_dir, resume=True)}
+        return {"last": pretraining.train(self.config(), out_dir, resume=True)}
+
 
 @STEPS.register("finetune")
 class FinetuneStep(ExperimentStep):
@@ -71,7 +63,7 @@ class FinetuneStep(ExperimentStep):
     recipe_stage = "finetune"
 
     def config(self) -> Any:
-        config = from_dict(FinetuneConfig, self.settings_over_recipe(), f"{self.where} finetune")
+        config = finetuning_config(self.settings_over_recipe(), f"{self.where} finetune")
         if config.few_shot is not None and len(config.seeds) > 1:
             raise ValueError(f"{self.where} finetune: few-shot with several seeds trains several encoders; give "
                              "one condition per seed (grid: {{seed: [...]}} with train.seed) and average them "
@@ -86,7 +78,7 @@ class FinetuneStep(ExperimentStep):
         return [LOSSES.get(config.loss).__module__, NEGATIVES.get(config.negatives).__module__]
 
     def run(self, out_dir: Path) -> dict[str, Any]:
-        return finetune(self.config(), out_dir, resume=True)
+        return finetuning.train(self.config(), out_dir, resume=True)
 
     def run_folder(self, out_dir: Path) -> Path:
         config = self.config()
