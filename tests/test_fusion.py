@@ -22,8 +22,9 @@ from seedr.data.corpus import load_corpus, write_corpus
 from seedr.data.passages import split_passages
 from seedr.data.queries import read_qrels, read_queries, write_qrels, write_queries
 from seedr.data.runs import rank_documents, read_trec_run, run_fingerprint
-from seedr.evaluation.development import qrels_objective
 from seedr.evaluation.metrics import evaluate_run, rank_scores
+from seedr.evaluation.tasks import QrelsTask
+from seedr.pipeline.fuse import task_objective
 from seedr.retrieval.fusion import (
     FUSIONS,
     Fusion,
@@ -223,7 +224,7 @@ def test_z_score_matches_ranx_where_every_run_ranks_the_same_documents(scifact):
 def test_selection_on_the_development_split(scifact):
     dev = _load(scifact, "bm25.dev.trec", "titles.dev.trec")
     qrels = read_qrels(scifact / "dev.qrels.tsv")
-    objective = qrels_objective(qrels, "nDCG@10")
+    objective = task_objective(QrelsTask(scifact / "dev.qrels.tsv", ["nDCG@10"]), "nDCG@10")
     selection = select_fusion(dev, objective, ["minmax", "rrf"], step=0.25, rrf_ks=[20, 60], depth=100)
     assert len(selection.candidates) == 5 * (1 + 2)  # minmax, and rrf with two k, over five weightings
     value = evaluate_run(fuse(dev, selection.best, 100), qrels, ["nDCG@10"])["nDCG@10"]
