@@ -16,12 +16,14 @@ import typer
 import seedr
 from seedr.cli import app
 from seedr.pipeline.encode import EncodeConfig
+from seedr.pipeline.evaluate import EvaluateConfig
+from seedr.pipeline.fuse import FuseConfig
 from seedr.pipeline.options import Bound, check_options, declared, default_of, has_default, option
 from seedr.stages.options import flag_of
 
 #: Each stage the pipeline holds: its config, and the API function that takes its options.
-STAGE_CONFIGS = {"encode": EncodeConfig}
-API_FUNCTIONS = {"encode": seedr.encode}
+STAGE_CONFIGS = {"encode": EncodeConfig, "fuse": FuseConfig, "evaluate": EvaluateConfig}
+API_FUNCTIONS = {"encode": seedr.encode, "fuse": seedr.fuse, "evaluate": seedr.evaluate}
 
 STAGES = Path(seedr.__file__).parent / "stages"
 
@@ -36,7 +38,8 @@ def test_a_command_s_options_are_its_config_s_fields(stage):
     for name, (field, option) in offered.items():
         parameter = parameters[name]
         assert parameter.help == option.help, name
-        assert flag_of(field, option).split("/")[0] in parameter.opts, name
+        if not option.argument:  # a positional argument has no flag
+            assert flag_of(field, option).split("/")[0] in parameter.opts, name
         assert parameter.required == (not has_default(field)), name
         if has_default(field) and default_of(field) not in (None, [], False):
             assert parameter.default == default_of(field), name
