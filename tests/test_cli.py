@@ -13,9 +13,9 @@ import pytest
 import typer
 from typer.testing import CliRunner
 
-from seedr.api.arguments import ARGUMENTS
 from seedr.cli import app
 from seedr.stages import STAGES
+from tests.test_api_arguments import _bounds
 
 runner = CliRunner()
 
@@ -223,7 +223,7 @@ def test_every_numeric_option_shows_its_range_and_refuses_values_outside_it_at_p
     help_text = runner.invoke(app, [stage, "--help"], env={"COLUMNS": "250"}).output
     for parameter, kind in numeric_options(stage):
         option = parameter.opts[0]
-        bound = ARGUMENTS.get(stage, {}).get(parameter.name)
+        bound = _bounds(stage).get(parameter.name)
         if bound is not None and bound.open:  # beyond typer's closed ranges: its own parser, shown open
             assert re.search(rf"{re.escape(option)}\s+{re.escape(parameter.metavar)}", help_text), option
             outside = [value for value in (bound.low, bound.high) if value is not None] + ["nan"]
