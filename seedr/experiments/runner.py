@@ -44,6 +44,7 @@ from seedr.experiments.record.report import case_study_results, report_plots
 from seedr.experiments.record.results_markdown import results_markdown
 from seedr.experiments.record.sizing import EncodedTokens, made_shape, step_work
 from seedr.experiments.record.verdicts import claim_results, collapsed_conditions, goal_results
+from seedr.experiments.fusion import FusionCondition, fuses
 from seedr.experiments.scoring import compare
 from seedr.experiments.spec import Condition, Experiment, substitute
 from seedr.experiments.steps import (
@@ -52,13 +53,12 @@ from seedr.experiments.steps import (
     condition_references,
     record_step,
 )
-from seedr.experiments.tasks import TASKS, FuseConfig, RetrievalTask, RetrieveConfig, fuses
+from seedr.experiments.tasks import TASKS, RetrievalTask, RetrieveConfig
 from seedr.hardware import default_device, encoding_dtype, matmul_rate
 from seedr.io import atomic_write, json_text, output_lock
 from seedr.modeling.folders import encoder_shape
 from seedr.provenance import code_fingerprint, record_run, sources_as_first_read
 from seedr.reporting.report import render_report
-from seedr.retrieval.fusion import fuse
 
 if TYPE_CHECKING:
     from seedr.modeling.folders import EncoderShape
@@ -76,10 +76,11 @@ def _key(out_dir: Path, code: list[str], *parts: Any) -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:10]
 
 
-def retrieval_code(task: RetrievalTask, fusion: FuseConfig | None) -> list[str]:
+def retrieval_code(task: RetrievalTask, fusion: FusionCondition | None) -> list[str]:
     """The code a retrieval on ``task`` runs (its task class, which retrieves and scores), and fusion's
     when it fuses; a retrieval's key rests on it as a step's on ``ExperimentStep.code``."""
-    return [f"{type(task).__module__}:{type(task).__qualname__}"] + (["seedr.retrieval.fusion"] if fusion else [])
+    fusing = ["seedr.experiments.fusion", "seedr.pipeline.fuse", "seedr.retrieval.fusion"]
+    return [f"{type(task).__module__}:{type(task).__qualname__}"] + (fusing if fusion else [])
 
 
 def step_folder(out_dir: Path, name: str, step: ExperimentStep) -> Path:
@@ -147,13 +148,13 @@ class _Runner:
         return from_dict(RetrieveConfig, merge_settings(self.resolve(condition.retrieve)),
                          f"{self.experiment.path}: conditions.{condition.name}.retrieve")
 
-    def fuse_config(self, condition: Any) -> FuseConfig | None:
+    def fuse_config(self, condition: Any) -> FusionCondition | None:
         if not fuses(condition.retrieve):
             return None
-        return from_dict(FuseConfig, self.resolve(condition.retrieve),
+        return from_dict(FusionCondition, self.resolve(condition.retrieve),
                          f"{self.experiment.path}: conditions.{condition.name}.retrieve")
 
-    def component_folders(self, task: RetrievalTask, fusion: FuseConfig, choosers: bool = False) -> list[Path]:
+    def component_folders(self, task: RetrievalTask, fusion: FusionCondition, choosers: bool = False) -> list[Path]:
         """The retrieval folders, on ``task``, of the conditions a fusion fuses (or, with ``choosers``,
         of those whose runs choose it)."""
         conditions = [self.experiment.conditions[part] for part in (fusion.choosers if choosers else fusion.fuse)]
@@ -241,7 +242,7 @@ class _Runner:
         runs = [read_trec_run(folder / "run.trec") for folder in self.component_folders(task, fusion)]
         chosen_on = f", {selection.metric} {selection.value:.4f} on {fusion.select_on}" if selection else ""
         self.console.print(f"{condition.name}: {chosen.describe()}{chosen_on}", highlight=False)
-        return fuse(runs, chosen, fusion.k), {"fusion": chosen.to_dict(),
+        return fusion.apply(runs, chosen), {"fusion": chosen.to_dict(),
                                               "selection": selection.to_dict() if selection else None}
 
 

@@ -144,13 +144,20 @@ def task_objective(task: Any, metric: str) -> Any:
 
 
 def choose(count: int, methods: Sequence[str], weight: Sequence[float] | None, rrf_ks: Sequence[int],
-           grid_step: float, depth: int, dev_runs: Sequence[Any] | None = None, objective: Any = None,
+           grid_step: float, depth: int | None, dev_runs: Sequence[Any] | None = None, objective: Any = None,
            show_progress: bool = True) -> tuple[Any, Any]:
     """The ``Fusion`` of ``count`` runs to apply and, with development runs (one per run, in their order,
     scored by ``objective``), the ``Selection`` that chose it (``seedr.retrieval.fusion.choose_fusion``)."""
     from seedr.retrieval.fusion import choose_fusion
 
     return choose_fusion(count, methods, weight, rrf_ks, dev_runs, objective, grid_step, depth, show_progress)
+
+
+def depth_of(runs: Sequence[Any], k: int | None) -> int:
+    """Documents per query of a fused run: ``k``, else as many as the deepest of ``runs`` ranks."""
+    from seedr.evaluation.metrics import run_depth
+
+    return k or max(run_depth(ranking) for ranking in runs)
 
 
 def apply(runs: Sequence[Any], fusion: Any, depth: int | None) -> Any:
@@ -193,7 +200,6 @@ def run(config: FuseConfig) -> Fused:
                      inputs=input_paths(config.runs, config.dev_run, config.dev_qrels, config.dev_qa_answers,
                                         config.corpus))
         from seedr.data.runs import read_trec_run
-        from seedr.evaluation.metrics import run_depth
         from seedr.retrieval.fusion import shared_queries, write_fused_run
 
         loaded = [read_trec_run(path) for path in config.runs]
@@ -201,7 +207,7 @@ def run(config: FuseConfig) -> Fused:
             if not ranking:
                 raise ValueError(f"{path}: the run ranks no documents (an empty run file): nothing to fuse")
         queries, warnings = shared_queries(config.runs, loaded)
-        depth = config.k or max(run_depth(ranking) for ranking in loaded)
+        depth = depth_of(loaded, config.k)
         dev_loaded, objective, development = None, None, None
         if config.dev_run:
             dev_loaded, objective, development = _development(config, queries, warnings)
@@ -236,5 +242,5 @@ def _development(config: FuseConfig, queries: dict[str, Any] | None, warnings: l
                                                                        "runs": read}}
 
 
-__all__ = ["FuseConfig", "Fused", "Spelling", "apply", "check_fusion", "choose", "ks_of", "methods_of", "run",
+__all__ = ["FuseConfig", "Fused", "Spelling", "apply", "check_fusion", "choose", "depth_of", "ks_of", "methods_of", "run",
            "task_objective"]

@@ -9,7 +9,8 @@ from typing import Any
 
 from seedr.config.loading import from_dict, merge_settings
 from seedr.experiments.steps.base import build_step, condition_references
-from seedr.experiments.tasks import TASKS, FuseConfig, RetrieveConfig, fuses
+from seedr.experiments.fusion import FusionCondition, fuses
+from seedr.experiments.tasks import TASKS, RetrieveConfig
 from seedr.modeling.folders import BUILTIN_MODELS
 
 #: Settings that name a model or tokenizer to load, where an experiment's steps and retrievals take one.
@@ -60,7 +61,7 @@ def validate(experiment: Any) -> None:
                                      f"{condition.name!r} whose steps produce a model")
         earlier.append(condition.name)
         if fuses(condition.retrieve):
-            _validate_fusion(experiment, condition, from_dict(FuseConfig, condition.retrieve,
+            _validate_fusion(experiment, condition, from_dict(FusionCondition, condition.retrieve,
                                                               f"{where}: conditions.{condition.name}.retrieve"))
         elif condition.retrieve not in ("bm25", "none"):
             retrieve = from_dict(RetrieveConfig, merge_settings(condition.retrieve),
