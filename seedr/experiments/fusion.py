@@ -13,6 +13,8 @@ from seedr.pipeline import fuse as fusing
 from seedr.pipeline.fuse import FuseConfig, Spelling
 from seedr.pipeline.options import check_options, derived
 
+#: The code a fused run's key rests on (``seedr.experiments.runner.retrieval_code``).
+FUSION_CODE = ["seedr.experiments.fusion", "seedr.pipeline.fuse", "seedr.retrieval.fusion"]
 #: How an experiment's file names what a fusion's checks refuse.
 _SPELLING = Spelling(runs="conditions", weight="weights", method="method", rrf_k="rrf_k", development="select_on")
 
@@ -86,4 +88,4 @@ class FusionCondition:
         return fusing.apply(runs, fusion, fusing.depth_of(runs, self.k))
 
 
-__all__ = ["FusionCondition", "fuses"]
+__all__ = ["FUSION_CODE", "FusionCondition", "fuses"]

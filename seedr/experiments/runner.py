@@ -36,6 +36,7 @@ from rich.console import Console
 
 from seedr.config.loading import from_dict, identity, merge_settings
 from seedr.data.runs import read_trec_run, write_trec_run
+from seedr.experiments.fusion import FUSION_CODE, FusionCondition, fuses
 from seedr.experiments.record.figures import figures, references, seed_spread, with_seed_sd
 from seedr.experiments.record.pretraining import pretraining_record
 from seedr.experiments.record.preamble import machine, report_preamble
@@ -44,15 +45,9 @@ from seedr.experiments.record.report import case_study_results, report_plots
 from seedr.experiments.record.results_markdown import results_markdown
 from seedr.experiments.record.sizing import EncodedTokens, made_shape, step_work
 from seedr.experiments.record.verdicts import claim_results, collapsed_conditions, goal_results
-from seedr.experiments.fusion import FusionCondition, fuses
 from seedr.experiments.scoring import compare
 from seedr.experiments.spec import Condition, Experiment, substitute
-from seedr.experiments.steps import (
-    ExperimentStep,
-    build_step,
-    condition_references,
-    record_step,
-)
+from seedr.experiments.steps import BM25_DEPTH, ExperimentStep, build_step, condition_references, record_step
 from seedr.experiments.tasks import TASKS, RetrievalTask, RetrieveConfig
 from seedr.hardware import default_device, encoding_dtype, matmul_rate
 from seedr.io import atomic_write, json_text, output_lock
@@ -79,8 +74,7 @@ def _key(out_dir: Path, code: list[str], *parts: Any) -> str:
 def retrieval_code(task: RetrievalTask, fusion: FusionCondition | None) -> list[str]:
     """The code a retrieval on ``task`` runs (its task class, which retrieves and scores), and fusion's
     when it fuses; a retrieval's key rests on it as a step's on ``ExperimentStep.code``."""
-    fusing = ["seedr.experiments.fusion", "seedr.pipeline.fuse", "seedr.retrieval.fusion"]
-    return [f"{type(task).__module__}:{type(task).__qualname__}"] + (fusing if fusion else [])
+    return [f"{type(task).__module__}:{type(task).__qualname__}"] + (FUSION_CODE if fusion else [])
 
 
 def step_folder(out_dir: Path, name: str, step: ExperimentStep) -> Path:
@@ -213,7 +207,7 @@ class _Runner:
         if fuses(condition.retrieve):
             run, fused = self.fused_run(task, condition)
         elif retrieve is None:
-            run = task.bm25_run(100)
+            run = task.bm25_run(BM25_DEPTH)
         else:
             assert model is not None
             run = task.dense_run(model, retrieve, folder)

@@ -20,7 +20,7 @@ from seedr.experiments.steps.base import (
 from seedr.experiments.steps.setup import RetrievalTaskConfig, shipped_split
 from seedr.experiments.steps.training import AverageConfig, DiagnoseConfig, check_options
 from seedr.experiments.steps.tsdae_st import TsdaeStConfig
-from seedr.experiments.steps.validation import validate
+from seedr.experiments.steps.validation import BM25_DEPTH, validate
 
-__all__ = ["STEPS", "AdaptOptions", "AverageConfig", "DiagnoseConfig", "ExperimentStep", "RetrievalTaskConfig",
+__all__ = ["BM25_DEPTH", "STEPS", "AdaptOptions", "AverageConfig", "DiagnoseConfig", "ExperimentStep", "RetrievalTaskConfig",
            "TsdaeStConfig", "build_step", "check_options", "condition_references", "record_step", "shipped_split", "validate"]
