@@ -91,12 +91,13 @@ def test_auc_needs_both_classes(tmp_path):
 
 def _rerank_run(impressions, scores):
     """A TREC run that reranks each impression: query id the impression's, documents its candidates."""
-    return {impression.id: dict(zip(impression.candidates, scores[impression.id])) for impression in impressions}
+    return {impression.id: dict(zip(impression.candidates, scores[impression.id]))
+            for impression in impressions}
 
 
 def test_evaluate_scores_runs_that_rerank_impressions_both_ways(tmp_path, impressions):
-    """``seedr evaluate RUN --mind behaviors.tsv`` and ``seedr.evaluate(..., mind=...)``: the official scorer's
-    means over the labelled impressions, each run tested against the baseline as for any task."""
+    """``seedr evaluate RUN --mind behaviors.tsv`` and ``seedr.evaluate(..., mind=...)``: the official
+    scorer's means over the labelled impressions, each run tested against the baseline as for any task."""
     import json
 
     from typer.testing import CliRunner
@@ -109,9 +110,9 @@ def test_evaluate_scores_runs_that_rerank_impressions_both_ways(tmp_path, impres
     write_trec_run(tmp_path / "model.trec", _rerank_run(impressions, SCORES), tag="model")
     reversed_scores = {key: [-value for value in values] for key, values in SCORES.items()}
     write_trec_run(tmp_path / "reversed.trec", _rerank_run(impressions, reversed_scores), tag="reversed")
-    result = CliRunner().invoke(app, ["evaluate", str(tmp_path / "model.trec"), str(tmp_path / "reversed.trec"),
-                                      "--mind", str(behaviors), "--resamples", "100", "--json",
-                                      str(tmp_path / "mind.json")])
+    result = CliRunner().invoke(app, ["evaluate", str(tmp_path / "model.trec"),
+                                      str(tmp_path / "reversed.trec"), "--mind", str(behaviors),
+                                      "--resamples", "100", "--json", str(tmp_path / "mind.json")])
     assert result.exit_code == 0, result.output
     recorded = json.loads((tmp_path / "mind.json").read_text())
     assert recorded["mode"] == "mind" and recorded["impressions"] == 4
@@ -120,7 +121,8 @@ def test_evaluate_scores_runs_that_rerank_impressions_both_ways(tmp_path, impres
     systems = recorded["comparison"]["systems"]
     for metric in MIND_METRICS:
         assert systems["model"][metric]["mean"] == pytest.approx(expected[metric], abs=1e-12), metric
-        assert systems["reversed"][metric]["mean"] == pytest.approx(reversed_expected[metric], abs=1e-12), metric
+        assert systems["reversed"][metric]["mean"] == pytest.approx(reversed_expected[metric], abs=1e-12), \
+            metric
     assert "left_out" not in recorded  # impressions of 2 to 7 candidates: nDCG@10 is over each one's own
 
     alone = seedr.evaluate([tmp_path / "model.trec"], mind=behaviors, show_progress=False)

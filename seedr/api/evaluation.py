@@ -44,7 +44,8 @@ def evaluate(config: EvaluateConfig) -> Evaluation:
         >>> evaluation.metrics["bm25"]["nDCG@10"]
     """
     evaluated = evaluation.run(config)
-    return Evaluation(**{field.name: getattr(evaluated, field.name) for field in dataclasses.fields(evaluated)})
+    return Evaluation(**{field.name: getattr(evaluated, field.name)
+                         for field in dataclasses.fields(evaluated)})
 
 
 __all__ = ["Evaluation", "evaluate"]

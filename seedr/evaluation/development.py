@@ -1,7 +1,8 @@
-"""The development split a fusion is chosen on (``seedr.retrieval.fusion.select_fusion``), given as ``seedr fuse``
-takes it: the evaluation task (``seedr.evaluation.tasks``) that scores a fused development run — an IR metric
-against qrels, or DPR's answer coverage — the very task ``seedr evaluate`` would score it with, so that the
-mean a fusion is chosen by is the mean ``seedr evaluate`` reports (``seedr.pipeline.fuse.task_objective``)."""
+"""The development split a fusion is chosen on (``seedr.retrieval.fusion.select_fusion``), given as
+``seedr fuse`` takes it: the evaluation task (``seedr.evaluation.tasks``) that scores a fused development
+run — an IR metric against qrels, or DPR's answer coverage — the very task ``seedr evaluate`` would score it
+with, so that the mean a fusion is chosen by is the mean ``seedr evaluate`` reports
+(``seedr.pipeline.fuse.task_objective``)."""
 
 from __future__ import annotations
 

@@ -25,6 +25,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any, Protocol
 
 import functools
+import itertools
 import os
 
 import numpy as np
@@ -124,17 +125,20 @@ class MindTask(EvaluationTask):
     kind = "mind"
     ranked = "candidates an impression"
 
-    def __init__(self, behaviors: str | os.PathLike, metrics: Sequence[str] = MIND_METRICS) -> None:
+    def __init__(self, behaviors: str | os.PathLike, metrics: Sequence[str] = MIND_METRICS,
+                 max_impressions: int | None = None) -> None:
         super().__init__(metrics)
         unknown = [metric for metric in self.metrics if metric not in MIND_METRICS]
         if unknown:
             raise ValueError(f"MIND reports {', '.join(MIND_METRICS)}; not {unknown}")
-        self.behaviors = behaviors
+        self.behaviors, self.max_impressions = behaviors, max_impressions
 
     @functools.cached_property
     def impressions(self) -> list[Impression]:
-        """The labelled impressions (MIND's test set has none: nothing to score)."""
-        labelled = [impression for impression in read_behaviors(self.behaviors) if impression.labels]
+        """The labelled impressions (MIND's test set has none: nothing to score), the first
+        ``max_impressions`` of the file when given."""
+        labelled = (impression for impression in read_behaviors(self.behaviors) if impression.labels)
+        labelled = list(itertools.islice(labelled, self.max_impressions))
         if not labelled:
             raise ValueError(f"{self.behaviors}: no labelled impressions to evaluate")
         return labelled

@@ -148,7 +148,8 @@ class _Runner:
         return from_dict(FusionCondition, self.resolve(condition.retrieve),
                          f"{self.experiment.path}: conditions.{condition.name}.retrieve")
 
-    def component_folders(self, task: RetrievalTask, fusion: FusionCondition, choosers: bool = False) -> list[Path]:
+    def component_folders(self, task: RetrievalTask, fusion: FusionCondition,
+                          choosers: bool = False) -> list[Path]:
         """The retrieval folders, on ``task``, of the conditions a fusion fuses (or, with ``choosers``,
         of those whose runs choose it)."""
         conditions = [self.experiment.conditions[part] for part in (fusion.choosers if choosers else fusion.fuse)]

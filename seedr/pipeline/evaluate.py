@@ -1,9 +1,11 @@
-"""Score runs on one task, with paired significance tests against a baseline: ``seedr evaluate``, ``seedr.evaluate``
-and every experiment's comparison tables (``seedr.experiments.scoring``) score and compare runs here.
+"""Score runs on one task, with paired significance tests against a baseline: ``seedr evaluate``,
+``seedr.evaluate`` and every experiment's comparison tables (``seedr.experiments.scoring``) score and compare
+runs here.
 
-Tasks (``seedr.evaluation.tasks``): IR metrics against qrels, DPR's answer coverage, ReQA, or MIND's impression
-metrics (Wu et al., ACL 2020: AUC, MRR, nDCG@5, nDCG@10, as SEED-Encoder's Table 4 reports them). A metric deeper
-than the runs is left out (``left_out``); the tests are SEED-Encoder's permutation test or CPDAE's t-test.
+Tasks (``seedr.evaluation.tasks``): IR metrics against qrels, DPR's answer coverage, ReQA, or MIND's
+impression metrics (Wu et al., ACL 2020: AUC, MRR, nDCG@5, nDCG@10, as SEED-Encoder's Table 3 reports them).
+A metric deeper than the runs is left out (``left_out``); the tests are SEED-Encoder's permutation test or
+CPDAE's t-test.
 """
 
 from __future__ import annotations
@@ -37,29 +39,30 @@ class EvaluateConfig:
     runs: Sequence[Any] = option(help="TREC run files (several: a comparison table).", cli_type=list[Path],
                                  positional=True, argument=True)
     qrels: str | os.PathLike | None = option(
-        None, help="Relevance judgments: TREC qrels, BEIR qrels TSV, parquet or a Hugging Face save_to_disk folder "
-                   "(query-id, corpus-id, score).", cli_type=Path)
+        None, help="Relevance judgments: TREC qrels, BEIR qrels TSV, parquet or a Hugging Face save_to_disk "
+                   "folder (query-id, corpus-id, score).", cli_type=Path)
     metrics: Sequence[str] | str | None = option(
         ",".join(DEFAULT_METRICS), help="Comma-separated ir_measures names: MRR@10, nDCG@10, R@100, MAP, "
                                         "R(rel=2)@1000 ...", cli_type=str)
     qa_answers: Source | None = option(
-        None, help="QA coverage: NQ-open / DPR QA JSONL with answers, the questions the runs were searched with "
-                   "(repeatable, folders and quoted globs too).", cli_type=list[Path])
+        None, help="QA coverage: NQ-open / DPR QA JSONL with answers, the questions the runs were searched "
+                   "with (repeatable, folders and quoted globs too).", cli_type=list[Path])
     corpus: Source | None = option(
-        None, help="QA coverage: the passage corpus the runs rank: a file, a folder (of shards, or made by `seedr "
-                   "prepare`) or a quoted glob; repeatable.", cli_type=list[Path])
+        None, help="QA coverage: the passage corpus the runs rank: a file, a folder (of shards, or made by "
+                   "`seedr prepare`) or a quoted glob; repeatable.", cli_type=list[Path])
     ks: Sequence[int] = option((1, 5, 20, 100), help="QA coverage: the k of top-k accuracy.",
                                bound=Bound(int, 1, many=True), parser=_cutoffs)
     qa_title: bool = option(
-        False, help="QA coverage: look for answers in passage titles too. Default: text only, DPR's convention "
-                    "(its has_answer reads the passage text), so figures compare with DPR's Table 2; retrieval "
-                    "still reads titles (BM25 indexes them, encoders see 'title [SEP] text').",
+        False, help="QA coverage: look for answers in passage titles too. Default: text only, DPR's "
+                    "convention (its has_answer reads the passage text), so figures compare with DPR's Table "
+                    "2; retrieval still reads titles (BM25 indexes them, encoders see 'title [SEP] text').",
         flag="--qa-title/--no-qa-title")
     reqa: str | os.PathLike | None = option(
         None, help="ReQA: the SQuAD JSON the runs were made from (Recall@k, MRR).", cli_type=Path)
     mind: str | os.PathLike | None = option(
-        None, help="MIND: the behaviors.tsv of the impressions the runs rerank (a run's query ids are impression "
-                   "ids, its documents their candidate news): AUC, MRR, nDCG@5, nDCG@10 (Wu et al., ACL 2020).",
+        None, help="MIND: the behaviors.tsv of the impressions the runs rerank (a run's query ids are "
+                   "impression ids, its documents their candidate news): AUC, MRR, nDCG@5, nDCG@10 (Wu et "
+                   "al., ACL 2020).",
         cli_type=Path)
     baseline: Any = option(None, help="Run to test the others against (default: the first).", cli_type=Path)
     test: str = option("permutation", help="Paired test: permutation (SEED-Encoder) or ttest (CPDAE).")
@@ -67,12 +70,12 @@ class EvaluateConfig:
     resamples: int = option(10_000, help="Permutation test resamples.", bound=AT_LEAST_ONE)
     ignore_identical_ids: bool = option(False, help="Drop documents whose id is the query's (BEIR's option).")
     components: bool = option(
-        True, help="Test each fused run (`seedr fuse`) against each run it was fused from, read from its record "
-                   "(unless given among the runs).", flag="--components/--no-components")
+        True, help="Test each fused run (`seedr fuse`) against each run it was fused from, read from its "
+                   "record (unless given among the runs).", flag="--components/--no-components")
     force: bool = option(
-        False, help="QA coverage and ReQA: score a run that does not record the questions it was searched with "
-                    "(no RUN.json beside it: a run made by another tool), with a warning; without it, such a run "
-                    "is refused.")
+        False, help="QA coverage and ReQA: score a run that does not record the questions it was searched "
+                    "with (no RUN.json beside it: a run made by another tool), with a warning; without it, "
+                    "such a run is refused.")
     json_out: Path | None = option(None, help="Write the results as JSON.", flag="--json")
     markdown_out: Path | None = option(None, help="Write the table as Markdown.", flag="--markdown")
     overwrite: bool = option(
@@ -84,16 +87,17 @@ class EvaluateConfig:
         given = {"qrels": self.qrels, "qa": self.qa_answers, "reqa": self.reqa, "mind": self.mind}
         modes = [mode for mode, source in given.items() if source is not None]
         if len(modes) != 1:
-            raise ValueError("give exactly one of qrels (--qrels), qa_answers (--qa-answers, with --corpus), reqa "
-                             "(--reqa), mind (--mind)")
+            raise ValueError("give exactly one of qrels (--qrels), qa_answers (--qa-answers, with --corpus), "
+                             "reqa (--reqa), mind (--mind)")
         self.mode = modes[0]
         if self.qa_answers is not None and self.corpus is None:
-            raise ValueError("qa_answers (--qa-answers) needs corpus (--corpus), the passage corpus the runs rank")
+            raise ValueError("qa_answers (--qa-answers) needs corpus (--corpus), the passage corpus the runs "
+                             "rank")
         if not self.runs:
             raise ValueError("give at least one run to evaluate")
         metrics = DEFAULT_METRICS if self.metrics is None else self.metrics
-        self.metrics = [name.strip() for name in metrics.split(",") if name.strip()] if isinstance(metrics, str) \
-            else list(metrics)
+        self.metrics = [name.strip() for name in metrics.split(",") if name.strip()] \
+            if isinstance(metrics, str) else list(metrics)
         self.json_out = None if self.json_out is None else Path(self.json_out)
         self.markdown_out = None if self.markdown_out is None else Path(self.markdown_out)
 
@@ -130,8 +134,8 @@ class Evaluated:
         return self.table.to_markdown()
 
     def tables(self) -> list[Any]:
-        """The ``rich`` tables ``seedr evaluate`` prints: the comparison, each value with its difference to the
-        baseline and p-value, then each fused run against each run it was fused from."""
+        """The ``rich`` tables ``seedr evaluate`` prints: the comparison, each value with its difference to
+        the baseline and p-value, then each fused run against each run it was fused from."""
         return [self.table.to_rich(title=f"{self.mode} evaluation"),
                 *(against.to_rich(title=f"fused {name} vs its component {component}")
                   for name, tables in self.components.items() for component, against in tables.items())]
@@ -144,33 +148,36 @@ class Evaluated:
         else:
             result["comparison"] = self.table.to_dict()
         if self.components:
-            result["components"] = {name: {component: against.to_dict() for component, against in tables.items()}
+            result["components"] = {name: {component: against.to_dict()
+                                           for component, against in tables.items()}
                                     for name, tables in self.components.items()}
         return result
 
 
 def left_out(task: Any, depth: int) -> tuple[list[str], str | None]:
     """The metrics of ``task`` (a ``seedr.evaluation`` task) deeper than runs ``depth`` documents deep, which
-    would equal their value at ``depth`` (Top-100 or R@1000 of a run 20 deep), and the note that says so; ``task``
-    keeps the others. Raises ``ValueError`` when every metric is too deep."""
+    would equal their value at ``depth`` (Top-100 or R@1000 of a run 20 deep), and the note that says so;
+    ``task`` keeps the others. Raises ``ValueError`` when every metric is too deep."""
     too_deep = task.deeper_than(depth)
     if not too_deep:
         return [], None
     if len(too_deep) == len(task.metrics):
         raise ValueError(f"every metric asked for is deeper than the runs ({depth} {task.ranked})")
     task.metrics = [metric for metric in task.metrics if metric not in too_deep]
-    return too_deep, (f"left out {', '.join(too_deep)}: the runs rank at most {depth} {task.ranked}, so these "
-                      f"would equal their value at {depth} (search with a larger k, --k)")
+    return too_deep, (f"left out {', '.join(too_deep)}: the runs rank at most {depth} {task.ranked}, so "
+                      f"these would equal their value at {depth} (search with a larger k, --k)")
 
 
-def compare(per_system: Mapping[str, dict[str, dict[str, float]]], baseline: str, metrics: Sequence[str] | None,
-            test: str, alpha: float, resamples: int, show_progress: bool = False) -> Any:
-    """The comparison table of systems scored per query (``{system: {metric: {query: value}}}``), each tested
-    against ``baseline`` by the paired ``test`` at ``alpha`` (``seedr.evaluation.compare.comparison_table``)."""
+def compare(per_system: Mapping[str, dict[str, dict[str, float]]], baseline: str,
+            metrics: Sequence[str] | None, test: str, alpha: float, resamples: int,
+            show_progress: bool = False) -> Any:
+    """The comparison table of systems scored per query (``{system: {metric: {query: value}}}``), each
+    tested against ``baseline`` by the paired ``test`` at ``alpha``
+    (``seedr.evaluation.compare.comparison_table``)."""
     from seedr.evaluation.compare import comparison_table  # scipy's tests: once the runs are read
 
-    return comparison_table(dict(per_system), baseline, metrics, test=test, alpha=alpha, n_resamples=resamples,
-                            show_progress=show_progress)
+    return comparison_table(dict(per_system), baseline, metrics, test=test, alpha=alpha,
+                            n_resamples=resamples, show_progress=show_progress)
 
 
 def run(config: EvaluateConfig) -> Evaluated:
@@ -204,7 +211,8 @@ def _evaluate(config: EvaluateConfig) -> Evaluated:
 
     notes: list[str] = []
     systems = [_System.of(run) for run in config.runs]
-    if config.baseline is not None and _System.of(config.baseline).key not in [system.key for system in systems]:
+    keys = [system.key for system in systems]
+    if config.baseline is not None and _System.of(config.baseline).key not in keys:
         systems = [_System.of(config.baseline), *systems]
     given = len(systems)
     fused: dict[int, list[int]] = {}  # a fused run's position → its components' positions
@@ -225,7 +233,8 @@ def _evaluate(config: EvaluateConfig) -> Evaluated:
     loaded = {name: system.read(read_trec_run) for name, system in zip(names, systems)}
     for name, system in zip(names, systems):
         if not loaded[name]:  # zeros for every query would read as a result
-            raise DataError(system.path or name, "the run ranks no documents (an empty run): nothing to evaluate")
+            raise DataError(system.path or name,
+                            "the run ranks no documents (an empty run): nothing to evaluate")
     if config.ignore_identical_ids:
         loaded = {name: ignore_identical_ids(ranking) for name, ranking in loaded.items()}
 
@@ -251,24 +260,27 @@ def _evaluate(config: EvaluateConfig) -> Evaluated:
         for system in systems:
             warning = system.check_queries(asked, source, check_run_queries)
             if warning and not config.force:
-                raise DataError(system.path, f"{warning.split(': ', 1)[-1]}: question ids are line numbers, so a run "
-                                             "of other questions would be scored silently wrong; pass --force "
+                reason = warning.split(": ", 1)[-1]
+                raise DataError(system.path, f"{reason}: question ids are line numbers, so a run of other "
+                                             "questions would be scored silently wrong; pass --force "
                                              "(force=True) to score it anyway (a run made by another tool)")
             if warning:
                 notes.append(f"warning: {warning}")
         if config.mode == "qa":
             from seedr.evaluation.qa_coverage import ranked_passages
 
-            task.passages = ranked_passages(loaded.values(), config.corpus, show_progress=config.show_progress)
+            task.passages = ranked_passages(loaded.values(), config.corpus,
+                                            show_progress=config.show_progress)
         per_system = {name: task.per_query(ranking, show_progress=config.show_progress)
                       for name, ranking in loaded.items()}
         details["questions"] = len(asked)
 
-    table = compare({name: per_system[name] for name in names[:given]}, baseline, None, config.test, config.alpha,
-                    config.resamples, config.show_progress)
+    tests = (config.test, config.alpha, config.resamples)
+    table = compare({name: per_system[name] for name in names[:given]}, baseline, None, *tests,
+                    config.show_progress)
     versus = {names[position]: {names[part]: compare({names[part]: per_system[names[part]],
                                                       names[position]: per_system[names[position]]},
-                                                     names[part], None, config.test, config.alpha, config.resamples)
+                                                     names[part], None, *tests)
                                 for part in parts}
               for position, parts in fused.items()}
     details["ignore_identical_ids"] = config.ignore_identical_ids
@@ -289,7 +301,8 @@ def _task(config: EvaluateConfig) -> Any:
     from seedr.evaluation.tasks import QaCoverageTask, QrelsTask
 
     if config.mode == "qa":
-        return QaCoverageTask(config.qa_answers, [f"Top-{k}" for k in config.ks], include_title=config.qa_title)
+        return QaCoverageTask(config.qa_answers, [f"Top-{k}" for k in config.ks],
+                              include_title=config.qa_title)
     return QrelsTask(config.qrels, config.metrics)
 
 

@@ -1,10 +1,11 @@
-"""Fuse runs into one (hybrid retrieval), the fusion chosen on a development split: ``seedr fuse``, ``seedr.fuse``
-and every fusing condition of an experiment (``seedr.experiments.fusion``) check, choose and apply a fusion here.
+"""Fuse runs into one (hybrid retrieval), the fusion chosen on a development split: ``seedr fuse``,
+``seedr.fuse`` and every fusing condition of an experiment (``seedr.experiments.fusion``) check, choose and
+apply a fusion here.
 
 Every method sums, with one weight per run, a per-query transform of each run's ranking
-(``seedr.retrieval.fusion``: RRF, Cormack et al. 2009; min-max or z-score normalised convex combinations, Bruch
-et al., ACM TOIS 2023). With a development split, the best of the methods, RRF's ks and the weights on a simplex
-grid is chosen by the mean of one metric over its queries, scored as ``seedr evaluate`` scores them.
+(``seedr.retrieval.fusion``: RRF, Cormack et al. 2009; min-max or z-score normalised convex combinations,
+Bruch et al., ACM TOIS 2023). With a development split, the best of the methods, RRF's ks and the weights on
+a simplex grid is chosen by the mean of one metric over its queries, scored as ``seedr evaluate`` scores them.
 """
 
 from __future__ import annotations
@@ -29,26 +30,30 @@ class FuseConfig:
              "dense `seedr search`.", cli_type=list[Path], positional=True, argument=True)
     out: Path = option(help="Fused TREC run to write (its record: <out>.json).", positional=True)
     method: Sequence[str] | str | None = option(
-        None, help="Fusion: minmax, rrf, zscore (min-max or z-score normalised convex combination, reciprocal "
-                   "rank fusion). Repeatable with a development split: the best of them. Default: rrf.",
+        None, help="Fusion: minmax, rrf, zscore (min-max or z-score normalised convex combination, "
+                   "reciprocal rank fusion). Repeatable with a development split: the best of them. "
+                   "Default: rrf.",
         cli_type=list[str])
     weight: Sequence[float] | None = option(
-        None, help="One per run, in their order: fixed weights (normalised to sum to 1). Default: chosen on the "
-                   "development split, else equal.", bound=Bound(float, 0, many=True), cli_type=list[float])
+        None, help="One per run, in their order: fixed weights (normalised to sum to 1). Default: chosen on "
+                   "the development split, else equal.",
+        bound=Bound(float, 0, many=True), cli_type=list[float])
     rrf_k: Sequence[int] | None = option(
-        None, help="RRF's k (default 60, Cormack et al. 2009); repeatable with a development split: the best of "
-                   "them.", bound=Bound(int, 1, many=True), cli_type=list[int])
-    k: int | None = option(None, help="Documents per query in the fused run (default: as many as the deepest run).",
-                           bound=AT_LEAST_ONE)
+        None, help="RRF's k (default 60, Cormack et al. 2009); repeatable with a development split: the best "
+                   "of them.", bound=Bound(int, 1, many=True), cli_type=list[int])
+    k: int | None = option(
+        None, help="Documents per query in the fused run (default: as many as the deepest run).",
+        bound=AT_LEAST_ONE)
     tag: str = option("fused", help="Run tag, last column.")
     dev_run: Sequence[str | os.PathLike] | None = option(
         None, help="Development split: the same systems' runs of the development queries, one per run and in "
                    "the same order; the weights are chosen on them.", cli_type=list[Path])
     dev_qrels: str | os.PathLike | None = option(
-        None, help="Development split: relevance judgments of its queries (TREC or BEIR qrels).", cli_type=Path)
+        None, help="Development split: relevance judgments of its queries (TREC or BEIR qrels).",
+        cli_type=Path)
     dev_qa_answers: Source | None = option(
-        None, help="Or: its NQ-open / DPR QA JSONL questions with answers (with --corpus); repeatable, folders "
-                   "and quoted globs too.", cli_type=list[Path])
+        None, help="Or: its NQ-open / DPR QA JSONL questions with answers (with --corpus); repeatable, "
+                   "folders and quoted globs too.", cli_type=list[Path])
     corpus: Source | None = option(
         None, help="QA development split: the passage corpus the runs rank (file, folder or quoted glob; "
                    "repeatable).", cli_type=list[Path])
@@ -57,15 +62,17 @@ class FuseConfig:
     metric: str | None = option(
         None, help="What the development split is scored by: an ir_measures name with --dev-qrels (default "
                    "nDCG@10), Top-k with --dev-qa-answers (default Top-20).")
-    grid_step: float = option(0.1, help="Development split: weights tried on the simplex in steps of this (must "
-                                        "divide 1).", bound=Bound(float, 0.01, 1))
+    grid_step: float = option(
+        0.1, help="Development split: weights tried on the simplex in steps of this (must divide 1).",
+        bound=Bound(float, 0.01, 1))
     overwrite: bool = option(
         False, help="Replace OUT when it is a run seedr wrote (with its record); nothing else is replaced.")
     show_progress: bool = option(True, help="A progress bar over the candidates.", command_line=False)
 
     def __post_init__(self) -> None:
         check_options(self)
-        self.runs = [Path(os.fspath(run)) for run in self.runs]  # files, or written ``SearchRun``s / ``FusedRun``s
+        # files, or written ``SearchRun``s and ``FusedRun``s
+        self.runs = [Path(os.fspath(run)) for run in self.runs]
         self.dev_run = [Path(os.fspath(run)) for run in self.dev_run or []]
         self.out = Path(self.out)
         self.method, self.rrf_k = methods_of(self.method), ks_of(self.rrf_k)
@@ -74,10 +81,11 @@ class FuseConfig:
         if self.dev_qrels is not None and self.dev_qa_answers:
             raise ValueError("give one development split: --dev-qrels or --dev-qa-answers")
         if bool(self.dev_run) != (self.dev_qrels is not None or bool(self.dev_qa_answers)):
-            raise ValueError("a development split is --dev-run (one per run) with --dev-qrels or --dev-qa-answers")
+            raise ValueError("a development split is --dev-run (one per run) with --dev-qrels or "
+                             "--dev-qa-answers")
         if self.dev_run and len(self.dev_run) != len(self.runs):
-            raise ValueError(f"{len(self.dev_run)} --dev-run for {len(self.runs)} runs: give one per run, in the "
-                             "same order")
+            raise ValueError(f"{len(self.dev_run)} --dev-run for {len(self.runs)} runs: give one per run, in "
+                             "the same order")
         if self.dev_qa_answers and not self.corpus:
             raise ValueError("--dev-qa-answers needs --corpus, the passage corpus the runs rank")
         check_fusion(len(self.runs), self.method, self.weight, self.rrf_k, self.grid_step, bool(self.dev_run))
@@ -116,16 +124,16 @@ def check_fusion(count: int, methods: Sequence[str], weight: Sequence[float] | N
     if count < 2:
         raise ValueError(f"give at least two {spelling.runs} to fuse, got {count}")
     if weight is not None and len(weight) != count:
-        raise ValueError(f"{len(weight)} {spelling.weight} for {count} {spelling.runs}: give one each, in their "
-                         "order")
+        raise ValueError(f"{len(weight)} {spelling.weight} for {count} {spelling.runs}: give one each, in "
+                         "their order")
     if weight is not None and sum(weight) <= 0:
         raise ValueError(f"{spelling.weight} must not all be 0")
     unknown = [method for method in methods if method not in FUSIONS]
     if unknown:
         raise ValueError(f"unknown fusion method {unknown[0]!r}; valid: {', '.join(FUSIONS.names())}")
     if not developed and (len(methods) > 1 or len(rrf_ks) > 1):
-        raise ValueError(f"several {spelling.method} or {spelling.rrf_k} need {spelling.development} to choose "
-                         "among them")
+        raise ValueError(f"several {spelling.method} or {spelling.rrf_k} need {spelling.development} to "
+                         "choose among them")
     if developed and weight is None:
         weight_grid(count, grid_step)  # a step that does not divide 1: said before anything is read
 
@@ -211,11 +219,11 @@ def run(config: FuseConfig) -> Fused:
         dev_loaded, objective, development = None, None, None
         if config.dev_run:
             dev_loaded, objective, development = _development(config, queries, warnings)
-        fusion, selection = choose(len(config.runs), config.method, config.weight, config.rrf_k, config.grid_step,
-                                   depth, dev_loaded, objective, config.show_progress)
+        fusion, selection = choose(len(config.runs), config.method, config.weight, config.rrf_k,
+                                   config.grid_step, depth, dev_loaded, objective, config.show_progress)
         fused = apply(loaded, fusion, depth)
-        lines, record = write_fused_run(config.out, fused, fusion, list(zip(config.runs, loaded)), queries, depth,
-                                        config.tag, selection, development)
+        lines, record = write_fused_run(config.out, fused, fusion, list(zip(config.runs, loaded)), queries,
+                                        depth, config.tag, selection, development)
     return Fused(config.out, fused, fusion, selection, lines, record, warnings)
 
 
@@ -234,13 +242,13 @@ def _development(config: FuseConfig, queries: dict[str, Any] | None, warnings: l
         warnings.append("the development runs answer the same queries as the runs fused: the weights are "
                         "chosen on the queries they will be evaluated on")
     task, metric, split, split_warnings = development_task(
-        config.dev_run, dev_loaded, qrels=config.dev_qrels, qa_answers=config.dev_qa_answers, corpus=config.corpus,
-        qa_title=config.qa_title, metric=config.metric)
+        config.dev_run, dev_loaded, qrels=config.dev_qrels, qa_answers=config.dev_qa_answers,
+        corpus=config.corpus, qa_title=config.qa_title, metric=config.metric)
     warnings += split_warnings
     read = [component_entry(path, ranking) for path, ranking in zip(config.dev_run, dev_loaded)]
     return dev_loaded, task_objective(task, metric), {"development": {**split, "queries": dev_queries,
                                                                        "runs": read}}
 
 
-__all__ = ["FuseConfig", "Fused", "Spelling", "apply", "check_fusion", "choose", "depth_of", "ks_of", "methods_of", "run",
-           "task_objective"]
+__all__ = ["FuseConfig", "Fused", "Spelling", "apply", "check_fusion", "choose", "depth_of", "ks_of",
+           "methods_of", "run", "task_objective"]

@@ -1,4 +1,5 @@
-"""`seedr evaluate`: score TREC runs — IR metrics, QA answer coverage, ReQA or MIND — with significance tests."""
+"""`seedr evaluate`: score TREC runs — IR metrics, QA answer coverage, ReQA or MIND impressions — with
+significance tests."""
 
 from __future__ import annotations
 

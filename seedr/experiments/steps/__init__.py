@@ -22,5 +22,6 @@ from seedr.experiments.steps.training import AverageConfig, DiagnoseConfig, chec
 from seedr.experiments.steps.tsdae_st import TsdaeStConfig
 from seedr.experiments.steps.validation import BM25_DEPTH, validate
 
-__all__ = ["BM25_DEPTH", "STEPS", "AdaptOptions", "AverageConfig", "DiagnoseConfig", "ExperimentStep", "RetrievalTaskConfig",
-           "TsdaeStConfig", "build_step", "check_options", "condition_references", "record_step", "shipped_split", "validate"]
+__all__ = ["BM25_DEPTH", "STEPS", "AdaptOptions", "AverageConfig", "DiagnoseConfig", "ExperimentStep",
+           "RetrievalTaskConfig", "TsdaeStConfig", "build_step", "check_options", "condition_references",
+           "record_step", "shipped_split", "validate"]

@@ -10,6 +10,7 @@ from typing import Any
 from seedr.config.loading import from_dict, merge_settings
 from seedr.experiments.steps.base import build_step, condition_references
 from seedr.experiments.fusion import FusionCondition, fuses
+from seedr.experiments.mind import MindNewsTask  # noqa: F401 (registers the task kind ``mind``)
 from seedr.experiments.tasks import TASKS, RetrieveConfig
 from seedr.modeling.folders import BUILTIN_MODELS
 from seedr.pipeline.evaluate import left_out
