@@ -11,6 +11,7 @@ CPDAE's t-test.
 from __future__ import annotations
 
 import dataclasses
+import json
 import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -194,8 +195,6 @@ def run(config: EvaluateConfig) -> Evaluated:
     evaluated = _evaluate(config)
     with atomic_files() as files:  # both or neither: a full disk at the Markdown keeps no JSON
         if config.json_out is not None:
-            import json
-
             with files.write(config.json_out) as stream:
                 json.dump(evaluated.to_dict(), stream, indent=2)
         if config.markdown_out is not None:
