@@ -534,3 +534,22 @@ def test_a_fusing_condition_is_validated(tmp_path, conditions, message):
     with pytest.raises(ValueError, match=r"bad\.yaml") as error:
         load_experiment(path, "cpu", ["data=x"])
     assert message in str(error.value)
+
+
+@pytest.mark.parametrize(("change", "message"), [
+    (("[nDCG@10, R@10]", "[nDCG@10, R@1000]"), "tasks.test: left out R@1000: the runs rank at most 100 documents"),
+    (("rrf: {retrieve: {fuse: [bm25, minilm]}}", "rrf: {retrieve: {fuse: [bm25, minilm], k: 5}}"),
+     "tasks.dev: every metric asked for is deeper than the runs (5 documents a query)"),
+])
+def test_a_task_metric_deeper_than_its_runs_is_refused(tmp_path, change, message):
+    """``seedr evaluate``'s rule (a metric deeper than the runs would be its value at their depth) holds for an
+    experiment's tasks too, against the depth each condition retrieves (a fusion's k, else its components'),
+    when the file is read."""
+    from seedr.experiments.spec import load_experiment
+
+    path = tmp_path / "experiments" / "deep.yaml"
+    path.parent.mkdir()
+    path.write_text(HYBRID.replace(*change))
+    with pytest.raises(ValueError, match=r"deep\.yaml") as error:
+        load_experiment(path, "cpu", ["data=x"])
+    assert message in str(error.value)

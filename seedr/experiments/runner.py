@@ -238,7 +238,7 @@ class _Runner:
         chosen_on = f", {selection.metric} {selection.value:.4f} on {fusion.select_on}" if selection else ""
         self.console.print(f"{condition.name}: {chosen.describe()}{chosen_on}", highlight=False)
         return fusion.apply(runs, chosen), {"fusion": chosen.to_dict(),
-                                              "selection": selection.to_dict() if selection else None}
+                                            "selection": selection.to_dict() if selection else None}
 
 
 def experiment_scores(experiment: Experiment, out_dir: str | Path) -> dict[str, dict[str, dict[str, dict[str, float]]]]:
