@@ -1,6 +1,7 @@
-"""The API's numeric arguments are checked as the command line's options are (issue 58, item 9): one table,
-``seedr.api.arguments.ARGUMENTS``, refuses a bad value with one line naming the argument and what it takes,
-before anything is loaded or any output (or its lock) is touched; the typer options take their ranges from it.
+"""The API's numeric arguments are checked as the command line's options are (issue 58, item 9): each stage's
+config declares its options' bounds once (``seedr.pipeline.options``), and making the config refuses a bad value
+with one line naming the argument and what it takes, before anything is loaded or any output (or its lock) is
+touched; the typer options take their ranges from the same declaration (#64).
 """
 
 from __future__ import annotations
@@ -12,8 +13,6 @@ import typer
 from typer.testing import CliRunner
 
 import seedr
-from seedr.api.arguments import ARGUMENTS
-from seedr.api.arguments import option_range as table_range
 from seedr.cli import app
 from seedr.pipeline.options import declared
 from seedr.stages.options import option_range
@@ -162,15 +161,12 @@ def test_the_stages_numeric_options_take_their_range_from_the_apis_table(stage):
         parameter = next((parameter for parameter in command.params if parameter.name == name), None)
         if bound.open and parameter is not None:
             assert (parameter.min, parameter.max) == (None, None), name
-            shown = option_range(bound, name) if stage in STAGE_CONFIGS else table_range(stage, name)
-            assert parameter.metavar == shown["metavar"], name
+            assert parameter.metavar == option_range(bound, name)["metavar"], name
 
 
 def _bounds(stage):
-    """A stage's bounds: its config's declared ones, or (a stage not yet in the pipeline) the API's table."""
-    if stage in STAGE_CONFIGS:
-        return {field.name: option.bound for field, option in declared(STAGE_CONFIGS[stage]) if option.bound}
-    return ARGUMENTS[stage]
+    """A stage's bounds, as its config declares them."""
+    return {field.name: option.bound for field, option in declared(STAGE_CONFIGS[stage]) if option.bound}
 
 
 @pytest.mark.parametrize(("arguments", "shown", "refused"), [

@@ -13,7 +13,6 @@ import pytest
 import typer
 from typer.testing import CliRunner
 
-from seedr.api.arguments import ARGUMENTS
 from seedr.cli import app
 from seedr.pipeline.options import declared
 from seedr.stages import STAGES
@@ -221,12 +220,8 @@ def shown_range(low, high) -> str:
 
 
 def declared_bound(stage: str, name: str):
-    """The bound of a stage's option: its config's declared one, or (a stage not yet in the pipeline) the
-    API's table's."""
-    if stage in STAGE_CONFIGS:
-        bounds = {field.name: option.bound for field, option in declared(STAGE_CONFIGS[stage])}
-        return bounds.get(name)
-    return ARGUMENTS.get(stage, {}).get(name)
+    """The bound of a stage's option, as its config declares it."""
+    return {field.name: option.bound for field, option in declared(STAGE_CONFIGS[stage])}.get(name)
 
 
 @pytest.mark.parametrize("stage", STAGES)

@@ -84,3 +84,60 @@ def test_auc_needs_both_classes(tmp_path):
     path.write_text("9\tU1\t11/11/2019 9:05:58 AM\t\tN1-1 N2-1\n")
     with pytest.raises(ValueError, match="impression '9'.*all clicked"):
         evaluate_impressions({"9": [0.3, 0.4]}, read_behaviors(path))
+
+
+# ------------------------------------------------------------------ seedr evaluate --mind
+
+
+def _rerank_run(impressions, scores):
+    """A TREC run that reranks each impression: query id the impression's, documents its candidates."""
+    return {impression.id: dict(zip(impression.candidates, scores[impression.id]))
+            for impression in impressions}
+
+
+def test_evaluate_scores_runs_that_rerank_impressions_both_ways(tmp_path, impressions):
+    """``seedr evaluate RUN --mind behaviors.tsv`` and ``seedr.evaluate(..., mind=...)``: the official
+    scorer's means over the labelled impressions, each run tested against the baseline as for any task."""
+    import json
+
+    from typer.testing import CliRunner
+
+    import seedr
+    from seedr.cli import app
+    from seedr.data.runs import write_trec_run
+
+    behaviors = tmp_path / "behaviors.tsv"
+    write_trec_run(tmp_path / "model.trec", _rerank_run(impressions, SCORES), tag="model")
+    reversed_scores = {key: [-value for value in values] for key, values in SCORES.items()}
+    write_trec_run(tmp_path / "reversed.trec", _rerank_run(impressions, reversed_scores), tag="reversed")
+    result = CliRunner().invoke(app, ["evaluate", str(tmp_path / "model.trec"),
+                                      str(tmp_path / "reversed.trec"), "--mind", str(behaviors),
+                                      "--resamples", "100", "--json", str(tmp_path / "mind.json")])
+    assert result.exit_code == 0, result.output
+    recorded = json.loads((tmp_path / "mind.json").read_text())
+    assert recorded["mode"] == "mind" and recorded["impressions"] == 4
+    expected = evaluate_impressions(SCORES, impressions)
+    reversed_expected = evaluate_impressions(reversed_scores, impressions)
+    systems = recorded["comparison"]["systems"]
+    for metric in MIND_METRICS:
+        assert systems["model"][metric]["mean"] == pytest.approx(expected[metric], abs=1e-12), metric
+        assert systems["reversed"][metric]["mean"] == pytest.approx(reversed_expected[metric], abs=1e-12), \
+            metric
+    assert "left_out" not in recorded  # impressions of 2 to 7 candidates: nDCG@10 is over each one's own
+
+    alone = seedr.evaluate([tmp_path / "model.trec"], mind=behaviors, show_progress=False)
+    assert alone.metrics["model"] == pytest.approx({metric: expected[metric] for metric in MIND_METRICS})
+
+
+def test_a_candidate_the_run_leaves_out_ranks_last(tmp_path, impressions):
+    import seedr
+    from seedr.data.runs import write_trec_run
+
+    ranked = _rerank_run(impressions, SCORES)
+    del ranked["4"]["N47020"]  # impression 4's click, scored 0.2 of 7: now below all six others
+    write_trec_run(tmp_path / "run.trec", ranked)
+    last = {**SCORES, "4": [0.7, 0.6, 0.5, 0.4, 0.3, -1.0, 0.1]}
+    evaluation = seedr.evaluate([tmp_path / "run.trec"], mind=tmp_path / "behaviors.tsv", show_progress=False)
+    assert evaluation.metrics["run"]["AUC"] == pytest.approx(evaluate_impressions(last, impressions)["AUC"])
+    with pytest.raises(ValueError, match="give exactly one of"):
+        seedr.evaluate([tmp_path / "run.trec"], mind=tmp_path / "behaviors.tsv", qrels=tmp_path / "qrels.tsv")

@@ -22,8 +22,9 @@ from seedr.data.corpus import load_corpus, write_corpus
 from seedr.data.passages import split_passages
 from seedr.data.queries import read_qrels, read_queries, write_qrels, write_queries
 from seedr.data.runs import rank_documents, read_trec_run, run_fingerprint
-from seedr.evaluation.development import qrels_objective
 from seedr.evaluation.metrics import evaluate_run, rank_scores
+from seedr.evaluation.tasks import QrelsTask
+from seedr.pipeline.fuse import task_objective
 from seedr.retrieval.fusion import (
     FUSIONS,
     Fusion,
@@ -223,7 +224,7 @@ def test_z_score_matches_ranx_where_every_run_ranks_the_same_documents(scifact):
 def test_selection_on_the_development_split(scifact):
     dev = _load(scifact, "bm25.dev.trec", "titles.dev.trec")
     qrels = read_qrels(scifact / "dev.qrels.tsv")
-    objective = qrels_objective(qrels, "nDCG@10")
+    objective = task_objective(QrelsTask(scifact / "dev.qrels.tsv", ["nDCG@10"]), "nDCG@10")
     selection = select_fusion(dev, objective, ["minmax", "rrf"], step=0.25, rrf_ks=[20, 60], depth=100)
     assert len(selection.candidates) == 5 * (1 + 2)  # minmax, and rrf with two k, over five weightings
     value = evaluate_run(fuse(dev, selection.best, 100), qrels, ["nDCG@10"])["nDCG@10"]
@@ -531,5 +532,24 @@ def test_a_fusing_condition_is_validated(tmp_path, conditions, message):
     path.parent.mkdir()
     path.write_text(text)
     with pytest.raises(ValueError, match=r"bad\.yaml") as error:
+        load_experiment(path, "cpu", ["data=x"])
+    assert message in str(error.value)
+
+
+@pytest.mark.parametrize(("change", "message"), [
+    (("[nDCG@10, R@10]", "[nDCG@10, R@1000]"), "tasks.test: left out R@1000: the runs rank at most 100 documents"),
+    (("rrf: {retrieve: {fuse: [bm25, minilm]}}", "rrf: {retrieve: {fuse: [bm25, minilm], k: 5}}"),
+     "tasks.dev: every metric asked for is deeper than the runs (5 documents a query)"),
+])
+def test_a_task_metric_deeper_than_its_runs_is_refused(tmp_path, change, message):
+    """``seedr evaluate``'s rule (a metric deeper than the runs would be its value at their depth) holds for an
+    experiment's tasks too, against the depth each condition retrieves (a fusion's k, else its components'),
+    when the file is read."""
+    from seedr.experiments.spec import load_experiment
+
+    path = tmp_path / "experiments" / "deep.yaml"
+    path.parent.mkdir()
+    path.write_text(HYBRID.replace(*change))
+    with pytest.raises(ValueError, match=r"deep\.yaml") as error:
         load_experiment(path, "cpu", ["data=x"])
     assert message in str(error.value)

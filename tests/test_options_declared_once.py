@@ -20,6 +20,8 @@ from seedr.pipeline.adapt import AdaptStageConfig
 from seedr.pipeline.average import AverageConfig
 from seedr.pipeline.diagnose import DiagnoseConfig
 from seedr.pipeline.encode import EncodeConfig
+from seedr.pipeline.evaluate import EvaluateConfig
+from seedr.pipeline.fuse import FuseConfig
 from seedr.pipeline.finetune import AnceRefreshConfig, FinetuneStageConfig
 from seedr.pipeline.index import IndexConfig
 from seedr.pipeline.prepare import PrepareConfig
@@ -35,11 +37,13 @@ from seedr.stages.options import flag_of
 STAGE_CONFIGS = {"encode": EncodeConfig, "index": IndexConfig, "search": SearchConfig, "prepare": PrepareConfig,
                  "average": AverageConfig, "diagnose": DiagnoseConfig, "report": ReportConfig,
                  "experiment": ExperimentConfig, "demo": DemoConfig, "pretrain": PretrainStageConfig,
-                 "finetune": FinetuneStageConfig, "adapt": AdaptStageConfig, "config": SettingsConfig}
+                 "finetune": FinetuneStageConfig, "adapt": AdaptStageConfig, "config": SettingsConfig,
+                 "fuse": FuseConfig, "evaluate": EvaluateConfig}
 API_FUNCTIONS = {"encode": seedr.encode, "index": seedr.index, "search": seedr.search, "prepare": seedr.prepare,
                  "average": seedr.average, "diagnose": seedr.diagnose, "report": seedr.report,
                  "experiment": seedr.experiment, "demo": seedr.demo, "pretrain": seedr.pretrain,
-                 "finetune": seedr.finetune, "adapt": seedr.adapt, "ance_refresh": seedr.ance_refresh}
+                 "finetune": seedr.finetune, "adapt": seedr.adapt, "ance_refresh": seedr.ance_refresh,
+                 "fuse": seedr.fuse, "evaluate": seedr.evaluate}
 #: A command whose run is not ``seedr.pipeline.<stage>.run``: the API function's name, the config the command
 #: makes and the run (``module:function``) it reaches. ``seedr finetune --ance-refresh-only`` is
 #: ``ance_refresh``; ``seedr config`` resolves as ``resolve_settings`` does; the experiment and demo stages run

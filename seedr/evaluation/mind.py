@@ -14,6 +14,9 @@ Items are ranked by ``np.argsort(scores)[::-1]`` as in the official script (it o
 ties cannot arise there; with raw scores, tied items keep that deterministic numpy order).
 Impressions without labels (MIND's test set) are skipped; an impression with no scores is scored as
 if all its items tied (the official script fills a missing line with rank 1 for every item).
+
+``MindTask`` scores TREC runs that rerank impressions (``seedr evaluate RUN --mind behaviors.tsv``): a run's
+query ids are impression ids, its documents their candidate news; a candidate the run leaves out ranks last.
 """
 
 from __future__ import annotations
@@ -21,8 +24,16 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import Any, Protocol
 
+import functools
+import itertools
+import os
+
 import numpy as np
 from scipy.stats import rankdata
+
+from seedr.data.mind import Impression, read_behaviors
+from seedr.data.records import Run
+from seedr.evaluation.tasks import EvaluationTask
 
 MIND_METRICS = ("AUC", "MRR", "nDCG@5", "nDCG@10")
 
@@ -91,3 +102,55 @@ def evaluate_impressions(scores: dict[Any, Sequence[float]],
         raise ValueError("no labelled impressions to evaluate")
     return {**{name: float(np.mean(list(by_impression.values()))) for name, by_impression in values.items()},
             "impressions": count}
+
+
+def run_scores(run: Run, impressions: Iterable[Impression]) -> dict[str, list[float]]:
+    """Each impression's candidate scores, in the impression's order, from a run that reranks them; a
+    candidate the run does not rank scores below every one it ranks, an impression it does not answer is
+    left out (scored as all tied, ``impression_metrics``)."""
+    scores = {}
+    for impression in impressions:
+        ranked = run.get(impression.id)
+        if not ranked:
+            continue
+        last = min(ranked.values()) - 1.0
+        scores[impression.id] = [ranked.get(candidate, last) for candidate in impression.candidates]
+    return scores
+
+
+class MindTask(EvaluationTask):
+    """MIND's impressions (``behaviors.tsv``) scored by AUC, MRR, nDCG@5 and nDCG@10 over each impression's
+    candidates, as the official scorer does (SEED-Encoder, Lu et al. 2021, Table 4)."""
+
+    kind = "mind"
+    ranked = "candidates an impression"
+
+    def __init__(self, behaviors: str | os.PathLike, metrics: Sequence[str] = MIND_METRICS,
+                 max_impressions: int | None = None) -> None:
+        super().__init__(metrics)
+        unknown = [metric for metric in self.metrics if metric not in MIND_METRICS]
+        if unknown:
+            raise ValueError(f"MIND reports {', '.join(MIND_METRICS)}; not {unknown}")
+        self.behaviors, self.max_impressions = behaviors, max_impressions
+
+    @functools.cached_property
+    def impressions(self) -> list[Impression]:
+        """The labelled impressions (MIND's test set has none: nothing to score), the first
+        ``max_impressions`` of the file when given."""
+        labelled = (impression for impression in read_behaviors(self.behaviors) if impression.labels)
+        labelled = list(itertools.islice(labelled, self.max_impressions))
+        if not labelled:
+            raise ValueError(f"{self.behaviors}: no labelled impressions to evaluate")
+        return labelled
+
+    def queries(self) -> dict[str, str]:
+        """Each labelled impression's user."""
+        return {impression.id: impression.user for impression in self.impressions}
+
+    def deeper_than(self, depth: int) -> list[str]:
+        """None: the metrics read an impression's own candidates, however many it shows."""
+        return []
+
+    def per_query(self, run: Run, show_progress: bool = False) -> dict[str, dict[str, float]]:
+        values = impression_metrics(run_scores(run, self.impressions), self.impressions)
+        return {metric: values[metric] for metric in self.metrics}

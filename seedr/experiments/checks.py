@@ -9,8 +9,14 @@ from typing import Any
 
 from seedr.config.loading import from_dict, merge_settings
 from seedr.experiments.steps.base import build_step, condition_references
-from seedr.experiments.tasks import TASKS, FuseConfig, RetrieveConfig, fuses
+from seedr.experiments.fusion import FusionCondition, fuses
+from seedr.experiments.mind import MindNewsTask  # noqa: F401 (registers the task kind ``mind``)
+from seedr.experiments.tasks import TASKS, RetrieveConfig
 from seedr.modeling.folders import BUILTIN_MODELS
+from seedr.pipeline.evaluate import left_out
+
+#: Documents a query of every BM25 run of an experiment (its BM25 conditions' and each task's reference).
+BM25_DEPTH = 100
 
 #: Settings that name a model or tokenizer to load, where an experiment's steps and retrievals take one.
 MODEL_SETTINGS = ("model", "model.init", "model.tokenizer", "negative_options.model")
@@ -60,7 +66,7 @@ def validate(experiment: Any) -> None:
                                      f"{condition.name!r} whose steps produce a model")
         earlier.append(condition.name)
         if fuses(condition.retrieve):
-            _validate_fusion(experiment, condition, from_dict(FuseConfig, condition.retrieve,
+            _validate_fusion(experiment, condition, from_dict(FusionCondition, condition.retrieve,
                                                               f"{where}: conditions.{condition.name}.retrieve"))
         elif condition.retrieve not in ("bm25", "none"):
             retrieve = from_dict(RetrieveConfig, merge_settings(condition.retrieve),
@@ -68,6 +74,7 @@ def validate(experiment: Any) -> None:
             if not condition.steps and not retrieve.model:
                 raise ValueError(f"{where}: conditions.{condition.name} has no steps: its retrieve needs a model "
                                  "(or retrieve: bm25)")
+    _check_depths(experiment)
     retrieving = {name for name, condition in experiment.conditions.items() if condition.retrieve != "none"}
     if retrieving and not experiment.tasks:
         raise ValueError(f"{where}: conditions retrieve but there are no tasks to evaluate them on")
@@ -171,6 +178,35 @@ def _check_budget_words(experiment: Any, claim: Any, where: str) -> None:
             raise ValueError(f"{where} says {words!r}, but {claim.condition!r} and {claim.against!r} pre-train at "
                              f"{found}: say what the runs were matched on (equal {kind} needs "
                              f"{'flops_budget' if kind == 'flops' else 'train.max_steps'} alike on both sides)")
+
+
+def _depth(experiment: Any, condition: Any) -> int:
+    """Documents a query the runs of ``condition`` rank: BM25's, its ``retrieve.k``, or a fusion's ``k`` (else
+    its deepest component's, as ``seedr fuse`` cuts it)."""
+    if condition.retrieve == "bm25":
+        return BM25_DEPTH
+    where = f"{experiment.path}: conditions.{condition.name}.retrieve"
+    if fuses(condition.retrieve):
+        fusion = from_dict(FusionCondition, condition.retrieve, where)
+        return fusion.k or max(_depth(experiment, experiment.conditions[part]) for part in fusion.fuse)
+    return from_dict(RetrieveConfig, merge_settings(condition.retrieve), where).k
+
+
+def _check_depths(experiment: Any) -> None:
+    """Refuse a task's metric deeper than the runs scored on it rank (R@1000 of runs 100 deep would be their
+    R@100), by ``seedr evaluate``'s rule (``seedr.pipeline.evaluate.left_out``), which there leaves it out
+    with a note: in an experiment's record, a figure missing would be a claim unjudged, so it is refused."""
+    for name, spec in experiment.tasks.items():
+        where = f"{experiment.path}: tasks.{name}"
+        depths = [_depth(experiment, condition) for condition in experiment.conditions.values()
+                  if condition.retrieve != "none" and condition.evaluates(name)]
+        task = TASKS.get(spec.kind)(name, spec.settings, spec.metrics, where)
+        try:
+            too_deep, note = left_out(task.evaluation, min([BM25_DEPTH, *depths]))  # with its reference BM25
+        except ValueError as error:
+            raise ValueError(f"{where}: {error}") from None
+        if too_deep:
+            raise ValueError(f"{where}: {note}")
 
 
 def _validate_fusion(experiment: Any, condition: Any, config: Any) -> None:

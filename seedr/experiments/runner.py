@@ -36,7 +36,9 @@ from rich.console import Console
 
 from seedr.config.loading import from_dict, identity, merge_settings
 from seedr.data.runs import read_trec_run, write_trec_run
+from seedr.experiments.checks import BM25_DEPTH
 from seedr.experiments.eta import Progress, UnitWork, Work
+from seedr.experiments.fusion import FUSION_CODE, FusionCondition, fuses
 from seedr.experiments.record.figures import figures, references, seed_spread, with_seed_sd
 from seedr.experiments.record.pretraining import pretraining_record
 from seedr.experiments.record.preamble import machine, report_preamble
@@ -46,19 +48,13 @@ from seedr.experiments.record.verdicts import claim_results, collapsed_condition
 from seedr.experiments.scoring import compare
 from seedr.experiments.sizing import EncodedTokens, made_shape, step_work
 from seedr.experiments.spec import Condition, Experiment, substitute
-from seedr.experiments.steps import (
-    ExperimentStep,
-    build_step,
-    condition_references,
-    record_step,
-)
-from seedr.experiments.tasks import TASKS, FuseConfig, RetrievalTask, RetrieveConfig, fuses
+from seedr.experiments.steps import ExperimentStep, build_step, condition_references, record_step
+from seedr.experiments.tasks import TASKS, RetrievalTask, RetrieveConfig
 from seedr.hardware import default_device, encoding_dtype, matmul_rate
 from seedr.io import atomic_write, json_text, output_lock
 from seedr.modeling.folders import encoder_shape
 from seedr.provenance import code_fingerprint, record_run, sources_as_first_read
 from seedr.reporting.report import render_report
-from seedr.retrieval.fusion import fuse
 
 if TYPE_CHECKING:
     from seedr.modeling.folders import EncoderShape
@@ -76,10 +72,10 @@ def _key(out_dir: Path, code: list[str], *parts: Any) -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:10]
 
 
-def retrieval_code(task: RetrievalTask, fusion: FuseConfig | None) -> list[str]:
+def retrieval_code(task: RetrievalTask, fusion: FusionCondition | None) -> list[str]:
     """The code a retrieval on ``task`` runs (its task class, which retrieves and scores), and fusion's
     when it fuses; a retrieval's key rests on it as a step's on ``ExperimentStep.code``."""
-    return [f"{type(task).__module__}:{type(task).__qualname__}"] + (["seedr.retrieval.fusion"] if fusion else [])
+    return [f"{type(task).__module__}:{type(task).__qualname__}"] + (FUSION_CODE if fusion else [])
 
 
 def step_folder(out_dir: Path, name: str, step: ExperimentStep) -> Path:
@@ -147,13 +143,14 @@ class _Runner:
         return from_dict(RetrieveConfig, merge_settings(self.resolve(condition.retrieve)),
                          f"{self.experiment.path}: conditions.{condition.name}.retrieve")
 
-    def fuse_config(self, condition: Any) -> FuseConfig | None:
+    def fuse_config(self, condition: Any) -> FusionCondition | None:
         if not fuses(condition.retrieve):
             return None
-        return from_dict(FuseConfig, self.resolve(condition.retrieve),
+        return from_dict(FusionCondition, self.resolve(condition.retrieve),
                          f"{self.experiment.path}: conditions.{condition.name}.retrieve")
 
-    def component_folders(self, task: RetrievalTask, fusion: FuseConfig, choosers: bool = False) -> list[Path]:
+    def component_folders(self, task: RetrievalTask, fusion: FusionCondition,
+                          choosers: bool = False) -> list[Path]:
         """The retrieval folders, on ``task``, of the conditions a fusion fuses (or, with ``choosers``,
         of those whose runs choose it)."""
         conditions = [self.experiment.conditions[part] for part in (fusion.choosers if choosers else fusion.fuse)]
@@ -212,7 +209,7 @@ class _Runner:
         if fuses(condition.retrieve):
             run, fused = self.fused_run(task, condition)
         elif retrieve is None:
-            run = task.bm25_run(100)
+            run = task.bm25_run(BM25_DEPTH)
         else:
             assert model is not None
             run = task.dense_run(model, retrieve, folder)
@@ -241,8 +238,8 @@ class _Runner:
         runs = [read_trec_run(folder / "run.trec") for folder in self.component_folders(task, fusion)]
         chosen_on = f", {selection.metric} {selection.value:.4f} on {fusion.select_on}" if selection else ""
         self.console.print(f"{condition.name}: {chosen.describe()}{chosen_on}", highlight=False)
-        return fuse(runs, chosen, fusion.k), {"fusion": chosen.to_dict(),
-                                              "selection": selection.to_dict() if selection else None}
+        return fusion.apply(runs, chosen), {"fusion": chosen.to_dict(),
+                                            "selection": selection.to_dict() if selection else None}
 
 
 def experiment_scores(experiment: Experiment, out_dir: str | Path) -> dict[str, dict[str, dict[str, dict[str, float]]]]:

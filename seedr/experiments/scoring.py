@@ -1,12 +1,13 @@
 """Scoring an experiment's runs: a task's systems per query, its groups (of seeds) averaged in, tested
-against the baseline (``compare``) — what the runner does with the runs it made, and what
-``seedr.experiments.record.combine`` does with the per-query scores of seeds that ran apart."""
+against the baseline (``compare``, by ``seedr evaluate``'s own tests: ``seedr.pipeline.evaluate.compare``) —
+what the runner does with the runs it made, and what ``seedr.experiments.record.combine`` does with the
+per-query scores of seeds that ran apart."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from seedr.evaluation.compare import comparison_table
+from seedr.pipeline import evaluate as evaluation
 
 
 def group_scores(members: list[dict[str, dict[str, float]]]) -> dict[str, dict[str, float]]:
@@ -26,8 +27,8 @@ def compare(experiment: Any, metrics: list[str], scores: dict[str, dict[str, dic
     for group, members in experiment.groups.items():
         if all(member in scores for member in members):  # validate(): a group's members share their tasks
             scores[group] = group_scores([scores[member] for member in members])
-    table = comparison_table(scores, experiment.baseline, metrics, test=experiment.test,
-                             alpha=experiment.alpha, n_resamples=experiment.resamples)
+    table = evaluation.compare(scores, experiment.baseline, metrics, experiment.test, experiment.alpha,
+                               experiment.resamples)
     return table, {**table.to_dict(), **task_references}
 
 

@@ -18,7 +18,7 @@ NAME``; ``seedr experiment --list`` lists them), or any YAML file given by its p
       finetune: {train.learning_rate: 2.0e-5}
       retrieve: {pooling: mean}
     conditions:                         # name → a chain of steps, then retrieval (dense, bm25, none,
-      bm25: {retrieve: bm25}            # or the fusion of other conditions' runs: tasks.FuseConfig)
+      bm25: {retrieve: bm25}            # or the fusion of other conditions' runs: fusion.FusionCondition)
       hybrid: {retrieve: {fuse: [bm25, mlm], method: minmax, select_on: scifact}}
       none: {steps: [{finetune: {}}]}
       mlm: {steps: [{pretrain: {objective_name: mlm}}, {finetune: {}}]}

@@ -35,7 +35,6 @@ from seedr.pipeline.index import IndexConfig
 from seedr.pipeline.options import check_options, default_of
 from seedr.pipeline.search import SearchConfig
 from seedr.registry import Registry
-from seedr.retrieval.fusion import FUSIONS, Objective, choose_fusion
 
 TASKS: Registry[type[RetrievalTask]] = Registry("experiment task")
 
@@ -109,88 +108,6 @@ RetrieveConfig.__module__ = __name__
 RetrieveConfig.__doc__ = """How a condition's model retrieves: the ``retrieve:`` options (``OPTIONS``), each
 the field of ``seedr encode`` / ``index`` / ``search`` it sets, with that field's type, default (but for
 ``EXPERIMENT_DEFAULTS``) and help, so that its retrieval is those stages run with those options."""
-
-
-def fuses(retrieve: Any) -> bool:
-    """Whether a condition's ``retrieve`` fuses other conditions' runs (a mapping with ``fuse``)."""
-    return isinstance(retrieve, dict) and "fuse" in retrieve
-
-
-@dataclasses.dataclass
-class FuseConfig:
-    """A condition that fuses other conditions' runs on every task (``seedr fuse``,
-    ``seedr.retrieval.fusion``), e.g. ``retrieve: {fuse: [bm25, script], method: [minmax, rrf],
-    select_on: scifact-dev}``.
-
-    ``fuse``: the conditions (two or more, retrieving, not fused themselves). ``method``: rrf, minmax or
-    zscore, or a list of them; ``weights``: one per condition, fixed; ``rrf_k``: RRF's k, or a list.
-    ``select_on``: a task of the experiment whose runs choose the weights (on the simplex in steps of
-    ``grid_step``; and the method and k among those listed) by ``metric`` (default: the task's first);
-    this condition's figures on that task are then not held out. Without it: the first method and k,
-    ``weights`` or equal ones. ``select_with``: the conditions whose runs on ``select_on`` choose, one for
-    each of ``fuse`` in its order (default: ``fuse`` itself), e.g. models fine-tuned without the
-    development queries, so that the fusion of final models trained on all of them is chosen on queries
-    none of its choosers saw. ``k``: documents per query of the fused run.
-    """
-
-    fuse: list[str] = dataclasses.field(default_factory=list)
-    method: list[str] | str = "rrf"
-    weights: list[float] | None = None
-    rrf_k: list[int] | int = 60
-    select_on: str | None = None
-    metric: str | None = None
-    grid_step: float = 0.1
-    k: int = 100
-    select_with: list[str] | None = None
-
-    def __post_init__(self) -> None:
-        self.method = [self.method] if isinstance(self.method, str) else list(self.method)
-        self.rrf_k = [self.rrf_k] if isinstance(self.rrf_k, int) else list(self.rrf_k)
-        if len(self.fuse) < 2:
-            raise ValueError(f"fuse: name at least two conditions to fuse, got {self.fuse}")
-        unknown = [method for method in self.method if method not in FUSIONS]
-        if unknown:
-            raise ValueError(f"method: unknown fusion method(s) {unknown}; valid: {', '.join(FUSIONS.names())}")
-        if self.weights is not None and (len(self.weights) != len(self.fuse) or min(self.weights) < 0
-                                         or sum(self.weights) <= 0):
-            raise ValueError(f"weights: one non-negative weight per fused condition, got {self.weights}")
-        if not self.method or not self.rrf_k or min(self.rrf_k) < 1 or self.k < 1 or not 0 < self.grid_step <= 1:
-            raise ValueError("method and rrf_k need a value; rrf_k and k at least 1; grid_step in (0, 1]")
-        if self.select_on is None and (len(self.method) > 1 or len(self.rrf_k) > 1):
-            raise ValueError("several methods or rrf_k need select_on, the task that chooses among them")
-        if self.select_with is not None and (self.select_on is None or len(self.select_with) != len(self.fuse)):
-            raise ValueError(f"select_with: one condition per fused condition ({len(self.fuse)}), and select_on, "
-                             f"the task their runs choose on; got {self.select_with}")
-
-    @property
-    def choosers(self) -> list[str]:
-        """The conditions whose runs on ``select_on`` choose the fusion, in the order of ``fuse``."""
-        return self.select_with or self.fuse
-
-    def identity(self) -> dict[str, Any]:
-        """What the fused run depends on (``seedr.config.loading.identity``); ``select_with`` only where given, so
-        that fusions which choose with their own runs keep the folders they had before it existed."""
-        fields = {field.name: getattr(self, field.name) for field in dataclasses.fields(self)}
-        if self.select_with is None:
-            del fields["select_with"]
-        return fields
-
-    def choose(self, dev_runs: list[Run] | None = None, task: RetrievalTask | None = None) -> tuple[Any, Any]:
-        """The ``Fusion`` to apply and, with ``select_on``, the ``Selection`` made on ``task``'s runs
-        ``dev_runs`` of the ``choosers`` (in the order of ``fuse``)."""
-
-        objective = None
-        if self.select_on is not None:
-            assert dev_runs is not None and task is not None
-            metric = self.metric or task.metrics[0]
-
-            def score(run: Run) -> float:
-                values = list(task.per_query(run)[metric].values())
-                return sum(values) / len(values) if values else 0.0
-
-            objective = Objective(metric, score)
-        return choose_fusion(len(self.fuse), self.method, self.weights, self.rrf_k, dev_runs, objective,
-                             self.grid_step, self.k, show_progress=True)
 
 
 class RetrievalTask:
@@ -374,5 +291,5 @@ class _LazyPassages(Mapping):
         return len(self._by_id)
 
 
-__all__ = ["EXPERIMENT_DEFAULTS", "OPTIONS", "TASKS", "FuseConfig", "QaRetrieval", "QrelsRetrieval", "ReqaRetrieval",
-           "RetrievalTask", "RetrieveConfig", "fuses"]
+__all__ = ["EXPERIMENT_DEFAULTS", "OPTIONS", "TASKS", "QaRetrieval", "QrelsRetrieval", "ReqaRetrieval",
+           "RetrievalTask", "RetrieveConfig"]

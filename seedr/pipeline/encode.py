@@ -84,6 +84,13 @@ def complete(out: Path) -> bool:
     return (out / MANIFEST).is_file()
 
 
+def vectors(out: Path) -> tuple[list[str], Any]:
+    """The document ids and vectors (N, H) of the embeddings folder ``out`` that ``run`` wrote."""
+    from seedr.retrieval.embeddings import load_embeddings
+
+    return load_embeddings(out)
+
+
 def text_encoder(config: EncodeConfig, device: Any = None, query_prefix: str = "") -> Any:
     """The ``seedr.retrieval.encode.TextEncoder`` that ``config`` describes, on ``device`` (default:
     ``config.device``); an option left unset is the model folder's own (``model_defaults``). ``query_prefix``
@@ -134,4 +141,4 @@ def run(config: EncodeConfig) -> Encoded:
     return Encoded(target, complete(target), state.process_index, state.num_processes)
 
 
-__all__ = ["EncodeConfig", "Encoded", "check_inputs", "complete", "run", "text_encoder"]
+__all__ = ["EncodeConfig", "Encoded", "check_inputs", "complete", "run", "text_encoder", "vectors"]

@@ -153,5 +153,13 @@ def check_options(config: Any) -> None:
         declared_option.bound.check(field.name, value)
 
 
+def derived(config_class: type, name: str) -> Any:
+    """A field of another dataclass (an experiment's settings for a stage) declared as ``config_class``'s
+    field ``name`` is: the same default and option (help, bound), so that neither is written twice."""
+    field = {each.name: each for each in dataclasses.fields(config_class)}[name]
+    return dataclasses.field(default=field.default, default_factory=field.default_factory,
+                             metadata=field.metadata)
+
+
 __all__ = ["AT_LEAST_ONE", "NOT_NEGATIVE", "OPTION", "Bound", "Option", "check_options", "declared", "default_of",
-           "has_default", "option"]
+           "derived", "has_default", "option"]
