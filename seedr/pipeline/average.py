@@ -40,7 +40,7 @@ class AverageConfig:
 def run(config: AverageConfig) -> tuple[list[str], dict[str, Any]]:
     """Average ``config.models`` into ``config.out``; return the members averaged (a run's checkpoints, oldest
     first, for ``checkpoints``) and the record written (``seedr_average.json``)."""
-    from seedr.modeling.averaging import average_encoders, checkpoint_encoders
+    from seedr.modeling.averaging import average_encoders
 
     members: list[str] = []
     for model in config.models:
@@ -50,11 +50,18 @@ def run(config: AverageConfig) -> tuple[list[str], dict[str, Any]]:
         run_folder = Path(os.fspath(model))
         if not (run_folder / "checkpoints").is_dir():
             raise ValueError(f"--checkpoints: {os.fspath(model)} is not a seedr run folder (no checkpoints/ in it)")
-        members += [str(path) for path in checkpoint_encoders(run_folder, config.checkpoints)]
+        members += checkpoint_members(run_folder, config.checkpoints)
     # average_encoders asks check_output and takes the output's lock itself, once it has refused an output
     # inside a model: a lock taken first would be written into that model
     record = average_encoders(members, config.out, config.weight, overwrite=config.overwrite)
     return members, record
 
 
-__all__ = ["AverageConfig", "run"]
+def checkpoint_members(run_folder: Path, count: int) -> list[str]:
+    """The encoders of the ``count`` newest checkpoints of ``run_folder``, oldest first."""
+    from seedr.modeling.averaging import checkpoint_encoders
+
+    return [str(path) for path in checkpoint_encoders(run_folder, count)]
+
+
+__all__ = ["AverageConfig", "checkpoint_members", "run"]

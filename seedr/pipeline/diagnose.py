@@ -88,27 +88,35 @@ class DiagnoseConfig:
 
 def run(config: DiagnoseConfig) -> tuple[dict[str, Any], Path, Path]:
     """Diagnose ``config.model``; return the diagnostics (``{"metrics": ..., "details": ...}``) and the
-    ``diagnostics.json`` and ``diagnostics.png`` written into ``config.out``."""
+    ``diagnostics.json`` and ``diagnostics.png`` written into ``config.out``, which is locked for the call and
+    never replaces what the command does not write."""
     corpus_paths = path_strings(config.corpus) if config.corpus is not None else []
     with locked(config.out):
         read = [Path(config.model)] if Path(config.model).exists() else []
         read += input_paths(corpus_paths, config.positives)
         check_output(config.out / "diagnostics.json", "diagnostics", overwrite=config.overwrite, inputs=read)
         check_output(config.out / "diagnostics.png", "diagnostics plot", overwrite=config.overwrite, inputs=read)
-        from seedr.diagnostics.diagnose import diagnose as run_diagnostics
-        from seedr.diagnostics.diagnose import write_diagnostics
-        from seedr.diagnostics.loading import corpus_texts, positive_pairs
+        return diagnose_into(config)
 
-        texts = corpus_texts(corpus_paths, config.max_documents) if corpus_paths else []
-        pairs = (positive_pairs(config.positives, config.positive_count, config.seed, config.split,
-                                config.max_documents) if config.positives is not None else [])
-        result = run_diagnostics(config.model, texts, pairs, list(config.lengths), config.pairs, config.seed,
-                                 config.pooling, config.word_texts, config.top_k, config.common_words,
-                                 config.batch_size, show_progress=config.show_progress,
-                                 reliance_texts=config.reliance_texts, masked_lm_texts=config.masked_lm_texts,
-                                 masked_lm_curve_steps=config.masked_lm_curve_steps)
-        json_path, plot_path = write_diagnostics(result, config.out)
+
+def diagnose_into(config: DiagnoseConfig) -> tuple[dict[str, Any], Path, Path]:
+    """``run``'s work, without its lock and output checks: for an experiment's ``diagnose`` step, whose
+    folder the experiment's runner holds and makes fresh."""
+    from seedr.diagnostics.diagnose import diagnose as run_diagnostics
+    from seedr.diagnostics.diagnose import write_diagnostics
+    from seedr.diagnostics.loading import corpus_texts, positive_pairs
+
+    corpus_paths = path_strings(config.corpus) if config.corpus is not None else []
+    texts = corpus_texts(corpus_paths, config.max_documents) if corpus_paths else []
+    pairs = (positive_pairs(config.positives, config.positive_count, config.seed, config.split,
+                            config.max_documents) if config.positives is not None else [])
+    result = run_diagnostics(config.model, texts, pairs, list(config.lengths), config.pairs, config.seed,
+                             config.pooling, config.word_texts, config.top_k, config.common_words,
+                             config.batch_size, show_progress=config.show_progress,
+                             reliance_texts=config.reliance_texts, masked_lm_texts=config.masked_lm_texts,
+                             masked_lm_curve_steps=config.masked_lm_curve_steps)
+    json_path, plot_path = write_diagnostics(result, config.out)
     return result, json_path, plot_path
 
 
-__all__ = ["DIAGNOSE_LENGTHS", "DiagnoseConfig", "comma_separated", "run"]
+__all__ = ["DIAGNOSE_LENGTHS", "DiagnoseConfig", "comma_separated", "diagnose_into", "run"]

@@ -1,8 +1,8 @@
 """The steps that train or examine an encoder: ``pretrain`` → ``seedr.pipeline.pretrain`` (``seedr
 pretrain``), ``finetune`` → ``seedr.pipeline.finetune`` (``seedr finetune``), each over the config the
 pipeline's settings resolution builds (``seedr.pipeline.resolution``), ``average`` →
-``seedr.modeling.averaging.average_encoders`` (``seedr average``) and ``diagnose`` → the diagnostics of
-``seedr diagnose``."""
+``seedr.pipeline.average`` (``seedr average``) and ``diagnose`` → ``seedr.pipeline.diagnose`` (``seedr
+diagnose``)."""
 
 from __future__ import annotations
 
@@ -11,15 +11,16 @@ from pathlib import Path
 from typing import Any
 
 from seedr.config.loading import from_dict, merge_settings
-from seedr.diagnostics.diagnose import diagnose, write_diagnostics
-from seedr.diagnostics.loading import corpus_texts, positive_pairs
 from seedr.experiments.steps.base import STEPS, ExperimentStep
 from seedr.losses import LOSSES
-from seedr.modeling.averaging import average_encoders, checkpoint_encoders
 from seedr.negatives import NEGATIVES
 from seedr.objectives import OBJECTIVES
+from seedr.pipeline import average as averaging
+from seedr.pipeline import diagnose as diagnosing
 from seedr.pipeline import finetune as finetuning
 from seedr.pipeline import pretrain as pretraining
+from seedr.pipeline.average import AverageConfig as AveragingConfig
+from seedr.pipeline.diagnose import DiagnoseConfig as DiagnosingConfig
 from seedr.pipeline.resolution import finetuning_config, pretraining_config
 from seedr.registry import Registry
 
@@ -125,12 +126,13 @@ class AverageStep(ExperimentStep):
         """The models averaged, in order (the first is the template)."""
         config = self.config()
         run = Path(config.model).parent if Path(config.model).name == "encoder" else Path(config.model)
-        first = ([str(path) for path in checkpoint_encoders(run, config.checkpoints)]
-                 if config.checkpoints else [config.model])
+        first = averaging.checkpoint_members(run, config.checkpoints) if config.checkpoints else [config.model]
         return [*first, *config.others]
 
     def run(self, out_dir: Path) -> dict[str, Any]:
-        return average_encoders(self.members(), out_dir / "encoder", self.config().weights)
+        """``seedr average MEMBERS --out OUT/encoder --weight ...``."""
+        averaged = AveragingConfig(models=self.members(), out=out_dir / "encoder", weight=self.config().weights)
+        return averaging.run(averaged)[1]
 
 
 @dataclasses.dataclass
@@ -173,13 +175,14 @@ class DiagnoseStep(ExperimentStep):
         return super().with_model(run_folder)
 
     def run(self, out_dir: Path) -> dict[str, Any]:
+        """``seedr diagnose MODEL --out OUT`` with the step's options (the runner holds OUT, made fresh)."""
         config = self.config()
-        texts = corpus_texts(config.corpus, config.max_documents) if config.corpus else []
-        pairs = (positive_pairs(config.positives, config.positive_pairs, config.seed, config.split,
-                                config.max_documents) if config.positives else [])
-        result = diagnose(config.model, texts, pairs, config.lengths, config.pairs, config.seed, config.pooling,
-                          config.word_texts, show_progress=True, reliance_texts=config.reliance_texts)
-        write_diagnostics(result, out_dir)
+        diagnosed = DiagnosingConfig(
+            model=config.model, out=out_dir, corpus=config.corpus or None, max_documents=config.max_documents,
+            lengths=config.lengths, pairs=config.pairs, positives=config.positives, split=config.split,
+            positive_count=config.positive_pairs, pooling=config.pooling, word_texts=config.word_texts,
+            reliance_texts=config.reliance_texts, seed=config.seed)
+        result, _, _ = diagnosing.diagnose_into(diagnosed)
         return {"metrics": result["metrics"]}
 
     def product(self, out_dir: Path) -> str | None:
