@@ -418,12 +418,12 @@ def test_an_unexpected_error_is_one_line_and_debug_shows_its_traceback(model: Pa
                                                                        monkeypatch) -> None:
     """An exception no check foresaw (here a library's RuntimeError) is one line naming its type, exit 1;
     ``seedr --debug`` raises it, for the traceback."""
-    import seedr.stages.encode
+    import seedr.pipeline.encode
 
     def broken(*args, **kwargs):
         raise RuntimeError("Storage size calculation overflowed\n(deep in a library)")
 
-    monkeypatch.setattr(seedr.stages.encode, "encode", broken)
+    monkeypatch.setattr(seedr.pipeline.encode, "run", broken)
     monkeypatch.setenv("SEEDR_DEBUG", "")  # restored (unset) after the test, which --debug sets
     arguments = ["encode", "--model", str(model), "--corpus", str(corpus), "--out", str(tmp_path / "emb")]
     result = runner.invoke(app, arguments)

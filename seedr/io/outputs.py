@@ -90,7 +90,8 @@ OUTPUT_KINDS: dict[str, OutputKind] = {
     "embeddings": OutputKind("settings.json"),
     "faiss index": OutputKind("index.json", ("index.json", "index.faiss", "ids.txt")),
     "BM25 index": OutputKind("seedr_bm25.json", ("seedr_bm25.json", "ids.txt", "*.index.json", "*.index.npy",
-                                                 "*.tokenizer.json", "corpus.jsonl", "corpus.mmindex.json")),
+                                                 "*.tokenizer.json", "corpus.jsonl", "corpus.mmindex.json",
+                                                 "term_counts.npz")),  # RM3's (seedr.retrieval.bm25)
     "training run": OutputKind("config.yaml"),
     "negatives": OutputKind("provenance.json", ("provenance.json", "negatives.jsonl")),
     "averaged encoder": OutputKind("seedr_average.json"),

@@ -127,7 +127,7 @@ def check_fusion(count: int, methods: Sequence[str], weight: Sequence[float] | N
         raise ValueError(f"{len(weight)} {spelling.weight} for {count} {spelling.runs}: give one each, in "
                          "their order")
     if weight is not None and sum(weight) <= 0:
-        raise ValueError(f"{spelling.weight} must not all be 0")
+        raise ValueError(f"{spelling.weight}: the fusion weights must not all be 0")
     unknown = [method for method in methods if method not in FUSIONS]
     if unknown:
         raise ValueError(f"unknown fusion method {unknown[0]!r}; valid: {', '.join(FUSIONS.names())}")
