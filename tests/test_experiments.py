@@ -6,6 +6,7 @@ files."""
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 import shutil
@@ -14,6 +15,7 @@ from typing import Any
 
 import pytest
 import yaml
+from helpers import scifact_cut
 from rich.console import Console
 from typer.testing import CliRunner
 
@@ -33,6 +35,9 @@ EXPERIMENTS = sorted(experiments_dir().glob("*.yaml"))
 #: Files that use options other helpers are adding in parallel (NAMES.md); once merged, these pass and
 #: the marks must go (strict xfail: an unexpected pass fails the suite, as a reminder).
 runner = CliRunner()
+#: A recorded experiment at its scale, loaded once for the tests that read every recorded result (a load
+#: validates the whole file: seconds each, and those tests ask for one per claim).
+recorded_experiment = functools.cache(load_experiment)
 
 
 def _validation_params():
@@ -155,22 +160,7 @@ def test_grid_values_must_be_a_list_after_substitution(tmp_path):
 def scifact_slice(shared_data, tmp_path_factory):
     """A real BEIR folder cut from SciFact: 12 test and 24 training queries, their judged abstracts and
     the first 60 others."""
-    from seedr.data.corpus import load_corpus, write_corpus
-    from seedr.data.queries import read_qrels, read_queries, write_qrels
-
-    source = shared_data / "scifact"
-    folder = tmp_path_factory.mktemp("scifact-slice")
-    corpus = load_corpus(source / "corpus.jsonl")
-    queries = read_queries(source / "queries.jsonl")
-    test = dict(list(read_qrels(source / "qrels" / "test.tsv").items())[:12])
-    train = dict(list(read_qrels(source / "qrels" / "train.tsv").items())[:24])
-    kept = [*list(corpus)[:60], *{doc for judged in [*test.values(), *train.values()] for doc in judged}]
-    write_corpus(folder / "corpus.jsonl", [corpus[doc] for doc in dict.fromkeys(kept)])
-    with open(folder / "queries.jsonl", "w") as stream:
-        stream.writelines(json.dumps({"_id": qid, "text": queries[qid]}) + "\n" for qid in [*test, *train])
-    write_qrels(folder / "qrels" / "test.tsv", test, format="beir")
-    write_qrels(folder / "qrels" / "train.tsv", train, format="beir")
-    return folder
+    return scifact_cut(shared_data / "scifact", tmp_path_factory.mktemp("scifact-slice"), 12, 24, 60)
 
 
 TINY = """\
@@ -702,7 +692,7 @@ def test_no_recorded_claim_or_goal_holds_without_significance_after_holm():
         results = json.loads(path.read_text())
         if not results.get("claims"):
             continue
-        alpha = load_experiment(results["experiment"], results["scale"]).alpha
+        alpha = recorded_experiment(results["experiment"], results["scale"]).alpha
         for claim in results["claims"]:
             if claim["verdict"] in ("holds", "does not hold") and claim["expect"] != "similar":
                 p_value = claim.get("p_holm", claim["p_value"])
@@ -1467,7 +1457,7 @@ def test_recorded_claims_over_seeds_read_tests_of_their_seeds():
         for claim in results.get("claims", []):
             if claim["task"] == "diagnostics" or max(claim["seeds"].values()) == 1:
                 continue
-            experiment = load_experiment(results["experiment"], results["scale"])
+            experiment = recorded_experiment(results["experiment"], results["scale"])
             systems = results["tasks"][claim["task"]]["systems"]
             sides = [[systems[m][claim["metric"]]["mean"] for m in seed_members(experiment, name, systems)]
                      for name in (claim["condition"], claim["against"])]
@@ -1495,7 +1485,7 @@ def test_no_recorded_p_value_is_finer_than_its_test():
             task = results["tasks"].get(claim["task"], {})
             if claim["p_value"] is None or task.get("test") != "permutation":
                 continue
-            resamples = load_experiment(results["experiment"], results["scale"]).resamples
+            resamples = recorded_experiment(results["experiment"], results["scale"]).resamples
             for key in ("p_value", "p_queries", "p_holm"):
                 if claim.get(key) is not None:
                     assert claim[key] >= 1 / (resamples + 1), f"{path.parent.name}: {claim['claim']} {key}"
