@@ -47,9 +47,9 @@ def test_the_queue_names_ready_jobs_with_a_command_and_a_tiny_run():
 
 
 def run_tiny(job: str, out: Path, environment: dict[str, str] | None = None,
-             prefix: tuple[str, ...] = ()) -> subprocess.CompletedProcess[str]:
+             prefix: tuple[str, ...] = (), timeout: float = 600) -> subprocess.CompletedProcess[str]:
     return subprocess.run([*prefix, "bash", str(ROOT / "gpu" / "run.sh"), job, "--tiny", "--out", str(out)],
-                          cwd=ROOT, capture_output=True, text=True, timeout=600, env=environment)
+                          cwd=ROOT, capture_output=True, text=True, timeout=timeout, env=environment)
 
 
 #: What run.sh and the jobs call besides Python: no git, no nvidia-smi (the device may lack either).
@@ -127,6 +127,8 @@ def device_image(tmp_path_factory) -> dict[str, str]:
 
 #: Each job of the slow tier runs with no network, as on the device.
 OFFLINE = ("unshare", "-n") if shutil.which("unshare") else ()
+#: A tiny experiment job takes minutes here, three times as long on the AVX2-only CPU, more on a busy one.
+JOB_SECONDS = 1800
 #: The experiment jobs of the queue, each run tiny on the device image by a test of its own.
 EXPERIMENT_JOBS = ["seed_vs_mlm_at_scale", "objectives_at_scale", "ict_vs_mlm_1024", "diagnostics_at_scale",
                    "objectives_at_equal_flops"]
@@ -134,13 +136,14 @@ EXPERIMENT_JOBS = ["seed_vs_mlm_at_scale", "objectives_at_scale", "ict_vs_mlm_10
 
 def run_on_device(job: str, out: Path, device_image: dict[str, str]) -> subprocess.CompletedProcess[str]:
     """``job`` tiny through run.sh on the device image; it wrote its archive (split or not)."""
-    result = run_tiny(job, out, device_image, OFFLINE)
+    result = run_tiny(job, out, device_image, OFFLINE, timeout=JOB_SECONDS)
     assert result.returncode == 0, (job, result.stdout[-3000:] + result.stderr[-3000:])
     assert (out / f"{job}.tgz").is_file() or (out / f"{job}.tgz.00").is_file()
     return result
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(JOB_SECONDS + 600)  # the job, and the device image for the worker's first
 def test_stronger_base_runs_tiny_on_the_device_image(tmp_path, device_image):
     out = tmp_path / "OUT"
     run_on_device("stronger_base", out, device_image)
@@ -152,6 +155,7 @@ def test_stronger_base_runs_tiny_on_the_device_image(tmp_path, device_image):
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(JOB_SECONDS + 600)  # the job, and the device image for the worker's first
 @pytest.mark.parametrize("job", EXPERIMENT_JOBS)
 def test_experiment_jobs_run_tiny_on_the_device_image(tmp_path, device_image, job):
     """Each experiment job at a toy size: its report, and the per-query scores a combination needs."""
@@ -302,6 +306,7 @@ def test_every_module_imports_on_the_device_image(tmp_path):
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(JOB_SECONDS + 600)  # the job, and the device image for the worker's first
 def test_every_job_runs_on_the_device_image(tmp_path, device_image):
     """#55: with only the image's packages and the carried site, every job's tiny mode runs through run.sh
     with no network (``unshare -n``) and no git (the throughput job here, each other job by its own test
