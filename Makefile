@@ -19,8 +19,11 @@ demo: $(VENV)/.installed
 test: $(VENV)/.installed
 	$(PY) -m pytest -n 2 --dist loadfile
 
+# The slow tier (.ci/run runs it after `make test`): its tests one by one on two workers (none builds on what
+# another wrote). SEEDR_TEST_SEED (CI sets it) makes what they draw at random the same every run: the exploring
+# property tests' cases (hypothesis) and the moments kills land (tests/conftest.py).
 test-slow: $(VENV)/.installed
-	$(PY) -m pytest -m slow
+	$(PY) -m pytest -m slow -n 2 --dist load $(if $(SEEDR_TEST_SEED),--hypothesis-seed=$(SEEDR_TEST_SEED))
 
 # seedr against what users would otherwise run, each comparison within one run (bench/*.py docstrings);
 # writes docs/bench/results.md and results.json (53 minutes on the 2-core AVX2 CPU, float32).

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import random
 from pathlib import Path
 
 import pytest
@@ -26,6 +27,17 @@ torch.set_num_threads(1)
 settings.register_profile("repeatable", derandomize=True, database=None)
 settings.register_profile("explore", derandomize=False, database=None)
 settings.load_profile("repeatable")
+
+#: CI sets SEEDR_TEST_SEED (``.ci/run``): what the tests draw at random then comes out the same every run:
+#: the exploring profile's cases (``make test-slow`` passes it to hypothesis as ``--hypothesis-seed``) and
+#: the moment a kill lands (``chance``). Unset, each run draws afresh.
+TEST_SEED = os.environ.get("SEEDR_TEST_SEED") or None
+
+
+@pytest.fixture
+def chance() -> random.Random:
+    """The random source of a test that draws (the moment to kill a process at): seeded where CI seeds."""
+    return random.Random(TEST_SEED)
 
 
 @pytest.fixture(scope="session")

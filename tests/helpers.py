@@ -13,6 +13,8 @@ import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 from transformers import BertModel
 
+from seedr.data.corpus import load_corpus, write_corpus
+from seedr.data.queries import read_qrels, read_queries, write_qrels
 from seedr.io import DataError
 from seedr.modeling.encoder import build_encoder, load_tokenizer, save_encoder
 
@@ -59,6 +61,25 @@ def first_lines(source: Path, count: int, folder: Path) -> Path:
     path = folder / source.name
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
     return path
+
+
+def scifact_cut(source: Path, folder: Path, test: int, train: int, others: int) -> Path:
+    """A real BEIR folder cut from SciFact (``source``) into ``folder``: its first ``test`` test and ``train``
+    training queries, their judged abstracts and the first ``others`` abstracts."""
+    corpus = load_corpus(source / "corpus.jsonl")
+    queries = read_queries(source / "queries.jsonl")
+    tested = dict(list(read_qrels(source / "qrels" / "test.tsv").items())[:test])
+    trained = dict(list(read_qrels(source / "qrels" / "train.tsv").items())[:train])
+    judged = [doc for documents in [*tested.values(), *trained.values()] for doc in documents]  # in file order
+    kept = [*list(corpus)[:others], *judged]
+    folder.mkdir(parents=True, exist_ok=True)
+    write_corpus(folder / "corpus.jsonl", [corpus[doc] for doc in dict.fromkeys(kept)])
+    with open(folder / "queries.jsonl", "w") as stream:
+        stream.writelines(json.dumps({"_id": qid, "text": queries[qid]}) + "\n"
+                          for qid in [*tested, *trained])
+    write_qrels(folder / "qrels" / "test.tsv", tested, format="beir")
+    write_qrels(folder / "qrels" / "train.tsv", trained, format="beir")
+    return folder
 
 
 def write(path: Path, text: str | bytes) -> Path:

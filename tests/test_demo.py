@@ -4,6 +4,7 @@ import json
 from pathlib import Path
 
 import pytest
+from helpers import scifact_cut
 from typer.testing import CliRunner
 
 from seedr.cli import app
@@ -53,10 +54,13 @@ def test_demo_data_must_be_a_beir_folder(shared_data, tmp_path):
 
 @pytest.mark.slow
 def test_demo_on_scifact(shared_data, tmp_path):
+    """``--data`` a real BEIR folder: SciFact with every training query, 60 of its test queries, their judged
+    abstracts and its first 500 others (its whole corpus, encoded by four models, took most of the time)."""
     out = tmp_path / "demo"
+    data = scifact_cut(shared_data / "scifact", tmp_path / "scifact", test=60, train=1000, others=500)
     sizes = ["test_queries=40", "pretrain_steps=2", "finetune_steps=2", "pretrain_batch_size=4",
              "finetune_batch_size=4", "minilm_epochs=0.02"]
-    result = CliRunner().invoke(app, ["demo", "--out", str(out), "--data", str(shared_data / "scifact"),
+    result = CliRunner().invoke(app, ["demo", "--out", str(out), "--data", str(data),
                                       *sum((["--set", s] for s in sizes), [])])
     assert result.exit_code == 0, result.output
     comparison = json.loads((out / "reports" / "demo" / "results.json").read_text())["tasks"]["heldout"]

@@ -6,6 +6,7 @@ files."""
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 import shutil
@@ -14,6 +15,7 @@ from typing import Any
 
 import pytest
 import yaml
+from helpers import scifact_cut
 from rich.console import Console
 from typer.testing import CliRunner
 
@@ -33,6 +35,9 @@ EXPERIMENTS = sorted(experiments_dir().glob("*.yaml"))
 #: Files that use options other helpers are adding in parallel (NAMES.md); once merged, these pass and
 #: the marks must go (strict xfail: an unexpected pass fails the suite, as a reminder).
 runner = CliRunner()
+#: A recorded experiment at its scale, loaded once for the tests that read every recorded result (a load
+#: validates the whole file: seconds each, and those tests ask for one per claim).
+recorded_experiment = functools.cache(load_experiment)
 
 
 def _validation_params():
@@ -155,22 +160,7 @@ def test_grid_values_must_be_a_list_after_substitution(tmp_path):
 def scifact_slice(shared_data, tmp_path_factory):
     """A real BEIR folder cut from SciFact: 12 test and 24 training queries, their judged abstracts and
     the first 60 others."""
-    from seedr.data.corpus import load_corpus, write_corpus
-    from seedr.data.queries import read_qrels, read_queries, write_qrels
-
-    source = shared_data / "scifact"
-    folder = tmp_path_factory.mktemp("scifact-slice")
-    corpus = load_corpus(source / "corpus.jsonl")
-    queries = read_queries(source / "queries.jsonl")
-    test = dict(list(read_qrels(source / "qrels" / "test.tsv").items())[:12])
-    train = dict(list(read_qrels(source / "qrels" / "train.tsv").items())[:24])
-    kept = [*list(corpus)[:60], *{doc for judged in [*test.values(), *train.values()] for doc in judged}]
-    write_corpus(folder / "corpus.jsonl", [corpus[doc] for doc in dict.fromkeys(kept)])
-    with open(folder / "queries.jsonl", "w") as stream:
-        stream.writelines(json.dumps({"_id": qid, "text": queries[qid]}) + "\n" for qid in [*test, *train])
-    write_qrels(folder / "qrels" / "test.tsv", test, format="beir")
-    write_qrels(folder / "qrels" / "train.tsv", train, format="beir")
-    return folder
+    return scifact_cut(shared_data / "scifact", tmp_path_factory.mktemp("scifact-slice"), 12, 24, 60)
 
 
 TINY = """\
@@ -702,7 +692,7 @@ def test_no_recorded_claim_or_goal_holds_without_significance_after_holm():
         results = json.loads(path.read_text())
         if not results.get("claims"):
             continue
-        alpha = load_experiment(results["experiment"], results["scale"]).alpha
+        alpha = recorded_experiment(results["experiment"], results["scale"]).alpha
         for claim in results["claims"]:
             if claim["verdict"] in ("holds", "does not hold") and claim["expect"] != "similar":
                 p_value = claim.get("p_holm", claim["p_value"])
@@ -1467,7 +1457,7 @@ def test_recorded_claims_over_seeds_read_tests_of_their_seeds():
         for claim in results.get("claims", []):
             if claim["task"] == "diagnostics" or max(claim["seeds"].values()) == 1:
                 continue
-            experiment = load_experiment(results["experiment"], results["scale"])
+            experiment = recorded_experiment(results["experiment"], results["scale"])
             systems = results["tasks"][claim["task"]]["systems"]
             sides = [[systems[m][claim["metric"]]["mean"] for m in seed_members(experiment, name, systems)]
                      for name in (claim["condition"], claim["against"])]
@@ -1495,85 +1485,7 @@ def test_no_recorded_p_value_is_finer_than_its_test():
             task = results["tasks"].get(claim["task"], {})
             if claim["p_value"] is None or task.get("test") != "permutation":
                 continue
-            resamples = load_experiment(results["experiment"], results["scale"]).resamples
+            resamples = recorded_experiment(results["experiment"], results["scale"]).resamples
             for key in ("p_value", "p_queries", "p_holm"):
                 if claim.get(key) is not None:
                     assert claim[key] >= 1 / (resamples + 1), f"{path.parent.name}: {claim['claim']} {key}"
-
-
-def test_step_keys_ignore_comments_docstrings_and_layout_but_not_code(tmp_path):
-    """The source fingerprint hashes what the library computes: a docstring, a comment or a re-wrapped line
-    keeps it (and so every recorded step's key); a changed constant changes it."""
-    from seedr.provenance import source_fingerprint
-
-    library = tmp_path / "seedr"
-    shutil.copytree(ROOT / "seedr", library, ignore=shutil.ignore_patterns("__pycache__", "builtin_models"))
-    mlm = ["seedr.objectives.mlm"]
-    before, whole = source_fingerprint(mlm, library), source_fingerprint(None, library)
-    objective = library / "objectives" / "mlm.py"
-    text = objective.read_text()
-    edited = text.replace('"""', '"""Reworded. ', 1) + "\n# a comment at the end\n"
-    edited = edited.replace("from __future__ import annotations\n", "from __future__ import annotations  # why\n\n", 1)
-    objective.write_text(edited)
-    assert source_fingerprint(mlm, library) == before and source_fingerprint(None, library) == whole
-    (library / "stages" / "pretrain.py").write_text("x = 1\n")  # the command line computes nothing
-    assert source_fingerprint(None, library) == whole
-    masking = library / "objectives" / "masking.py"
-    assert "0.8" in masking.read_text()
-    masking.write_text(masking.read_text().replace("0.8", "0.7", 1))  # BERT's 80% [MASK] share changed
-    assert source_fingerprint(mlm, library) != before and source_fingerprint(None, library) != whole
-
-
-def test_an_edit_saved_while_an_experiment_runs_does_not_re_key_its_later_units(tmp_path):
-    """Inside ``sources_as_first_read`` (``run_experiment``) the sources count as first read: a later unit's
-    key (a fusion's members, looked up after they ran) is the one the plan gave it."""
-    from seedr.provenance import source_fingerprint, sources_as_first_read
-
-    library = tmp_path / "seedr"
-    shutil.copytree(ROOT / "seedr", library, ignore=shutil.ignore_patterns("__pycache__", "builtin_models"))
-    fusion = ["seedr.retrieval.fusion"]
-    module = library / "retrieval" / "fusion.py"
-    with sources_as_first_read():
-        before = source_fingerprint(fusion, library)
-        module.write_text(module.read_text() + "\nRRF_EDITED = 61\n")
-        assert source_fingerprint(fusion, library) == before
-    assert source_fingerprint(fusion, library) != before  # outside a run, the edit counts
-
-
-def _step_keys(monkeypatch, library: Path, out: Path) -> dict[str, str]:
-    """Every step and retrieval folder of from_scratch (cpu scale), keyed with the sources under ``library``."""
-    from seedr.experiments import runner as runner_module
-    from seedr.provenance import source_fingerprint
-
-    monkeypatch.setattr(runner_module, "code_fingerprint",
-                        lambda code=None: {"version": "0.1.0", "source": source_fingerprint(code, library)})
-    experiment = load_experiment("from_scratch", "cpu")
-    runner = runner_module._Runner(experiment, out, Console(quiet=True))
-    plan = runner_module._plan(experiment, runner)
-    folders = {f"setup {name}": folder for name, (_, folder) in plan.setup.items()}
-    folders |= {f"{name} {step.kind}": folder for name, chain in plan.chains.items() for step, folder in chain}
-    folders |= {f"{name} on {task}": folder for (task, name), folder in plan.retrievals.items()}
-    return {what: folder.name for what, folder in folders.items()}
-
-
-def test_a_change_to_one_objective_re_keys_only_the_steps_that_run_it(monkeypatch, tmp_path):
-    """A step is keyed on the code it runs (``ExperimentStep.code``): a changed constant in CPDAE's file
-    re-keys the CPDAE pre-training, and what starts from its product (through its model path), and nothing
-    else; a docstring edit anywhere, or a README edit, re-keys nothing."""
-    library = tmp_path / "seedr"
-    shutil.copytree(ROOT / "seedr", library, ignore=shutil.ignore_patterns("__pycache__", "builtin_models"))
-    out = tmp_path / "work"
-    before = _step_keys(monkeypatch, library, out)
-    assert {"cpdae pretrain", "mlm pretrain", "seed pretrain", "cpdae finetune", "mlm finetune"} <= set(before)
-
-    engine = library / "training" / "engine" / "trainer.py"
-    engine.write_text(engine.read_text().replace('"""', '"""Reworded. ', 1))
-    (tmp_path / "README.md").write_text("a README edit\n")
-    assert _step_keys(monkeypatch, library, out) == before
-
-    cpdae = library / "objectives" / "cpdae.py"
-    cpdae.write_text(cpdae.read_text() + "\nUNUSED_CONSTANT = 1\n")  # any change of its code
-    after = _step_keys(monkeypatch, library, out)
-    changed = sorted(what for what in before if after[what] != before[what])
-    assert changed == sorted(["cpdae finetune", "cpdae pretrain",
-                              *(what for what in before if what.startswith("cpdae on "))])

@@ -509,6 +509,7 @@ def test_dpr_training_file(tiny_model: Path, scifact_small: Path, tmp_path: Path
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(3600)  # the whole SciFact encoded twice: past the 900 s default on a slower CPU
 def test_minilm_fine_tuned_on_scifact_train_improves_scifact_test(shared_data: Path, tmp_path: Path) -> None:
     """MiniLM fine-tuned DPR-style (NLL over a BM25 negative + the batch's other documents) on SciFact's
     809 training queries for 200 steps: its SciFact test nDCG@10 (full 5,183-abstract corpus, exact

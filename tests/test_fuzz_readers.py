@@ -180,7 +180,7 @@ _TOO_MANY_DIGITS = _in_first_line(b"9" * 5000)
 #: was an AttributeError (tests/test_untrusted_experiments.py has its own test); a setting of hundreds of
 #: digits overflowed float(); YAML nested past the stack was a RecursionError and PyYAML's messages spanned
 #: lines ("while scanning a quoted scalar\n  in ..."); JSON integers of more digits than Python converts were
-#: a bare ValueError.
+#: a bare ValueError; a model's dropout probability of hundreds of digits overflowed ``math.isfinite``.
 FOUND: dict[str, list[Callable[[Sample], tuple[str, bytes]]]] = {
     "experiment": [_replaced(b"{retrieve: bm25}", b"{retrieve: bm1e-999}"),
                    _replaced(b"pretrain_steps: 80", b"pretrain_steps: 1" + b"0" * 400), _DEEP_YAML, _UNCLOSED_QUOTE],
@@ -188,6 +188,8 @@ FOUND: dict[str, list[Callable[[Sample], tuple[str, bytes]]]] = {
     "corpus": [_TOO_MANY_DIGITS],
     "queries": [_TOO_MANY_DIGITS],
     "run record": [_TOO_MANY_DIGITS],
+    "model config.json": [_replaced(b'"attention_probs_dropout_prob": 0.1', b'"attention_probs_dropout_prob": 1'
+                                    + b"0" * 400)],
 }
 
 

@@ -47,9 +47,9 @@ def test_the_queue_names_ready_jobs_with_a_command_and_a_tiny_run():
 
 
 def run_tiny(job: str, out: Path, environment: dict[str, str] | None = None,
-             prefix: tuple[str, ...] = ()) -> subprocess.CompletedProcess[str]:
+             prefix: tuple[str, ...] = (), timeout: float = 600) -> subprocess.CompletedProcess[str]:
     return subprocess.run([*prefix, "bash", str(ROOT / "gpu" / "run.sh"), job, "--tiny", "--out", str(out)],
-                          cwd=ROOT, capture_output=True, text=True, timeout=600, env=environment)
+                          cwd=ROOT, capture_output=True, text=True, timeout=timeout, env=environment)
 
 
 #: What run.sh and the jobs call besides Python: no git, no nvidia-smi (the device may lack either).
@@ -111,11 +111,42 @@ def throughput_job():
     return throughput
 
 
+@pytest.fixture(scope="module")
+def device_image(tmp_path_factory) -> dict[str, str]:
+    """#55: the environment of the device, built once for the slow tier's tiny jobs: only the image's packages
+    and the carried site (``prepare``'s), no git and no nvidia-smi on the PATH."""
+    folder = tmp_path_factory.mktemp("device")
+    version = f"{sys.version_info.major}.{sys.version_info.minor}"
+    carried = folder / "carried"
+    pack.wheel_site(pack.carried_distributions(), carried / "site.tar.xz", python_version=version)
+    (carried / "imports.json").write_text(json.dumps(pack.import_names()))
+    python = image_environment(folder / "image")
+    return {**os.environ, "PATH": bare_path(folder / "bin"), "SEEDR_PYTHON": str(python),
+            "SEEDR_GPU_CARRIED": str(carried), "PYTHONPATH": ""}
+
+
+#: Each job of the slow tier runs with no network, as on the device.
+OFFLINE = ("unshare", "-n") if shutil.which("unshare") else ()
+#: A tiny experiment job takes minutes here, three times as long on the AVX2-only CPU, more on a busy one.
+JOB_SECONDS = 1800
+#: The experiment jobs of the queue, each run tiny on the device image by a test of its own.
+EXPERIMENT_JOBS = ["seed_vs_mlm_at_scale", "objectives_at_scale", "ict_vs_mlm_1024", "diagnostics_at_scale",
+                   "objectives_at_equal_flops"]
+
+
+def run_on_device(job: str, out: Path, device_image: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    """``job`` tiny through run.sh on the device image; it wrote its archive (split or not)."""
+    result = run_tiny(job, out, device_image, OFFLINE, timeout=JOB_SECONDS)
+    assert result.returncode == 0, (job, result.stdout[-3000:] + result.stderr[-3000:])
+    assert (out / f"{job}.tgz").is_file() or (out / f"{job}.tgz.00").is_file()
+    return result
+
+
 @pytest.mark.slow
-def test_stronger_base_runs_tiny(tmp_path):
+@pytest.mark.timeout(JOB_SECONDS + 600)  # the job, and the device image for the worker's first
+def test_stronger_base_runs_tiny_on_the_device_image(tmp_path, device_image):
     out = tmp_path / "OUT"
-    result = run_tiny("stronger_base", out)
-    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    run_on_device("stronger_base", out, device_image)
     with tarfile.open(out / "stronger_base.tgz") as archive:
         names = archive.getnames()
         results = json.load(archive.extractfile("stronger_base/results.json"))
@@ -124,13 +155,12 @@ def test_stronger_base_runs_tiny(tmp_path):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("job", ["seed_vs_mlm_at_scale", "objectives_at_scale", "ict_vs_mlm_1024",
-                                 "diagnostics_at_scale", "objectives_at_equal_flops"])
-def test_experiment_jobs_run_tiny(tmp_path, job):
+@pytest.mark.timeout(JOB_SECONDS + 600)  # the job, and the device image for the worker's first
+@pytest.mark.parametrize("job", EXPERIMENT_JOBS)
+def test_experiment_jobs_run_tiny_on_the_device_image(tmp_path, device_image, job):
     """Each experiment job at a toy size: its report, and the per-query scores a combination needs."""
     out = tmp_path / "OUT"
-    result = run_tiny(job, out)
-    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    run_on_device(job, out, device_image)
     with tarfile.open(out / f"{job}.tgz") as archive:
         names = archive.getnames()
         per_query = json.load(archive.extractfile(f"{job}/per_query.json"))
@@ -276,34 +306,28 @@ def test_every_module_imports_on_the_device_image(tmp_path):
 
 
 @pytest.mark.slow
-@pytest.mark.timeout(3600)  # every job's tiny mode: about 20 minutes on the 2-core CPUs
-def test_every_job_runs_on_the_device_image(tmp_path):
+@pytest.mark.timeout(JOB_SECONDS + 600)  # the job, and the device image for the worker's first
+def test_every_job_runs_on_the_device_image(tmp_path, device_image):
     """#55: with only the image's packages and the carried site, every job's tiny mode runs through run.sh
-    with no network (``unshare -n``) and no git; without a carried runtime package the start-up check names
-    it and the job never starts."""
-    version = f"{sys.version_info.major}.{sys.version_info.minor}"
-    carried = tmp_path / "carried"
-    pack.wheel_site(pack.carried_distributions(), carried / "site.tar.xz", python_version=version)
-    (carried / "imports.json").write_text(json.dumps(pack.import_names()))
-    python = image_environment(tmp_path / "image")
-    environment = {**os.environ, "PATH": bare_path(tmp_path / "bin"), "SEEDR_PYTHON": str(python),
-                   "SEEDR_GPU_CARRIED": str(carried), "PYTHONPATH": ""}
-    offline = ("unshare", "-n") if shutil.which("unshare") else ()
-    for job in [job["name"] for job in pack.load_queue() if not job.get("not_ready")]:
-        out = tmp_path / "OUT" / job
-        result = run_tiny(job, out, environment, offline)
-        assert result.returncode == 0, (job, result.stdout[-3000:] + result.stderr[-3000:])
-        assert (out / f"{job}.tgz").is_file() or (out / f"{job}.tgz.00").is_file()
+    with no network (``unshare -n``) and no git (the throughput job here, each other job by its own test
+    above); without a carried runtime package the start-up check names it and the job never starts."""
+    ready = [job["name"] for job in pack.load_queue() if not job.get("not_ready")]
+    assert sorted(ready) == sorted(["throughput", "stronger_base", *EXPERIMENT_JOBS])  # each run on the image
+    run_on_device("throughput", tmp_path / "OUT" / "throughput", device_image)
 
     # the test fails when a runtime dependency is missing from the carried site
+    carried = tmp_path / "carried"
+    shutil.copytree(device_image["SEEDR_GPU_CARRIED"], carried)
     site = tmp_path / "site"
     site.mkdir()
     subprocess.run(["tar", "xJf", str(carried / "site.tar.xz"), "-C", str(site)], check=True)
     for path in site.glob("ir_measures*"):
         shutil.rmtree(path)
     subprocess.run(["tar", "cJf", str(carried / "site.tar.xz"), "-C", str(site), "."], check=True)
-    result = run_tiny("throughput", tmp_path / "OUT" / "without", environment, offline)
+    without = {**device_image, "SEEDR_GPU_CARRIED": str(carried)}
+    result = run_tiny("throughput", tmp_path / "OUT" / "without", without, OFFLINE)
     assert result.returncode == 4 and "module ir_measures of ir-measures" in result.stdout + result.stderr
+
 
 def carried_site(folder: Path, imports: dict[str, list[str]]) -> dict[str, str]:
     """A carried folder whose site holds one module and whose import list is ``imports``, and the environment

@@ -71,8 +71,9 @@ def corpus(shared_data: Path, tmp_path_factory) -> Path:
     return first_lines(shared_data / "scifact" / "corpus.jsonl", 120, tmp_path_factory.mktemp("corpus"))
 
 
-def test_encoding_killed_at_a_random_moment_resumes_to_the_same_vectors(tiny_model, corpus, tmp_path) -> None:
-    delay = random.Random().uniform(0, 0.5)
+def test_encoding_killed_at_a_random_moment_resumes_to_the_same_vectors(tiny_model, corpus, tmp_path,
+                                                                       chance) -> None:
+    delay = chance.uniform(0, 0.5)
     print(f"killed {delay:.3f} s after the first shard")
     arguments = ("encode", "--model", tiny_model, "--corpus", corpus, "--shard-size", 10, "--batch-size", 10,
                  "--max-length", 64)
@@ -95,8 +96,9 @@ def same_weights(first: Path, second: Path) -> bool:
 
 
 @pytest.mark.slow
-def test_pretraining_killed_at_a_random_moment_resumes_to_the_same_encoder(wiki_shard, tmp_path) -> None:
-    delay = random.Random().uniform(0, 3)
+def test_pretraining_killed_at_a_random_moment_resumes_to_the_same_encoder(wiki_shard, tmp_path,
+                                                                           chance) -> None:
+    delay = chance.uniform(0, 3)
     print(f"killed {delay:.3f} s after the first checkpoint")
     arguments = ("pretrain", "--objective", "mlm", "--corpus", wiki_shard, "--size", "tiny", "--tokenizer", "minilm",
                  *(item for setting in ("model.hidden_size=32", "model.num_attention_heads=2",
@@ -116,8 +118,9 @@ def test_pretraining_killed_at_a_random_moment_resumes_to_the_same_encoder(wiki_
 
 
 @pytest.mark.slow
-def test_fine_tuning_killed_at_a_random_moment_resumes_to_the_same_encoder(tiny_model, shared_data, tmp_path) -> None:
-    delay = random.Random().uniform(0, 3)
+def test_fine_tuning_killed_at_a_random_moment_resumes_to_the_same_encoder(tiny_model, shared_data, tmp_path,
+                                                                         chance) -> None:
+    delay = chance.uniform(0, 3)
     print(f"killed {delay:.3f} s after the first checkpoint")
     scifact = shared_data / "scifact"
     arguments = ("finetune", "--model", tiny_model, "--train", scifact, "--negatives", "bm25", "--loss", "nll",

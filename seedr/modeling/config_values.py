@@ -22,7 +22,13 @@ _PROBABILITIES = ("hidden_dropout_prob", "attention_probs_dropout_prob")
 
 
 def _number(value: object) -> bool:
-    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
+    """A finite JSON number that a float holds: ``math.isfinite`` raises on an int past a float's range."""
+    if not isinstance(value, int | float) or isinstance(value, bool):
+        return False
+    try:
+        return math.isfinite(value)
+    except OverflowError:  # an int of hundreds of digits: no setting of a model is one
+        return False
 
 
 def check_values(folder: str | os.PathLike) -> None:
