@@ -21,9 +21,9 @@ def test_step_keys_ignore_comments_docstrings_and_layout_but_not_code(tmp_path):
 
     library = tmp_path / "seedr"
     shutil.copytree(ROOT / "seedr", library, ignore=shutil.ignore_patterns("__pycache__", "builtin_models"))
-    mlm = ["seedr.objectives.mlm"]
+    mlm = ["seedr.objectives.mlm.objective"]
     before, whole = source_fingerprint(mlm, library), source_fingerprint(None, library)
-    objective = library / "objectives" / "mlm.py"
+    objective = library / "objectives" / "mlm" / "objective.py"
     text = objective.read_text()
     edited = text.replace('"""', '"""Reworded. ', 1) + "\n# a comment at the end\n"
     edited = edited.replace("from __future__ import annotations\n", "from __future__ import annotations  # why\n\n", 1)
@@ -79,12 +79,12 @@ def test_a_change_to_one_objective_re_keys_only_the_steps_that_run_it(monkeypatc
     before = _step_keys(monkeypatch, library, out)
     assert {"cpdae pretrain", "mlm pretrain", "seed pretrain", "cpdae finetune", "mlm finetune"} <= set(before)
 
-    engine = library / "training" / "engine" / "trainer.py"
+    engine = library / "engine" / "trainer.py"
     engine.write_text(engine.read_text().replace('"""', '"""Reworded. ', 1))
     (tmp_path / "README.md").write_text("a README edit\n")
     assert _step_keys(monkeypatch, library, out) == before
 
-    cpdae = library / "objectives" / "cpdae.py"
+    cpdae = library / "objectives" / "cpdae" / "objective.py"
     cpdae.write_text(cpdae.read_text() + "\nUNUSED_CONSTANT = 1\n")  # any change of its code
     after = _step_keys(monkeypatch, library, out)
     changed = sorted(what for what in before if after[what] != before[what])
