@@ -19,7 +19,7 @@ demo: $(VENV)/.installed
 test: $(VENV)/.installed
 	$(PY) -m pytest -n 2 --dist loadfile
 
-# The slow tier (.ci/run runs it after `make test`): its tests one by one on two workers (none builds on what
+# The slow tier (not yet in .ci/run: DEVELOPERS.md says why): its tests one by one on two workers (none builds on what
 # another wrote). SEEDR_TEST_SEED (CI sets it) makes what they draw at random the same every run: the exploring
 # property tests' cases (hypothesis) and the moments kills land (tests/conftest.py).
 test-slow: $(VENV)/.installed
