@@ -22,6 +22,7 @@ import os
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import Any
 
 import bm25s
 import numpy as np
@@ -108,17 +109,20 @@ class BM25Index:
 
     def search(self, queries: dict[str, str], k: int = 1000, show_progress: bool = False) -> Run:
         """Top ``k`` documents of each query by BM25 score, ties by document id."""
-        qids = list(queries)
-        # update_vocab=False: query words absent from the corpus are dropped, never added
-        tokens = self.tokenizer.tokenize([queries[qid] for qid in qids], update_vocab=False, return_as="ids",
-                                         show_progress=False)
         run: Run = {}
-        for qid, token_ids in tqdm(zip(qids, tokens), total=len(qids), desc="bm25", unit="query",
-                                   disable=not show_progress):
+        for qid, token_ids in self._query_tokens(queries, "bm25", show_progress):
             scores = self.retriever.get_scores_from_ids(token_ids)  # (N,)
             positions = top_k_positions(scores, k, self._id_rank)
             run[qid] = {self.ids[p]: float(scores[p]) for p in positions}
         return run
+
+    def _query_tokens(self, queries: dict[str, str], name: str, show_progress: bool) -> Any:
+        """``(qid, term ids)`` of each query, behind a progress bar called ``name``."""
+        qids = list(queries)
+        # update_vocab=False: query words absent from the corpus are dropped, never added
+        tokens = self.tokenizer.tokenize([queries[qid] for qid in qids], update_vocab=False, return_as="ids",
+                                         show_progress=False)
+        return tqdm(zip(qids, tokens), total=len(qids), desc=name, unit="query", disable=not show_progress)
 
     def search_rm3(self, queries: dict[str, str], k: int = 1000, feedback: RM3 | None = None,
                    show_progress: bool = False) -> Run:
@@ -131,12 +135,8 @@ class BM25Index:
         vocabulary = [""] * len(self.tokenizer.get_vocab_dict())
         for text, term in self.tokenizer.get_vocab_dict().items():
             vocabulary[term] = text
-        qids = list(queries)
-        tokens = self.tokenizer.tokenize([queries[qid] for qid in qids], update_vocab=False, return_as="ids",
-                                         show_progress=False)
         run: Run = {}
-        for qid, token_ids in tqdm(zip(qids, tokens), total=len(qids), desc="bm25+rm3", unit="query",
-                                   disable=not show_progress):
+        for qid, token_ids in self._query_tokens(queries, "bm25+rm3", show_progress):
             first = self.retriever.get_scores_from_ids(token_ids)
             top = top_k_positions(first, feedback.documents, self._id_rank)
             weights = rm3_query(list(token_ids), top, first[top], self.term_counts, vocabulary, feedback) \
